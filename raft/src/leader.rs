@@ -1,0 +1,64 @@
+//! Leader-side execution of forwarded work (proposals, read index, membership changes).
+
+use std::collections::BTreeSet;
+
+use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::{BasicNode, ChangeMembers};
+
+use crate::wire::{LeaderError, LeaderReply, LeaderRequest, LeaderResult};
+use crate::RaftNode;
+
+impl RaftNode {
+    /// Does leader work locally. Answers `NotLeader` rather than forwarding again, so a
+    /// forwarded request never bounces between nodes.
+    pub(crate) async fn execute(&self, req: LeaderRequest) -> LeaderResult {
+        match req {
+            LeaderRequest::Propose(p) => match self.raft.client_write(p).await {
+                Ok(resp) => Ok(LeaderReply::Written { index: resp.log_id.index, reply: resp.data.0 }),
+                Err(e) => Err(write_error(e)),
+            },
+            LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
+                Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),
+                Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                    Err(LeaderError::NotLeader(f.leader_id))
+                }
+                Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e))) => {
+                    Err(LeaderError::Unavailable(e.to_string()))
+                }
+                Err(RaftError::Fatal(e)) => Err(LeaderError::Fatal(e.to_string())),
+            },
+            LeaderRequest::AddLearner { id, addr } => {
+                let res = self.raft.add_learner(id, BasicNode { addr }, false).await;
+                res.map(|_| LeaderReply::Done).map_err(write_error)
+            }
+            LeaderRequest::Promote { id } => {
+                let res = self.raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false).await;
+                res.map(|_| LeaderReply::Done).map_err(write_error)
+            }
+            LeaderRequest::Remove { id } => {
+                let (voter, member) = self.with_metrics(|m| {
+                    let ms = m.membership_config.membership();
+                    (ms.voter_ids().any(|v| v == id), ms.get_node(&id).is_some())
+                });
+                let change = match (voter, member) {
+                    (true, _) => ChangeMembers::RemoveVoters(BTreeSet::from([id])),
+                    (false, true) => ChangeMembers::RemoveNodes(BTreeSet::from([id])),
+                    (false, false) => return Ok(LeaderReply::Done),
+                };
+                let res = self.raft.change_membership(change, false).await;
+                res.map(|_| LeaderReply::Done).map_err(write_error)
+            }
+        }
+    }
+}
+
+fn write_error(e: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> LeaderError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => LeaderError::NotLeader(f.leader_id),
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(ChangeMembershipError::InProgress(p))) => {
+            LeaderError::Unavailable(p.to_string())
+        }
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(c)) => LeaderError::Rejected(c.to_string()),
+        RaftError::Fatal(f) => LeaderError::Fatal(f.to_string()),
+    }
+}

@@ -1,0 +1,59 @@
+//! Raft replication for idnode: openraft over the node's single encrypted RocksDB. The
+//! application hands in opaque commands ([`Proposal`] payloads) and applies them through
+//! [`StateApp`]; this crate owns the log, the state machine plumbing (position, membership,
+//! dedup, snapshots), the peer HTTP protocol and leader forwarding.
+
+// openraft's trait methods return its (large) StorageError; helpers return it unboxed too.
+#![allow(clippy::result_large_err)]
+
+mod admin;
+mod auth;
+mod client;
+mod dedup;
+mod error;
+mod forward;
+mod leader;
+mod log_store;
+mod metrics;
+mod network;
+mod node;
+mod options;
+mod peer_api;
+mod schema;
+mod snapshot;
+mod state_machine;
+mod status;
+mod types;
+mod wire;
+
+use idnode_storage::{Batch, Engine};
+
+pub use admin::AdminClient;
+pub use auth::peer_auth_header;
+pub use error::ProposeError;
+pub use idnode_storage as storage;
+pub use log_store::LogStore;
+pub use node::RaftNode;
+pub use options::RaftOptions;
+pub use state_machine::{SmStats, StateMachine};
+pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
+pub use types::{Proposal, Reply, TypeConfig};
+
+/// The column families this crate needs; the root crate opens the engine with these plus the
+/// application's own.
+pub const COLUMN_FAMILIES: &[&str] = &[schema::CF_LOG, schema::CF_META, schema::CF_DEDUP];
+
+/// The application's deterministic state machine.
+pub trait StateApp: Send + Sync + 'static {
+    /// Column families holding the application's state (all exported in snapshots).
+    fn column_families(&self) -> &'static [&'static str];
+    /// Deterministic apply of one command: read via `engine.read()` plus the batch overlay
+    /// (`batch.get`), write into `batch`.
+    /// Err = the command cannot be decoded/applied: the node stops loudly (raft fatal), it
+    /// never skips a command (replicas would diverge).
+    fn apply(&self, engine: &Engine, batch: &mut Batch, log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String>;
+    /// Called after entries up to `index` are in the state (for cache invalidation).
+    fn applied(&self, _index: u64) {}
+    /// Called after a snapshot was installed (caches must be dropped).
+    fn installed_snapshot(&self) {}
+}

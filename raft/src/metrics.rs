@@ -1,0 +1,132 @@
+//! Prometheus series. Live values (raft state, snapshot, disk, data keys) are read at scrape
+//! time by a collector; counters and the apply histogram are registered directly.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use crate::snapshot::unix_now;
+use crate::status::replication;
+use crate::RaftNode;
+
+impl RaftNode {
+    /// Registers the raft, storage and data-key series on `registry`.
+    pub fn register_metrics(self: &Arc<Self>, registry: &mut Registry) {
+        registry.register(
+            "idnode_raft_apply_seconds",
+            "Seconds spent applying one run of committed entries",
+            self.sm_stats.apply_seconds.clone(),
+        );
+        registry.register("idnode_raft_proposals", "Proposals submitted on this node", self.proposals.clone());
+        registry.register(
+            "idnode_raft_forwarded",
+            "Leader-bound requests this node forwarded to the leader",
+            self.forwarded.clone(),
+        );
+        registry.register_collector(Box::new(RaftCollector { node: self.clone() }));
+    }
+}
+
+struct RaftCollector {
+    node: Arc<RaftNode>,
+}
+
+impl std::fmt::Debug for RaftCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftCollector").field("node", &self.node.id).finish()
+    }
+}
+
+fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, value: i64) -> std::fmt::Result {
+    let g = ConstGauge::new(value);
+    g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> std::fmt::Result {
+    let c = ConstCounter::new(value);
+    c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Collector for RaftCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let node = &self.node;
+        let committed = node.committed_index();
+        let status = node.status();
+        let is_leader = node.is_leader();
+        let repl = node.with_metrics(replication);
+        let applied = status.applied.unwrap_or(0);
+
+        gauge(&mut enc, "idnode_raft_is_leader", "1 when this node is the leader", i64::from(is_leader))?;
+        gauge(&mut enc, "idnode_raft_current_term", "Current raft term", int(status.term))?;
+        gauge(&mut enc, "idnode_raft_leader_id", "Known leader id, -1 when none", status.leader_id.map_or(-1, int))?;
+        gauge(&mut enc, "idnode_raft_voters", "Voting members", status.voters.len() as i64)?;
+        gauge(&mut enc, "idnode_raft_learners", "Learners", status.learners.len() as i64)?;
+        gauge(&mut enc, "idnode_raft_last_log_index", "Last log index", int(status.last_log_index.unwrap_or(0)))?;
+        gauge(&mut enc, "idnode_raft_committed_index", "Committed index", int(committed))?;
+        gauge(&mut enc, "idnode_raft_applied_index", "Applied index", int(applied))?;
+        gauge(&mut enc, "idnode_raft_apply_lag", "Committed minus applied", int(committed.saturating_sub(applied)))?;
+        {
+            let g = ConstGauge::new(0i64);
+            let mut family = enc.encode_descriptor(
+                "idnode_raft_replication_lag",
+                "Leader's last log index minus the peer's matched index",
+                None,
+                g.metric_type(),
+            )?;
+            for p in &repl {
+                let labels = [("peer".to_string(), p.id.to_string())];
+                ConstGauge::new(int(p.lag)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        gauge(
+            &mut enc,
+            "idnode_raft_snapshot_index",
+            "Last log index in the current snapshot",
+            int(status.snapshot_index.unwrap_or(0)),
+        )?;
+        let stats = &node.sm_stats;
+        gauge(
+            &mut enc,
+            "idnode_raft_snapshot_size_bytes",
+            "Size of the current snapshot",
+            int(stats.snapshot_size.load(Ordering::Relaxed)),
+        )?;
+        let created = stats.snapshot_created_at.load(Ordering::Relaxed);
+        let age = if created == 0 { 0 } else { unix_now().saturating_sub(created) };
+        gauge(&mut enc, "idnode_raft_snapshot_age_seconds", "Age of the current snapshot", int(age))?;
+        gauge(&mut enc, "idnode_raft_quarantined_partitions", "Partitions quarantined after a fault", 0)?;
+        gauge(
+            &mut enc,
+            "idnode_storage_disk_usage_bytes",
+            "Bytes used by the database directory",
+            int(node.engine.disk_usage()),
+        )?;
+
+        let keys = node.engine.keys();
+        gauge(
+            &mut enc,
+            "idnode_keys_epoch_current",
+            "Data key epoch used for new writes",
+            i64::from(keys.current_epoch()),
+        )?;
+        gauge(&mut enc, "idnode_keys_epochs", "Data key epochs held", keys.epochs().len() as i64)?;
+        counter(&mut enc, "idnode_keys_sealed", "Values sealed", keys.stats.sealed.load(Ordering::Relaxed))?;
+        counter(&mut enc, "idnode_keys_opened", "Values opened", keys.stats.opened.load(Ordering::Relaxed))?;
+        counter(
+            &mut enc,
+            "idnode_keys_decrypt_failures",
+            "Values that failed to open",
+            keys.stats.failures.load(Ordering::Relaxed),
+        )?;
+        Ok(())
+    }
+}

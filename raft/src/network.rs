@@ -1,0 +1,75 @@
+//! openraft's outgoing RPCs (append, vote, snapshot chunks) over the peer HTTP protocol.
+
+use std::time::Duration;
+
+use openraft::error::{Infallible, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
+    VoteResponse,
+};
+use openraft::{BasicNode, RaftNetwork, RaftNetworkFactory};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::client::{CallError, PeerClient};
+use crate::types::TypeConfig;
+use crate::wire::{PATH_APPEND, PATH_SNAPSHOT, PATH_VOTE};
+
+pub struct Network {
+    pub(crate) client: PeerClient,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerConnection {
+        PeerConnection { client: self.client.clone(), target, addr: node.addr.clone() }
+    }
+}
+
+pub struct PeerConnection {
+    client: PeerClient,
+    target: u64,
+    addr: String,
+}
+
+type RpcResult<T, E> = Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>>;
+
+impl PeerConnection {
+    async fn rpc<Req, Resp, E>(&self, path: &str, req: &Req, ttl: Duration) -> RpcResult<Resp, E>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        match self.client.call::<Req, Result<Resp, RaftError<u64, E>>>(&self.addr, path, req, ttl).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Err(e @ CallError::Unreachable(_)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
+            Err(e) => Err(RPCError::Network(NetworkError::new(&e))),
+        }
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<u64>, Infallible> {
+        self.rpc(PATH_APPEND, &rpc, option.hard_ttl()).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<u64>, InstallSnapshotError> {
+        self.rpc(PATH_SNAPSHOT, &rpc, option.hard_ttl()).await
+    }
+
+    async fn vote(&mut self, rpc: VoteRequest<u64>, option: RPCOption) -> RpcResult<VoteResponse<u64>, Infallible> {
+        self.rpc(PATH_VOTE, &rpc, option.hard_ttl()).await
+    }
+}

@@ -1,0 +1,209 @@
+//! The running raft member: startup, cluster formation, and the client-facing operations
+//! (proposals, read barriers, membership changes) with forwarding to the leader.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use idnode_storage::Engine;
+use openraft::error::{InitializeError, RaftError};
+use openraft::metrics::WaitError;
+use openraft::{BasicNode, ServerState};
+use prometheus_client::metrics::counter::Counter;
+use tokio::time::Instant;
+
+use crate::auth::Credential;
+use crate::client::PeerClient;
+use crate::log_store::LogStore;
+use crate::network::Network;
+use crate::state_machine::{SmStats, StateMachine};
+use crate::status::{self, ClusterStatus, Readiness};
+use crate::types::{Proposal, Raft, TypeConfig};
+use crate::wire::{LeaderReply, LeaderRequest};
+use crate::{ProposeError, RaftOptions, StateApp, COLUMN_FAMILIES};
+
+pub(crate) type Metrics = openraft::RaftMetrics<u64, BasicNode>;
+
+/// Grace for the local apply after a write committed right at the deadline.
+const APPLY_GRACE: Duration = Duration::from_millis(200);
+
+pub struct RaftNode {
+    pub(crate) id: u64,
+    pub(crate) opts: RaftOptions,
+    pub(crate) raft: Raft,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) cred: Arc<Credential>,
+    pub(crate) client: PeerClient,
+    pub(crate) committed: Arc<AtomicU64>,
+    pub(crate) sm_stats: Arc<SmStats>,
+    pub(crate) proposals: Counter,
+    pub(crate) forwarded: Counter,
+}
+
+impl RaftNode {
+    pub async fn start(
+        opts: RaftOptions,
+        engine: Arc<Engine>,
+        app: Arc<dyn StateApp>,
+    ) -> anyhow::Result<Arc<RaftNode>> {
+        for cf in COLUMN_FAMILIES.iter().chain(app.column_families()) {
+            if !engine.column_families().contains(cf) {
+                bail!("the engine was opened without column family {cf}");
+            }
+        }
+        let config = Arc::new(opts.raft_config().context("raft options")?);
+        let cred = Arc::new(Credential::from_secret(opts.cluster_secret.as_deref()));
+        let client = PeerClient::new(cred.clone())?;
+        let log = LogStore::new(engine.clone());
+        let committed = log.committed_cell();
+        let sm_stats = Arc::new(SmStats::default());
+        let sm = StateMachine::new(engine.clone(), app, sm_stats.clone())?;
+        let network = Network { client: client.clone() };
+        let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
+        Ok(Arc::new(RaftNode {
+            id: opts.node_id,
+            opts,
+            raft,
+            engine,
+            cred,
+            client,
+            committed,
+            sm_stats,
+            proposals: Counter::default(),
+            forwarded: Counter::default(),
+        }))
+    }
+
+    /// Forms the cluster (like etcd's --initial-cluster). Idempotent: a node whose data dir is
+    /// already initialized, or that already learned the membership from a peer, ignores it.
+    pub async fn initialize(&self, members: BTreeMap<u64, String>) -> anyhow::Result<()> {
+        if !members.contains_key(&self.id) {
+            bail!("node {} is not among the initial members {:?}", self.id, members.keys());
+        }
+        if self.raft.is_initialized().await? {
+            return Ok(());
+        }
+        let nodes: BTreeMap<u64, BasicNode> = members.into_iter().map(|(id, addr)| (id, BasicNode { addr })).collect();
+        match self.raft.initialize(nodes).await {
+            Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Replicates a command under a fresh request id; see [`RaftNode::propose_with_id`].
+    pub async fn propose(&self, payload: Vec<u8>) -> Result<(u64, Vec<u8>), ProposeError> {
+        self.propose_with_id(idnode_keys::random_bytes::<16>(), payload).await
+    }
+
+    /// Replicates a command (forwarded to the leader when needed, retried with the same
+    /// request id, so it applies at most once) and returns once this node has applied it.
+    pub async fn propose_with_id(
+        &self,
+        request_id: [u8; 16],
+        payload: Vec<u8>,
+    ) -> Result<(u64, Vec<u8>), ProposeError> {
+        self.proposals.inc();
+        let deadline = Instant::now() + self.opts.forward_timeout;
+        let req = LeaderRequest::Propose(Proposal { request_id, payload });
+        match self.leader_call(req, deadline).await? {
+            LeaderReply::Written { index, reply } => {
+                self.wait_applied(index, deadline).await?;
+                Ok((index, reply))
+            }
+            other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
+        }
+    }
+
+    /// Linearizable read barrier: the leader confirms its leadership with a quorum and names
+    /// its commit point; this node then waits until it has applied that far.
+    pub async fn linearizable_barrier(&self) -> Result<(), ProposeError> {
+        let deadline = Instant::now() + self.opts.forward_timeout;
+        match self.leader_call(LeaderRequest::ReadIndex, deadline).await? {
+            LeaderReply::ReadIndex(index) => self.wait_applied(index, deadline).await,
+            other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
+        }
+    }
+
+    /// Adds a learner (returns once the membership change committed, not once it caught up).
+    pub async fn add_learner(&self, id: u64, addr: String) -> Result<(), ProposeError> {
+        self.admin(LeaderRequest::AddLearner { id, addr }).await
+    }
+
+    /// Turns a learner into a voter.
+    pub async fn promote(&self, id: u64) -> Result<(), ProposeError> {
+        self.admin(LeaderRequest::Promote { id }).await
+    }
+
+    /// Removes a voter or learner from the cluster (removing a non-member succeeds).
+    pub async fn remove(&self, id: u64) -> Result<(), ProposeError> {
+        self.admin(LeaderRequest::Remove { id }).await
+    }
+
+    async fn admin(&self, req: LeaderRequest) -> Result<(), ProposeError> {
+        let deadline = Instant::now() + self.opts.forward_timeout;
+        self.leader_call(req, deadline).await.map(|_| ())
+    }
+
+    /// Runs `f` on the current raft metrics without cloning them.
+    pub(crate) fn with_metrics<T>(&self, f: impl FnOnce(&Metrics) -> T) -> T {
+        let rx = self.raft.metrics();
+        let m = rx.borrow();
+        f(&m)
+    }
+
+    pub fn status(&self) -> ClusterStatus {
+        let committed = self.committed.load(Ordering::Acquire);
+        self.with_metrics(|m| status::status(m, committed))
+    }
+
+    pub fn readiness(&self) -> Readiness {
+        let committed = self.committed.load(Ordering::Acquire);
+        self.with_metrics(|m| status::readiness(m, committed))
+    }
+
+    pub fn applied_index(&self) -> u64 {
+        self.with_metrics(|m| m.last_applied.map_or(0, |l| l.index))
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.with_metrics(|m| m.state == ServerState::Leader && m.current_leader == Some(self.id))
+    }
+
+    pub fn leader_id(&self) -> Option<u64> {
+        self.with_metrics(|m| m.current_leader)
+    }
+
+    pub fn committed_index(&self) -> u64 {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    pub async fn shutdown(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft shutdown");
+        }
+    }
+
+    /// Escape hatch (tests, diagnostics).
+    pub fn raft(&self) -> &openraft::Raft<TypeConfig> {
+        &self.raft
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Waits until this node applied `index` (read-your-writes), bounded by `deadline`.
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
+        if self.applied_index() >= index {
+            return Ok(());
+        }
+        let wait = deadline.saturating_duration_since(Instant::now()).max(APPLY_GRACE);
+        match self.raft.wait(Some(wait)).applied_index_at_least(Some(index), "read-your-writes").await {
+            Ok(_) => Ok(()),
+            Err(WaitError::Timeout(..)) => Err(ProposeError::Timeout),
+            Err(WaitError::ShuttingDown) => Err(ProposeError::Fatal("raft is shutting down".into())),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The peer listener's routes: raft RPCs and leader work forwarded by followers. Every route
+//! sits behind the cluster credential check.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{middleware, Router};
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
+use crate::auth;
+use crate::types::TypeConfig;
+use crate::wire::{LeaderError, LeaderRequest, LeaderResult, PATH_APPEND, PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE};
+use crate::RaftNode;
+
+/// Append batches and snapshot chunks (1 MiB) must fit with room to spare.
+const MAX_BODY: usize = 64 << 20;
+
+impl RaftNode {
+    /// axum Router for the peer listener (raft RPCs, forwarded proposals, read index and
+    /// membership changes). Callers without the cluster credential get 401.
+    pub fn peer_router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route(PATH_APPEND, post(append))
+            .route(PATH_VOTE, post(vote))
+            .route(PATH_SNAPSHOT, post(snapshot))
+            .route(PATH_LEADER, post(leader))
+            .route(PATH_STATUS, post(status))
+            .route(PATH_ADMIN, post(admin))
+            .route(PATH_APPLIED, post(applied))
+            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
+            .with_state(self.clone())
+    }
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    postcard::from_bytes(body).map_err(|e| (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response())
+}
+
+fn reply<T: Serialize>(value: &T) -> Response {
+    match postcard::to_allocvec(value) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn append(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
+        Ok(req) => reply(&node.raft.append_entries(req).await),
+        Err(resp) => resp,
+    }
+}
+
+async fn vote(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<VoteRequest<u64>>(&body) {
+        Ok(req) => reply(&node.raft.vote(req).await),
+        Err(resp) => resp,
+    }
+}
+
+async fn snapshot(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
+        Ok(req) => reply(&node.raft.install_snapshot(req).await),
+        Err(resp) => resp,
+    }
+}
+
+async fn leader(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    let req = match decode::<LeaderRequest>(&body) {
+        Ok(req) => req,
+        Err(resp) => return resp,
+    };
+    let result: LeaderResult = if node.is_leader() {
+        match tokio::time::timeout(node.opts.forward_timeout, node.execute(req)).await {
+            Ok(r) => r,
+            Err(_) => Err(LeaderError::Unavailable("leader timed out".into())),
+        }
+    } else {
+        Err(LeaderError::NotLeader(node.leader_id()))
+    };
+    reply(&result)
+}
+
+async fn status(State(node): State<Arc<RaftNode>>) -> Response {
+    reply(&node.status())
+}
+
+async fn admin(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<AdminRequest>(&body) {
+        Ok(req) => reply(&node.admin_request(req).await),
+        Err(resp) => resp,
+    }
+}
+
+async fn applied(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<AppliedRequest>(&body) {
+        Ok(req) => reply(&node.applied_request(req).await),
+        Err(resp) => resp,
+    }
+}

@@ -1,0 +1,38 @@
+//! The concrete openraft type configuration: the crate carries opaque application commands, so
+//! nothing here is generic.
+
+use std::io::Cursor;
+
+use serde::{Deserialize, Serialize};
+
+/// One application command. `request_id` lets the state machine recognise a retried proposal
+/// (forwarding retries after a leader change) and answer it without applying it twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub request_id: [u8; 16],
+    pub payload: Vec<u8>,
+}
+
+/// The application's encoded outcome of one command.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply(pub Vec<u8>);
+
+openraft::declare_raft_types!(
+    /// Raft types of idnode: u64 node ids, peers named by their listener address.
+    pub TypeConfig:
+        D = Proposal,
+        R = Reply,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+pub type Entry = openraft::Entry<TypeConfig>;
+pub type LogId = openraft::LogId<u64>;
+pub type Vote = openraft::Vote<u64>;
+pub type Membership = openraft::StoredMembership<u64, openraft::BasicNode>;
+pub type SnapshotMeta = openraft::SnapshotMeta<u64, openraft::BasicNode>;
+pub type StorageError = openraft::StorageError<u64>;
+pub type Raft = openraft::Raft<TypeConfig>;

@@ -1,0 +1,40 @@
+//! The peer protocol: paths and message types (bodies are postcard).
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::Proposal;
+
+pub const PATH_APPEND: &str = "/raft/append";
+pub const PATH_VOTE: &str = "/raft/vote";
+pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
+pub const PATH_LEADER: &str = "/raft/leader";
+
+/// Work only the leader can do, forwarded by followers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LeaderRequest {
+    Propose(Proposal),
+    ReadIndex,
+    AddLearner { id: u64, addr: String },
+    Promote { id: u64 },
+    Remove { id: u64 },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LeaderReply {
+    Written { index: u64, reply: Vec<u8> },
+    ReadIndex(u64),
+    Done,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LeaderError {
+    /// This node is not (or no longer) the leader; the caller refreshes and retries.
+    NotLeader(Option<u64>),
+    /// Transient (quorum not reached yet, leader stepping down): retry.
+    Unavailable(String),
+    /// The request itself is wrong: do not retry.
+    Rejected(String),
+    Fatal(String),
+}
+
+pub type LeaderResult = Result<LeaderReply, LeaderError>;

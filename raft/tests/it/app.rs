@@ -1,0 +1,73 @@
+//! A tiny key/value state machine for tests.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use idnode_raft::storage::{Batch, Engine};
+use idnode_raft::StateApp;
+use serde::{Deserialize, Serialize};
+
+pub const KV: &str = "kv";
+pub const APP_CFS: &[&str] = &[KV];
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Op {
+    /// Replies with the previous value.
+    Put { key: Vec<u8>, value: Vec<u8> },
+    /// Replies with the new count.
+    Incr { key: Vec<u8> },
+}
+
+pub fn put(key: &str, value: &str) -> Vec<u8> {
+    postcard::to_allocvec(&Op::Put { key: key.as_bytes().to_vec(), value: value.as_bytes().to_vec() }).unwrap()
+}
+
+pub fn incr(key: &str) -> Vec<u8> {
+    postcard::to_allocvec(&Op::Incr { key: key.as_bytes().to_vec() }).unwrap()
+}
+
+#[derive(Default)]
+pub struct KvApp {
+    pub applies: AtomicU64,
+    pub snapshots_installed: AtomicU64,
+}
+
+fn current(engine: &Engine, batch: &Batch, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    match batch.get(KV, key) {
+        Some(v) => Ok(v.map(|v| v.to_vec())),
+        None => engine.read().get(KV, key).map_err(|e| e.to_string()),
+    }
+}
+
+impl StateApp for KvApp {
+    fn column_families(&self) -> &'static [&'static str] {
+        APP_CFS
+    }
+
+    fn apply(&self, engine: &Engine, batch: &mut Batch, _log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.applies.fetch_add(1, Ordering::SeqCst);
+        let op: Op = postcard::from_bytes(payload).map_err(|e| e.to_string())?;
+        match op {
+            Op::Put { key, value } => {
+                let prev = current(engine, batch, &key)?;
+                batch.put(KV, key, &value);
+                postcard::to_allocvec(&prev).map_err(|e| e.to_string())
+            }
+            Op::Incr { key } => {
+                let n = match current(engine, batch, &key)? {
+                    Some(v) => postcard::from_bytes::<u64>(&v).map_err(|e| e.to_string())? + 1,
+                    None => 1,
+                };
+                batch.put(KV, key, &postcard::to_allocvec(&n).map_err(|e| e.to_string())?);
+                postcard::to_allocvec(&n).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    fn installed_snapshot(&self) {
+        self.snapshots_installed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+pub fn all_cfs() -> Vec<&'static str> {
+    idnode_raft::COLUMN_FAMILIES.iter().chain(APP_CFS).copied().collect()
+}

@@ -1,0 +1,7 @@
+//! Integration tests of idnode-raft: openraft's storage conformance suite and in-process
+//! three-node clusters talking over real loopback HTTP.
+
+mod app;
+mod cluster;
+mod conformance;
+mod harness;

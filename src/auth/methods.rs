@@ -1,0 +1,125 @@
+//! Authentication methods. Each one resolves to a user; failures all look alike (401) so a
+//! caller cannot learn which part was wrong.
+
+use serde_json::Value;
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::metrics::labels;
+use crate::node::Node;
+use crate::state::keys::ns;
+use crate::state::model::User;
+use crate::state::Reader;
+use crate::token::{Method, TokenPayload};
+
+/// What the identity part of a request proved.
+pub struct Proven {
+    pub user: User,
+    pub methods: u8,
+    /// Set for the token method: the token being re-scoped.
+    pub parent: Option<TokenPayload>,
+}
+
+fn fail(node: &Node, method: &str) -> ApiError {
+    node.metrics.auth_attempts.get_or_create(&labels(&[("method", method), ("result", "failure")])).inc();
+    ApiError::unauthenticated()
+}
+
+pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
+    let methods = identity
+        .get("methods")
+        .and_then(Value::as_array)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| ApiError::bad_request("'methods' is a required property."))?;
+    let mut proven: Option<Proven> = None;
+    for m in methods {
+        let name = m.as_str().ok_or_else(|| ApiError::bad_request("Invalid input for field 'methods'."))?;
+        let step = match name {
+            "password" => password(node, identity.get("password")).await?,
+            "token" => token(node, identity.get("token"))?,
+            other => {
+                return Err(ApiError::unauthorized(format!(
+                    "Attempted to authenticate with an unsupported method: {other}."
+                )))
+            }
+        };
+        proven = Some(match proven {
+            None => step,
+            Some(mut p) if p.user.id == step.user.id => {
+                p.methods |= step.methods;
+                p.parent = p.parent.or(step.parent);
+                p
+            }
+            Some(_) => return Err(ApiError::unauthorized("Methods identify different users.")),
+        });
+    }
+    let proven = proven.ok_or_else(ApiError::unauthenticated)?;
+    for m in methods.iter().filter_map(Value::as_str) {
+        node.metrics.auth_attempts.get_or_create(&labels(&[("method", m), ("result", "success")])).inc();
+    }
+    Ok(proven)
+}
+
+async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+    let user =
+        body.and_then(|b| b.get("user")).ok_or_else(|| ApiError::bad_request("'user' is a required property."))?;
+    let pw = user
+        .get("password")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("'password' is a required property."))?
+        .to_string();
+    let found = find_user(node, user)?;
+    let (hash, candidate) = match &found {
+        Some(u) if u.enabled => match &u.password_hash {
+            Some(h) => (h.clone(), true),
+            None => (node.dummy_hash.clone(), false),
+        },
+        _ => (node.dummy_hash.clone(), false),
+    };
+    let ok = node.verify_password(pw, hash).await?;
+    match found {
+        Some(u) if ok && candidate && domain_enabled(node, &u)? => {
+            Ok(Proven { user: u, methods: Method::Password as u8, parent: None })
+        }
+        _ => Err(fail(node, "password")),
+    }
+}
+
+fn domain_enabled(node: &Node, u: &User) -> ApiResult<bool> {
+    Ok(node.engine.read().domain(&u.domain_id)?.is_some_and(|d| d.enabled))
+}
+
+/// `{"id": …}` or `{"name": …, "domain": {"id"|"name": …}}`.
+fn find_user(node: &Node, user: &Value) -> ApiResult<Option<User>> {
+    let view = node.engine.read();
+    if let Some(id) = user.get("id").and_then(Value::as_str) {
+        return Ok(view.user(id)?);
+    }
+    let name = user
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("'user' needs an 'id' or a 'name'."))?;
+    let domain = user.get("domain").ok_or_else(|| ApiError::bad_request("A user name needs a 'domain'."))?;
+    let domain_id = match (domain.get("id").and_then(Value::as_str), domain.get("name").and_then(Value::as_str)) {
+        (Some(id), _) => Some(id.to_string()),
+        (None, Some(n)) => view.id_by_name(ns::DOMAIN_NAME, "", n)?,
+        _ => return Err(ApiError::bad_request("'domain' needs an 'id' or a 'name'.")),
+    };
+    let Some(domain_id) = domain_id else { return Ok(None) };
+    match view.id_by_name(ns::USER_NAME, &domain_id, name)? {
+        Some(id) => Ok(view.user(&id)?),
+        None => Ok(None),
+    }
+}
+
+fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+    let id = body
+        .and_then(|b| b.get("id"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("'id' is a required property of 'token'."))?;
+    let vt = node.validate_token(id, false).map_err(|_| fail(node, "token"))?;
+    Ok(Proven {
+        user: vt.user.clone(),
+        methods: vt.payload.methods | Method::Token as u8,
+        parent: Some(vt.payload.clone()),
+    })
+}

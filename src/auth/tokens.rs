@@ -1,0 +1,128 @@
+//! `POST|GET|HEAD|DELETE /v3/auth/tokens` (also mounted under `/v4`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::{methods, scope};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::query_flag;
+use crate::http::metrics::labels;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::Command;
+use crate::token::{now_micros, render_token, TokenPayload, TokenScope, ValidToken};
+
+const MAX_TOKEN_LEN: usize = 4096;
+
+fn subject_token(headers: &HeaderMap) -> ApiResult<String> {
+    headers
+        .get("x-subject-token")
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| !t.is_empty() && t.len() <= MAX_TOKEN_LEN)
+        .map(str::to_string)
+        .ok_or_else(|| ApiError::bad_request("The X-Subject-Token header is required."))
+}
+
+fn token_response(
+    node: &Node,
+    status: StatusCode,
+    token: &str,
+    vt: &ValidToken,
+    nocatalog: bool,
+) -> ApiResult<Response> {
+    let catalog = match (&vt.payload.scope, nocatalog) {
+        (TokenScope::Unscoped, _) | (_, true) => None,
+        _ => Some(node.catalog()?),
+    };
+    let body = json!({"token": render_token(vt, catalog.as_deref())});
+    let mut resp = (status, Json(body)).into_response();
+    let header = HeaderValue::from_str(token).map_err(ApiError::internal)?;
+    resp.headers_mut().insert("x-subject-token", header);
+    Ok(resp)
+}
+
+pub async fn issue(
+    State(node): State<Arc<Node>>,
+    Query(q): Query<HashMap<String, String>>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<Response> {
+    let auth = body.get("auth").ok_or_else(|| ApiError::bad_request("'auth' is a required property."))?;
+    let identity = auth.get("identity").ok_or_else(|| ApiError::bad_request("'identity' is a required property."))?;
+    let proven = methods::authenticate(&node, identity).await?;
+    let scope = scope::requested(&node, auth.get("scope"), &proven.user)?;
+    let now = now_micros();
+    let lifetime = node.cfg.token_expiration_s * 1_000_000;
+    let (expires_at, mut audit_ids) = match &proven.parent {
+        // A re-scoped token keeps its parent's expiry and audit chain.
+        Some(parent) => (parent.expires_at, vec![idnode_keys::random_bytes(), parent.audit_ids[0]]),
+        None => (now + lifetime, vec![idnode_keys::random_bytes()]),
+    };
+    audit_ids.truncate(2);
+    let payload = TokenPayload {
+        version: 1,
+        user_id: proven.user.id.clone(),
+        methods: proven.methods,
+        scope,
+        issued_at: now,
+        expires_at,
+        audit_ids,
+    };
+    let token = node.seal_token(&payload)?;
+    // Validating the new token checks the scope (enabled, roles held) exactly as every later
+    // validation will, and warms this node's cache.
+    let vt = node.validate_token(&token, false).map_err(|_| ApiError::unauthenticated())?;
+    let kind = match vt.payload.scope {
+        TokenScope::Unscoped => "unscoped",
+        TokenScope::Project(_) => "project",
+        TokenScope::Domain(_) => "domain",
+        TokenScope::System => "system",
+    };
+    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", kind)])).inc();
+    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
+    token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+}
+
+pub async fn validate(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let subject = subject_token(&headers)?;
+    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired")))?;
+    enforce("identity:validate_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
+    token_response(&node, StatusCode::OK, &subject, &vt, query_flag(q.get("nocatalog")))
+}
+
+pub async fn check(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<StatusCode> {
+    let subject = subject_token(&headers)?;
+    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired")))?;
+    enforce("identity:validate_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
+    Ok(StatusCode::OK)
+}
+
+/// Possession of the subject token is the authority to revoke it (no X-Auth-Token needed).
+/// Answers once every reachable node has applied the revocation, so validation anywhere
+/// fails from then on.
+pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
+    let subject = subject_token(&headers)?;
+    let vt = node.validate_token(&subject, true)?;
+    let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();
+    let cmd = Command::RevokeToken { audit_ids, expires_at: vt.payload.expires_at, now: now_micros() };
+    let (index, _) = node.propose_at(cmd).await?;
+    node.raft.wait_cluster_applied(index, Duration::from_secs(2)).await;
+    Ok(StatusCode::NO_CONTENT)
+}

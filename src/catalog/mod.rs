@@ -1,0 +1,46 @@
+//! The service catalog as tokens carry it.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::http::error::ApiResult;
+use crate::node::Node;
+use crate::state::keys;
+use crate::state::model::{Endpoint, Service};
+use crate::state::{cf, Reader};
+
+/// Enabled services with their enabled endpoints.
+pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
+    let services: Vec<Service> = r.scan(cf::CATALOG, keys::SERVICE_PREFIX)?;
+    let endpoints: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let out: Vec<Value> = services
+        .iter()
+        .filter(|s| s.enabled)
+        .map(|s| {
+            let eps: Vec<Value> = endpoints
+                .iter()
+                .filter(|e| e.enabled && e.service_id == s.id)
+                .map(|e| {
+                    json!({"id": e.id, "interface": e.interface, "region": e.region_id,
+                           "region_id": e.region_id, "url": e.url})
+                })
+                .collect();
+            json!({"id": s.id, "type": s.service_type, "name": s.name.clone().unwrap_or_default(), "endpoints": eps})
+        })
+        .collect();
+    Ok(Value::Array(out))
+}
+
+impl Node {
+    /// The catalog, rebuilt only when the state has moved.
+    pub fn catalog(&self) -> ApiResult<Arc<Value>> {
+        let applied = self.app.applied_index();
+        if let Some(c) = self.catalog_cache.get(&(), applied) {
+            return Ok(c);
+        }
+        let c = Arc::new(build(&self.engine.read())?);
+        self.catalog_cache.insert((), c.clone(), applied);
+        Ok(c)
+    }
+}

@@ -1,0 +1,94 @@
+//! Command line: `idnode serve | bootstrap | cluster …`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Settings;
+
+#[derive(Parser, Debug)]
+#[command(name = "idnode", version, about = "Replicated identity service speaking the Keystone v3 API")]
+pub struct Cli {
+    /// INI configuration file (default: $IDNODE_CONFIG, else /etc/idnode/idnode.conf if present).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run a node (with no options: a one-node cluster in ./idnode-data).
+    Serve(NodeArgs),
+    /// Bootstrap the cluster (Default domain, admin project/user/roles, identity endpoint) and
+    /// exit. `serve` also does this on first start; running it twice changes nothing.
+    Bootstrap(NodeArgs),
+    /// Cluster membership and status, through a node's peer listener.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterCmd,
+        /// Peer address of any node of the cluster.
+        #[arg(long, global = true, default_value = "127.0.0.1:5099", env = "IDNODE_PEER_ENDPOINT")]
+        endpoint: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCmd {
+    /// Leader, term, members and replication progress.
+    Status,
+    /// Add a node as a non-voting learner (it receives the log, then can be promoted).
+    AddLearner { id: u64, peer_addr: String },
+    /// Make a learner a voter.
+    Promote { id: u64 },
+    /// Remove a voter or learner.
+    Remove { id: u64 },
+}
+
+#[derive(Args, Debug, Default, Clone)]
+pub struct NodeArgs {
+    #[arg(long)]
+    pub node_id: Option<u64>,
+    /// `1=HOST:PEERPORT,2=HOST:PEERPORT,…` (like etcd's --initial-cluster).
+    #[arg(long)]
+    pub initial_cluster: Option<String>,
+    /// `new` forms the cluster from --initial-cluster; `existing` joins one (wait to be added).
+    #[arg(long, value_parser = ["new", "existing"])]
+    pub initial_cluster_state: Option<String>,
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Public API listener (default 0.0.0.0:5000).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// /health, /ready, /metrics listener (default 0.0.0.0:8099).
+    #[arg(long)]
+    pub ops_listen: Option<String>,
+    /// Raft peer listener (default 127.0.0.1:5099).
+    #[arg(long)]
+    pub peer_listen: Option<String>,
+    /// Base URL of the identity endpoint in the catalog (default: from --listen).
+    #[arg(long)]
+    pub public_url: Option<String>,
+}
+
+impl NodeArgs {
+    /// Flags win over the file and the environment.
+    pub fn apply(&self, s: &mut Settings) {
+        let i = "idnode";
+        let pairs = [
+            ("node_id", self.node_id.map(|v| v.to_string())),
+            ("initial_cluster", self.initial_cluster.clone()),
+            ("initial_cluster_state", self.initial_cluster_state.clone()),
+            ("data_dir", self.data_dir.as_ref().map(|p| p.display().to_string())),
+            ("listen", self.listen.clone()),
+            ("ops_listen", self.ops_listen.clone()),
+            ("peer_listen", self.peer_listen.clone()),
+            ("public_url", self.public_url.clone()),
+        ];
+        for (k, v) in pairs {
+            if let Some(v) = v {
+                s.set(i, k, &v);
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Configuration: a Keystone-style INI file, then `IDNODE_*` environment variables, then
+//! command-line flags (each later source wins). Environment names: `IDNODE_<SECTION>_<KEY>`
+//! for any key (e.g. `IDNODE_TOKEN_EXPIRATION`), and `IDNODE_<KEY>` for keys of `[idnode]`
+//! (e.g. `IDNODE_DATA_DIR`, `IDNODE_LISTEN`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context};
+
+/// Raw settings by (section, key), lower-case.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    values: BTreeMap<(String, String), String>,
+}
+
+impl Settings {
+    pub fn from_ini_file(path: &Path) -> anyhow::Result<Self> {
+        let ini =
+            ini::Ini::load_from_file(path).with_context(|| format!("reading configuration {}", path.display()))?;
+        let mut s = Settings::default();
+        for (section, props) in ini.iter() {
+            let section = section.unwrap_or("DEFAULT").to_lowercase();
+            for (k, v) in props.iter() {
+                s.set(&section, k, v);
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn set(&mut self, section: &str, key: &str, value: &str) {
+        self.values.insert((section.to_lowercase(), key.to_lowercase()), value.to_string());
+    }
+
+    pub fn get(&self, section: &str, key: &str) -> Option<&str> {
+        self.values.get(&(section.to_string(), key.to_string())).map(String::as_str)
+    }
+
+    /// Applies `IDNODE_*` variables. A variable names a key of a known section when its
+    /// middle part is one; otherwise it is a key of `[idnode]`.
+    pub fn apply_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
+        for (name, value) in vars {
+            let Some(rest) = name.strip_prefix("IDNODE_") else { continue };
+            let rest = rest.to_lowercase();
+            let (section, key) = match SECTIONS.iter().find(|s| rest.starts_with(&format!("{s}_"))) {
+                Some(s) => (s.to_string(), rest[s.len() + 1..].to_string()),
+                None => ("idnode".to_string(), rest),
+            };
+            self.set(&section, &key, &value);
+        }
+    }
+
+    fn parse<T: std::str::FromStr>(&self, section: &str, key: &str, default: T) -> anyhow::Result<T> {
+        match self.get(section, key) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|_| anyhow!("[{section}] {key} = {v:?} is not valid")),
+        }
+    }
+
+    fn flag(&self, section: &str, key: &str, default: bool) -> anyhow::Result<bool> {
+        match self.get(section, key).map(|v| v.trim().to_lowercase()) {
+            None => Ok(default),
+            Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
+            Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
+            Some(v) => bail!("[{section}] {key} = {v:?} is not a boolean"),
+        }
+    }
+}
+
+/// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
+const SECTIONS: &[&str] = &["token", "identity", "api", "resource", "raft", "log"];
+
+/// The resolved configuration of a node.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node_id: u64,
+    pub data_dir: PathBuf,
+    pub listen: String,
+    pub ops_listen: String,
+    pub peer_listen: String,
+    /// node id -> peer address; empty means a one-node cluster of this node.
+    pub initial_cluster: BTreeMap<u64, String>,
+    /// False for `initial_cluster_state = existing`: the node joins and never initializes.
+    pub form_cluster: bool,
+    pub public_url: Option<String>,
+    pub cluster_secret: Option<String>,
+    pub kek: Option<String>,
+    pub kek_file: PathBuf,
+    pub admin_password: Option<String>,
+    pub region: String,
+    pub token_expiration_s: i64,
+    pub allow_expired_window_s: i64,
+    pub password: idnode_keys::PasswordParams,
+    pub keystone_compat_status: bool,
+    pub admin_project_name: String,
+    pub raft_heartbeat_ms: u64,
+    pub raft_election_min_ms: u64,
+    pub raft_election_max_ms: u64,
+    pub raft_snapshot_logs: u64,
+}
+
+impl Config {
+    pub fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let i = "idnode";
+        let data_dir = PathBuf::from(s.get(i, "data_dir").unwrap_or("./idnode-data"));
+        let initial_cluster = parse_initial_cluster(s.get(i, "initial_cluster").unwrap_or(""))?;
+        let cluster_secret = match (s.get(i, "cluster_secret"), s.get(i, "cluster_secret_file")) {
+            (Some(v), _) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            (_, Some(f)) if !f.trim().is_empty() => Some(
+                std::fs::read_to_string(f.trim())
+                    .with_context(|| format!("reading cluster_secret_file {f}"))?
+                    .trim()
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        let cfg = Config {
+            node_id: s.parse(i, "node_id", 1)?,
+            kek_file: s.get(i, "kek_file").map(PathBuf::from).unwrap_or_else(|| data_dir.join("kek.key")),
+            data_dir,
+            listen: s.get(i, "listen").unwrap_or("0.0.0.0:5000").to_string(),
+            ops_listen: s.get(i, "ops_listen").unwrap_or("0.0.0.0:8099").to_string(),
+            peer_listen: s.get(i, "peer_listen").unwrap_or("127.0.0.1:5099").to_string(),
+            initial_cluster,
+            form_cluster: match s.get(i, "initial_cluster_state").unwrap_or("new") {
+                "new" => true,
+                "existing" => false,
+                other => bail!("initial_cluster_state must be new or existing, not {other:?}"),
+            },
+            public_url: s.get(i, "public_url").map(|u| u.trim_end_matches('/').to_string()),
+            cluster_secret,
+            kek: s.get(i, "kek").map(str::to_string),
+            admin_password: s.get(i, "admin_password").map(str::to_string),
+            region: s.get(i, "region").unwrap_or("RegionOne").to_string(),
+            token_expiration_s: s.parse("token", "expiration", 3600)?,
+            allow_expired_window_s: s.parse("token", "allow_expired_window", 172800)?,
+            password: idnode_keys::PasswordParams {
+                memory_kib: s.parse("identity", "password_hash_memory_kib", 19 * 1024)?,
+                iterations: s.parse("identity", "password_hash_iterations", 2)?,
+                parallelism: s.parse("identity", "password_hash_parallelism", 1)?,
+            },
+            keystone_compat_status: s.flag("api", "keystone_compat_status", false)?,
+            admin_project_name: s.get("resource", "admin_project_name").unwrap_or("admin").to_string(),
+            raft_heartbeat_ms: s.parse("raft", "heartbeat_ms", 100)?,
+            raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
+            raft_election_max_ms: s.parse("raft", "election_timeout_max_ms", 1000)?,
+            raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.token_expiration_s <= 0 {
+            bail!("[token] expiration must be positive");
+        }
+        if !self.initial_cluster.is_empty() && !self.initial_cluster.contains_key(&self.node_id) {
+            bail!("--initial-cluster does not name this node (--node-id {})", self.node_id);
+        }
+        let others = self.initial_cluster.keys().any(|id| *id != self.node_id) || !self.form_cluster;
+        if others && self.cluster_secret.is_none() {
+            bail!(
+                "--initial-cluster names other nodes, so a cluster secret is required: set IDNODE_CLUSTER_SECRET or cluster_secret_file"
+            );
+        }
+        Ok(())
+    }
+
+    /// The address other nodes dial for this node's peer listener.
+    pub fn advertise_peer(&self) -> String {
+        self.initial_cluster.get(&self.node_id).cloned().unwrap_or_else(|| self.peer_listen.clone())
+    }
+
+    /// The members to form the cluster with on first start.
+    pub fn members(&self) -> BTreeMap<u64, String> {
+        if self.initial_cluster.is_empty() {
+            BTreeMap::from([(self.node_id, self.advertise_peer())])
+        } else {
+            self.initial_cluster.clone()
+        }
+    }
+
+    /// The base URL clients reach this node at (for the catalog and links).
+    pub fn public_base(&self) -> String {
+        match &self.public_url {
+            Some(u) => u.trim_end_matches("/v3").to_string(),
+            None => format!("http://{}", self.listen.replace("0.0.0.0", "127.0.0.1")),
+        }
+    }
+}
+
+/// `1=host:port,2=host:port`
+pub fn parse_initial_cluster(text: &str) -> anyhow::Result<BTreeMap<u64, String>> {
+    let mut out = BTreeMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) =
+            part.split_once('=').ok_or_else(|| anyhow!("initial cluster entry {part:?} is not ID=HOST:PORT"))?;
+        let id: u64 =
+            id.trim().parse().map_err(|_| anyhow!("initial cluster entry {part:?}: node id must be a number"))?;
+        let addr = addr.trim();
+        if !addr.contains(':') {
+            bail!("initial cluster entry {part:?}: address must be HOST:PORT");
+        }
+        if out.insert(id, addr.to_string()).is_some() {
+            bail!("initial cluster names node {id} twice");
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_overrides_and_sections() {
+        let mut s = Settings::default();
+        s.set("token", "expiration", "100");
+        s.apply_env(
+            vec![
+                ("IDNODE_TOKEN_EXPIRATION".to_string(), "200".to_string()),
+                ("IDNODE_DATA_DIR".to_string(), "/tmp/x".to_string()),
+                ("IDNODE_API_KEYSTONE_COMPAT_STATUS".to_string(), "true".to_string()),
+                ("OTHER".to_string(), "1".to_string()),
+            ]
+            .into_iter(),
+        );
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.token_expiration_s, 200);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert!(c.keystone_compat_status);
+        assert_eq!(c.listen, "0.0.0.0:5000");
+    }
+
+    #[test]
+    fn initial_cluster_rules() {
+        assert_eq!(parse_initial_cluster("1=a:1, 2=b:2").unwrap().len(), 2);
+        assert!(parse_initial_cluster("x=a:1").is_err());
+        assert!(parse_initial_cluster("1=a").is_err());
+        assert!(parse_initial_cluster("1=a:1,1=b:2").is_err());
+        let mut s = Settings::default();
+        s.set("idnode", "initial_cluster", "1=a:1,2=b:2");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("cluster secret"), "{err}");
+        s.set("idnode", "cluster_secret", "s3cret");
+        assert!(Config::from_settings(&s).is_ok());
+        s.set("idnode", "node_id", "9");
+        assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn ini_file_sections() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("idnode.conf");
+        std::fs::write(&p, "[idnode]\nlisten = 127.0.0.1:6000\n[token]\nexpiration = 60\n").unwrap();
+        let c = Config::from_settings(&Settings::from_ini_file(&p).unwrap()).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:6000");
+        assert_eq!(c.token_expiration_s, 60);
+    }
+}

@@ -1,0 +1,75 @@
+//! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text), and
+//! the authenticated caller from `X-Auth-Token`.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+use crate::node::Node;
+use crate::token::ValidToken;
+
+/// Bodies larger than this are refused before parsing.
+const MAX_BODY: usize = 1 << 20;
+
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::bad_request("The request body could not be read."))?;
+        if bytes.len() > MAX_BODY {
+            return Err(ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "Request body too large."));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            ApiError::bad_request(format!("Expecting to find valid JSON in request body: {}.", sanitize(&e)))
+        })
+    }
+}
+
+/// serde's message without echoing request content (which may hold a password).
+fn sanitize(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.find(" at line") {
+        Some(i) if text.starts_with("invalid type") || text.starts_with("invalid value") => {
+            format!("invalid value{}", &text[i..])
+        }
+        _ => text,
+    }
+}
+
+/// The authenticated caller.
+pub struct Caller(pub Arc<ValidToken>);
+
+impl FromRequestParts<Arc<Node>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, node: &Arc<Node>) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get("x-auth-token")
+            .and_then(|v| v.to_str().ok())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(ApiError::unauthenticated)?;
+        node.validate_token(token, false).map(Caller).map_err(|e| {
+            if e.status.as_u16() == 404 {
+                ApiError::unauthenticated()
+            } else {
+                e
+            }
+        })
+    }
+}
+
+/// Keystone's boolean query flags: present without a value, or 1/true/yes/on.
+pub fn query_flag(value: Option<&String>) -> bool {
+    match value {
+        None => false,
+        Some(v) => !matches!(v.to_lowercase().as_str(), "0" | "false" | "no" | "off"),
+    }
+}

@@ -1,0 +1,109 @@
+//! Field access and validation for request bodies (Keystone's JSON-schema checks, by hand
+//! and with Keystone's messages), and the `extra` attributes clients may add.
+
+use serde_json::{Map, Value};
+
+use super::ApiError;
+
+pub type Obj = Map<String, Value>;
+
+/// The object under `key` of the body, e.g. `{"project": {...}}`.
+pub fn envelope(body: Value, key: &str) -> Result<Obj, ApiError> {
+    match body {
+        Value::Object(mut m) => match m.remove(key) {
+            Some(Value::Object(o)) => Ok(o),
+            Some(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be an object."))),
+            None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
+        },
+        _ => Err(ApiError::bad_request("The request body must be a JSON object.")),
+    }
+}
+
+fn invalid(key: &str, why: &str) -> ApiError {
+    ApiError::bad_request(format!("Invalid input for field '{key}': {why}."))
+}
+
+pub fn opt_str(o: &Obj, key: &str, max: usize) -> Result<Option<String>, ApiError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.chars().count() <= max => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(invalid(key, &format!("is too long (at most {max} characters)"))),
+        Some(_) => Err(invalid(key, "must be a string")),
+    }
+}
+
+/// A required non-blank string (names).
+pub fn req_name(o: &Obj, key: &str, max: usize) -> Result<String, ApiError> {
+    match opt_str(o, key, max)? {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        Some(_) => Err(invalid(key, "must not be empty")),
+        None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
+    }
+}
+
+/// Optional name: present means non-blank.
+pub fn opt_name(o: &Obj, key: &str, max: usize) -> Result<Option<String>, ApiError> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(_) => req_name(o, key, max).map(Some),
+    }
+}
+
+pub fn opt_bool(o: &Obj, key: &str) -> Result<Option<bool>, ApiError> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(invalid(key, "must be a boolean")),
+    }
+}
+
+pub fn opt_str_list(o: &Obj, key: &str) -> Result<Option<Vec<String>>, ApiError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| invalid(key, "must be a list of strings")))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(invalid(key, "must be a list of strings")),
+    }
+}
+
+/// `options` must be an object; stored as JSON text.
+pub fn opt_options(o: &Obj) -> Result<Option<String>, ApiError> {
+    match o.get("options") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v.to_string())),
+        Some(_) => Err(invalid("options", "must be an object")),
+    }
+}
+
+/// Attributes outside `known`, kept and echoed back as Keystone does.
+pub fn extra(o: &Obj, known: &[&str], base: &str) -> String {
+    let mut m: Obj = serde_json::from_str(base).unwrap_or_default();
+    for (k, v) in o {
+        if !known.contains(&k.as_str()) && k != "links" {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(m).to_string()
+}
+
+/// Merges stored extra attributes into a rendered object (known fields win).
+pub fn with_extra(mut v: Value, extra: &str) -> Value {
+    if let (Some(obj), Ok(Value::Object(ex))) = (v.as_object_mut(), serde_json::from_str::<Value>(extra)) {
+        for (k, x) in ex {
+            obj.entry(k).or_insert(x);
+        }
+    }
+    v
+}
+
+pub fn json_obj(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Obj::new()))
+}
+
+/// Ids are 32 hex characters, like Keystone's.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}

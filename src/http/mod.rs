@@ -1,0 +1,13 @@
+//! HTTP: router assembly, the caller's auth context, error rendering, discovery and the ops
+//! listener.
+
+pub mod discovery;
+pub mod error;
+pub mod extract;
+pub mod fields;
+pub mod metrics;
+pub mod ops;
+pub mod router;
+
+pub use error::ApiError;
+pub use extract::{Caller, JsonBody};

@@ -1,0 +1,64 @@
+//! The ops listener: `/health` (liveness: fails only on fatal states), `/ready` (serving
+//! traffic is safe) and `/metrics` (Prometheus text).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::node::Node;
+use crate::state::Reader;
+
+pub fn router(node: Arc<Node>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics))
+        .with_state(node)
+}
+
+/// Component states as the spec names them: database, policy engine, distributed storage.
+fn components(node: &Node) -> (serde_json::Value, bool, bool) {
+    let r = node.raft.readiness();
+    let db_ok = node.engine.read().bootstrap_info().is_ok();
+    let consensus = if r.fatal {
+        "error"
+    } else if r.ok {
+        "ok"
+    } else {
+        "warn"
+    };
+    let body = json!({
+        "database": {"status": if db_ok { "ok" } else { "error" }},
+        "policy": {"status": "ok"},
+        "consensus": {"status": consensus, "reasons": r.reasons},
+    });
+    let healthy = db_ok && !r.fatal;
+    let ready = healthy && r.ok;
+    (body, healthy, ready)
+}
+
+async fn health(State(node): State<Arc<Node>>) -> Response {
+    let (c, healthy, _) = components(&node);
+    let status = if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"status": if healthy { "ok" } else { "error" }, "components": c}))).into_response()
+}
+
+async fn ready(State(node): State<Arc<Node>>) -> Response {
+    let (c, _, ready) = components(&node);
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"status": if ready { "ready" } else { "not ready" }, "components": c}))).into_response()
+}
+
+async fn metrics(State(node): State<Arc<Node>>) -> Response {
+    let mut out = String::new();
+    match prometheus_client::encoding::text::encode(&mut out, &node.registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)
+            .into_response(),
+        Err(e) => crate::http::ApiError::internal(e).into_response(),
+    }
+}

@@ -1,0 +1,118 @@
+//! Cluster bootstrap, like `keystone-manage bootstrap`: the Default domain, the admin
+//! project and user, the default roles with their implication chain, the admin grants, the
+//! region and the identity endpoints, and the token key ring. One command, applied once.
+
+use idnode_keys::{random_token, TokenKeyRing};
+
+use crate::http::error::ApiResult;
+use crate::http::fields::new_id;
+use crate::node::Node;
+use crate::state::command::Bootstrap;
+use crate::state::model::*;
+use crate::state::{Applied, Command, Reader};
+use crate::token::now_micros;
+
+/// Returns true when this call bootstrapped the cluster.
+pub async fn run(node: &Node) -> ApiResult<bool> {
+    if node.engine.read().bootstrap_info()?.is_some() {
+        return Ok(false);
+    }
+    let cfg = &node.cfg;
+    let (password, generated) = match &cfg.admin_password {
+        Some(p) if !p.is_empty() => (p.clone(), false),
+        _ => (random_token(18), true),
+    };
+    let at = now_micros();
+    let project = |id: String, name: &str, domain: &str, is_domain: bool, description: &str| Project {
+        id,
+        name: name.into(),
+        domain_id: domain.into(),
+        description: Some(description.into()),
+        enabled: true,
+        is_domain,
+        parent_id: (!is_domain).then(|| domain.to_string()),
+        tags: vec![],
+        extra: "{}".into(),
+        options: "{}".into(),
+        created_at: at,
+    };
+    let domain = project("default".into(), "Default", "default", true, "The default domain");
+    let admin_project =
+        project(new_id(), &cfg.admin_project_name, "default", false, "Bootstrap project for initializing the cloud.");
+    let user = User {
+        id: new_id(),
+        name: "admin".into(),
+        domain_id: "default".into(),
+        enabled: true,
+        password_hash: Some(node.hash_password(password.clone()).await?),
+        default_project_id: None,
+        password_expires_at: None,
+        extra: "{}".into(),
+        options: "{}".into(),
+        created_at: at,
+        tokens_valid_after: 0,
+    };
+    let roles: Vec<Role> = ["admin", "manager", "member", "reader", "service"]
+        .iter()
+        .map(|n| Role {
+            id: new_id(),
+            name: n.to_string(),
+            domain_id: None,
+            description: None,
+            extra: "{}".into(),
+            options: "{}".into(),
+        })
+        .collect();
+    let implied = roles.windows(2).take(3).map(|w| (w[0].id.clone(), w[1].id.clone())).collect();
+    let grant = |target: Target| Assignment {
+        actor_kind: ActorKind::User,
+        actor_id: user.id.clone(),
+        target,
+        role_id: roles[0].id.clone(),
+        inherited: false,
+    };
+    let assignments = vec![grant(Target::Project(admin_project.id.clone())), grant(Target::System)];
+    let service = Service {
+        id: new_id(),
+        service_type: "identity".into(),
+        name: Some("keystone".into()),
+        enabled: true,
+        description: Some("OpenStack Identity (idnode)".into()),
+        extra: "{}".into(),
+    };
+    let url = format!("{}/v3", cfg.public_base());
+    let endpoints = ["public", "internal", "admin"]
+        .iter()
+        .map(|i| Endpoint {
+            id: new_id(),
+            interface: i.to_string(),
+            service_id: service.id.clone(),
+            region_id: Some(cfg.region.clone()),
+            url: url.clone(),
+            enabled: true,
+            extra: "{}".into(),
+        })
+        .collect();
+    let cmd = Bootstrap {
+        domain,
+        project: admin_project,
+        user,
+        roles,
+        implied,
+        assignments,
+        region: Region { id: cfg.region.clone(), description: None, parent_region_id: None, extra: "{}".into() },
+        service,
+        endpoints,
+        token_keys: TokenKeyRing::generate(at / 1_000_000),
+        at,
+    };
+    let fresh = matches!(node.propose(Command::Bootstrap(Box::new(cmd))).await?, Applied::Bootstrapped { fresh: true });
+    if fresh {
+        tracing::info!("cluster bootstrapped: domain Default, project admin, user admin");
+        if generated {
+            // Printed once, on stdout only, so it can be captured; never logged.
+            println!("Bootstrapped idnode. Generated admin password (shown once): {password}");
+        }
+    }
+    Ok(fresh)
+}

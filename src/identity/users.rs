@@ -1,0 +1,187 @@
+//! `/v3/users`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::query_flag;
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::User;
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::{now_micros, render::iso_micros};
+
+const KNOWN: &[&str] =
+    &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
+/// Longer passwords only cost hashing time (bcrypt-era clients cap at 72 as well).
+const MAX_PASSWORD: usize = 4096;
+
+pub fn user_json(u: &User, base: &str) -> Value {
+    let mut v = json!({
+        "id": u.id, "name": u.name, "domain_id": u.domain_id, "enabled": u.enabled,
+        "password_expires_at": u.password_expires_at.map(iso_micros),
+        "options": json_obj(&u.options),
+        "links": {"self": format!("{base}/v3/users/{}", u.id)},
+    });
+    if let (Some(pid), Some(o)) = (&u.default_project_id, v.as_object_mut()) {
+        o.insert("default_project_id".into(), json!(pid));
+    }
+    with_extra(v, &u.extra)
+}
+
+fn load(node: &Node, id: &str) -> ApiResult<User> {
+    node.engine.read().user(id)?.ok_or_else(|| ApiError::not_found("user", id))
+}
+
+fn target(u: &User) -> Value {
+    json!({"user": {"id": u.id, "domain_id": u.domain_id}})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::User(u) => Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+/// A password from a body: a string within bounds, or null/absent.
+fn password(o: &Obj) -> ApiResult<Option<String>> {
+    opt_str(o, "password", MAX_PASSWORD)
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let persona = crate::policy::Persona { ctx: &ctx };
+    let domain = match q.get("domain_id") {
+        Some(d) => Some(d.clone()),
+        None if !persona.system("reader") => persona.scope_domain().map(str::to_string),
+        None => None,
+    };
+    enforce("identity:list_users", &ctx, &json!({"domain_id": domain}))?;
+    let view = node.engine.snapshot();
+    let users: Vec<User> = match (&domain, q.get("name")) {
+        (Some(d), Some(name)) => view
+            .id_by_name(ns::USER_NAME, d, name)?
+            .map(|id| view.user(&id))
+            .transpose()?
+            .flatten()
+            .into_iter()
+            .collect(),
+        (Some(d), None) => {
+            let mut out = Vec::new();
+            for id in view.member_ids(ns::USERS_OF_DOMAIN, d)? {
+                out.extend(view.user(&id)?);
+            }
+            out
+        }
+        (None, _) => view.scan(cf::USERS, b"")?,
+    };
+    let name = q.get("name").map(|n| n.to_lowercase());
+    let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
+    // No federated identities exist yet, so a `unique_id` filter matches no user.
+    let unique_id_filter = q.contains_key("unique_id");
+    let base = node.cfg.public_base();
+    let out: Vec<Value> = users
+        .iter()
+        .filter(|_| !unique_id_filter)
+        .filter(|u| name.as_ref().is_none_or(|n| &u.name.to_lowercase() == n))
+        .filter(|u| enabled.is_none_or(|e| u.enabled == e))
+        .map(|u| user_json(u, &base))
+        .collect();
+    Ok(Json(json!({"users": out, "links": {"self": format!("{base}/v3/users"), "previous": null, "next": null}})))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "user")?;
+    let domain_id = opt_str(&o, "domain_id", 64)?
+        .or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone()))
+        .unwrap_or_else(|| "default".into());
+    let mut u = User {
+        id: new_id(),
+        name: req_name(&o, "name", 255)?,
+        domain_id,
+        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        password_hash: None,
+        default_project_id: opt_str(&o, "default_project_id", 64)?,
+        password_expires_at: None,
+        extra: extra(&o, KNOWN, "{}"),
+        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        created_at: now_micros(),
+        tokens_valid_after: 0,
+    };
+    enforce("identity:create_user", &ctx, &target(&u))?;
+    if let Some(pw) = password(&o)? {
+        u.password_hash = Some(node.hash_password(pw).await?);
+    }
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateUser(u)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let u = load(&node, &id)?;
+    enforce("identity:get_user", &ctx, &target(&u))?;
+    Ok(Json(json!({"user": user_json(&u, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "user")?;
+    let mut u = load(&node, &id)?;
+    enforce("identity:update_user", &ctx, &target(&u))?;
+    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str()) {
+        return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
+    }
+    if let Some(n) = opt_name(&o, "name", 255)? {
+        u.name = n;
+    }
+    if let Some(e) = opt_bool(&o, "enabled")? {
+        if !e && u.enabled {
+            u.tokens_valid_after = now_micros();
+        }
+        u.enabled = e;
+    }
+    if o.contains_key("default_project_id") {
+        u.default_project_id = opt_str(&o, "default_project_id", 64)?;
+    }
+    if let Some(opts) = opt_options(&o)? {
+        u.options = opts;
+    }
+    if o.contains_key("password") {
+        u.password_hash = match password(&o)? {
+            Some(pw) => Some(node.hash_password(pw).await?),
+            None => None,
+        };
+        u.tokens_valid_after = now_micros();
+    }
+    u.extra = extra(&o, KNOWN, &u.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateUser(u)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let u = load(&node, &id)?;
+    enforce("identity:delete_user", &ctx, &target(&u))?;
+    node.propose(Command::DeleteUser { id: u.id, now: now_micros() }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

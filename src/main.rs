@@ -1,0 +1,63 @@
+//! idnode: one binary, `idnode serve` runs a node.
+
+mod assignment;
+mod auth;
+mod catalog;
+mod cli;
+mod cluster_cli;
+mod config;
+mod http;
+mod identity;
+mod node;
+mod policy;
+mod resource;
+mod state;
+mod token;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Cmd, NodeArgs};
+use crate::config::{Config, Settings};
+
+fn load_config(cli_path: Option<PathBuf>, args: &NodeArgs) -> anyhow::Result<Config> {
+    let path = cli_path
+        .or_else(|| std::env::var_os("IDNODE_CONFIG").map(PathBuf::from))
+        .or_else(|| Some(PathBuf::from("/etc/idnode/idnode.conf")).filter(|p| p.exists()));
+    let mut settings = match path {
+        Some(p) => Settings::from_ini_file(&p)?,
+        None => Settings::default(),
+    };
+    settings.apply_env(std::env::vars());
+    args.apply(&mut settings);
+    Config::from_settings(&settings)
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("IDNODE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from).and_then(|rt| {
+            rt.block_on(async move {
+                match cli.command.unwrap_or(Cmd::Serve(NodeArgs::default())) {
+                    Cmd::Serve(args) => node::serve(load_config(cli.config, &args)?).await,
+                    Cmd::Bootstrap(args) => node::bootstrap_only(load_config(cli.config, &args)?).await,
+                    Cmd::Cluster { action, endpoint } => cluster_cli::run(action, &endpoint).await,
+                }
+            })
+        });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("idnode: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Wiring: key material, storage, raft, listeners, bootstrap, shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher, TokenKeyRing};
+use idnode_raft::{RaftNode, RaftOptions};
+use idnode_storage::Engine;
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::metrics::Metrics;
+use crate::state::apply::IdentityApp;
+use crate::state::command::ApplyResult;
+use crate::state::{Applied, Command, Reader, STATE_CFS};
+use crate::token::{AppliedCache, ValidToken};
+
+/// Everything a request handler needs, shared by all handlers of a node.
+pub struct Node {
+    pub cfg: Config,
+    pub engine: Arc<Engine>,
+    pub raft: Arc<RaftNode>,
+    pub app: Arc<IdentityApp>,
+    pub hasher: PasswordHasher,
+    /// argon2 is memory-hard: bound how many hashes run at once.
+    pub hash_slots: Semaphore,
+    /// Verified against when a user does not exist, so that answer takes as long as a real
+    /// failed login.
+    pub dummy_hash: String,
+    pub token_cache: AppliedCache<String, Arc<ValidToken>>,
+    pub ring_cache: AppliedCache<(), Arc<TokenKeyRing>>,
+    pub catalog_cache: AppliedCache<(), Arc<Value>>,
+    pub metrics: Metrics,
+    pub registry: Registry,
+}
+
+impl Node {
+    /// Replicates a command and returns what apply decided.
+    pub async fn propose(&self, cmd: Command) -> ApiResult<Applied> {
+        self.propose_at(cmd).await.map(|(_, applied)| applied)
+    }
+
+    /// Like [`Node::propose`], also returning the command's log index.
+    pub async fn propose_at(&self, cmd: Command) -> ApiResult<(u64, Applied)> {
+        let bytes = postcard::to_allocvec(&cmd).map_err(ApiError::internal)?;
+        let (index, reply) = self.raft.propose(bytes).await?;
+        let outcome: ApplyResult = postcard::from_bytes(&reply).map_err(ApiError::internal)?;
+        outcome.map(|a| (index, a)).map_err(ApiError::from)
+    }
+
+    /// Hashes a password off the async runtime.
+    pub async fn hash_password(&self, password: String) -> ApiResult<String> {
+        let _slot = self.hash_slots.acquire().await.map_err(ApiError::internal)?;
+        let hasher = self.hasher.clone();
+        tokio::task::spawn_blocking(move || hasher.hash(&password))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)
+    }
+
+    /// Verifies a password off the async runtime.
+    pub async fn verify_password(&self, password: String, phc: String) -> ApiResult<bool> {
+        let _slot = self.hash_slots.acquire().await.map_err(ApiError::internal)?;
+        let hasher = self.hasher.clone();
+        tokio::task::spawn_blocking(move || hasher.verify(&password, &phc)).await.map_err(ApiError::internal)
+    }
+}
+
+/// Opens keys, storage and raft for the configured data directory.
+async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let (kek, source) = Kek::load(cfg.kek.as_deref(), &cfg.kek_file, true)?;
+    if let KekSource::Generated(path) = &source {
+        tracing::warn!(
+            "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \
+             for production supply IDNODE_KEK or kek_file from a secret store and keep it apart from the data",
+            path.display()
+        );
+    }
+    let keys = Arc::new(DataKeys::open_or_create(&kek, &cfg.data_dir.join("keyring"))?);
+    let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
+    let engine = Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?);
+    let app = IdentityApp::new(Vec::new());
+    let opts = RaftOptions {
+        node_id: cfg.node_id,
+        advertise_addr: cfg.advertise_peer(),
+        cluster_secret: cfg.cluster_secret.clone(),
+        heartbeat_ms: cfg.raft_heartbeat_ms,
+        election_timeout_min_ms: cfg.raft_election_min_ms,
+        election_timeout_max_ms: cfg.raft_election_max_ms,
+        snapshot_logs_since_last: cfg.raft_snapshot_logs,
+        ..RaftOptions::default()
+    };
+    let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    raft.register_metrics(&mut registry);
+    let hasher = PasswordHasher::new(cfg.password)?;
+    let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
+    let slots = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) * 2;
+    Ok(Arc::new(Node {
+        cfg,
+        engine,
+        raft,
+        app,
+        hasher,
+        hash_slots: Semaphore::new(slots),
+        dummy_hash,
+        token_cache: AppliedCache::new(100_000),
+        ring_cache: AppliedCache::new(1),
+        catalog_cache: AppliedCache::new(1),
+        metrics,
+        registry,
+    }))
+}
+
+async fn bind(addr: &str, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
+}
+
+fn spawn_server(listener: TcpListener, router: axum::Router, what: &'static str) {
+    tokio::spawn(async move {
+        let svc = router.into_make_service_with_connect_info::<SocketAddr>();
+        if let Err(e) = axum::serve(listener, svc).await {
+            tracing::error!("{what} listener stopped: {e}");
+        }
+    });
+}
+
+/// `idnode serve`.
+pub async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let peer = bind(&cfg.peer_listen, "peer").await?;
+    let api = bind(&cfg.listen, "API").await?;
+    let ops = bind(&cfg.ops_listen, "ops").await?;
+    let node = open(cfg).await?;
+    spawn_server(peer, node.raft.peer_router(), "peer");
+    if node.cfg.form_cluster {
+        node.raft.initialize(node.cfg.members()).await?;
+    }
+    spawn_server(api, crate::http::router::api(node.clone()), "API");
+    spawn_server(ops, crate::http::ops::router(node.clone()), "ops");
+    tracing::info!(
+        node_id = node.cfg.node_id,
+        api = %node.cfg.listen,
+        ops = %node.cfg.ops_listen,
+        peer = %node.cfg.peer_listen,
+        "idnode started in {:?}",
+        started.elapsed()
+    );
+    let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    bootstrapper.abort();
+    node.raft.shutdown().await;
+    node.engine.sync()?;
+    Ok(())
+}
+
+/// `idnode bootstrap`: start the node, make sure the cluster is bootstrapped, stop.
+pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
+    let peer = bind(&cfg.peer_listen, "peer").await?;
+    let node = open(cfg).await?;
+    spawn_server(peer, node.raft.peer_router(), "peer");
+    node.raft.initialize(node.cfg.members()).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match crate::identity::bootstrap::run(&node).await {
+            Ok(_) => break,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!("bootstrap not yet possible: {}", e.message);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => anyhow::bail!("bootstrap failed: {}", e.message),
+        }
+    }
+    node.raft.shutdown().await;
+    node.engine.sync()?;
+    Ok(())
+}
+
+/// The leader bootstraps a new cluster once; every other case is a no-op.
+async fn bootstrap_when_leader(node: Arc<Node>) {
+    loop {
+        match node.engine.read().bootstrap_info() {
+            Ok(Some(_)) => return,
+            Ok(None) if node.raft.is_leader() => match crate::identity::bootstrap::run(&node).await {
+                Ok(_) => return,
+                Err(e) => tracing::warn!("bootstrap attempt failed: {}", e.message),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::error!("reading bootstrap state: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,150 @@
+//! Keystone's default rules for the calls idnode serves, as code. Names mirror Keystone's
+//! policy names so operators recognise them.
+
+use serde_json::Value;
+
+use super::{field, Persona};
+
+type Rule = fn(&Persona<'_>, &Value) -> bool;
+
+pub fn rule(name: &str) -> Option<Rule> {
+    Some(match name {
+        "identity:get_domain" => {
+            |p, t| p.system("reader") || p.scope_domain() == field(t, "domain.id") && field(t, "domain.id").is_some()
+        }
+        "identity:list_domains" => |p, _| p.system("reader"),
+        "identity:create_domain" | "identity:update_domain" | "identity:delete_domain" => |p, _| p.system("admin"),
+        "identity:get_project" => |p, t| {
+            p.system("reader")
+                || p.domain("reader", field(t, "project.domain_id"))
+                || p.project("reader", field(t, "project.id"))
+        },
+        "identity:list_projects" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
+        "identity:create_project" | "identity:update_project" | "identity:delete_project" => {
+            |p, t| p.system("admin") || p.domain("manager", field(t, "project.domain_id"))
+        }
+        "identity:list_user_projects" => |p, t| {
+            p.system("reader")
+                || p.domain("reader", field(t, "user.domain_id"))
+                || Some(p.user_id()) == field(t, "user.id")
+        },
+        "identity:get_user" => |p, t| {
+            p.system("reader")
+                || p.domain("reader", field(t, "user.domain_id"))
+                || Some(p.user_id()) == field(t, "user.id")
+        },
+        "identity:list_users" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
+        "identity:create_user" | "identity:update_user" | "identity:delete_user" => {
+            |p, t| p.system("admin") || p.domain("manager", field(t, "user.domain_id"))
+        }
+        "identity:validate_token" => {
+            |p, t| p.system("reader") || p.is_service() || Some(p.user_id()) == field(t, "token.user_id")
+        }
+        "identity:get_auth_projects" | "identity:get_auth_catalog" => |_, _| true,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::model::{Project, Role, User};
+    use crate::token::{TokenPayload, TokenScope, ValidToken};
+
+    fn domain(id: &str) -> Project {
+        Project {
+            id: id.into(),
+            name: id.into(),
+            domain_id: id.into(),
+            description: None,
+            enabled: true,
+            is_domain: true,
+            parent_id: None,
+            tags: vec![],
+            extra: "{}".into(),
+            options: "{}".into(),
+            created_at: 0,
+        }
+    }
+
+    fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
+        let scope_domain = match &scope {
+            TokenScope::Domain(d) => Some(domain(d)),
+            TokenScope::Project(_) => Some(domain("d1")),
+            _ => None,
+        };
+        ValidToken {
+            payload: TokenPayload {
+                version: 1,
+                user_id: "u1".into(),
+                methods: 1,
+                scope,
+                issued_at: 0,
+                expires_at: i64::MAX,
+                audit_ids: vec![],
+            },
+            user: User {
+                id: "u1".into(),
+                name: "u".into(),
+                domain_id: "d1".into(),
+                enabled: true,
+                password_hash: None,
+                default_project_id: None,
+                password_expires_at: None,
+                extra: "{}".into(),
+                options: "{}".into(),
+                created_at: 0,
+                tokens_valid_after: 0,
+            },
+            user_domain: domain("d1"),
+            project: None,
+            scope_domain,
+            roles: roles
+                .iter()
+                .map(|r| Role {
+                    id: r.to_string(),
+                    name: r.to_string(),
+                    domain_id: None,
+                    description: None,
+                    extra: "{}".into(),
+                    options: "{}".into(),
+                })
+                .collect(),
+            is_admin_project: admin_project,
+        }
+    }
+
+    fn allowed(name: &str, t: &ValidToken, target: Value) -> bool {
+        crate::policy::enforce(name, t, &target).is_ok()
+    }
+
+    #[test]
+    fn personas() {
+        let sys_admin = token(TokenScope::System, &["admin", "manager", "member", "reader"], false);
+        let admin_project = token(TokenScope::Project("p0".into()), &["admin", "reader"], true);
+        let other_admin = token(TokenScope::Project("p9".into()), &["admin", "reader"], false);
+        let d1_manager = token(TokenScope::Domain("d1".into()), &["manager", "member", "reader"], false);
+        let d1_reader = token(TokenScope::Domain("d1".into()), &["reader"], false);
+        let p_member = token(TokenScope::Project("p1".into()), &["member", "reader"], false);
+        let in_d1 = json!({"project": {"id": "p1", "domain_id": "d1"}});
+        let in_d2 = json!({"project": {"id": "p2", "domain_id": "d2"}});
+
+        for (who, t) in [("system admin", &sys_admin), ("admin project", &admin_project)] {
+            assert!(allowed("identity:create_project", t, in_d2.clone()), "{who}");
+            assert!(allowed("identity:create_domain", t, json!({})), "{who}");
+        }
+        assert!(!allowed("identity:create_project", &other_admin, in_d1.clone()), "admin elsewhere is not cloud admin");
+        assert!(allowed("identity:create_project", &d1_manager, in_d1.clone()));
+        assert!(!allowed("identity:create_project", &d1_manager, in_d2.clone()));
+        assert!(!allowed("identity:create_project", &d1_reader, in_d1.clone()));
+        assert!(allowed("identity:get_project", &d1_reader, in_d1.clone()));
+        assert!(allowed("identity:get_project", &p_member, in_d1.clone()));
+        assert!(!allowed("identity:get_project", &p_member, in_d2.clone()));
+        assert!(!allowed("identity:list_domains", &d1_manager, json!({})));
+        assert!(allowed("identity:get_user", &p_member, json!({"user": {"id": "u1", "domain_id": "d1"}})));
+        assert!(!allowed("identity:get_user", &p_member, json!({"user": {"id": "u2", "domain_id": "d1"}})));
+        assert!(!allowed("identity:no_such_rule", &sys_admin, json!({})), "unknown rules deny");
+    }
+}

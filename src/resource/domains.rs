@@ -1,0 +1,137 @@
+//! `/v3/domains`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::domain_json;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::Project;
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::now_micros;
+
+const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
+
+fn load(node: &Node, id: &str) -> ApiResult<Project> {
+    node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Project(d) => Ok((status, Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_domains", &ctx, &json!({}))?;
+    let view = node.engine.snapshot();
+    let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
+    let domains: Vec<Project> = match q.get("name") {
+        Some(name) => view
+            .id_by_name(ns::DOMAIN_NAME, "", name)?
+            .and_then(|id| view.domain(&id).ok().flatten())
+            .into_iter()
+            .collect(),
+        None => view.scan::<Project>(cf::PROJECTS, b"")?.into_iter().filter(|p| p.is_domain).collect(),
+    };
+    let enabled = q.get("enabled").map(|v| crate::http::extract::query_flag(Some(v)));
+    let base = node.cfg.public_base();
+    let out: Vec<Value> = domains
+        .iter()
+        .filter(|d| ids.as_ref().is_none_or(|ids| ids.contains(&d.id.as_str())))
+        .filter(|d| enabled.is_none_or(|e| d.enabled == e))
+        .map(|d| domain_json(d, &base))
+        .collect();
+    Ok(Json(json!({"domains": out, "links": {"self": format!("{base}/v3/domains"), "previous": null, "next": null}})))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "domain")?;
+    enforce("identity:create_domain", &ctx, &json!({"domain": o}))?;
+    let id = match opt_str(&o, "id", 64)? {
+        Some(id) if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') => {
+            return Err(ApiError::bad_request("Invalid input for field 'id'."))
+        }
+        Some(id) => id,
+        None => new_id(),
+    };
+    let d = Project {
+        domain_id: id.clone(),
+        id,
+        name: req_name(&o, "name", 64)?,
+        description: opt_str(&o, "description", 65535)?,
+        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        is_domain: true,
+        parent_id: None,
+        tags: Vec::new(),
+        extra: extra(&o, KNOWN, "{}"),
+        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        created_at: now_micros(),
+    };
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(d)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let d = load(&node, &id)?;
+    enforce("identity:get_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    Ok(Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "domain")?;
+    let mut d = load(&node, &id)?;
+    enforce("identity:update_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    if let Some(other) = opt_str(&o, "id", 64)? {
+        if other != d.id {
+            return Err(ApiError::bad_request("Cannot change the domain id."));
+        }
+    }
+    if let Some(n) = opt_name(&o, "name", 64)? {
+        d.name = n;
+    }
+    if o.contains_key("description") {
+        d.description = opt_str(&o, "description", 65535)?;
+    }
+    if let Some(e) = opt_bool(&o, "enabled")? {
+        d.enabled = e;
+    }
+    if let Some(opts) = opt_options(&o)? {
+        d.options = opts;
+    }
+    d.extra = extra(&o, KNOWN, &d.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(d)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let d = load(&node, &id)?;
+    enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    node.propose(Command::DeleteProject { id: d.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

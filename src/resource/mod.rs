@@ -1,0 +1,7 @@
+//! Domains and projects (Keystone's resource subsystem).
+
+pub mod domains;
+pub mod projects;
+mod render;
+
+pub use render::{domain_json, project_json};

@@ -1,0 +1,190 @@
+//! `/v3/projects`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::project_json;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::query_flag;
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::Project;
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::{now_micros, ValidToken};
+
+const KNOWN: &[&str] =
+    &["id", "name", "domain_id", "description", "enabled", "is_domain", "parent_id", "tags", "options"];
+
+fn load(node: &Node, id: &str) -> ApiResult<Project> {
+    node.engine.read().project(id)?.ok_or_else(|| ApiError::not_found("project", id))
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Project(p) => Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+fn target(p: &Project) -> Value {
+    json!({"project": {"id": p.id, "domain_id": p.domain_id}})
+}
+
+/// A domain-scoped caller who is not a system reader lists its own domain only.
+fn effective_domain_filter(ctx: &ValidToken, asked: Option<&String>) -> Option<String> {
+    let p = crate::policy::Persona { ctx };
+    match asked {
+        Some(d) => Some(d.clone()),
+        None if !p.system("reader") => p.scope_domain().map(str::to_string),
+        None => None,
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let domain = effective_domain_filter(&ctx, q.get("domain_id"));
+    enforce("identity:list_projects", &ctx, &json!({"domain_id": domain}))?;
+    let view = node.engine.snapshot();
+    let projects: Vec<Project> = match (&domain, q.get("name")) {
+        (Some(d), Some(name)) => view
+            .id_by_name(ns::PROJECT_NAME, d, name)?
+            .map(|id| view.project(&id))
+            .transpose()?
+            .flatten()
+            .into_iter()
+            .collect(),
+        (Some(d), None) => {
+            let mut out = Vec::new();
+            for id in view.member_ids(ns::PROJECTS_OF_DOMAIN, d)? {
+                out.extend(view.project(&id)?);
+            }
+            out
+        }
+        (None, _) => view.scan(cf::PROJECTS, b"")?,
+    };
+    let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
+    let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
+    let is_domain = q.get("is_domain").map(|v| query_flag(Some(v))).unwrap_or(false);
+    let name = q.get("name").map(|n| n.to_lowercase());
+    let base = node.cfg.public_base();
+    let out: Vec<Value> = projects
+        .iter()
+        .filter(|p| p.is_domain == is_domain)
+        .filter(|p| name.as_ref().is_none_or(|n| &p.name.to_lowercase() == n))
+        .filter(|p| ids.as_ref().is_none_or(|ids| ids.contains(&p.id.as_str())))
+        .filter(|p| enabled.is_none_or(|e| p.enabled == e))
+        .filter(|p| q.get("parent_id").is_none_or(|pid| p.parent_id.as_ref() == Some(pid)))
+        .map(|p| project_json(p, &base))
+        .collect();
+    Ok(Json(json!({"projects": out, "links": {"self": format!("{base}/v3/projects"), "previous": null, "next": null}})))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "project")?;
+    let is_domain = opt_bool(&o, "is_domain")?.unwrap_or(false);
+    let parent_id = opt_str(&o, "parent_id", 64)?;
+    let asked_domain = opt_str(&o, "domain_id", 64)?;
+    let id = new_id();
+    let domain_id = if is_domain {
+        if asked_domain.is_some() || parent_id.is_some() {
+            return Err(ApiError::bad_request("A project acting as a domain cannot have a domain_id or parent_id."));
+        }
+        id.clone()
+    } else {
+        let from_parent = match &parent_id {
+            Some(pid) => {
+                let parent = node.engine.read().project(pid)?.ok_or_else(|| ApiError::not_found("project", pid))?;
+                Some(if parent.is_domain { parent.id } else { parent.domain_id })
+            }
+            None => None,
+        };
+        asked_domain
+            .or(from_parent)
+            .or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone()))
+            .unwrap_or_else(|| "default".to_string())
+    };
+    let p = Project {
+        parent_id: if is_domain { None } else { parent_id.or_else(|| Some(domain_id.clone())) },
+        domain_id,
+        id,
+        name: req_name(&o, "name", 64)?,
+        description: opt_str(&o, "description", 65535)?,
+        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        is_domain,
+        tags: opt_str_list(&o, "tags")?.unwrap_or_default(),
+        extra: extra(&o, KNOWN, "{}"),
+        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        created_at: now_micros(),
+    };
+    let action = if is_domain { "identity:create_domain" } else { "identity:create_project" };
+    enforce(action, &ctx, &target(&p))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(p)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let p = load(&node, &id)?;
+    enforce("identity:get_project", &ctx, &target(&p))?;
+    Ok(Json(json!({"project": project_json(&p, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "project")?;
+    let mut p = load(&node, &id)?;
+    enforce("identity:update_project", &ctx, &target(&p))?;
+    for (key, current) in [("domain_id", Some(p.domain_id.clone())), ("parent_id", p.parent_id.clone())] {
+        if o.contains_key(key) && opt_str(&o, key, 64)? != current {
+            return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
+        }
+    }
+    if o.contains_key("is_domain") && opt_bool(&o, "is_domain")? != Some(p.is_domain) {
+        return Err(ApiError::bad_request("Update of `is_domain` is not allowed."));
+    }
+    if let Some(n) = opt_name(&o, "name", 64)? {
+        p.name = n;
+    }
+    if o.contains_key("description") {
+        p.description = opt_str(&o, "description", 65535)?;
+    }
+    if let Some(e) = opt_bool(&o, "enabled")? {
+        p.enabled = e;
+    }
+    if let Some(t) = opt_str_list(&o, "tags")? {
+        p.tags = t;
+    }
+    if let Some(opts) = opt_options(&o)? {
+        p.options = opts;
+    }
+    p.extra = extra(&o, KNOWN, &p.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(p)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let p = load(&node, &id)?;
+    enforce("identity:delete_project", &ctx, &target(&p))?;
+    node.propose(Command::DeleteProject { id: p.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

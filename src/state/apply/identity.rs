@@ -1,0 +1,77 @@
+//! Users.
+
+use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::keys::ns;
+use super::super::model::{ActorKind, User};
+use super::super::{cf, Reader, Tx};
+use super::{assignment, Fatal};
+
+fn conflict(name: &str) -> ApplyError {
+    ApplyError::Conflict(format!(
+        "Conflict occurred attempting to store user - Duplicate entry found with name {name} at domain ID."
+    ))
+}
+
+pub fn create(tx: &mut Tx<'_>, u: User) -> Result<ApplyResult, Fatal> {
+    if tx.user(&u.id)?.is_some() {
+        return Ok(Err(ApplyError::Conflict(format!(
+            "Conflict occurred attempting to store user - Duplicate ID, {}.",
+            u.id
+        ))));
+    }
+    if tx.domain(&u.domain_id)?.is_none() {
+        return Ok(Err(not_found("domain", &u.domain_id)));
+    }
+    if let Some(pid) = &u.default_project_id {
+        if tx.project(pid)?.is_none() {
+            return Ok(Err(not_found("project", pid)));
+        }
+    }
+    if tx.id_by_name(ns::USER_NAME, &u.domain_id, &u.name)?.is_some() {
+        return Ok(Err(conflict(&u.name)));
+    }
+    tx.put_name(ns::USER_NAME, &u.domain_id, &u.name, &u.id);
+    tx.add_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
+    tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
+    Ok(Ok(Applied::User(u)))
+}
+
+/// `domain_id` and `created_at` are immutable; the rest is replaced.
+pub fn update(tx: &mut Tx<'_>, mut u: User) -> Result<ApplyResult, Fatal> {
+    let Some(old) = tx.user(&u.id)? else {
+        return Ok(Err(not_found("user", &u.id)));
+    };
+    u.domain_id = old.domain_id.clone();
+    u.created_at = old.created_at;
+    u.tokens_valid_after = u.tokens_valid_after.max(old.tokens_valid_after);
+    let renamed = u.name.to_lowercase() != old.name.to_lowercase();
+    if renamed && tx.id_by_name(ns::USER_NAME, &u.domain_id, &u.name)?.is_some() {
+        return Ok(Err(conflict(&u.name)));
+    }
+    if let Some(pid) = &u.default_project_id {
+        if u.default_project_id != old.default_project_id && tx.project(pid)?.is_none() {
+            return Ok(Err(not_found("project", pid)));
+        }
+    }
+    tx.delete_name(ns::USER_NAME, &old.domain_id, &old.name);
+    tx.put_name(ns::USER_NAME, &u.domain_id, &u.name, &u.id);
+    tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
+    Ok(Ok(Applied::User(u)))
+}
+
+pub fn delete(tx: &mut Tx<'_>, id: &str, _now: i64) -> Result<ApplyResult, Fatal> {
+    let Some(u) = tx.user(id)? else {
+        return Ok(Err(not_found("user", id)));
+    };
+    remove_user(tx, &u)?;
+    Ok(Ok(Applied::Done))
+}
+
+/// Removes a user with its name index entries and role assignments.
+pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
+    assignment::remove_for_actor(tx, ActorKind::User, &u.id)?;
+    tx.delete_name(ns::USER_NAME, &u.domain_id, &u.name);
+    tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
+    tx.delete(cf::USERS, u.id.clone().into_bytes());
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `apply`: the only place invariants are enforced (it runs serialized, in log order, on
+//! every node). Deterministic: no clock, no randomness, no I/O beyond the state.
+
+mod assignment;
+mod bootstrap;
+mod identity;
+mod resource;
+mod token;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use idnode_raft::StateApp;
+use idnode_storage::{Batch, Engine, StorageError};
+
+use super::command::{ApplyResult, Command};
+use super::{Tx, STATE_CFS};
+
+/// Storage failures inside apply are fatal for the node (raft stops): a command is never
+/// half-applied or skipped.
+pub(crate) type Fatal = StorageError;
+
+/// The identity state machine as the raft crate sees it.
+pub struct IdentityApp {
+    applied: AtomicU64,
+    on_applied: Vec<Box<dyn Fn(u64) + Send + Sync>>,
+}
+
+impl IdentityApp {
+    pub fn new(on_applied: Vec<Box<dyn Fn(u64) + Send + Sync>>) -> Arc<Self> {
+        Arc::new(IdentityApp { applied: AtomicU64::new(0), on_applied })
+    }
+
+    /// The last log index whose effects are visible to local reads.
+    pub fn applied_index(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+}
+
+/// Applies one command to a transaction; the outer error is fatal, the inner one is the
+/// command's refusal (which is replicated like any outcome).
+pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal> {
+    match cmd {
+        Command::Bootstrap(b) => bootstrap::apply(tx, *b),
+        Command::CreateProject(p) => resource::create(tx, p),
+        Command::UpdateProject(p) => resource::update(tx, p),
+        Command::DeleteProject { id } => resource::delete(tx, &id),
+        Command::CreateUser(u) => identity::create(tx, u),
+        Command::UpdateUser(u) => identity::update(tx, u),
+        Command::DeleteUser { id, now } => identity::delete(tx, &id, now),
+        Command::RevokeToken { audit_ids, expires_at, now } => token::revoke(tx, audit_ids, expires_at, now),
+    }
+}
+
+impl StateApp for IdentityApp {
+    fn column_families(&self) -> &'static [&'static str] {
+        STATE_CFS
+    }
+
+    fn apply(&self, engine: &Engine, batch: &mut Batch, _log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String> {
+        let cmd: Command = postcard::from_bytes(payload)
+            .map_err(|e| format!("cannot decode replicated command (is this binary older than the cluster?): {e}"))?;
+        let mut tx = Tx { engine, batch };
+        // Each apply step checks every invariant before its first write, so a refused
+        // command leaves no trace in the state.
+        let outcome = apply_command(&mut tx, cmd).map_err(|e| e.to_string())?;
+        postcard::to_allocvec(&outcome).map_err(|e| e.to_string())
+    }
+
+    fn applied(&self, index: u64) {
+        self.applied.store(index, Ordering::Release);
+        for f in &self.on_applied {
+            f(index);
+        }
+    }
+
+    fn installed_snapshot(&self) {
+        for f in &self.on_applied {
+            f(u64::MAX);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

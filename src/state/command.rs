@@ -1,0 +1,68 @@
+//! The replicated commands. Part of the raft log, so append-only: new variants go at the
+//! end, existing ones never change shape. Everything non-deterministic (ids, timestamps,
+//! secrets, password hashes) is stamped by the service before the command is built.
+
+use idnode_keys::TokenKeyRing;
+use serde::{Deserialize, Serialize};
+
+use super::model::*;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Command {
+    Bootstrap(Box<Bootstrap>),
+    CreateProject(Project),
+    UpdateProject(Project),
+    DeleteProject { id: String },
+    CreateUser(User),
+    UpdateUser(User),
+    DeleteUser { id: String, now: i64 },
+    RevokeToken { audit_ids: Vec<String>, expires_at: i64, now: i64 },
+}
+
+/// Everything `idnode bootstrap` creates, in one atomic command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bootstrap {
+    pub domain: Project,
+    pub project: Project,
+    pub user: User,
+    /// admin, manager, member, reader, service (admin first).
+    pub roles: Vec<Role>,
+    /// (prior, implied) role ids.
+    pub implied: Vec<(String, String)>,
+    pub assignments: Vec<Assignment>,
+    pub region: Region,
+    pub service: Service,
+    pub endpoints: Vec<Endpoint>,
+    pub token_keys: TokenKeyRing,
+    pub at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Applied {
+    Done,
+    Project(Project),
+    User(User),
+    /// `fresh` is false when the cluster had already been bootstrapped.
+    Bootstrapped {
+        fresh: bool,
+    },
+}
+
+/// Invariant violations found by apply; the service maps them to HTTP errors.
+#[derive(Debug, Clone, Serialize, Deserialize, thiserror::Error)]
+pub enum ApplyError {
+    #[error("Could not find {kind}: {id}.")]
+    NotFound { kind: String, id: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Forbidden(String),
+}
+
+pub type ApplyResult = Result<Applied, ApplyError>;
+
+pub fn not_found(kind: &str, id: &str) -> ApplyError {
+    ApplyError::NotFound { kind: kind.to_string(), id: id.to_string() }
+}

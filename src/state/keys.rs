@@ -1,0 +1,85 @@
+//! Key layouts. Ids are random (uuid hex) and safe to keep in keys; names are only ever
+//! indexed through keyed hashes (see `names`/`members` column families).
+
+use super::model::{ActorKind, Assignment, Target};
+
+pub const META_BOOTSTRAP: &[u8] = b"bootstrap";
+pub const META_TOKEN_KEYS: &[u8] = b"token_keys";
+
+pub fn role(id: &str) -> Vec<u8> {
+    format!("r/{id}").into_bytes()
+}
+pub const ROLE_PREFIX: &[u8] = b"r/";
+pub fn implied(prior: &str, implied: &str) -> Vec<u8> {
+    format!("i/{prior}/{implied}").into_bytes()
+}
+pub fn implied_prefix(prior: &str) -> Vec<u8> {
+    format!("i/{prior}/").into_bytes()
+}
+
+pub fn region(id: &str) -> Vec<u8> {
+    format!("g/{id}").into_bytes()
+}
+pub fn service(id: &str) -> Vec<u8> {
+    format!("s/{id}").into_bytes()
+}
+pub const SERVICE_PREFIX: &[u8] = b"s/";
+pub fn endpoint(id: &str) -> Vec<u8> {
+    format!("e/{id}").into_bytes()
+}
+pub const ENDPOINT_PREFIX: &[u8] = b"e/";
+
+fn actor_part(kind: ActorKind, id: &str) -> String {
+    match kind {
+        ActorKind::User => format!("U{id}"),
+        ActorKind::Group => format!("G{id}"),
+    }
+}
+
+pub fn target_part(t: &Target) -> String {
+    match t {
+        Target::Project(id) => format!("P{id}"),
+        Target::Domain(id) => format!("D{id}"),
+        Target::System => "Sall".to_string(),
+    }
+}
+
+/// The three orders an assignment is stored under: by actor, by target, by role.
+pub fn assignment_keys(a: &Assignment) -> [Vec<u8>; 3] {
+    let actor = actor_part(a.actor_kind, &a.actor_id);
+    let target = target_part(&a.target);
+    let inh = if a.inherited { "i" } else { "d" };
+    [
+        format!("a/{actor}/{target}/{}/{inh}", a.role_id).into_bytes(),
+        format!("t/{target}/{actor}/{}/{inh}", a.role_id).into_bytes(),
+        format!("r/{}/{actor}/{target}/{inh}", a.role_id).into_bytes(),
+    ]
+}
+
+pub fn by_actor_prefix(kind: ActorKind, id: &str) -> Vec<u8> {
+    format!("a/{}/", actor_part(kind, id)).into_bytes()
+}
+pub fn by_actor_target_prefix(kind: ActorKind, id: &str, t: &Target) -> Vec<u8> {
+    format!("a/{}/{}/", actor_part(kind, id), target_part(t)).into_bytes()
+}
+pub fn by_target_prefix(t: &Target) -> Vec<u8> {
+    format!("t/{}/", target_part(t)).into_bytes()
+}
+pub fn by_role_prefix(role_id: &str) -> Vec<u8> {
+    format!("r/{role_id}/").into_bytes()
+}
+
+/// Name-index namespaces (each is hashed together with its term).
+pub mod ns {
+    pub const DOMAIN_NAME: &str = "domain-name";
+    pub const PROJECT_NAME: &str = "project-name";
+    pub const USER_NAME: &str = "user-name";
+    pub const ROLE_NAME: &str = "role-name";
+    pub const PROJECTS_OF_DOMAIN: &str = "projects-of-domain";
+    pub const USERS_OF_DOMAIN: &str = "users-of-domain";
+}
+
+/// Names compare case-insensitively, as with Keystone on its usual SQL collation.
+pub fn name_term(scope: &str, name: &str) -> String {
+    format!("{scope}/{}", name.to_lowercase())
+}

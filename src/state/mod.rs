@@ -1,0 +1,45 @@
+//! The persisted model: one place holds the whole schema (column families, key layouts,
+//! records), the replicated `Command`s, the deterministic `apply`, and read helpers shared by
+//! services and apply.
+
+pub mod apply;
+pub mod command;
+pub mod keys;
+pub mod model;
+pub mod read;
+
+pub use command::{Applied, ApplyError, Command};
+pub use read::{Reader, Tx};
+
+/// Column families of the identity state (the raft crate adds its own).
+pub const STATE_CFS: &[&str] = &[
+    cf::PROJECTS,
+    cf::USERS,
+    cf::ROLES,
+    cf::ASSIGNMENTS,
+    cf::CATALOG,
+    cf::REVOCATIONS,
+    cf::META,
+    cf::NAMES,
+    cf::MEMBERS,
+];
+
+pub mod cf {
+    /// Projects, including projects acting as domains (`is_domain`), keyed by id.
+    pub const PROJECTS: &str = "projects";
+    pub const USERS: &str = "users";
+    /// Roles (`r/{id}`) and implication rules (`i/{prior}/{implied}`).
+    pub const ROLES: &str = "roles";
+    /// Role assignments under three key orders (by actor, by target, by role); see keys.rs.
+    pub const ASSIGNMENTS: &str = "assignments";
+    /// Regions (`g/`), services (`s/`) and endpoints (`e/`).
+    pub const CATALOG: &str = "catalog";
+    /// Revoked token audit ids with the expiry after which the entry can go.
+    pub const REVOCATIONS: &str = "revocations";
+    /// Singletons: bootstrap marker, token key ring, cluster version.
+    pub const META: &str = "meta";
+    /// Unique name index: keyed hash of (namespace, scope/name) -> id.
+    pub const NAMES: &str = "names";
+    /// Non-unique index: keyed hash of (namespace, term) || id -> ().
+    pub const MEMBERS: &str = "members";
+}

@@ -1,0 +1,118 @@
+//! Stored records. Encoded with postcard (not self-describing), so free-form JSON
+//! (`extra`, `options`) is kept as JSON text. New fields go at the end with serde defaults
+//! only through a new record version; never reorder.
+
+use serde::{Deserialize, Serialize};
+
+/// A project; a domain is a project with `is_domain` (as in Keystone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Project {
+    pub id: String,
+    pub name: String,
+    /// Owning domain; for a domain itself, its own id.
+    pub domain_id: String,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub is_domain: bool,
+    pub parent_id: Option<String>,
+    pub tags: Vec<String>,
+    /// JSON object text of extra attributes echoed back to clients.
+    pub extra: String,
+    pub options: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub name: String,
+    pub domain_id: String,
+    pub enabled: bool,
+    /// argon2id PHC string; None for a non-local user.
+    pub password_hash: Option<String>,
+    pub default_project_id: Option<String>,
+    pub password_expires_at: Option<i64>,
+    pub extra: String,
+    pub options: String,
+    pub created_at: i64,
+    /// Tokens issued before this instant (unix micros) are invalid: set on password change,
+    /// disable and delete, like Keystone's revocation by user.
+    pub tokens_valid_after: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Role {
+    pub id: String,
+    pub name: String,
+    pub domain_id: Option<String>,
+    pub description: Option<String>,
+    pub extra: String,
+    pub options: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ActorKind {
+    User,
+    Group,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Target {
+    Project(String),
+    Domain(String),
+    System,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Assignment {
+    pub actor_kind: ActorKind,
+    pub actor_id: String,
+    pub target: Target,
+    pub role_id: String,
+    pub inherited: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    pub id: String,
+    pub description: Option<String>,
+    pub parent_region_id: Option<String>,
+    pub extra: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    pub id: String,
+    pub service_type: String,
+    pub name: Option<String>,
+    pub enabled: bool,
+    pub description: Option<String>,
+    pub extra: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub id: String,
+    pub interface: String,
+    pub service_id: String,
+    pub region_id: Option<String>,
+    pub url: String,
+    pub enabled: bool,
+    pub extra: String,
+}
+
+/// Written once by bootstrap; its presence makes a second bootstrap a no-op.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapInfo {
+    pub admin_user_id: String,
+    pub admin_project_id: String,
+    pub admin_role_id: String,
+    pub at: i64,
+}
+
+/// A revoked token, found by any of its audit ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Revocation {
+    pub expires_at: i64,
+    pub revoked_at: i64,
+}

@@ -1,0 +1,144 @@
+//! Read access shared by services (a consistent `ReadView`) and by apply (`Tx`: the engine
+//! plus the writes the current command has made so far).
+
+use idnode_storage::{decode, Batch, Engine, Pair, ReadView, Result};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::cf;
+use super::keys::{self, name_term};
+use super::model::*;
+
+pub trait Reader {
+    fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>>;
+    fn engine(&self) -> &Engine;
+
+    fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Result<Option<T>> {
+        self.get_raw(cf, key)?.map(|v| decode(&v)).transpose()
+    }
+
+    fn scan<T: DeserializeOwned>(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<T>> {
+        self.scan_raw(cf, prefix)?.iter().map(|(_, v)| decode(v)).collect()
+    }
+
+    /// Hashed key of a unique name in `ns`, scoped (e.g. by domain id).
+    fn name_key(&self, ns: &str, scope: &str, name: &str) -> Vec<u8> {
+        self.engine().term(ns, &name_term(scope, name)).to_vec()
+    }
+
+    fn id_by_name(&self, ns: &str, scope: &str, name: &str) -> Result<Option<String>> {
+        let key = self.name_key(ns, scope, name);
+        Ok(self.get_raw(cf::NAMES, &key)?.and_then(|v| String::from_utf8(v).ok()))
+    }
+
+    /// Prefix of the non-unique index `ns` for `term`; entries are prefix || id.
+    fn member_prefix(&self, ns: &str, term: &str) -> Vec<u8> {
+        self.engine().term(ns, term).to_vec()
+    }
+
+    fn member_ids(&self, ns: &str, term: &str) -> Result<Vec<String>> {
+        let prefix = self.member_prefix(ns, term);
+        Ok(self
+            .scan_raw(cf::MEMBERS, &prefix)?
+            .into_iter()
+            .filter_map(|(k, _)| String::from_utf8(k[prefix.len()..].to_vec()).ok())
+            .collect())
+    }
+
+    fn project(&self, id: &str) -> Result<Option<Project>> {
+        self.get(cf::PROJECTS, id.as_bytes())
+    }
+
+    /// A project acting as a domain.
+    fn domain(&self, id: &str) -> Result<Option<Project>> {
+        Ok(self.project(id)?.filter(|p| p.is_domain))
+    }
+
+    fn user(&self, id: &str) -> Result<Option<User>> {
+        self.get(cf::USERS, id.as_bytes())
+    }
+
+    fn role(&self, id: &str) -> Result<Option<Role>> {
+        self.get(cf::ROLES, &keys::role(id))
+    }
+
+    fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
+        self.get(cf::META, keys::META_BOOTSTRAP)
+    }
+}
+
+impl Reader for ReadView<'_> {
+    fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get(cf, key)
+    }
+    fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>> {
+        self.scan_prefix(cf, prefix, usize::MAX)
+    }
+    fn engine(&self) -> &Engine {
+        ReadView::engine(self)
+    }
+}
+
+/// What apply reads and writes through: reads see this command's own earlier writes.
+pub struct Tx<'a> {
+    pub engine: &'a Engine,
+    pub batch: &'a mut Batch,
+}
+
+impl Tx<'_> {
+    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: Vec<u8>, value: &T) -> Result<()> {
+        self.batch.put_t(cf, key, value)
+    }
+
+    pub fn delete(&mut self, cf: &'static str, key: Vec<u8>) {
+        self.batch.delete(cf, key)
+    }
+
+    pub fn put_name(&mut self, ns: &str, scope: &str, name: &str, id: &str) {
+        let key = self.name_key(ns, scope, name);
+        self.batch.put(cf::NAMES, key, id.as_bytes());
+    }
+
+    pub fn delete_name(&mut self, ns: &str, scope: &str, name: &str) {
+        let key = self.name_key(ns, scope, name);
+        self.batch.delete(cf::NAMES, key);
+    }
+
+    pub fn add_member(&mut self, ns: &str, term: &str, id: &str) {
+        let mut key = self.member_prefix(ns, term);
+        key.extend_from_slice(id.as_bytes());
+        self.batch.put(cf::MEMBERS, key, &[]);
+    }
+
+    pub fn remove_member(&mut self, ns: &str, term: &str, id: &str) {
+        let mut key = self.member_prefix(ns, term);
+        key.extend_from_slice(id.as_bytes());
+        self.batch.delete(cf::MEMBERS, key);
+    }
+}
+
+impl Reader for Tx<'_> {
+    fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.batch.get(cf, key) {
+            Some(v) => Ok(v.map(<[u8]>::to_vec)),
+            None => self.engine.read().get(cf, key),
+        }
+    }
+
+    fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>> {
+        let mut merged: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+            self.engine.read().scan_prefix(cf, prefix, usize::MAX)?.into_iter().collect();
+        for (k, v) in self.batch.pending_with_prefix(cf, prefix) {
+            match v {
+                Some(v) => merged.insert(k.to_vec(), v.to_vec()),
+                None => merged.remove(k),
+            };
+        }
+        Ok(merged.into_iter().collect())
+    }
+
+    fn engine(&self) -> &Engine {
+        self.engine
+    }
+}

@@ -1,0 +1,13 @@
+//! Keystone tokens: stateless, AEAD-sealed compact payloads under the replicated key ring.
+//! Validation = open + revocation check + entity checks + effective roles; the result is
+//! cached per node until the applied index moves.
+
+mod cache;
+mod payload;
+pub mod render;
+mod validate;
+
+pub use cache::AppliedCache;
+pub use payload::{Method, TokenPayload, TokenScope};
+pub use render::render_token;
+pub use validate::{now_micros, ValidToken};

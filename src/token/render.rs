@@ -1,0 +1,54 @@
+use serde_json::{json, Value};
+
+use super::{TokenScope, ValidToken};
+
+/// Keystone's timestamp format: UTC, microseconds, `Z`.
+pub fn iso_micros(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .unwrap_or_default()
+}
+
+/// The token object of validation and issue responses.
+pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
+    let p = &vt.payload;
+    let mut t = json!({
+        "audit_ids": p.audit_id_strings(),
+        "methods": p.method_names(),
+        "expires_at": iso_micros(p.expires_at),
+        "issued_at": iso_micros(p.issued_at),
+        "user": {
+            "id": vt.user.id,
+            "name": vt.user.name,
+            "domain": {"id": vt.user_domain.id, "name": vt.user_domain.name},
+            "password_expires_at": vt.user.password_expires_at.map(iso_micros),
+        },
+    });
+    let obj = t.as_object_mut();
+    let Some(obj) = obj else { return t };
+    match &p.scope {
+        TokenScope::Unscoped => return t,
+        TokenScope::System => {
+            obj.insert("system".into(), json!({"all": true}));
+        }
+        TokenScope::Domain(_) => {
+            if let Some(d) = &vt.scope_domain {
+                obj.insert("domain".into(), json!({"id": d.id, "name": d.name}));
+            }
+        }
+        TokenScope::Project(_) => {
+            if let (Some(pr), Some(d)) = (&vt.project, &vt.scope_domain) {
+                obj.insert(
+                    "project".into(),
+                    json!({"id": pr.id, "name": pr.name, "domain": {"id": d.id, "name": d.name}}),
+                );
+                obj.insert("is_domain".into(), json!(false));
+            }
+        }
+    }
+    obj.insert("roles".into(), vt.roles.iter().map(|r| json!({"id": r.id, "name": r.name})).collect());
+    if let Some(c) = catalog {
+        obj.insert("catalog".into(), c.clone());
+    }
+    t
+}

@@ -1,0 +1,152 @@
+use std::sync::Arc;
+
+use idnode_keys::TokenKeyRing;
+
+use super::{TokenPayload, TokenScope};
+use crate::assignment::effective;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::metrics::labels;
+use crate::node::Node;
+use crate::state::keys::META_TOKEN_KEYS;
+use crate::state::model::{Project, Role, Target, User};
+use crate::state::{cf, Reader};
+
+/// A token that opened, is not revoked, and whose user and scope are still valid, with
+/// everything needed to answer validation and to authorize its bearer.
+#[derive(Debug)]
+pub struct ValidToken {
+    pub payload: TokenPayload,
+    pub user: User,
+    pub user_domain: Project,
+    pub project: Option<Project>,
+    /// The domain of the scoped project, or the scoped domain.
+    pub scope_domain: Option<Project>,
+    pub roles: Vec<Role>,
+    /// Scoped to the configured admin project: Keystone's `is_admin_project`, which makes an
+    /// admin there a cloud administrator.
+    pub is_admin_project: bool,
+}
+
+impl ValidToken {
+    pub fn has_role(&self, name: &str) -> bool {
+        self.roles.iter().any(|r| r.name == name && r.domain_id.is_none())
+    }
+}
+
+#[derive(Debug)]
+pub enum TokenError {
+    /// Unknown, malformed, revoked, expired or no longer valid: callers answer 404 (subject
+    /// token) or 401 (caller token), without saying which.
+    Invalid(&'static str),
+    Storage(idnode_storage::StorageError),
+}
+
+impl From<idnode_storage::StorageError> for TokenError {
+    fn from(e: idnode_storage::StorageError) -> Self {
+        TokenError::Storage(e)
+    }
+}
+
+pub fn now_micros() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+impl Node {
+    /// The token key ring as of the current applied state.
+    pub fn token_ring(&self) -> Result<Arc<TokenKeyRing>, TokenError> {
+        let applied = self.app.applied_index();
+        if let Some(r) = self.ring_cache.get(&(), applied) {
+            return Ok(r);
+        }
+        let ring: TokenKeyRing =
+            self.engine.read().get_t(cf::META, META_TOKEN_KEYS)?.ok_or(TokenError::Invalid("no token keys yet"))?;
+        let ring = Arc::new(ring);
+        self.ring_cache.insert((), ring.clone(), applied);
+        Ok(ring)
+    }
+
+    pub fn seal_token(&self, payload: &TokenPayload) -> ApiResult<String> {
+        let ring = self.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet."))?;
+        let bytes = postcard::to_allocvec(payload).map_err(ApiError::internal)?;
+        ring.seal(&bytes).ok_or_else(|| ApiError::internal("token key ring has no primary key"))
+    }
+
+    /// Validates a token: 404 when it is not (or no longer) valid.
+    pub fn validate_token(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
+        let applied = self.app.applied_index();
+        let vt = match self.token_cache.get(&token.to_string(), applied) {
+            Some(vt) => vt,
+            None => match self.compute_valid_token(token) {
+                Ok(vt) => {
+                    let vt = Arc::new(vt);
+                    self.token_cache.insert(token.to_string(), vt.clone(), applied);
+                    vt
+                }
+                Err(TokenError::Invalid(why)) => {
+                    tracing::debug!("token rejected: {why}");
+                    self.metrics.token_validations.get_or_create(&labels(&[("result", "invalid")])).inc();
+                    return Err(ApiError::not_found("token", "the token is not valid"));
+                }
+                Err(TokenError::Storage(e)) => return Err(ApiError::internal(e)),
+            },
+        };
+        let now = now_micros();
+        let window = self.cfg.allow_expired_window_s * 1_000_000;
+        if now >= vt.payload.expires_at && !(allow_expired && now < vt.payload.expires_at + window) {
+            self.metrics.token_validations.get_or_create(&labels(&[("result", "expired")])).inc();
+            return Err(ApiError::not_found("token", "the token has expired"));
+        }
+        self.metrics.token_validations.get_or_create(&labels(&[("result", "valid")])).inc();
+        Ok(vt)
+    }
+
+    fn compute_valid_token(&self, token: &str) -> Result<ValidToken, TokenError> {
+        let ring = self.token_ring()?;
+        let bytes = ring.open(token).ok_or(TokenError::Invalid("does not open"))?;
+        let payload: TokenPayload = postcard::from_bytes(&bytes).map_err(|_| TokenError::Invalid("bad payload"))?;
+        let view = self.engine.snapshot();
+        for audit in payload.audit_id_strings() {
+            if view.exists(cf::REVOCATIONS, audit.as_bytes())? {
+                return Err(TokenError::Invalid("revoked"));
+            }
+        }
+        let user = view.user(&payload.user_id)?.ok_or(TokenError::Invalid("user gone"))?;
+        if !user.enabled {
+            return Err(TokenError::Invalid("user disabled"));
+        }
+        if payload.issued_at < user.tokens_valid_after {
+            return Err(TokenError::Invalid("issued before the user's tokens were revoked"));
+        }
+        let user_domain =
+            view.domain(&user.domain_id)?.filter(|d| d.enabled).ok_or(TokenError::Invalid("user domain"))?;
+        let (project, scope_domain, target) = match &payload.scope {
+            TokenScope::Unscoped => (None, None, None),
+            TokenScope::System => (None, None, Some(Target::System)),
+            TokenScope::Domain(id) => {
+                let d = view.domain(id)?.filter(|d| d.enabled).ok_or(TokenError::Invalid("scope domain"))?;
+                (None, Some(d), Some(Target::Domain(id.clone())))
+            }
+            TokenScope::Project(id) => {
+                let p = view.project(id)?.filter(|p| p.enabled).ok_or(TokenError::Invalid("scope project"))?;
+                let d =
+                    view.domain(&p.domain_id)?.filter(|d| d.enabled).ok_or(TokenError::Invalid("project domain"))?;
+                (Some(p), Some(d), Some(Target::Project(id.clone())))
+            }
+        };
+        let roles = match &target {
+            Some(t) => {
+                let roles = effective::roles_of_user(&view, &user.id, t)?;
+                if roles.is_empty() {
+                    return Err(TokenError::Invalid("no roles on the scope any more"));
+                }
+                roles
+            }
+            None => Vec::new(),
+        };
+        let is_admin_project = match (&project, view.bootstrap_info()?) {
+            (Some(p), Some(b)) => p.id == b.admin_project_id,
+            _ => false,
+        };
+        Ok(ValidToken { payload, user, user_domain, project, scope_domain, roles, is_admin_project })
+    }
+}

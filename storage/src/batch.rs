@@ -1,0 +1,72 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use idnode_keys::DataKeys;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec::value_ad;
+use crate::{decode, encode, Result};
+
+/// A put's value as written (sealed) and as read back by the batch's builder (plaintext).
+pub(crate) type Sealed = (Vec<u8>, Vec<u8>);
+
+/// Writes that land together or not at all. Values are sealed as they are added. The batch
+/// remembers its plaintext so code that builds it can read its own writes (see [`Batch::get`]).
+pub struct Batch {
+    pub(crate) keys: Arc<DataKeys>,
+    /// (cf, key) -> Some(sealed, plaintext) for a put, None for a delete; the last op wins.
+    pub(crate) ops: BTreeMap<(&'static str, Vec<u8>), Option<Sealed>>,
+}
+
+impl Batch {
+    pub(crate) fn new(keys: Arc<DataKeys>) -> Self {
+        Batch { keys, ops: BTreeMap::new() }
+    }
+
+    pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: &[u8]) {
+        let key = key.into();
+        let sealed = self.keys.seal(&value_ad(cf, &key), value);
+        self.ops.insert((cf, key), Some((sealed, value.to_vec())));
+    }
+
+    pub fn put_t<T: Serialize>(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: &T) -> Result<()> {
+        let bytes = encode(value)?;
+        self.put(cf, key, &bytes);
+        Ok(())
+    }
+
+    pub fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
+        self.ops.insert((cf, key.into()), None);
+    }
+
+    /// What this batch will do to a key: `Some(Some(v))` put, `Some(None)` delete, `None`
+    /// untouched (read the engine).
+    pub fn get(&self, cf: &'static str, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.ops.get(&(cf, key.to_vec())).map(|op| op.as_ref().map(|(_, plain)| plain.as_slice()))
+    }
+
+    pub fn get_t<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Option<Result<Option<T>>> {
+        self.get(cf, key).map(|v| v.map(decode).transpose())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Puts and deletes of this batch inside `cf` whose keys start with `prefix`.
+    pub fn pending_with_prefix<'a>(
+        &'a self,
+        cf: &'static str,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> + 'a {
+        self.ops
+            .range((cf, prefix.to_vec())..)
+            .take_while(move |((c, k), _)| *c == cf && k.starts_with(prefix))
+            .map(|((_, k), v)| (k.as_slice(), v.as_ref().map(|(_, p)| p.as_slice())))
+    }
+}

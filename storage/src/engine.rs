@@ -1,0 +1,118 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use idnode_keys::DataKeys;
+use rocksdb::{BoundColumnFamily, ColumnFamilyDescriptor, MultiThreaded, Options, WriteBatch, WriteOptions};
+
+use crate::{Batch, ReadView, Result, StorageError};
+
+pub(crate) type Db = rocksdb::DBWithThreadMode<MultiThreaded>;
+
+/// One RocksDB instance per node holding every column family (raft log, raft metadata and
+/// the application state). Sharing one write-ahead log means a synced log append also makes
+/// every earlier state write durable, in order.
+pub struct Engine {
+    pub(crate) db: Db,
+    keys: Arc<DataKeys>,
+    path: PathBuf,
+    cfs: Vec<&'static str>,
+}
+
+impl Engine {
+    /// Opens (creating when missing) the database at `dir` with exactly `cfs`.
+    pub fn open(dir: &Path, cfs: &[&'static str], keys: Arc<DataKeys>) -> Result<Engine> {
+        std::fs::create_dir_all(dir)?;
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_max_background_jobs(2);
+        opts.set_keep_log_file_num(4);
+        opts.set_compression_type(rocksdb::DBCompressionType::None);
+        let descriptors = cfs.iter().map(|name| {
+            let mut o = Options::default();
+            o.set_compression_type(rocksdb::DBCompressionType::None);
+            ColumnFamilyDescriptor::new(*name, o)
+        });
+        let db = Db::open_cf_descriptors(&opts, dir, descriptors)?;
+        Ok(Engine { db, keys, path: dir.to_path_buf(), cfs: cfs.to_vec() })
+    }
+
+    pub fn keys(&self) -> &Arc<DataKeys> {
+        &self.keys
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn column_families(&self) -> &[&'static str] {
+        &self.cfs
+    }
+
+    pub(crate) fn cf(&self, name: &str) -> Result<Arc<BoundColumnFamily<'_>>> {
+        self.db.cf_handle(name).ok_or_else(|| StorageError::UnknownCf(name.to_string()))
+    }
+
+    /// Reads of the latest committed state (each read on its own).
+    pub fn read(&self) -> ReadView<'_> {
+        ReadView { engine: self, snapshot: None }
+    }
+
+    /// A consistent point-in-time view for multi-read operations.
+    pub fn snapshot(&self) -> ReadView<'_> {
+        ReadView { engine: self, snapshot: Some(self.db.snapshot()) }
+    }
+
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.keys.clone())
+    }
+
+    /// Applies a batch atomically. `sync` waits for the write-ahead log to reach the disk.
+    pub fn write(&self, batch: Batch, sync: bool) -> Result<()> {
+        let mut wb = WriteBatch::default();
+        for ((cf, key), op) in batch.ops {
+            let handle = self.cf(cf)?;
+            match op {
+                Some((sealed, _)) => wb.put_cf(&handle, key, sealed),
+                None => wb.delete_cf(&handle, key),
+            }
+        }
+        self.write_raw(wb, sync)
+    }
+
+    pub(crate) fn write_raw(&self, wb: WriteBatch, sync: bool) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(wb, &wo)?;
+        Ok(())
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.db.flush_wal(true)?;
+        Ok(())
+    }
+
+    /// The keyed hash of an index term (names and other identifying values are never stored
+    /// in plaintext, not even in keys).
+    pub fn term(&self, namespace: &str, term: &str) -> [u8; 32] {
+        self.keys.index().hash(namespace.as_bytes(), term.as_bytes())
+    }
+
+    /// Bytes used by the database directory.
+    pub fn disk_usage(&self) -> u64 {
+        dir_size(&self.path)
+    }
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
