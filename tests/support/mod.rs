@@ -1,0 +1,677 @@
+//! Black-box harness for the integration tests in `tests/`: real `idnode serve` processes on
+//! loopback, each with its own temporary data dir, driven only over HTTP (public Keystone API on
+//! `--listen`, `/ready` and `/metrics` on `--ops-listen`).
+//!
+//! * ports are picked by binding `127.0.0.1:0` and releasing;
+//! * every node's stdout/stderr is appended to `<tmp>/node-N.log`; when a test panics the
+//!   [`Cluster`] is dropped during unwinding and prints the tail of every log;
+//! * set `IDNODE_TEST_KEEP=1` to keep the temporary directory (its path is printed), and
+//!   `IDNODE_TEST_LOG` to the nodes' log filter (`IDNODE_LOG`, default `info,openraft=warn`).
+//!
+//! Nothing here sleeps for a fixed time to let something happen: every wait polls with a deadline.
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use reqwest::header::HeaderMap;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{json, Value};
+
+/// How long a freshly spawned node may take to answer `/ready` with 200.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Poll interval for every wait in this harness.
+pub const POLL: Duration = Duration::from_millis(50);
+/// Bytes of each node log printed when a test fails.
+const LOG_TAIL_BYTES: u64 = 24 * 1024;
+
+/// `n` random bytes from the kernel (no extra dependency needed).
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf)).expect("read /dev/urandom");
+    buf
+}
+
+/// Random lowercase hex string of `2 * n` characters.
+pub fn random_hex(n: usize) -> String {
+    random_bytes(n).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Free loopback ports: all listeners are held until every port is chosen, so the `n` ports are
+/// distinct, then released for the node to bind.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
+    listeners.iter().map(|l| l.local_addr().expect("local_addr").port()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helper
+// ---------------------------------------------------------------------------------------------
+
+/// One HTTP answer, body read completely.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    /// JSON body, or `Value::Null` when the body is empty or not JSON.
+    pub json: Value,
+    pub text: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+}
+
+/// Tiny reqwest wrapper: loopback only, no proxy, bounded per-request time.
+#[derive(Clone)]
+pub struct Http {
+    client: Client,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(10))
+    }
+}
+
+impl Http {
+    pub fn new(timeout: Duration) -> Self {
+        let client = Client::builder()
+            .no_proxy()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(2))
+            .pool_max_idle_per_host(8)
+            .build()
+            .expect("build reqwest client");
+        Http { client }
+    }
+
+    /// `headers` are extra request headers; `token` goes into `X-Auth-Token`.
+    pub async fn request(
+        &self,
+        method: Method,
+        url: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Result<Resp, reqwest::Error> {
+        let mut req = self.client.request(method, url);
+        if let Some(t) = token {
+            req = req.header("X-Auth-Token", t);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await?;
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(Resp { status, headers, json, text })
+    }
+
+    pub async fn get(&self, url: &str, token: Option<&str>) -> Result<Resp, reqwest::Error> {
+        self.request(Method::GET, url, token, &[], None).await
+    }
+
+    pub async fn post(&self, url: &str, token: Option<&str>, body: &Value) -> Result<Resp, reqwest::Error> {
+        self.request(Method::POST, url, token, &[], Some(body)).await
+    }
+
+    /// `GET /v3/auth/tokens` (validation) of `subject` with `auth` as the caller's token.
+    pub async fn validate_token(&self, base: &str, auth: &str, subject: &str) -> Result<Resp, reqwest::Error> {
+        self.request(Method::GET, &format!("{base}/v3/auth/tokens"), Some(auth), &[("X-Subject-Token", subject)], None)
+            .await
+    }
+
+    /// `DELETE /v3/auth/tokens` (revocation) of `subject` with `auth` as the caller's token.
+    pub async fn revoke_token(&self, base: &str, auth: &str, subject: &str) -> Result<Resp, reqwest::Error> {
+        self.request(
+            Method::DELETE,
+            &format!("{base}/v3/auth/tokens"),
+            Some(auth),
+            &[("X-Subject-Token", subject)],
+            None,
+        )
+        .await
+    }
+}
+
+/// Keystone v3 password authentication body, project-scoped, users and projects in `default`.
+pub fn password_auth_body(user: &str, password: &str, project: &str) -> Value {
+    json!({"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": user, "domain": {"id": "default"}, "password": password}}},
+        "scope": {"project": {"name": project, "domain": {"id": "default"}}}}})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+// ---------------------------------------------------------------------------------------------
+
+/// The raft gauges of one node's `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaftMetrics {
+    pub is_leader: bool,
+    pub leader_id: Option<u64>,
+    pub applied_index: u64,
+}
+
+/// Value of the first sample of metric `name` (exact name, with or without labels).
+pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let rest = l.strip_prefix(name)?;
+        if !(rest.starts_with(' ') || rest.starts_with('{')) {
+            return None;
+        }
+        let value = if let Some(close) = rest.rfind('}') { &rest[close + 1..] } else { rest };
+        value.split_whitespace().next()?.parse::<f64>().ok()
+    })
+}
+
+pub fn parse_raft_metrics(text: &str) -> Option<RaftMetrics> {
+    let is_leader = metric_value(text, "idnode_raft_is_leader")? >= 1.0;
+    let leader = metric_value(text, "idnode_raft_leader_id").unwrap_or(0.0);
+    let applied = metric_value(text, "idnode_raft_applied_index").unwrap_or(0.0);
+    Some(RaftMetrics {
+        is_leader,
+        leader_id: (leader >= 1.0).then_some(leader as u64),
+        applied_index: applied.max(0.0) as u64,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes and clusters
+// ---------------------------------------------------------------------------------------------
+
+pub struct Node {
+    /// raft node id (1-based)
+    pub id: u64,
+    pub api_port: u16,
+    pub ops_port: u16,
+    pub peer_port: u16,
+    pub data_dir: PathBuf,
+    pub log_path: PathBuf,
+    /// Base64 of this node's 32-byte key-encryption key (distinct per node, as when every node
+    /// generates its own key file).
+    pub kek_b64: String,
+    pub kek: Vec<u8>,
+    child: Option<Child>,
+    /// When the current process was spawned.
+    pub spawned_at: Option<Instant>,
+    /// How many times this node has been spawned.
+    pub starts: u32,
+}
+
+impl Node {
+    pub fn api(&self) -> String {
+        format!("http://127.0.0.1:{}", self.api_port)
+    }
+    pub fn ops(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ops_port)
+    }
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+    /// True while the spawned process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+    /// Exit status if the process has exited on its own.
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+}
+
+pub struct Cluster {
+    dir: Option<tempfile::TempDir>,
+    pub root: PathBuf,
+    pub nodes: Vec<Node>,
+    pub secret: String,
+    pub admin_password: String,
+    pub initial_cluster: String,
+    pub http: Http,
+    bin: PathBuf,
+}
+
+impl Cluster {
+    /// Spawns `n` nodes (ids 1..=n) and waits until every one answers `/ready` with 200.
+    pub async fn start(n: usize) -> Cluster {
+        let cluster = Self::spawn(n);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 0..n {
+            cluster.wait_ready(i, deadline).await;
+        }
+        cluster
+    }
+
+    /// Spawns `n` nodes without waiting for them.
+    pub fn spawn(n: usize) -> Cluster {
+        assert!(n >= 1, "a cluster has at least one node");
+        let dir = tempfile::Builder::new().prefix("idnode-it-").tempdir().expect("create temp dir");
+        let root = dir.path().to_path_buf();
+        let ports = free_ports(3 * n);
+        let mut nodes = Vec::with_capacity(n);
+        for i in 0..n {
+            let id = (i + 1) as u64;
+            let data_dir = root.join(format!("node-{id}"));
+            std::fs::create_dir_all(&data_dir).expect("create data dir");
+            let kek = random_bytes(32);
+            nodes.push(Node {
+                id,
+                api_port: ports[3 * i],
+                ops_port: ports[3 * i + 1],
+                peer_port: ports[3 * i + 2],
+                data_dir,
+                log_path: root.join(format!("node-{id}.log")),
+                kek_b64: b64(&kek),
+                kek,
+                child: None,
+                spawned_at: None,
+                starts: 0,
+            });
+        }
+        let initial_cluster =
+            nodes.iter().map(|nd| format!("{}=127.0.0.1:{}", nd.id, nd.peer_port)).collect::<Vec<_>>().join(",");
+        let mut cluster = Cluster {
+            dir: Some(dir),
+            root,
+            nodes,
+            secret: format!("it-cluster-secret-{}", random_hex(16)),
+            admin_password: format!("it-admin-pw-{}", random_hex(12)),
+            initial_cluster,
+            http: Http::default(),
+            bin: PathBuf::from(env!("CARGO_BIN_EXE_idnode")),
+        };
+        for i in 0..n {
+            cluster.spawn_node(i);
+        }
+        cluster
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn api(&self, i: usize) -> String {
+        self.nodes[i].api()
+    }
+
+    pub fn ops(&self, i: usize) -> String {
+        self.nodes[i].ops()
+    }
+
+    /// (Re)starts node `i` with the same arguments on its data dir. Does not wait.
+    pub fn spawn_node(&mut self, i: usize) {
+        let bin = self.bin.clone();
+        let secret = self.secret.clone();
+        let admin_password = self.admin_password.clone();
+        let initial_cluster = self.initial_cluster.clone();
+        let node = &mut self.nodes[i];
+        assert!(!node.is_running(), "node {} is already running (pid {:?})", node.id, node.pid());
+        node.starts += 1;
+        let mut log = OpenOptions::new().create(true).append(true).open(&node.log_path).expect("open node log");
+        writeln!(log, "===== harness: start #{} of node {} =====", node.starts, node.id).expect("write node log");
+        let log_err = log.try_clone().expect("clone log handle");
+        let mut cmd = Command::new(&bin);
+        // the server reads every IDNODE_* variable as configuration: pass only ours
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("IDNODE_") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.arg("serve")
+            .arg("--node-id")
+            .arg(node.id.to_string())
+            .arg("--initial-cluster")
+            .arg(&initial_cluster)
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", node.api_port))
+            .arg("--ops-listen")
+            .arg(format!("127.0.0.1:{}", node.ops_port))
+            .arg("--peer-listen")
+            .arg(format!("127.0.0.1:{}", node.peer_port))
+            .arg("--public-url")
+            .arg(node.api())
+            .env("IDNODE_CLUSTER_SECRET", &secret)
+            .env("IDNODE_ADMIN_PASSWORD", &admin_password)
+            .env("IDNODE_KEK", &node.kek_b64)
+            .env("IDNODE_LOG", std::env::var("IDNODE_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            // a relative path in the server must not land in the source tree
+            .current_dir(self.dir_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err));
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let node = &mut self.nodes[i];
+        node.child = Some(child);
+        node.spawned_at = Some(Instant::now());
+    }
+
+    fn dir_path(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    /// Restarts node `i` on its data dir and waits until it is ready.
+    pub async fn restart(&mut self, i: usize) {
+        self.spawn_node(i);
+        self.wait_ready(i, Instant::now() + READY_TIMEOUT).await;
+    }
+
+    /// Polls node `i`'s `/ready` until 200. Panics (with logs) at the deadline or when the
+    /// process exits.
+    pub async fn wait_ready(&self, i: usize, deadline: Instant) {
+        let url = format!("{}/ready", self.ops(i));
+        let http = Http::new(Duration::from_secs(2));
+        let mut last = String::from("no answer yet");
+        loop {
+            // Child::try_wait needs &mut; check liveness via /proc instead
+            if let Some(pid) = self.nodes[i].pid() {
+                if !pid_alive(pid) {
+                    panic!("node {} (pid {pid}) exited before it was ready; last /ready: {last}", self.nodes[i].id);
+                }
+            }
+            match http.get(&url, None).await {
+                Ok(r) if r.status == StatusCode::OK => return,
+                Ok(r) => last = format!("{} {}", r.status, r.text.trim()),
+                Err(e) => last = format!("error: {e}"),
+            }
+            if Instant::now() >= deadline {
+                panic!("node {} not ready by the deadline; last /ready: {last}", self.nodes[i].id);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// SIGKILL (std's `Child::kill`) and reap node `i`.
+    pub fn kill(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        if let Some(mut c) = node.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM node `i` and wait up to `grace` for it to exit; SIGKILL after that.
+    /// Returns the exit status when it stopped on its own, `None` when it had to be killed.
+    pub async fn terminate(&mut self, i: usize, grace: Duration) -> Option<ExitStatus> {
+        let pid = match self.nodes[i].pid() {
+            Some(p) => p,
+            None => return None,
+        };
+        // SAFETY: plain kill(2) on a pid of a child we spawned and have not reaped yet.
+        let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill(SIGTERM) on node {} failed", self.nodes[i].id);
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Some(status) = self.nodes[i].exited() {
+                self.nodes[i].child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                self.kill(i);
+                return None;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Kills every node still running (SIGKILL).
+    pub fn kill_all(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+
+    /// Raft gauges of node `i`, `None` when it does not answer.
+    pub async fn metrics(&self, i: usize) -> Option<RaftMetrics> {
+        let r = self.http.get(&format!("{}/metrics", self.ops(i)), None).await.ok()?;
+        if !r.status.is_success() {
+            return None;
+        }
+        parse_raft_metrics(&r.text)
+    }
+
+    /// Index of the leader: a node whose `idnode_raft_is_leader` is 1 and whose id a majority of
+    /// the cluster reports as `idnode_raft_leader_id`. Polls until `deadline`.
+    pub async fn wait_leader(&self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let majority = self.len() / 2 + 1;
+        let mut last;
+        loop {
+            let mut seen = Vec::with_capacity(self.len());
+            for i in 0..self.len() {
+                seen.push(self.metrics(i).await);
+            }
+            for (i, m) in seen.iter().enumerate() {
+                if let Some(m) = m {
+                    if m.is_leader {
+                        let id = self.nodes[i].id;
+                        let agree = seen.iter().flatten().filter(|o| o.leader_id == Some(id)).count();
+                        if agree >= majority {
+                            return i;
+                        }
+                    }
+                }
+            }
+            last = seen;
+            if Instant::now() >= deadline {
+                panic!("no leader agreed on by a majority within {timeout:?}; metrics: {last:?}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until every node in `which` has applied at least the highest applied index any of
+    /// them reports when called. Returns that index.
+    pub async fn wait_applied_converged(&self, which: &[usize], timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        let mut target = 0;
+        for &i in which {
+            if let Some(m) = self.metrics(i).await {
+                target = target.max(m.applied_index);
+            }
+        }
+        loop {
+            let mut all = Vec::new();
+            for &i in which {
+                all.push(self.metrics(i).await.map(|m| m.applied_index));
+            }
+            if all.iter().all(|a| a.is_some_and(|a| a >= target)) {
+                return target;
+            }
+            if Instant::now() >= deadline {
+                panic!("applied index did not reach {target} on nodes {which:?} within {timeout:?}: {all:?}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Issues a token with password auth on node `i`, retrying errors until `timeout`.
+    /// Returns (token, full answer).
+    pub async fn issue_token(
+        &self,
+        i: usize,
+        user: &str,
+        password: &str,
+        project: &str,
+        timeout: Duration,
+    ) -> (String, Resp) {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}/v3/auth/tokens", self.api(i));
+        let body = password_auth_body(user, password, project);
+        let mut last;
+        loop {
+            match self.http.post(&url, None, &body).await {
+                Ok(r) if r.status.is_success() => {
+                    let tok = r.header("X-Subject-Token").unwrap_or_else(|| panic!("no X-Subject-Token in {r:?}"));
+                    return (tok, r);
+                }
+                Ok(r) => last = format!("{} {}", r.status, r.text),
+                Err(e) => last = format!("error: {e}"),
+            }
+            if Instant::now() >= deadline {
+                panic!("token issue for {user} on node {} failed: {last}", self.nodes[i].id);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Project-scoped admin token from node `i`.
+    pub async fn admin_token(&self, i: usize) -> String {
+        let pw = self.admin_password.clone();
+        self.issue_token(i, "admin", &pw, "admin", Duration::from_secs(30)).await.0
+    }
+
+    /// POSTs `body` to `path` on node `i` until a 2xx (503 and connection errors are retried;
+    /// other statuses panic). Returns the answer.
+    pub async fn post_retry(&self, i: usize, path: &str, token: &str, body: &Value, timeout: Duration) -> Resp {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}{path}", self.api(i));
+        let mut last;
+        loop {
+            match self.http.post(&url, Some(token), body).await {
+                Ok(r) if r.status.is_success() => return r,
+                Ok(r) if r.status.is_server_error() => last = format!("{} {}", r.status, r.text),
+                Ok(r) => panic!("POST {path} on node {}: {} {}", self.nodes[i].id, r.status, r.text),
+                Err(e) => last = format!("error: {e}"),
+            }
+            if Instant::now() >= deadline {
+                panic!("POST {path} on node {} kept failing: {last}", self.nodes[i].id);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Polls `GET path` on node `i` until it answers `want` (e.g. 200 once replicated).
+    pub async fn wait_get_status(
+        &self,
+        i: usize,
+        path: &str,
+        token: &str,
+        want: StatusCode,
+        timeout: Duration,
+    ) -> Resp {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}{path}", self.api(i));
+        let mut last;
+        loop {
+            match self.http.get(&url, Some(token)).await {
+                Ok(r) if r.status == want => return r,
+                Ok(r) => last = format!("{} {}", r.status, r.text),
+                Err(e) => last = format!("error: {e}"),
+            }
+            if Instant::now() >= deadline {
+                panic!("GET {path} on node {} never answered {want}; last: {last}", self.nodes[i].id);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Prints the tail of every node's log to stderr.
+    pub fn dump_logs(&self) {
+        for n in &self.nodes {
+            eprintln!("----- node {} log ({}), last {} KiB -----", n.id, n.log_path.display(), LOG_TAIL_BYTES / 1024);
+            eprintln!("{}", tail(&n.log_path, LOG_TAIL_BYTES));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_all();
+        let keep = std::env::var_os("IDNODE_TEST_KEEP").is_some();
+        if std::thread::panicking() {
+            self.dump_logs();
+        }
+        if let Some(dir) = self.dir.take() {
+            if keep {
+                let path = dir.keep();
+                eprintln!("IDNODE_TEST_KEEP: cluster dir kept at {}", path.display());
+            }
+        }
+    }
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // state is the first field after the parenthesised command name
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()).unwrap_or("?");
+            state != "Z" && state != "X"
+        }
+        Err(_) => false,
+    }
+}
+
+/// Last `max` bytes of a file, lossily decoded.
+pub fn tail(path: &Path, max: u64) -> String {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return format!("(cannot open: {e})"),
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(max);
+    let _ = f.seek(SeekFrom::Start(start));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Every regular file under `dir`, recursively (symlinks are not followed).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => panic!("read_dir {}: {e}", d.display()),
+        };
+        for entry in entries {
+            let entry = entry.expect("dir entry");
+            let ft = entry.file_type().expect("file type");
+            if ft.is_dir() {
+                stack.push(entry.path());
+            } else if ft.is_file() {
+                out.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Offset of `needle` in `hay`, if present.
+pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
