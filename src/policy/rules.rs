@@ -41,8 +41,79 @@ pub fn rule(name: &str) -> Option<Rule> {
             |p, t| p.system("reader") || p.is_service() || Some(p.user_id()) == field(t, "token.user_id")
         }
         "identity:get_auth_projects" | "identity:get_auth_catalog" => |_, _| true,
+        "identity:get_auth_domains" | "identity:get_auth_system" => |_, _| true,
+        "identity:change_password" => |p, t| p.system("admin") || Some(p.user_id()) == field(t, "user.id"),
+        "identity:get_group" | "identity:list_users_in_group" => {
+            |p, t| p.system("reader") || p.domain("reader", field(t, "group.domain_id"))
+        }
+        "identity:list_groups" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
+        "identity:create_group" | "identity:update_group" | "identity:delete_group" => {
+            |p, t| p.system("admin") || p.domain("manager", field(t, "group.domain_id"))
+        }
+        "identity:check_user_in_group" => |p, t| p.system("reader") || membership_in_domain(p, "reader", t),
+        "identity:add_user_to_group" | "identity:remove_user_from_group" => {
+            |p, t| p.system("admin") || membership_in_domain(p, "manager", t)
+        }
+        "identity:list_groups_for_user" => |p, t| {
+            p.system("reader")
+                || p.domain("reader", field(t, "user.domain_id"))
+                || Some(p.user_id()) == field(t, "user.id")
+        },
+        // Domain managers read global roles: they need them to grant.
+        "identity:get_role" | "identity:list_roles" => {
+            |p, _| p.system("reader") || p.domain("manager", p.scope_domain())
+        }
+        "identity:get_domain_role" => |p, t| p.system("reader") || p.domain("reader", field(t, "role.domain_id")),
+        "identity:list_domain_roles" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
+        "identity:create_role"
+        | "identity:update_role"
+        | "identity:delete_role"
+        | "identity:create_domain_role"
+        | "identity:update_domain_role"
+        | "identity:delete_domain_role" => |p, _| p.system("admin"),
+        "identity:list_implied_roles"
+        | "identity:get_implied_role"
+        | "identity:check_implied_role"
+        | "identity:list_role_inference_rules" => |p, _| p.system("reader"),
+        "identity:create_implied_role" | "identity:delete_implied_role" => |p, _| p.system("admin"),
+        "identity:list_grants" | "identity:check_grant" => |p, t| p.system("reader") || grant_in_domain(p, "reader", t),
+        "identity:create_grant" | "identity:revoke_grant" => {
+            |p, t| p.system("admin") || (grant_in_domain(p, "manager", t) && manager_grantable(t))
+        }
+        "identity:list_system_grants_for_user"
+        | "identity:check_system_grant_for_user"
+        | "identity:list_system_grants_for_group"
+        | "identity:check_system_grant_for_group" => |p, _| p.system("reader"),
+        "identity:create_system_grant_for_user"
+        | "identity:revoke_system_grant_for_user"
+        | "identity:create_system_grant_for_group"
+        | "identity:revoke_system_grant_for_group" => |p, _| p.system("admin"),
+        // A domain-scoped caller passes `domain_id` = its domain and sees only that domain's
+        // assignments.
+        "identity:list_role_assignments" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
         _ => return None,
     })
+}
+
+/// Group and user both in the caller's scoped domain, where it holds `role`.
+fn membership_in_domain(p: &Persona<'_>, role: &str, t: &Value) -> bool {
+    let (g, u) = (field(t, "group.domain_id"), field(t, "user.domain_id"));
+    g.is_some() && g == u && p.domain(role, g)
+}
+
+/// A grant whose actor, target (and role, when domain-specific) all belong to the caller's
+/// scoped domain, where it holds `role`.
+fn grant_in_domain(p: &Persona<'_>, role: &str, t: &Value) -> bool {
+    let actor = field(t, "user.domain_id").or_else(|| field(t, "group.domain_id"));
+    let target = field(t, "project.domain_id").or_else(|| field(t, "domain.id"));
+    let role_ok = field(t, "role.domain_id").is_none_or(|d| Some(d) == actor);
+    actor.is_some() && actor == target && role_ok && p.domain(role, actor)
+}
+
+/// Roles a domain manager may hand out (Keystone's `domain_managed_target_role`): never
+/// admin, and no domain-specific role (it could imply admin).
+fn manager_grantable(t: &Value) -> bool {
+    field(t, "role.domain_id").is_none() && matches!(field(t, "role.name"), Some("manager" | "member" | "reader"))
 }
 
 #[cfg(test)]
@@ -97,6 +168,7 @@ mod tests {
                 options: "{}".into(),
                 created_at: 0,
                 tokens_valid_after: 0,
+                federated: Vec::new(),
             },
             user_domain: domain("d1"),
             project: None,

@@ -60,6 +60,7 @@ fn user(id: &str, name: &str, domain: &str) -> User {
         options: "{}".into(),
         created_at: 1,
         tokens_valid_after: 0,
+        federated: Vec::new(),
     }
 }
 
