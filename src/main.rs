@@ -12,6 +12,8 @@ mod node;
 mod policy;
 mod resource;
 mod state;
+#[cfg(test)]
+mod testkit;
 mod token;
 
 use std::path::PathBuf;

@@ -130,3 +130,6 @@ fn revocations_expire() {
     assert!(!w.engine.read().exists(crate::state::cf::REVOCATIONS, b"a").unwrap(), "expired entry pruned");
     assert!(w.engine.read().exists(crate::state::cf::REVOCATIONS, b"b").unwrap());
 }
+
+mod assignments;
+mod effective_property;
