@@ -7,3 +7,6 @@ pub mod implied;
 pub mod listing;
 pub mod role_assignments;
 pub mod roles;
+
+#[cfg(test)]
+mod tests;

@@ -4,3 +4,6 @@ pub mod bootstrap;
 pub mod groups;
 pub mod password;
 pub mod users;
+
+#[cfg(test)]
+mod tests;

@@ -18,6 +18,8 @@ const CASES: u64 = 200;
 const OPS: usize = 40;
 
 type Grant = (ActorKind, String, Target, String);
+/// (user, target, role, via group, prior role, grant)
+type Effective = (String, Target, String, Option<String>, Option<String>, Grant);
 
 #[derive(Default)]
 struct Model {
@@ -142,8 +144,8 @@ impl Model {
         self.grants.retain(|g| !(g.0 == kind && g.1 == id));
     }
 
-    /// Effective entries as tuples: (user, target, role, via group, prior role, grant).
-    fn effective(&self) -> BTreeSet<(String, Target, String, Option<String>, Option<String>, Grant)> {
+    /// Effective entries, brute force.
+    fn effective(&self) -> BTreeSet<Effective> {
         let mut out = BTreeSet::new();
         for g in &self.grants {
             let (kind, actor, target, granted) = g;
@@ -188,7 +190,7 @@ impl Model {
     }
 }
 
-fn tuple(e: &Entry) -> (String, Target, String, Option<String>, Option<String>, Grant) {
+fn tuple(e: &Entry) -> Effective {
     assert_eq!(e.actor_kind, ActorKind::User, "effective entries name users");
     let g = &e.grant;
     (
