@@ -17,6 +17,18 @@ pub enum Command {
     UpdateUser(User),
     DeleteUser { id: String, now: i64 },
     RevokeToken { audit_ids: Vec<String>, expires_at: i64, now: i64 },
+    CreateRegion(Region),
+    UpdateRegion(Region),
+    DeleteRegion { id: String },
+    CreateService(Service),
+    UpdateService(Service),
+    DeleteService { id: String },
+    CreateEndpoint(Endpoint),
+    UpdateEndpoint(Endpoint),
+    DeleteEndpoint { id: String },
+    CreateCredential(Credential),
+    UpdateCredential(Credential),
+    DeleteCredential { id: String },
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.
@@ -46,6 +58,10 @@ pub enum Applied {
     Bootstrapped {
         fresh: bool,
     },
+    Region(Region),
+    Service(Service),
+    Endpoint(Endpoint),
+    Credential(Credential),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -20,6 +20,7 @@ pub fn implied_prefix(prior: &str) -> Vec<u8> {
 pub fn region(id: &str) -> Vec<u8> {
     format!("g/{id}").into_bytes()
 }
+pub const REGION_PREFIX: &[u8] = b"g/";
 pub fn service(id: &str) -> Vec<u8> {
     format!("s/{id}").into_bytes()
 }
@@ -77,6 +78,8 @@ pub mod ns {
     pub const ROLE_NAME: &str = "role-name";
     pub const PROJECTS_OF_DOMAIN: &str = "projects-of-domain";
     pub const USERS_OF_DOMAIN: &str = "users-of-domain";
+    pub const CREDENTIALS_OF_USER: &str = "credentials-of-user";
+    pub const CREDENTIALS_OF_PROJECT: &str = "credentials-of-project";
 }
 
 /// Names compare case-insensitively, as with Keystone on its usual SQL collation.

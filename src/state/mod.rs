@@ -22,6 +22,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::META,
     cf::NAMES,
     cf::MEMBERS,
+    cf::CREDENTIALS,
 ];
 
 pub mod cf {
@@ -42,4 +43,6 @@ pub mod cf {
     pub const NAMES: &str = "names";
     /// Non-unique index: keyed hash of (namespace, term) || id -> ().
     pub const MEMBERS: &str = "members";
+    /// Credentials (`/v3/credentials`, signature credentials) keyed by id.
+    pub const CREDENTIALS: &str = "credentials";
 }

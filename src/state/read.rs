@@ -63,6 +63,22 @@ pub trait Reader {
         self.get(cf::ROLES, &keys::role(id))
     }
 
+    fn region(&self, id: &str) -> Result<Option<Region>> {
+        self.get(cf::CATALOG, &keys::region(id))
+    }
+
+    fn service(&self, id: &str) -> Result<Option<Service>> {
+        self.get(cf::CATALOG, &keys::service(id))
+    }
+
+    fn endpoint(&self, id: &str) -> Result<Option<Endpoint>> {
+        self.get(cf::CATALOG, &keys::endpoint(id))
+    }
+
+    fn credential(&self, id: &str) -> Result<Option<Credential>> {
+        self.get(cf::CREDENTIALS, id.as_bytes())
+    }
+
     fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
         self.get(cf::META, keys::META_BOOTSTRAP)
     }

@@ -4,7 +4,7 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{ActorKind, User};
 use super::super::{cf, Reader, Tx};
-use super::{assignment, Fatal};
+use super::{assignment, credential, Fatal};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -67,9 +67,10 @@ pub fn delete(tx: &mut Tx<'_>, id: &str, _now: i64) -> Result<ApplyResult, Fatal
     Ok(Ok(Applied::Done))
 }
 
-/// Removes a user with its name index entries and role assignments.
+/// Removes a user with its name index entries, role assignments and credentials.
 pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     assignment::remove_for_actor(tx, ActorKind::User, &u.id)?;
+    credential::remove_for_user(tx, &u.id)?;
     tx.delete_name(ns::USER_NAME, &u.domain_id, &u.name);
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
     tx.delete(cf::USERS, u.id.clone().into_bytes());

@@ -3,6 +3,8 @@
 
 mod assignment;
 mod bootstrap;
+mod catalog;
+pub mod credential;
 mod identity;
 mod resource;
 mod token;
@@ -49,6 +51,18 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::UpdateUser(u) => identity::update(tx, u),
         Command::DeleteUser { id, now } => identity::delete(tx, &id, now),
         Command::RevokeToken { audit_ids, expires_at, now } => token::revoke(tx, audit_ids, expires_at, now),
+        Command::CreateRegion(r) => catalog::create_region(tx, r),
+        Command::UpdateRegion(r) => catalog::update_region(tx, r),
+        Command::DeleteRegion { id } => catalog::delete_region(tx, &id),
+        Command::CreateService(s) => catalog::create_service(tx, s),
+        Command::UpdateService(s) => catalog::update_service(tx, s),
+        Command::DeleteService { id } => catalog::delete_service(tx, &id),
+        Command::CreateEndpoint(e) => catalog::create_endpoint(tx, e),
+        Command::UpdateEndpoint(e) => catalog::update_endpoint(tx, e),
+        Command::DeleteEndpoint { id } => catalog::delete_endpoint(tx, &id),
+        Command::CreateCredential(c) => credential::create(tx, c),
+        Command::UpdateCredential(c) => credential::update(tx, c),
+        Command::DeleteCredential { id } => credential::delete(tx, &id),
     }
 }
 
