@@ -41,6 +41,31 @@ pub fn rule(name: &str) -> Option<Rule> {
             |p, t| p.system("reader") || p.is_service() || Some(p.user_id()) == field(t, "token.user_id")
         }
         "identity:get_auth_projects" | "identity:get_auth_catalog" => |_, _| true,
+        // Catalog: regions are readable by any authenticated caller (Keystone's default).
+        "identity:get_region" | "identity:list_regions" => |_, _| true,
+        "identity:get_service" | "identity:list_services" | "identity:get_endpoint" | "identity:list_endpoints" => {
+            |p, _| p.system("reader")
+        }
+        "identity:create_region"
+        | "identity:update_region"
+        | "identity:delete_region"
+        | "identity:create_service"
+        | "identity:update_service"
+        | "identity:delete_service"
+        | "identity:create_endpoint"
+        | "identity:update_endpoint"
+        | "identity:delete_endpoint" => |p, _| p.system("admin"),
+        // Credentials: the owner (`target.credential.user_id`) or the system.
+        "identity:get_credential" | "identity:list_credentials" | "identity:ec2_get_credential" => {
+            |p, t| p.system("reader") || Some(p.user_id()) == field(t, "credential.user_id")
+        }
+        "identity:create_credential" | "identity:update_credential" | "identity:delete_credential" => {
+            |p, t| p.system("admin") || Some(p.user_id()) == field(t, "credential.user_id")
+        }
+        "identity:ec2_list_credentials" => |p, t| p.system("reader") || Some(p.user_id()) == field(t, "user_id"),
+        "identity:ec2_create_credential" | "identity:ec2_delete_credential" => {
+            |p, t| p.system("admin") || p.ctx.has_role("member") && Some(p.user_id()) == field(t, "credential.user_id")
+        }
         _ => return None,
     })
 }
