@@ -172,4 +172,32 @@ mod tests {
         assert!(!allowed("identity:get_user", &p_member, json!({"user": {"id": "u2", "domain_id": "d1"}})));
         assert!(!allowed("identity:no_such_rule", &sys_admin, json!({})), "unknown rules deny");
     }
+
+    #[test]
+    fn catalog_and_credential_personas() {
+        let sys_admin = token(TokenScope::System, &["admin", "manager", "member", "reader"], false);
+        let sys_reader = token(TokenScope::System, &["reader"], false);
+        let p_member = token(TokenScope::Project("p1".into()), &["member", "reader"], false);
+        let p_reader = token(TokenScope::Project("p1".into()), &["reader"], false);
+        let unscoped = token(TokenScope::Unscoped, &[], false);
+        assert!(allowed("identity:list_regions", &unscoped, json!({})));
+        assert!(!allowed("identity:create_region", &sys_reader, json!({})));
+        assert!(allowed("identity:create_endpoint", &sys_admin, json!({})));
+        assert!(allowed("identity:list_services", &sys_reader, json!({})));
+        assert!(!allowed("identity:list_services", &p_member, json!({})));
+
+        let mine = json!({"credential": {"user_id": "u1"}});
+        let theirs = json!({"credential": {"user_id": "u2"}});
+        assert!(allowed("identity:get_credential", &unscoped, mine.clone()), "owner");
+        assert!(!allowed("identity:get_credential", &p_member, theirs.clone()));
+        assert!(allowed("identity:get_credential", &sys_reader, theirs.clone()));
+        assert!(!allowed("identity:update_credential", &sys_reader, theirs.clone()), "reading is not writing");
+        assert!(allowed("identity:delete_credential", &sys_admin, theirs.clone()));
+        assert!(allowed("identity:ec2_create_credential", &p_member, mine.clone()));
+        assert!(!allowed("identity:ec2_create_credential", &p_reader, mine.clone()), "owner needs member");
+        assert!(!allowed("identity:ec2_create_credential", &p_member, theirs.clone()));
+        assert!(allowed("identity:ec2_list_credentials", &p_reader, json!({"user_id": "u1"})));
+        assert!(!allowed("identity:ec2_list_credentials", &p_reader, json!({"user_id": "u2"})));
+        assert!(allowed("identity:ec2_get_credential", &sys_reader, theirs));
+    }
 }
