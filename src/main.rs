@@ -6,6 +6,7 @@ mod catalog;
 mod cli;
 mod cluster_cli;
 mod config;
+mod credential;
 mod http;
 mod identity;
 mod node;

@@ -6,13 +6,13 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::Router;
 
 use super::metrics::labels;
 use super::{discovery, ApiError};
 use crate::node::Node;
-use crate::{assignment, auth, identity, resource};
+use crate::{assignment, auth, catalog, credential, identity, resource};
 
 pub fn api(node: Arc<Node>) -> Router {
     let tokens =
@@ -72,6 +72,36 @@ pub fn api(node: Arc<Node>) -> Router {
         .route("/v3/role_inferences", get(assignment::implied::list_all))
         .route("/v3/role_assignments", get(assignment::role_assignments::list))
         .merge(grant_routes())
+        .route("/v3/regions", get(catalog::regions::list).post(catalog::regions::create))
+        .route(
+            "/v3/regions/{id}",
+            get(catalog::regions::get)
+                .put(catalog::regions::put)
+                .patch(catalog::regions::update)
+                .delete(catalog::regions::delete),
+        )
+        .route("/v3/services", get(catalog::services::list).post(catalog::services::create))
+        .route(
+            "/v3/services/{id}",
+            get(catalog::services::get).patch(catalog::services::update).delete(catalog::services::delete),
+        )
+        .route("/v3/endpoints", get(catalog::endpoints::list).post(catalog::endpoints::create))
+        .route(
+            "/v3/endpoints/{id}",
+            get(catalog::endpoints::get).patch(catalog::endpoints::update).delete(catalog::endpoints::delete),
+        )
+        .route("/v3/credentials", get(credential::credentials::list).post(credential::credentials::create))
+        .route(
+            "/v3/credentials/{id}",
+            get(credential::credentials::get)
+                .patch(credential::credentials::update)
+                .delete(credential::credentials::delete),
+        )
+        .route("/v3/users/{id}/credentials/OS-EC2", get(credential::ec2::list).post(credential::ec2::create))
+        .route("/v3/users/{id}/credentials/OS-EC2/{access}", get(credential::ec2::get).delete(credential::ec2::delete))
+        // The spec's path, and Keystone's, where existing clients send signed requests.
+        .route("/v3/sigtokens", post(credential::sigtokens::issue))
+        .route("/v3/ec2tokens", post(credential::sigtokens::issue))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(node.clone(), observe))

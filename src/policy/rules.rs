@@ -91,6 +91,31 @@ pub fn rule(name: &str) -> Option<Rule> {
         // A domain-scoped caller passes `domain_id` = its domain and sees only that domain's
         // assignments.
         "identity:list_role_assignments" => |p, t| p.system("reader") || p.domain("reader", field(t, "domain_id")),
+        // Catalog: regions are readable by any authenticated caller (Keystone's default).
+        "identity:get_region" | "identity:list_regions" => |_, _| true,
+        "identity:get_service" | "identity:list_services" | "identity:get_endpoint" | "identity:list_endpoints" => {
+            |p, _| p.system("reader")
+        }
+        "identity:create_region"
+        | "identity:update_region"
+        | "identity:delete_region"
+        | "identity:create_service"
+        | "identity:update_service"
+        | "identity:delete_service"
+        | "identity:create_endpoint"
+        | "identity:update_endpoint"
+        | "identity:delete_endpoint" => |p, _| p.system("admin"),
+        // Credentials: the owner (`target.credential.user_id`) or the system.
+        "identity:get_credential" | "identity:list_credentials" | "identity:ec2_get_credential" => {
+            |p, t| p.system("reader") || Some(p.user_id()) == field(t, "credential.user_id")
+        }
+        "identity:create_credential" | "identity:update_credential" | "identity:delete_credential" => {
+            |p, t| p.system("admin") || Some(p.user_id()) == field(t, "credential.user_id")
+        }
+        "identity:ec2_list_credentials" => |p, t| p.system("reader") || Some(p.user_id()) == field(t, "user_id"),
+        "identity:ec2_create_credential" | "identity:ec2_delete_credential" => {
+            |p, t| p.system("admin") || p.ctx.has_role("member") && Some(p.user_id()) == field(t, "credential.user_id")
+        }
         _ => return None,
     })
 }
@@ -218,5 +243,33 @@ mod tests {
         assert!(allowed("identity:get_user", &p_member, json!({"user": {"id": "u1", "domain_id": "d1"}})));
         assert!(!allowed("identity:get_user", &p_member, json!({"user": {"id": "u2", "domain_id": "d1"}})));
         assert!(!allowed("identity:no_such_rule", &sys_admin, json!({})), "unknown rules deny");
+    }
+
+    #[test]
+    fn catalog_and_credential_personas() {
+        let sys_admin = token(TokenScope::System, &["admin", "manager", "member", "reader"], false);
+        let sys_reader = token(TokenScope::System, &["reader"], false);
+        let p_member = token(TokenScope::Project("p1".into()), &["member", "reader"], false);
+        let p_reader = token(TokenScope::Project("p1".into()), &["reader"], false);
+        let unscoped = token(TokenScope::Unscoped, &[], false);
+        assert!(allowed("identity:list_regions", &unscoped, json!({})));
+        assert!(!allowed("identity:create_region", &sys_reader, json!({})));
+        assert!(allowed("identity:create_endpoint", &sys_admin, json!({})));
+        assert!(allowed("identity:list_services", &sys_reader, json!({})));
+        assert!(!allowed("identity:list_services", &p_member, json!({})));
+
+        let mine = json!({"credential": {"user_id": "u1"}});
+        let theirs = json!({"credential": {"user_id": "u2"}});
+        assert!(allowed("identity:get_credential", &unscoped, mine.clone()), "owner");
+        assert!(!allowed("identity:get_credential", &p_member, theirs.clone()));
+        assert!(allowed("identity:get_credential", &sys_reader, theirs.clone()));
+        assert!(!allowed("identity:update_credential", &sys_reader, theirs.clone()), "reading is not writing");
+        assert!(allowed("identity:delete_credential", &sys_admin, theirs.clone()));
+        assert!(allowed("identity:ec2_create_credential", &p_member, mine.clone()));
+        assert!(!allowed("identity:ec2_create_credential", &p_reader, mine.clone()), "owner needs member");
+        assert!(!allowed("identity:ec2_create_credential", &p_member, theirs.clone()));
+        assert!(allowed("identity:ec2_list_credentials", &p_reader, json!({"user_id": "u1"})));
+        assert!(!allowed("identity:ec2_list_credentials", &p_reader, json!({"user_id": "u2"})));
+        assert!(allowed("identity:ec2_get_credential", &sys_reader, theirs));
     }
 }

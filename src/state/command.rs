@@ -62,6 +62,26 @@ pub enum Command {
     },
     CreateGrant(Assignment),
     DeleteGrant(Assignment),
+    CreateRegion(Region),
+    UpdateRegion(Region),
+    DeleteRegion {
+        id: String,
+    },
+    CreateService(Service),
+    UpdateService(Service),
+    DeleteService {
+        id: String,
+    },
+    CreateEndpoint(Endpoint),
+    UpdateEndpoint(Endpoint),
+    DeleteEndpoint {
+        id: String,
+    },
+    CreateCredential(Credential),
+    UpdateCredential(Credential),
+    DeleteCredential {
+        id: String,
+    },
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.
@@ -93,6 +113,10 @@ pub enum Applied {
     },
     Group(Group),
     Role(Role),
+    Region(Region),
+    Service(Service),
+    Endpoint(Endpoint),
+    Credential(Credential),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -40,6 +40,7 @@ pub fn user_groups_prefix(user: &str) -> Vec<u8> {
 pub fn region(id: &str) -> Vec<u8> {
     format!("g/{id}").into_bytes()
 }
+pub const REGION_PREFIX: &[u8] = b"g/";
 pub fn service(id: &str) -> Vec<u8> {
     format!("s/{id}").into_bytes()
 }
@@ -101,6 +102,8 @@ pub mod ns {
     pub const GROUPS_OF_DOMAIN: &str = "groups-of-domain";
     /// Federated `unique_id` -> user ids (exact match, not lower-cased).
     pub const USER_UNIQUE_ID: &str = "user-unique-id";
+    pub const CREDENTIALS_OF_USER: &str = "credentials-of-user";
+    pub const CREDENTIALS_OF_PROJECT: &str = "credentials-of-project";
 }
 
 /// Names compare case-insensitively, as with Keystone on its usual SQL collation.

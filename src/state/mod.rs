@@ -23,6 +23,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::NAMES,
     cf::MEMBERS,
     cf::GROUPS,
+    cf::CREDENTIALS,
 ];
 
 pub mod cf {
@@ -45,4 +46,6 @@ pub mod cf {
     pub const MEMBERS: &str = "members";
     /// Groups and group memberships (both orders); see keys.rs.
     pub const GROUPS: &str = "groups";
+    /// Credentials (`/v3/credentials`, signature credentials) keyed by id.
+    pub const CREDENTIALS: &str = "credentials";
 }

@@ -140,6 +140,19 @@ pub struct Endpoint {
     pub extra: String,
 }
 
+/// A credential (`/v3/credentials`). The blob is the client's JSON text, kept verbatim; values
+/// are sealed at rest like every other record. Signature (`ec2`) credentials have the hex
+/// SHA-256 of their access key as id, so a signed request finds its credential by the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Credential {
+    pub id: String,
+    pub user_id: String,
+    pub project_id: Option<String>,
+    pub cred_type: String,
+    pub blob: String,
+    pub extra: String,
+}
+
 /// Written once by bootstrap; its presence makes a second bootstrap a no-op.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapInfo {

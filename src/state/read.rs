@@ -92,6 +92,22 @@ pub trait Reader {
         Ok(self.get_raw(cf::ROLES, &keys::implied(prior, implied))?.is_some())
     }
 
+    fn region(&self, id: &str) -> Result<Option<Region>> {
+        self.get(cf::CATALOG, &keys::region(id))
+    }
+
+    fn service(&self, id: &str) -> Result<Option<Service>> {
+        self.get(cf::CATALOG, &keys::service(id))
+    }
+
+    fn endpoint(&self, id: &str) -> Result<Option<Endpoint>> {
+        self.get(cf::CATALOG, &keys::endpoint(id))
+    }
+
+    fn credential(&self, id: &str) -> Result<Option<Credential>> {
+        self.get(cf::CREDENTIALS, id.as_bytes())
+    }
+
     fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
         self.get(cf::META, keys::META_BOOTSTRAP)
     }

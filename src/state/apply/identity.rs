@@ -4,7 +4,7 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{ActorKind, User};
 use super::super::{cf, Reader, Tx};
-use super::{assignment, group, Fatal};
+use super::{assignment, credential, group, Fatal};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -106,10 +106,12 @@ fn unindex_unique_ids(tx: &mut Tx<'_>, u: &User) {
     }
 }
 
-/// Removes a user with its name index entries, group memberships and role assignments.
+/// Removes a user with its name index entries, group memberships, role assignments and
+/// credentials.
 pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     assignment::remove_for_actor(tx, ActorKind::User, &u.id)?;
     group::remove_memberships_of_user(tx, &u.id)?;
+    credential::remove_for_user(tx, &u.id)?;
     unindex_unique_ids(tx, u);
     tx.delete_name(ns::USER_NAME, &u.domain_id, &u.name);
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);

@@ -3,6 +3,8 @@
 
 mod assignment;
 mod bootstrap;
+mod catalog;
+pub mod credential;
 mod group;
 mod identity;
 mod resource;
@@ -70,6 +72,18 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         }
         Command::CreateGrant(a) => assignment::create_grant(tx, a),
         Command::DeleteGrant(a) => assignment::delete_grant(tx, a),
+        Command::CreateRegion(r) => catalog::create_region(tx, r),
+        Command::UpdateRegion(r) => catalog::update_region(tx, r),
+        Command::DeleteRegion { id } => catalog::delete_region(tx, &id),
+        Command::CreateService(s) => catalog::create_service(tx, s),
+        Command::UpdateService(s) => catalog::update_service(tx, s),
+        Command::DeleteService { id } => catalog::delete_service(tx, &id),
+        Command::CreateEndpoint(e) => catalog::create_endpoint(tx, e),
+        Command::UpdateEndpoint(e) => catalog::update_endpoint(tx, e),
+        Command::DeleteEndpoint { id } => catalog::delete_endpoint(tx, &id),
+        Command::CreateCredential(c) => credential::create(tx, c),
+        Command::UpdateCredential(c) => credential::update(tx, c),
+        Command::DeleteCredential { id } => credential::delete(tx, &id),
     }
 }
 

@@ -4,7 +4,7 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{Project, Target};
 use super::super::{cf, Reader, Tx};
-use super::{assignment, group, identity, Fatal};
+use super::{assignment, credential, group, identity, Fatal};
 
 /// Names of domains live in one namespace; project names are unique per domain.
 fn name_slot(p: &Project) -> (&'static str, &str) {
@@ -133,6 +133,7 @@ fn has_children(tx: &Tx<'_>, p: &Project) -> Result<bool, Fatal> {
 
 fn remove_project(tx: &mut Tx<'_>, p: &Project) -> Result<(), Fatal> {
     assignment::remove_for_target(tx, &Target::Project(p.id.clone()))?;
+    credential::remove_for_project(tx, &p.id)?;
     unindex(tx, p);
     tx.delete(cf::PROJECTS, p.id.clone().into_bytes());
     Ok(())
