@@ -6,12 +6,15 @@ mod catalog;
 mod cli;
 mod cluster_cli;
 mod config;
+mod credential;
 mod http;
 mod identity;
 mod node;
 mod policy;
 mod resource;
 mod state;
+#[cfg(test)]
+mod testkit;
 mod token;
 
 use std::path::PathBuf;

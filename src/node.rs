@@ -73,7 +73,7 @@ impl Node {
 }
 
 /// Opens keys, storage and raft for the configured data directory.
-async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
+pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let (kek, source) = Kek::load(cfg.kek.as_deref(), &cfg.kek_file, true)?;
     if let KekSource::Generated(path) = &source {

@@ -1,16 +1,20 @@
-use std::collections::{BTreeSet, VecDeque};
+//! Effective roles of a user: grants to the user and to the user's groups, closed over
+//! implication rules, global roles only (domain-specific roles only imply others, as in
+//! Keystone). Computed by the same expansion as the effective role assignment listing.
+
+use std::collections::BTreeSet;
 
 use idnode_storage::Result;
 
-use crate::state::keys;
-use crate::state::model::{ActorKind, Assignment, Role, Target};
-use crate::state::{cf, Reader};
+use super::listing::{self, Filter};
+use crate::state::model::{Role, Target};
+use crate::state::Reader;
 
-/// The roles a user holds on a target: direct grants, closed over implication rules.
+/// The roles a user holds on a target, as tokens carry them.
 pub fn roles_of_user(r: &impl Reader, user_id: &str, target: &Target) -> Result<Vec<Role>> {
-    let direct: Vec<Assignment> =
-        r.scan(cf::ASSIGNMENTS, &keys::by_actor_target_prefix(ActorKind::User, user_id, target))?;
-    let ids = implied_closure(r, direct.into_iter().filter(|a| !a.inherited).map(|a| a.role_id))?;
+    let f =
+        Filter { user: Some(user_id.to_string()), target: Some(target.clone()), effective: true, ..Filter::default() };
+    let ids: BTreeSet<String> = listing::list(r, &f)?.into_iter().map(|e| e.role_id).collect();
     let mut roles = Vec::with_capacity(ids.len());
     for id in ids {
         if let Some(role) = r.role(&id)? {
@@ -20,16 +24,8 @@ pub fn roles_of_user(r: &impl Reader, user_id: &str, target: &Target) -> Result<
     Ok(roles)
 }
 
-/// All roles reachable from `start` through implication rules (cycles are harmless).
-pub fn implied_closure(r: &impl Reader, start: impl IntoIterator<Item = String>) -> Result<BTreeSet<String>> {
-    let mut seen = BTreeSet::new();
-    let mut queue: VecDeque<String> = start.into_iter().collect();
-    while let Some(id) = queue.pop_front() {
-        if !seen.insert(id.clone()) {
-            continue;
-        }
-        let rules: Vec<(String, String)> = r.scan(cf::ROLES, &keys::implied_prefix(&id))?;
-        queue.extend(rules.into_iter().map(|(_, implied)| implied));
-    }
-    Ok(seen)
+/// Every target on which the user holds at least one effective role.
+pub fn targets_of_user(r: &impl Reader, user_id: &str) -> Result<BTreeSet<Target>> {
+    let f = Filter { user: Some(user_id.to_string()), effective: true, ..Filter::default() };
+    Ok(listing::list(r, &f)?.into_iter().map(|e| e.target).collect())
 }

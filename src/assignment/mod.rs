@@ -1,4 +1,12 @@
-//! Role assignments: effective roles (direct grants plus implied roles) for tokens and
-//! policy.
+//! Roles, implication rules, grants and role assignments (Keystone's assignment
+//! subsystem), and the effective roles tokens carry.
 
 pub mod effective;
+pub mod grants;
+pub mod implied;
+pub mod listing;
+pub mod role_assignments;
+pub mod roles;
+
+#[cfg(test)]
+mod tests;

@@ -117,6 +117,10 @@ fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("'id' is a required property of 'token'."))?;
     let vt = node.validate_token(id, false).map_err(|_| fail(node, "token"))?;
+    if vt.payload.is_delegated() {
+        // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
+        return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));
+    }
     Ok(Proven {
         user: vt.user.clone(),
         methods: vt.payload.methods | Method::Token as u8,

@@ -6,4 +6,4 @@ mod projects;
 mod scope;
 pub mod tokens;
 
-pub use projects::{auth_catalog, auth_projects};
+pub use projects::{auth_catalog, auth_domains, auth_projects, auth_system};

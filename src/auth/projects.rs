@@ -1,4 +1,6 @@
-//! `GET /v3/auth/projects` and `GET /v3/auth/catalog`.
+//! `GET /v3/auth/projects`, `/v3/auth/domains`, `/v3/auth/system` and `/v3/auth/catalog`:
+//! what the caller can scope to (targets where it holds an effective role, directly or
+//! through a group) and its catalog.
 
 use std::sync::Arc;
 
@@ -6,41 +8,60 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::assignment::effective;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::resource::project_json;
-use crate::state::keys;
-use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{cf, Reader};
+use crate::resource::{domain_json, project_json};
+use crate::state::model::Target;
+use crate::state::Reader;
 use crate::token::TokenScope;
+
+fn links(base: &str, path: &str) -> Value {
+    json!({"self": format!("{base}{path}"), "previous": null, "next": null})
+}
 
 /// Enabled projects (in enabled domains) on which the caller holds a role.
 pub async fn auth_projects(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_projects", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
-    let grants: Vec<Assignment> = view.scan(cf::ASSIGNMENTS, &keys::by_actor_prefix(ActorKind::User, &ctx.user.id))?;
-    let mut ids: Vec<String> = grants
-        .into_iter()
-        .filter_map(|a| match a.target {
-            Target::Project(p) => Some(p),
-            _ => None,
-        })
-        .collect();
-    ids.dedup();
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for id in ids {
+    for t in effective::targets_of_user(&view, &ctx.user.id)? {
+        let Target::Project(id) = t else { continue };
         if let Some(p) = view.project(&id)?.filter(|p| p.enabled) {
             if view.domain(&p.domain_id)?.is_some_and(|d| d.enabled) {
                 out.push(project_json(&p, &base));
             }
         }
     }
-    Ok(Json(
-        json!({"projects": out, "links": {"self": format!("{base}/v3/auth/projects"), "previous": null, "next": null}}),
-    ))
+    Ok(Json(json!({"projects": out, "links": links(&base, "/v3/auth/projects")})))
+}
+
+/// Enabled domains on which the caller holds a role.
+pub async fn auth_domains(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+    enforce("identity:get_auth_domains", &ctx, &json!({}))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for t in effective::targets_of_user(&view, &ctx.user.id)? {
+        let Target::Domain(id) = t else { continue };
+        if let Some(d) = view.domain(&id)?.filter(|d| d.enabled) {
+            out.push(domain_json(&d, &base));
+        }
+    }
+    Ok(Json(json!({"domains": out, "links": links(&base, "/v3/auth/domains")})))
+}
+
+/// `{"system": [{"all": true}]}` when the caller holds a system role, else an empty list.
+pub async fn auth_system(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+    enforce("identity:get_auth_system", &ctx, &json!({}))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let has = !effective::roles_of_user(&view, &ctx.user.id, &Target::System)?.is_empty();
+    let system = if has { json!([{"all": true}]) } else { json!([]) };
+    Ok(Json(json!({"system": system, "links": links(&base, "/v3/auth/system")})))
 }
 
 pub async fn auth_catalog(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
@@ -49,7 +70,5 @@ pub async fn auth_catalog(State(node): State<Arc<Node>>, Caller(ctx): Caller) ->
         return Err(ApiError::forbidden("A scoped token is required to get a catalog."));
     }
     let base = node.cfg.public_base();
-    Ok(Json(
-        json!({"catalog": *node.catalog()?, "links": {"self": format!("{base}/v3/auth/catalog"), "previous": null, "next": null}}),
-    ))
+    Ok(Json(json!({"catalog": *node.catalog()?, "links": links(&base, "/v3/auth/catalog")})))
 }

@@ -31,7 +31,7 @@ fn subject_token(headers: &HeaderMap) -> ApiResult<String> {
         .ok_or_else(|| ApiError::bad_request("The X-Subject-Token header is required."))
 }
 
-fn token_response(
+pub(crate) fn token_response(
     node: &Node,
     status: StatusCode,
     token: &str,

@@ -1,10 +1,17 @@
-//! The service catalog as tokens carry it.
+//! The service catalog: regions, services and endpoints (`/v3/regions`, `/v3/services`,
+//! `/v3/endpoints`) and the catalog as tokens carry it.
+
+pub mod endpoints;
+pub mod regions;
+mod render;
+pub mod services;
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::Obj;
 use crate::node::Node;
 use crate::state::keys;
 use crate::state::model::{Endpoint, Service};
@@ -42,5 +49,17 @@ impl Node {
         let c = Arc::new(build(&self.engine.read())?);
         self.catalog_cache.insert((), c.clone(), applied);
         Ok(c)
+    }
+}
+
+/// An optional reference to another record by id: absent or null is none; otherwise a
+/// non-empty string of at most 255 characters.
+pub(crate) fn opt_ref(o: &Obj, key: &str) -> ApiResult<Option<String>> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 255 => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "Invalid input for field '{key}': must be a non-empty string of at most 255 characters or null."
+        ))),
     }
 }

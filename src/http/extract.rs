@@ -56,13 +56,18 @@ impl FromRequestParts<Arc<Node>> for Caller {
             .and_then(|v| v.to_str().ok())
             .filter(|t| !t.is_empty())
             .ok_or_else(ApiError::unauthenticated)?;
-        node.validate_token(token, false).map(Caller).map_err(|e| {
+        let vt = node.validate_token(token, false).map_err(|e| {
             if e.status.as_u16() == 404 {
                 ApiError::unauthenticated()
             } else {
                 e
             }
-        })
+        })?;
+        if vt.payload.is_delegated() {
+            // Keystone: tokens minted from signed requests serve other services, not this API.
+            return Err(ApiError::forbidden("EC2 credential tokens cannot be used for authorization."));
+        }
+        Ok(Caller(vt))
     }
 }
 

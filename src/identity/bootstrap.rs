@@ -51,6 +51,7 @@ pub async fn run(node: &Node) -> ApiResult<bool> {
         options: "{}".into(),
         created_at: at,
         tokens_valid_after: 0,
+        federated: Vec::new(),
     };
     let roles: Vec<Role> = ["admin", "manager", "member", "reader", "service"]
         .iter()

@@ -1,4 +1,9 @@
-//! Users (Keystone's identity subsystem) and the cluster bootstrap.
+//! Users, groups and passwords (Keystone's identity subsystem) and the cluster bootstrap.
 
 pub mod bootstrap;
+pub mod groups;
+pub mod password;
 pub mod users;
+
+#[cfg(test)]
+mod tests;

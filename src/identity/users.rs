@@ -15,7 +15,7 @@ use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys::ns;
-use crate::state::model::User;
+use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::{now_micros, render::iso_micros};
 
@@ -31,10 +31,56 @@ pub fn user_json(u: &User, base: &str) -> Value {
         "options": json_obj(&u.options),
         "links": {"self": format!("{base}/v3/users/{}", u.id)},
     });
-    if let (Some(pid), Some(o)) = (&u.default_project_id, v.as_object_mut()) {
-        o.insert("default_project_id".into(), json!(pid));
+    if let Some(o) = v.as_object_mut() {
+        if let Some(pid) = &u.default_project_id {
+            o.insert("default_project_id".into(), json!(pid));
+        }
+        if !u.federated.is_empty() {
+            o.insert("federated".into(), federated_json(&u.federated));
+        }
     }
     with_extra(v, &u.extra)
+}
+
+fn federated_json(f: &[FederatedIdentity]) -> Value {
+    f.iter()
+        .map(|i| {
+            let protocols: Vec<Value> =
+                i.protocols.iter().map(|p| json!({"protocol_id": p.protocol_id, "unique_id": p.unique_id})).collect();
+            json!({"idp_id": i.idp_id, "protocols": protocols})
+        })
+        .collect()
+}
+
+/// `federated: [{"idp_id", "protocols": [{"protocol_id", "unique_id"}]}]`, as Keystone's
+/// user schema has it; absent or null means none.
+fn federated(o: &Obj) -> ApiResult<Option<Vec<FederatedIdentity>>> {
+    let bad = || ApiError::bad_request("Invalid input for field 'federated'.");
+    let items = match o.get("federated") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(bad()),
+    };
+    let text = |v: &Value, key: &str| -> ApiResult<String> {
+        match v.get(key) {
+            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 255 => Ok(s.clone()),
+            _ => Err(ApiError::bad_request(format!("Invalid input for field 'federated': '{key}' must be a string."))),
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let protocols = item.get("protocols").and_then(Value::as_array).ok_or_else(bad)?;
+        out.push(FederatedIdentity {
+            idp_id: text(item, "idp_id")?,
+            protocols: protocols
+                .iter()
+                .map(|p| {
+                    Ok(FederatedProtocol { protocol_id: text(p, "protocol_id")?, unique_id: text(p, "unique_id")? })
+                })
+                .collect::<ApiResult<_>>()?,
+        });
+    }
+    Ok(Some(out))
 }
 
 fn load(node: &Node, id: &str) -> ApiResult<User> {
@@ -70,31 +116,36 @@ pub async fn list(
     };
     enforce("identity:list_users", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
-    let users: Vec<User> = match (&domain, q.get("name")) {
-        (Some(d), Some(name)) => view
+    let users: Vec<User> = match (q.get("unique_id"), &domain, q.get("name")) {
+        (Some(unique_id), _, _) => {
+            let mut out = Vec::new();
+            for id in view.member_ids(ns::USER_UNIQUE_ID, unique_id)? {
+                out.extend(view.user(&id)?);
+            }
+            out
+        }
+        (None, Some(d), Some(name)) => view
             .id_by_name(ns::USER_NAME, d, name)?
             .map(|id| view.user(&id))
             .transpose()?
             .flatten()
             .into_iter()
             .collect(),
-        (Some(d), None) => {
+        (None, Some(d), None) => {
             let mut out = Vec::new();
             for id in view.member_ids(ns::USERS_OF_DOMAIN, d)? {
                 out.extend(view.user(&id)?);
             }
             out
         }
-        (None, _) => view.scan(cf::USERS, b"")?,
+        (None, None, _) => view.scan(cf::USERS, b"")?,
     };
     let name = q.get("name").map(|n| n.to_lowercase());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
-    // No federated identities exist yet, so a `unique_id` filter matches no user.
-    let unique_id_filter = q.contains_key("unique_id");
     let base = node.cfg.public_base();
     let out: Vec<Value> = users
         .iter()
-        .filter(|_| !unique_id_filter)
+        .filter(|u| domain.as_ref().is_none_or(|d| &u.domain_id == d))
         .filter(|u| name.as_ref().is_none_or(|n| &u.name.to_lowercase() == n))
         .filter(|u| enabled.is_none_or(|e| u.enabled == e))
         .map(|u| user_json(u, &base))
@@ -123,6 +174,7 @@ pub async fn create(
         options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
         tokens_valid_after: 0,
+        federated: federated(&o)?.unwrap_or_default(),
     };
     enforce("identity:create_user", &ctx, &target(&u))?;
     if let Some(pw) = password(&o)? {
@@ -163,6 +215,9 @@ pub async fn update(
     }
     if let Some(opts) = opt_options(&o)? {
         u.options = opts;
+    }
+    if o.contains_key("federated") {
+        u.federated = federated(&o)?.unwrap_or_default();
     }
     if o.contains_key("password") {
         u.password_hash = match password(&o)? {

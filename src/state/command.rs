@@ -12,11 +12,76 @@ pub enum Command {
     Bootstrap(Box<Bootstrap>),
     CreateProject(Project),
     UpdateProject(Project),
-    DeleteProject { id: String },
+    DeleteProject {
+        id: String,
+    },
     CreateUser(User),
     UpdateUser(User),
-    DeleteUser { id: String, now: i64 },
-    RevokeToken { audit_ids: Vec<String>, expires_at: i64, now: i64 },
+    DeleteUser {
+        id: String,
+        now: i64,
+    },
+    RevokeToken {
+        audit_ids: Vec<String>,
+        expires_at: i64,
+        now: i64,
+    },
+    CreateGroup(Group),
+    UpdateGroup(Group),
+    DeleteGroup {
+        id: String,
+    },
+    AddGroupMember {
+        group_id: String,
+        user_id: String,
+    },
+    RemoveGroupMember {
+        group_id: String,
+        user_id: String,
+    },
+    /// Applies only while the stored hash is still `expected_hash` (the one the service
+    /// verified the original password against), so concurrent changes cannot both win.
+    ChangePassword {
+        user_id: String,
+        expected_hash: String,
+        new_hash: String,
+        now: i64,
+    },
+    CreateRole(Role),
+    UpdateRole(Role),
+    DeleteRole {
+        id: String,
+    },
+    CreateImpliedRole {
+        prior_role_id: String,
+        implied_role_id: String,
+    },
+    DeleteImpliedRole {
+        prior_role_id: String,
+        implied_role_id: String,
+    },
+    CreateGrant(Assignment),
+    DeleteGrant(Assignment),
+    CreateRegion(Region),
+    UpdateRegion(Region),
+    DeleteRegion {
+        id: String,
+    },
+    CreateService(Service),
+    UpdateService(Service),
+    DeleteService {
+        id: String,
+    },
+    CreateEndpoint(Endpoint),
+    UpdateEndpoint(Endpoint),
+    DeleteEndpoint {
+        id: String,
+    },
+    CreateCredential(Credential),
+    UpdateCredential(Credential),
+    DeleteCredential {
+        id: String,
+    },
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.
@@ -46,6 +111,12 @@ pub enum Applied {
     Bootstrapped {
         fresh: bool,
     },
+    Group(Group),
+    Role(Role),
+    Region(Region),
+    Service(Service),
+    Endpoint(Endpoint),
+    Credential(Credential),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -16,10 +16,31 @@ pub fn implied(prior: &str, implied: &str) -> Vec<u8> {
 pub fn implied_prefix(prior: &str) -> Vec<u8> {
     format!("i/{prior}/").into_bytes()
 }
+pub const IMPLIED_PREFIX: &[u8] = b"i/";
+
+/// Groups cf: groups (`g/{id}`) and memberships by group (`m/{group}/{user}`) and by user
+/// (`u/{user}/{group}`).
+pub fn group(id: &str) -> Vec<u8> {
+    format!("g/{id}").into_bytes()
+}
+pub const GROUP_PREFIX: &[u8] = b"g/";
+pub fn member(group: &str, user: &str) -> Vec<u8> {
+    format!("m/{group}/{user}").into_bytes()
+}
+pub fn members_prefix(group: &str) -> Vec<u8> {
+    format!("m/{group}/").into_bytes()
+}
+pub fn user_group(user: &str, group: &str) -> Vec<u8> {
+    format!("u/{user}/{group}").into_bytes()
+}
+pub fn user_groups_prefix(user: &str) -> Vec<u8> {
+    format!("u/{user}/").into_bytes()
+}
 
 pub fn region(id: &str) -> Vec<u8> {
     format!("g/{id}").into_bytes()
 }
+pub const REGION_PREFIX: &[u8] = b"g/";
 pub fn service(id: &str) -> Vec<u8> {
     format!("s/{id}").into_bytes()
 }
@@ -77,6 +98,12 @@ pub mod ns {
     pub const ROLE_NAME: &str = "role-name";
     pub const PROJECTS_OF_DOMAIN: &str = "projects-of-domain";
     pub const USERS_OF_DOMAIN: &str = "users-of-domain";
+    pub const GROUP_NAME: &str = "group-name";
+    pub const GROUPS_OF_DOMAIN: &str = "groups-of-domain";
+    /// Federated `unique_id` -> user ids (exact match, not lower-cased).
+    pub const USER_UNIQUE_ID: &str = "user-unique-id";
+    pub const CREDENTIALS_OF_USER: &str = "credentials-of-user";
+    pub const CREDENTIALS_OF_PROJECT: &str = "credentials-of-project";
 }
 
 /// Names compare case-insensitively, as with Keystone on its usual SQL collation.

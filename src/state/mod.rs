@@ -22,6 +22,8 @@ pub const STATE_CFS: &[&str] = &[
     cf::META,
     cf::NAMES,
     cf::MEMBERS,
+    cf::GROUPS,
+    cf::CREDENTIALS,
 ];
 
 pub mod cf {
@@ -42,4 +44,8 @@ pub mod cf {
     pub const NAMES: &str = "names";
     /// Non-unique index: keyed hash of (namespace, term) || id -> ().
     pub const MEMBERS: &str = "members";
+    /// Groups and group memberships (both orders); see keys.rs.
+    pub const GROUPS: &str = "groups";
+    /// Credentials (`/v3/credentials`, signature credentials) keyed by id.
+    pub const CREDENTIALS: &str = "credentials";
 }

@@ -38,6 +38,45 @@ pub struct User {
     /// Tokens issued before this instant (unix micros) are invalid: set on password change,
     /// disable and delete, like Keystone's revocation by user.
     pub tokens_valid_after: i64,
+    /// Federated identities (`federated` in Keystone's user API); their `unique_id`s are
+    /// indexed for `GET /v3/users?unique_id=`.
+    pub federated: Vec<FederatedIdentity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FederatedIdentity {
+    pub idp_id: String,
+    pub protocols: Vec<FederatedProtocol>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FederatedProtocol {
+    pub protocol_id: String,
+    pub unique_id: String,
+}
+
+impl User {
+    /// Every `unique_id` of the user's federated identities.
+    pub fn unique_ids(&self) -> impl Iterator<Item = &str> {
+        self.federated.iter().flat_map(|f| f.protocols.iter().map(|p| p.unique_id.as_str()))
+    }
+}
+
+/// A group of users, owned by a domain; names are unique per domain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub id: String,
+    pub name: String,
+    pub domain_id: String,
+    pub description: Option<String>,
+    pub extra: String,
+}
+
+/// A user's membership of a group, stored under both orders (see keys.rs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    pub group_id: String,
+    pub user_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +137,19 @@ pub struct Endpoint {
     pub region_id: Option<String>,
     pub url: String,
     pub enabled: bool,
+    pub extra: String,
+}
+
+/// A credential (`/v3/credentials`). The blob is the client's JSON text, kept verbatim; values
+/// are sealed at rest like every other record. Signature (`ec2`) credentials have the hex
+/// SHA-256 of their access key as id, so a signed request finds its credential by the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Credential {
+    pub id: String,
+    pub user_id: String,
+    pub project_id: Option<String>,
+    pub cred_type: String,
+    pub blob: String,
     pub extra: String,
 }
 

@@ -63,6 +63,51 @@ pub trait Reader {
         self.get(cf::ROLES, &keys::role(id))
     }
 
+    fn group(&self, id: &str) -> Result<Option<Group>> {
+        self.get(cf::GROUPS, &keys::group(id))
+    }
+
+    /// Ids of the groups `user_id` belongs to.
+    fn group_ids_of_user(&self, user_id: &str) -> Result<Vec<String>> {
+        let found: Vec<Membership> = self.scan(cf::GROUPS, &keys::user_groups_prefix(user_id))?;
+        Ok(found.into_iter().map(|m| m.group_id).collect())
+    }
+
+    /// Ids of the users in `group_id`.
+    fn member_user_ids(&self, group_id: &str) -> Result<Vec<String>> {
+        let found: Vec<Membership> = self.scan(cf::GROUPS, &keys::members_prefix(group_id))?;
+        Ok(found.into_iter().map(|m| m.user_id).collect())
+    }
+
+    fn is_member(&self, group_id: &str, user_id: &str) -> Result<bool> {
+        Ok(self.get_raw(cf::GROUPS, &keys::member(group_id, user_id))?.is_some())
+    }
+
+    /// Every implication rule as (prior, implied).
+    fn implied_rules(&self) -> Result<Vec<(String, String)>> {
+        self.scan(cf::ROLES, keys::IMPLIED_PREFIX)
+    }
+
+    fn implied_rule_exists(&self, prior: &str, implied: &str) -> Result<bool> {
+        Ok(self.get_raw(cf::ROLES, &keys::implied(prior, implied))?.is_some())
+    }
+
+    fn region(&self, id: &str) -> Result<Option<Region>> {
+        self.get(cf::CATALOG, &keys::region(id))
+    }
+
+    fn service(&self, id: &str) -> Result<Option<Service>> {
+        self.get(cf::CATALOG, &keys::service(id))
+    }
+
+    fn endpoint(&self, id: &str) -> Result<Option<Endpoint>> {
+        self.get(cf::CATALOG, &keys::endpoint(id))
+    }
+
+    fn credential(&self, id: &str) -> Result<Option<Credential>> {
+        self.get(cf::CREDENTIALS, id.as_bytes())
+    }
+
     fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
         self.get(cf::META, keys::META_BOOTSTRAP)
     }

@@ -13,14 +13,18 @@ pub enum TokenScope {
 pub enum Method {
     Password = 1,
     Token = 2,
+    /// Keystone's marker for tokens minted from a signed request (`/v3/sigtokens`): such a
+    /// token is delegated, so it cannot be re-scoped or used to call the identity API.
+    Ec2Credential = 4,
 }
 
 impl Method {
-    pub const ALL: [Method; 2] = [Method::Password, Method::Token];
+    pub const ALL: [Method; 3] = [Method::Password, Method::Token, Method::Ec2Credential];
     pub fn name(self) -> &'static str {
         match self {
             Method::Password => "password",
             Method::Token => "token",
+            Method::Ec2Credential => "ec2credential",
         }
     }
 }
@@ -43,6 +47,11 @@ pub struct TokenPayload {
 impl TokenPayload {
     pub fn method_names(&self) -> Vec<&'static str> {
         Method::ALL.iter().filter(|m| self.methods & (**m as u8) != 0).map(|m| m.name()).collect()
+    }
+
+    /// Minted from a delegated credential (a signed request) rather than by the user directly.
+    pub fn is_delegated(&self) -> bool {
+        self.methods & Method::Ec2Credential as u8 != 0
     }
 
     pub fn audit_id_strings(&self) -> Vec<String> {

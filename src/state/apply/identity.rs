@@ -4,7 +4,7 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{ActorKind, User};
 use super::super::{cf, Reader, Tx};
-use super::{assignment, Fatal};
+use super::{assignment, credential, group, Fatal};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -32,6 +32,7 @@ pub fn create(tx: &mut Tx<'_>, u: User) -> Result<ApplyResult, Fatal> {
     }
     tx.put_name(ns::USER_NAME, &u.domain_id, &u.name, &u.id);
     tx.add_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
+    index_unique_ids(tx, &u);
     tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
     Ok(Ok(Applied::User(u)))
 }
@@ -55,6 +56,8 @@ pub fn update(tx: &mut Tx<'_>, mut u: User) -> Result<ApplyResult, Fatal> {
     }
     tx.delete_name(ns::USER_NAME, &old.domain_id, &old.name);
     tx.put_name(ns::USER_NAME, &u.domain_id, &u.name, &u.id);
+    unindex_unique_ids(tx, &old);
+    index_unique_ids(tx, &u);
     tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
     Ok(Ok(Applied::User(u)))
 }
@@ -67,9 +70,49 @@ pub fn delete(tx: &mut Tx<'_>, id: &str, _now: i64) -> Result<ApplyResult, Fatal
     Ok(Ok(Applied::Done))
 }
 
-/// Removes a user with its name index entries and role assignments.
+/// Sets a new password hash, but only over the hash the service verified the original
+/// password against; tokens issued before `now` stop validating.
+pub fn change_password(
+    tx: &mut Tx<'_>,
+    user_id: &str,
+    expected_hash: &str,
+    new_hash: String,
+    now: i64,
+) -> Result<ApplyResult, Fatal> {
+    let Some(mut u) = tx.user(user_id)? else {
+        return Ok(Err(not_found("user", user_id)));
+    };
+    let Some(current) = &u.password_hash else {
+        return Ok(Err(ApplyError::Conflict(format!("User {user_id} is not a local user and has no password."))));
+    };
+    if !idnode_keys::constant_time_eq(current.as_bytes(), expected_hash.as_bytes()) {
+        return Ok(Err(ApplyError::Conflict("The password was changed concurrently; retry.".into())));
+    }
+    u.password_hash = Some(new_hash);
+    u.tokens_valid_after = u.tokens_valid_after.max(now);
+    tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
+    Ok(Ok(Applied::Done))
+}
+
+fn index_unique_ids(tx: &mut Tx<'_>, u: &User) {
+    for uid in u.unique_ids() {
+        tx.add_member(ns::USER_UNIQUE_ID, uid, &u.id);
+    }
+}
+
+fn unindex_unique_ids(tx: &mut Tx<'_>, u: &User) {
+    for uid in u.unique_ids() {
+        tx.remove_member(ns::USER_UNIQUE_ID, uid, &u.id);
+    }
+}
+
+/// Removes a user with its name index entries, group memberships, role assignments and
+/// credentials.
 pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     assignment::remove_for_actor(tx, ActorKind::User, &u.id)?;
+    group::remove_memberships_of_user(tx, &u.id)?;
+    credential::remove_for_user(tx, &u.id)?;
+    unindex_unique_ids(tx, u);
     tx.delete_name(ns::USER_NAME, &u.domain_id, &u.name);
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
     tx.delete(cf::USERS, u.id.clone().into_bytes());

@@ -3,8 +3,12 @@
 
 mod assignment;
 mod bootstrap;
+mod catalog;
+pub mod credential;
+mod group;
 mod identity;
 mod resource;
+mod role;
 mod token;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +53,37 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::UpdateUser(u) => identity::update(tx, u),
         Command::DeleteUser { id, now } => identity::delete(tx, &id, now),
         Command::RevokeToken { audit_ids, expires_at, now } => token::revoke(tx, audit_ids, expires_at, now),
+        Command::CreateGroup(g) => group::create(tx, g),
+        Command::UpdateGroup(g) => group::update(tx, g),
+        Command::DeleteGroup { id } => group::delete(tx, &id),
+        Command::AddGroupMember { group_id, user_id } => group::add_member(tx, &group_id, &user_id),
+        Command::RemoveGroupMember { group_id, user_id } => group::remove_member(tx, &group_id, &user_id),
+        Command::ChangePassword { user_id, expected_hash, new_hash, now } => {
+            identity::change_password(tx, &user_id, &expected_hash, new_hash, now)
+        }
+        Command::CreateRole(r) => role::create(tx, r),
+        Command::UpdateRole(r) => role::update(tx, r),
+        Command::DeleteRole { id } => role::delete(tx, &id),
+        Command::CreateImpliedRole { prior_role_id, implied_role_id } => {
+            role::create_implied(tx, &prior_role_id, &implied_role_id)
+        }
+        Command::DeleteImpliedRole { prior_role_id, implied_role_id } => {
+            role::delete_implied(tx, &prior_role_id, &implied_role_id)
+        }
+        Command::CreateGrant(a) => assignment::create_grant(tx, a),
+        Command::DeleteGrant(a) => assignment::delete_grant(tx, a),
+        Command::CreateRegion(r) => catalog::create_region(tx, r),
+        Command::UpdateRegion(r) => catalog::update_region(tx, r),
+        Command::DeleteRegion { id } => catalog::delete_region(tx, &id),
+        Command::CreateService(s) => catalog::create_service(tx, s),
+        Command::UpdateService(s) => catalog::update_service(tx, s),
+        Command::DeleteService { id } => catalog::delete_service(tx, &id),
+        Command::CreateEndpoint(e) => catalog::create_endpoint(tx, e),
+        Command::UpdateEndpoint(e) => catalog::update_endpoint(tx, e),
+        Command::DeleteEndpoint { id } => catalog::delete_endpoint(tx, &id),
+        Command::CreateCredential(c) => credential::create(tx, c),
+        Command::UpdateCredential(c) => credential::update(tx, c),
+        Command::DeleteCredential { id } => credential::delete(tx, &id),
     }
 }
 

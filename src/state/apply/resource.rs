@@ -4,7 +4,7 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{Project, Target};
 use super::super::{cf, Reader, Tx};
-use super::{assignment, identity, Fatal};
+use super::{assignment, credential, group, identity, Fatal};
 
 /// Names of domains live in one namespace; project names are unique per domain.
 fn name_slot(p: &Project) -> (&'static str, &str) {
@@ -95,7 +95,8 @@ pub fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
         return Ok(Err(not_found("project", id)));
     };
     if p.is_domain {
-        // Deleting a domain removes what it owns: projects, users and their grants.
+        // Deleting a domain removes what it owns: projects, users, groups, domain roles and
+        // their grants.
         for pid in tx.member_ids(ns::PROJECTS_OF_DOMAIN, &p.id)? {
             if let Some(child) = tx.project(&pid)? {
                 remove_project(tx, &child)?;
@@ -106,6 +107,7 @@ pub fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
                 identity::remove_user(tx, &u)?;
             }
         }
+        group::remove_groups_of_domain(tx, &p.id)?;
         assignment::remove_for_target(tx, &Target::Domain(p.id.clone()))?;
         assignment::remove_roles_of_domain(tx, &p.id)?;
     } else if has_children(tx, &p)? {
@@ -131,6 +133,7 @@ fn has_children(tx: &Tx<'_>, p: &Project) -> Result<bool, Fatal> {
 
 fn remove_project(tx: &mut Tx<'_>, p: &Project) -> Result<(), Fatal> {
     assignment::remove_for_target(tx, &Target::Project(p.id.clone()))?;
+    credential::remove_for_project(tx, &p.id)?;
     unindex(tx, p);
     tx.delete(cf::PROJECTS, p.id.clone().into_bytes());
     Ok(())

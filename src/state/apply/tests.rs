@@ -60,6 +60,7 @@ fn user(id: &str, name: &str, domain: &str) -> User {
         options: "{}".into(),
         created_at: 1,
         tokens_valid_after: 0,
+        federated: Vec::new(),
     }
 }
 
@@ -128,4 +129,114 @@ fn revocations_expire() {
     w.apply(Command::RevokeToken { audit_ids: vec!["b".into()], expires_at: 30, now: 20 }).unwrap();
     assert!(!w.engine.read().exists(crate::state::cf::REVOCATIONS, b"a").unwrap(), "expired entry pruned");
     assert!(w.engine.read().exists(crate::state::cf::REVOCATIONS, b"b").unwrap());
+}
+
+mod assignments;
+mod effective_property;
+fn region(id: &str, parent: Option<&str>) -> Region {
+    Region { id: id.into(), description: None, parent_region_id: parent.map(str::to_string), extra: "{}".into() }
+}
+
+fn service(id: &str) -> Service {
+    Service {
+        id: id.into(),
+        service_type: "compute".into(),
+        name: None,
+        enabled: true,
+        description: None,
+        extra: "{}".into(),
+    }
+}
+
+fn endpoint(id: &str, service: &str, region: Option<&str>) -> Endpoint {
+    Endpoint {
+        id: id.into(),
+        interface: "public".into(),
+        service_id: service.into(),
+        region_id: region.map(str::to_string),
+        url: "http://x".into(),
+        enabled: true,
+        extra: "{}".into(),
+    }
+}
+
+fn credential(id: &str, user: &str, project: Option<&str>, kind: &str) -> Credential {
+    Credential {
+        id: id.into(),
+        user_id: user.into(),
+        project_id: project.map(str::to_string),
+        cred_type: kind.into(),
+        blob: "{}".into(),
+        extra: "{}".into(),
+    }
+}
+
+#[test]
+fn region_trees_stay_acyclic_and_keep_their_endpoints() {
+    let w = World::new();
+    assert!(matches!(w.apply(Command::CreateRegion(region("b", Some("a")))), Err(ApplyError::NotFound { .. })));
+    w.apply(Command::CreateRegion(region("a", None))).unwrap();
+    w.apply(Command::CreateRegion(region("b", Some("a")))).unwrap();
+    w.apply(Command::CreateRegion(region("c", Some("b")))).unwrap();
+    assert!(matches!(w.apply(Command::CreateRegion(region("a", None))), Err(ApplyError::Conflict(_))));
+    let cycle = w.apply(Command::UpdateRegion(region("a", Some("c"))));
+    assert!(matches!(cycle, Err(ApplyError::Invalid(_))), "{cycle:?}");
+    assert!(matches!(w.apply(Command::UpdateRegion(region("a", Some("a")))), Err(ApplyError::Invalid(_))));
+    w.apply(Command::CreateService(service("s1"))).unwrap();
+    w.apply(Command::CreateEndpoint(endpoint("e1", "s1", Some("c")))).unwrap();
+    assert!(matches!(w.apply(Command::DeleteRegion { id: "a".into() }), Err(ApplyError::Forbidden(_))));
+    assert!(w.engine.read().region("c").unwrap().is_some(), "refused delete wrote nothing");
+    w.apply(Command::DeleteEndpoint { id: "e1".into() }).unwrap();
+    w.apply(Command::DeleteRegion { id: "a".into() }).unwrap();
+    let v = w.engine.read();
+    assert!(v.region("b").unwrap().is_none() && v.region("c").unwrap().is_none(), "children go with their parent");
+}
+
+#[test]
+fn endpoints_need_their_service_and_region_and_go_with_the_service() {
+    let w = World::new();
+    w.apply(Command::CreateRegion(region("r1", None))).unwrap();
+    let orphan = w.apply(Command::CreateEndpoint(endpoint("e1", "nope", None)));
+    assert!(matches!(orphan, Err(ApplyError::NotFound { ref kind, .. }) if kind == "service"), "{orphan:?}");
+    w.apply(Command::CreateService(service("s1"))).unwrap();
+    let bad_region = w.apply(Command::CreateEndpoint(endpoint("e1", "s1", Some("nowhere"))));
+    assert!(matches!(bad_region, Err(ApplyError::Invalid(_))), "{bad_region:?}");
+    w.apply(Command::CreateEndpoint(endpoint("e1", "s1", Some("r1")))).unwrap();
+    w.apply(Command::CreateEndpoint(endpoint("e2", "s1", None))).unwrap();
+    w.apply(Command::DeleteService { id: "s1".into() }).unwrap();
+    let v = w.engine.read();
+    assert!(v.endpoint("e1").unwrap().is_none() && v.endpoint("e2").unwrap().is_none());
+    assert!(matches!(w.apply(Command::DeleteService { id: "s1".into() }), Err(ApplyError::NotFound { .. })));
+}
+
+#[test]
+fn credentials_need_their_owner_and_go_with_user_or_project() {
+    let w = World::new();
+    w.apply(Command::CreateProject(project("d1", "Dom", "d1", true))).unwrap();
+    w.apply(Command::CreateProject(project("p1", "Web", "d1", false))).unwrap();
+    w.apply(Command::CreateProject(project("p2", "Db", "d1", false))).unwrap();
+    w.apply(Command::CreateUser(user("u1", "alice", "d1"))).unwrap();
+    w.apply(Command::CreateUser(user("u2", "bob", "d1"))).unwrap();
+    let nobody = w.apply(Command::CreateCredential(credential("c0", "ghost", None, "totp")));
+    assert!(matches!(nobody, Err(ApplyError::Invalid(_))), "{nobody:?}");
+    let no_project = w.apply(Command::CreateCredential(credential("c0", "u1", None, "ec2")));
+    assert!(matches!(no_project, Err(ApplyError::Invalid(_))), "{no_project:?}");
+    w.apply(Command::CreateCredential(credential("c1", "u1", Some("p1"), "ec2"))).unwrap();
+    w.apply(Command::CreateCredential(credential("c2", "u1", None, "totp"))).unwrap();
+    w.apply(Command::CreateCredential(credential("c3", "u2", Some("p1"), "ec2"))).unwrap();
+    w.apply(Command::CreateCredential(credential("c4", "u2", Some("p2"), "ec2"))).unwrap();
+    assert!(matches!(
+        w.apply(Command::CreateCredential(credential("c1", "u2", Some("p2"), "ec2"))),
+        Err(ApplyError::Conflict(_))
+    ));
+    w.apply(Command::DeleteProject { id: "p1".into() }).unwrap();
+    let v = w.engine.read();
+    assert!(v.credential("c1").unwrap().is_none() && v.credential("c3").unwrap().is_none(), "project's go");
+    assert!(v.credential("c2").unwrap().is_some() && v.credential("c4").unwrap().is_some());
+    w.apply(Command::DeleteUser { id: "u2".into(), now: 2 }).unwrap();
+    let v = w.engine.read();
+    assert!(v.credential("c4").unwrap().is_none(), "user's go");
+    assert_eq!(v.member_ids(ns::CREDENTIALS_OF_USER, "u2").unwrap(), Vec::<String>::new());
+    assert_eq!(v.member_ids(ns::CREDENTIALS_OF_USER, "u1").unwrap(), vec!["c2".to_string()]);
+    assert!(matches!(w.apply(Command::DeleteCredential { id: "c4".into() }), Err(ApplyError::NotFound { .. })));
 }

@@ -1,0 +1,139 @@
+//! Role implication rules: `/v3/roles/{prior_role_id}/implies[/{implied_role_id}]` and
+//! `/v3/role_inferences`. Note Keystone's shape switch: `implies` is a list on the listing
+//! calls and a single role on the single-rule calls.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::roles;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::Caller;
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys;
+use crate::state::model::Role;
+use crate::state::{cf, Command, Reader};
+
+fn role_ref(r: &Role, base: &str) -> Value {
+    let mut v = json!({"id": r.id, "name": r.name, "links": {"self": format!("{base}/v3/roles/{}", r.id)}});
+    if let (Some(d), Some(o)) = (&r.domain_id, v.as_object_mut()) {
+        o.insert("domain_id".into(), json!(d));
+    }
+    v
+}
+
+fn rule_target(prior: &Role, implied: Option<&Role>) -> Value {
+    json!({"prior_role": roles::target(prior)["role"], "implied_role": implied.map(|i| roles::target(i)["role"].clone())})
+}
+
+fn single(node: &Node, prior: &Role, implied: &Role) -> Value {
+    let base = node.cfg.public_base();
+    json!({
+        "role_inference": {"prior_role": role_ref(prior, &base), "implies": role_ref(implied, &base)},
+        "links": {"self": format!("{base}/v3/roles/{}/implies/{}", prior.id, implied.id)},
+    })
+}
+
+/// Loads both roles and checks the rule exists: 404 otherwise.
+fn load_rule(node: &Node, prior_id: &str, implied_id: &str) -> ApiResult<(Role, Role)> {
+    let prior = roles::load(node, prior_id)?;
+    let implied = roles::load(node, implied_id)?;
+    if !node.engine.read().implied_rule_exists(prior_id, implied_id)? {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, format!("{prior_id} does not imply {implied_id}.")));
+    }
+    Ok((prior, implied))
+}
+
+pub async fn list_for_prior(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(prior_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let prior = roles::load(&node, &prior_id)?;
+    enforce("identity:list_implied_roles", &ctx, &rule_target(&prior, None))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut implies = Vec::new();
+    let rules: Vec<(String, String)> = view.scan(cf::ROLES, &keys::implied_prefix(&prior.id))?;
+    for (_, implied) in rules {
+        if let Some(r) = view.role(&implied)? {
+            implies.push(role_ref(&r, &base));
+        }
+    }
+    Ok(Json(json!({
+        "role_inference": {"prior_role": role_ref(&prior, &base), "implies": implies},
+        "links": {"self": format!("{base}/v3/roles/{}/implies", prior.id)},
+    })))
+}
+
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((prior_id, implied_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
+    enforce("identity:get_implied_role", &ctx, &rule_target(&prior, Some(&implied)))?;
+    Ok(Json(single(&node, &prior, &implied)))
+}
+
+pub async fn check(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((prior_id, implied_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
+    enforce("identity:check_implied_role", &ctx, &rule_target(&prior, Some(&implied)))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((prior_id, implied_id)): Path<(String, String)>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let prior = roles::load(&node, &prior_id)?;
+    let implied = roles::load(&node, &implied_id)?;
+    enforce("identity:create_implied_role", &ctx, &rule_target(&prior, Some(&implied)))?;
+    node.propose(Command::CreateImpliedRole { prior_role_id: prior.id.clone(), implied_role_id: implied.id.clone() })
+        .await?;
+    Ok((StatusCode::CREATED, Json(single(&node, &prior, &implied))))
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((prior_id, implied_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
+    enforce("identity:delete_implied_role", &ctx, &rule_target(&prior, Some(&implied)))?;
+    node.propose(Command::DeleteImpliedRole { prior_role_id: prior.id, implied_role_id: implied.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Every rule, grouped by prior role.
+pub async fn list_all(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+    enforce("identity:list_role_inference_rules", &ctx, &json!({}))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut by_prior: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (prior, implied) in view.implied_rules()? {
+        by_prior.entry(prior).or_default().push(implied);
+    }
+    let mut out = Vec::new();
+    for (prior, implied) in by_prior {
+        let Some(prior) = view.role(&prior)? else { continue };
+        let mut implies = Vec::new();
+        for id in implied {
+            if let Some(r) = view.role(&id)? {
+                implies.push(role_ref(&r, &base));
+            }
+        }
+        out.push(json!({"prior_role": role_ref(&prior, &base), "implies": implies}));
+    }
+    Ok(Json(json!({"role_inferences": out, "links": {"self": format!("{base}/v3/role_inferences")}})))
+}

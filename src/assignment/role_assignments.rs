@@ -1,0 +1,186 @@
+//! `GET /v3/role_assignments`: filters, Keystone's refusals of contradictory filters, the
+//! domain-scoped caller's view (only its domain's assignments), names, and links.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::listing::{self, Entry, Filter};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::query_flag;
+use crate::http::Caller;
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::model::{ActorKind, Assignment, Target};
+use crate::state::Reader;
+use crate::token::TokenScope;
+
+/// Parses and checks the query (400 for combinations that can never match, as Keystone).
+fn filter(q: &HashMap<String, String>) -> ApiResult<Filter> {
+    let get = |k: &str| q.get(k).filter(|v| !v.is_empty()).cloned();
+    let (user, group) = (get("user.id"), get("group.id"));
+    let (project, domain) = (get("scope.project.id"), get("scope.domain.id"));
+    let system = get("scope.system").is_some_and(|s| s == "all");
+    let effective = q.contains_key("effective") && query_flag(q.get("effective"));
+    if user.is_some() && group.is_some() {
+        return Err(ApiError::bad_request("Specify a user or group, not both"));
+    }
+    if project.is_some() && domain.is_some() {
+        return Err(ApiError::bad_request("Specify a domain or project, not both"));
+    }
+    if system && (project.is_some() || domain.is_some()) {
+        return Err(ApiError::bad_request("Specify system or a domain or project, not both"));
+    }
+    if effective && group.is_some() {
+        return Err(ApiError::bad_request("Combining effective and group filter will always result in an empty list."));
+    }
+    let target = match (project, domain, system) {
+        (Some(p), _, _) => Some(Target::Project(p)),
+        (_, Some(d), _) => Some(Target::Domain(d)),
+        (_, _, true) => Some(Target::System),
+        _ => None,
+    };
+    Ok(Filter { user, group, target, role: get("role.id"), effective })
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let f = filter(&q)?;
+    let caller_domain = match &ctx.payload.scope {
+        TokenScope::Domain(d) => Some(d.clone()),
+        _ => None,
+    };
+    enforce("identity:list_role_assignments", &ctx, &json!({"domain_id": caller_domain}))?;
+    // Any value but 0, including none, asks for names (Keystone).
+    let include_names = q.get("include_names").is_some_and(|v| v != "0");
+    let view = node.engine.snapshot();
+    let mut entries = listing::list(&view, &f)?;
+    if let Some(d) = &caller_domain {
+        // A domain-scoped caller sees only its own domain's assignments.
+        let mut kept = Vec::with_capacity(entries.len());
+        for e in entries {
+            let inside = match &e.target {
+                Target::Domain(id) => id == d,
+                Target::Project(id) => view.project(id)?.is_some_and(|p| &p.domain_id == d),
+                Target::System => false,
+            };
+            if inside {
+                kept.push(e);
+            }
+        }
+        entries = kept;
+    }
+    let base = node.cfg.public_base();
+    let mut names = Names { view: &view, cache: BTreeMap::new() };
+    let mut out = Vec::with_capacity(entries.len());
+    for e in &entries {
+        out.push(render(e, &base, include_names.then_some(&mut names))?);
+    }
+    Ok(Json(json!({
+        "role_assignments": out,
+        "links": {"self": format!("{base}/v3/role_assignments"), "previous": null, "next": null},
+    })))
+}
+
+fn target_path(t: &Target) -> String {
+    match t {
+        Target::Project(id) => format!("/projects/{id}"),
+        Target::Domain(id) => format!("/domains/{id}"),
+        Target::System => "/system".to_string(),
+    }
+}
+
+fn actor_path(kind: ActorKind, id: &str) -> String {
+    match kind {
+        ActorKind::User => format!("/users/{id}"),
+        ActorKind::Group => format!("/groups/{id}"),
+    }
+}
+
+/// URL of the stored grant an entry derives from.
+pub fn grant_url(base: &str, a: &Assignment) -> String {
+    format!("{base}/v3{}{}/roles/{}", target_path(&a.target), actor_path(a.actor_kind, &a.actor_id), a.role_id)
+}
+
+fn render(e: &Entry, base: &str, names: Option<&mut Names<'_, '_>>) -> ApiResult<Value> {
+    let mut links = json!({"assignment": grant_url(base, &e.grant)});
+    if let Some(g) = &e.via_group {
+        links["membership"] = json!(format!("{base}/v3/groups/{g}/users/{}", e.actor_id));
+    }
+    if let Some(p) = &e.prior_role {
+        links["prior_role"] = json!(format!("{base}/v3/roles/{p}/implies/{}", e.role_id));
+    }
+    let mut role = json!({"id": e.role_id});
+    let mut actor = json!({"id": e.actor_id});
+    let mut scope = match &e.target {
+        Target::Project(id) => json!({"project": {"id": id}}),
+        Target::Domain(id) => json!({"domain": {"id": id}}),
+        Target::System => json!({"system": {"all": true}}),
+    };
+    if let Some(n) = names {
+        n.role(&mut role, &e.role_id)?;
+        n.actor(&mut actor, e.actor_kind, &e.actor_id)?;
+        match &e.target {
+            Target::Project(id) => n.project(&mut scope["project"], id)?,
+            Target::Domain(id) => scope["domain"]["name"] = json!(n.domain_name(id)?),
+            Target::System => {}
+        }
+    }
+    let actor_key = if e.actor_kind == ActorKind::User { "user" } else { "group" };
+    Ok(json!({"role": role, actor_key: actor, "scope": scope, "links": links}))
+}
+
+/// Name lookups for `include_names`; a missing entity renders with empty names (Keystone).
+struct Names<'v, 'e> {
+    view: &'v idnode_storage::ReadView<'e>,
+    cache: BTreeMap<String, String>,
+}
+
+impl Names<'_, '_> {
+    fn domain_name(&mut self, id: &str) -> ApiResult<String> {
+        let key = format!("d/{id}");
+        if let Some(n) = self.cache.get(&key) {
+            return Ok(n.clone());
+        }
+        let n = self.view.domain(id)?.map(|d| d.name).unwrap_or_default();
+        self.cache.insert(key, n.clone());
+        Ok(n)
+    }
+
+    fn domain_ref(&mut self, id: &str) -> ApiResult<Value> {
+        Ok(json!({"id": id, "name": self.domain_name(id)?}))
+    }
+
+    fn role(&mut self, v: &mut Value, id: &str) -> ApiResult<()> {
+        let role = self.view.role(id)?;
+        v["name"] = json!(role.as_ref().map(|r| r.name.clone()).unwrap_or_default());
+        if let Some(d) = role.and_then(|r| r.domain_id) {
+            v["domain"] = self.domain_ref(&d)?;
+        }
+        Ok(())
+    }
+
+    fn actor(&mut self, v: &mut Value, kind: ActorKind, id: &str) -> ApiResult<()> {
+        let (name, domain_id) = match kind {
+            ActorKind::User => self.view.user(id)?.map(|u| (u.name, u.domain_id)),
+            ActorKind::Group => self.view.group(id)?.map(|g| (g.name, g.domain_id)),
+        }
+        .unwrap_or_default();
+        v["name"] = json!(name);
+        v["domain"] = if domain_id.is_empty() { json!({"id": "", "name": ""}) } else { self.domain_ref(&domain_id)? };
+        Ok(())
+    }
+
+    fn project(&mut self, v: &mut Value, id: &str) -> ApiResult<()> {
+        let (name, domain_id) = self.view.project(id)?.map(|p| (p.name, p.domain_id)).unwrap_or_default();
+        v["name"] = json!(name);
+        v["domain"] = if domain_id.is_empty() { json!({"id": "", "name": ""}) } else { self.domain_ref(&domain_id)? };
+        Ok(())
+    }
+}

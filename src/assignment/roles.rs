@@ -1,0 +1,145 @@
+//! `/v3/roles`: global roles, and domain-specific roles (`domain_id` set), which Keystone
+//! authorizes under separate `*_domain_role` policy names.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::{self, ns};
+use crate::state::model::Role;
+use crate::state::{cf, Applied, Command, Reader};
+
+const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];
+
+pub fn role_json(r: &Role, base: &str) -> Value {
+    with_extra(
+        json!({
+            "id": r.id, "name": r.name, "domain_id": r.domain_id, "description": r.description,
+            "options": json_obj(&r.options),
+            "links": {"self": format!("{base}/v3/roles/{}", r.id)},
+        }),
+        &r.extra,
+    )
+}
+
+pub fn load(node: &Node, id: &str) -> ApiResult<Role> {
+    node.engine.read().role(id)?.ok_or_else(|| ApiError::not_found("role", id))
+}
+
+/// The policy target of a role (also used by grants and implication rules).
+pub fn target(r: &Role) -> Value {
+    json!({"role": {"id": r.id, "name": r.name, "domain_id": r.domain_id}})
+}
+
+/// Keystone's policy name for `action` on this kind of role.
+fn action(r: &Role, global: &'static str, domain: &'static str) -> &'static str {
+    if r.domain_id.is_some() {
+        domain
+    } else {
+        global
+    }
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Role(r) => Ok((status, Json(json!({"role": role_json(&r, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+/// Without `domain_id` only global roles are listed (as Keystone does).
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let domain = q.get("domain_id").filter(|d| !d.is_empty());
+    match domain {
+        Some(d) => enforce("identity:list_domain_roles", &ctx, &json!({"domain_id": d}))?,
+        None => enforce("identity:list_roles", &ctx, &json!({}))?,
+    }
+    let view = node.engine.snapshot();
+    let roles: Vec<Role> = match q.get("name") {
+        Some(name) => view
+            .id_by_name(ns::ROLE_NAME, domain.map(String::as_str).unwrap_or(""), name)?
+            .map(|id| view.role(&id))
+            .transpose()?
+            .flatten()
+            .into_iter()
+            .collect(),
+        None => view.scan(cf::ROLES, keys::ROLE_PREFIX)?,
+    };
+    let base = node.cfg.public_base();
+    let out: Vec<Value> =
+        roles.iter().filter(|r| r.domain_id.as_ref() == domain).map(|r| role_json(r, &base)).collect();
+    Ok(Json(json!({"roles": out, "links": {"self": format!("{base}/v3/roles"), "previous": null, "next": null}})))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "role")?;
+    let r = Role {
+        id: new_id(),
+        name: req_name(&o, "name", 255)?,
+        domain_id: opt_str(&o, "domain_id", 64)?,
+        description: opt_str(&o, "description", 255)?,
+        extra: extra(&o, KNOWN, "{}"),
+        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+    };
+    enforce(action(&r, "identity:create_role", "identity:create_domain_role"), &ctx, &target(&r))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateRole(r)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let r = load(&node, &id)?;
+    enforce(action(&r, "identity:get_role", "identity:get_domain_role"), &ctx, &target(&r))?;
+    Ok(Json(json!({"role": role_json(&r, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "role")?;
+    let mut r = load(&node, &id)?;
+    enforce(action(&r, "identity:update_role", "identity:update_domain_role"), &ctx, &target(&r))?;
+    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)? != r.domain_id {
+        return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
+    }
+    if let Some(n) = opt_name(&o, "name", 255)? {
+        r.name = n;
+    }
+    if o.contains_key("description") {
+        r.description = opt_str(&o, "description", 255)?;
+    }
+    if let Some(opts) = opt_options(&o)? {
+        r.options = opts;
+    }
+    r.extra = extra(&o, KNOWN, &r.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateRole(r)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let r = load(&node, &id)?;
+    enforce(action(&r, "identity:delete_role", "identity:delete_domain_role"), &ctx, &target(&r))?;
+    node.propose(Command::DeleteRole { id: r.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,167 @@
+//! `/v3/endpoints`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::opt_ref;
+use super::render::{collection, endpoint_json};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys;
+use crate::state::model::Endpoint;
+use crate::state::{cf, Applied, Command, Reader};
+
+const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
+const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
+/// Keystone's URL rule: a scheme, a colon, something after it; at most 225 characters.
+const MAX_URL: usize = 225;
+
+fn load(node: &Node, id: &str) -> ApiResult<Endpoint> {
+    node.engine.read().endpoint(id)?.ok_or_else(|| ApiError::not_found("endpoint", id))
+}
+
+fn target(e: &Endpoint) -> Value {
+    json!({"endpoint": {"id": e.id, "service_id": e.service_id, "region_id": e.region_id, "interface": e.interface}})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Endpoint(e) => Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+fn check_interface(i: &str) -> ApiResult<()> {
+    if INTERFACES.contains(&i) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "Invalid input for field 'interface': '{}' is not one of public, internal, admin.",
+            i.chars().take(16).collect::<String>()
+        )))
+    }
+}
+
+fn check_url(url: &str) -> ApiResult<()> {
+    let scheme_ok = url.split_once(':').is_some_and(|(scheme, rest)| {
+        !scheme.is_empty()
+            && !rest.is_empty()
+            && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'))
+    });
+    if scheme_ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("Invalid input for field 'url': must look like scheme:rest."))
+    }
+}
+
+/// `region_id`, or the deprecated `region` when `region_id` is not given.
+fn region_of(o: &Obj) -> ApiResult<Option<String>> {
+    if o.contains_key("region_id") {
+        opt_ref(o, "region_id")
+    } else {
+        opt_ref(o, "region")
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_endpoints", &ctx, &json!({}))?;
+    if let Some(i) = q.get("interface") {
+        check_interface(i)?;
+    }
+    let endpoints: Vec<Endpoint> = node.engine.read().scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let base = node.cfg.public_base();
+    let out = endpoints
+        .iter()
+        .filter(|e| q.get("interface").is_none_or(|i| &e.interface == i))
+        .filter(|e| q.get("service_id").is_none_or(|s| &e.service_id == s))
+        .filter(|e| q.get("region_id").is_none_or(|r| e.region_id.as_ref() == Some(r)))
+        .map(|e| endpoint_json(e, &base))
+        .collect();
+    Ok(Json(collection("endpoints", out, &base, "/v3/endpoints")))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "endpoint")?;
+    let interface = req_name(&o, "interface", 16)?;
+    check_interface(&interface)?;
+    let url = req_name(&o, "url", MAX_URL)?;
+    check_url(&url)?;
+    let e = Endpoint {
+        id: new_id(),
+        interface,
+        service_id: req_name(&o, "service_id", 64)?,
+        region_id: region_of(&o)?,
+        url,
+        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        extra: extra(&o, KNOWN, "{}"),
+    };
+    enforce("identity:create_endpoint", &ctx, &target(&e))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateEndpoint(e)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let e = load(&node, &id)?;
+    enforce("identity:get_endpoint", &ctx, &target(&e))?;
+    Ok(Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "endpoint")?;
+    let mut e = load(&node, &id)?;
+    enforce("identity:update_endpoint", &ctx, &target(&e))?;
+    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::bad_request("Cannot change ID."));
+    }
+    if let Some(i) = opt_name(&o, "interface", 16)? {
+        check_interface(&i)?;
+        e.interface = i;
+    }
+    if let Some(u) = opt_name(&o, "url", MAX_URL)? {
+        check_url(&u)?;
+        e.url = u;
+    }
+    if let Some(s) = opt_name(&o, "service_id", 64)? {
+        e.service_id = s;
+    }
+    if o.contains_key("region_id") || o.contains_key("region") {
+        e.region_id = region_of(&o)?;
+    }
+    if let Some(en) = opt_bool(&o, "enabled")? {
+        e.enabled = en;
+    }
+    e.extra = extra(&o, KNOWN, &e.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateEndpoint(e)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let e = load(&node, &id)?;
+    enforce("identity:delete_endpoint", &ctx, &target(&e))?;
+    node.propose(Command::DeleteEndpoint { id: e.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

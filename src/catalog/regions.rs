@@ -1,0 +1,142 @@
+//! `/v3/regions`: Keystone's region API (ids may be chosen by the client, also via PUT).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::opt_ref;
+use super::render::{collection, region_json};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys;
+use crate::state::model::Region;
+use crate::state::{cf, Applied, Command, Reader};
+
+const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
+const MAX_ID: usize = 255;
+
+fn load(node: &Node, id: &str) -> ApiResult<Region> {
+    node.engine.read().region(id)?.ok_or_else(|| ApiError::not_found("region", id))
+}
+
+fn target(r: &Region) -> Value {
+    json!({"region": {"id": r.id, "parent_region_id": r.parent_region_id}})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Region(r) => Ok((status, Json(json!({"region": region_json(&r, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_regions", &ctx, &json!({}))?;
+    let regions: Vec<Region> = node.engine.read().scan(cf::CATALOG, keys::REGION_PREFIX)?;
+    let base = node.cfg.public_base();
+    let out = regions
+        .iter()
+        .filter(|r| q.get("parent_region_id").is_none_or(|p| r.parent_region_id.as_ref() == Some(p)))
+        .map(|r| region_json(r, &base))
+        .collect();
+    Ok(Json(collection("regions", out, &base, "/v3/regions")))
+}
+
+/// A region from a create body; `id` is the client's when given and non-empty.
+fn from_body(o: &Obj, id: Option<String>) -> ApiResult<Region> {
+    let id = match id.or(opt_str(o, "id", MAX_ID)?) {
+        Some(id) if !id.is_empty() => id,
+        _ => new_id(),
+    };
+    Ok(Region {
+        id,
+        description: opt_str(o, "description", 65535)?,
+        parent_region_id: opt_ref(o, "parent_region_id")?,
+        extra: extra(o, KNOWN, "{}"),
+    })
+}
+
+async fn create_region(node: &Node, ctx: &crate::token::ValidToken, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
+    enforce("identity:create_region", ctx, &target(&r))?;
+    respond(node, StatusCode::CREATED, node.propose(Command::CreateRegion(r)).await?)
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "region")?;
+    let r = from_body(&o, None)?;
+    create_region(&node, &ctx, r).await
+}
+
+/// `PUT /v3/regions/{id}`: create with a chosen id.
+pub async fn put(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "region")?;
+    if let Some(body_id) = opt_str(&o, "id", MAX_ID)? {
+        if body_id != id {
+            return Err(ApiError::bad_request(format!("Conflicting region IDs specified: \"{id}\" != \"{body_id}\".")));
+        }
+    }
+    if id.is_empty() || id.chars().count() > MAX_ID {
+        return Err(ApiError::bad_request("Invalid input for field 'id'."));
+    }
+    let r = from_body(&o, Some(id))?;
+    create_region(&node, &ctx, r).await
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let r = load(&node, &id)?;
+    enforce("identity:get_region", &ctx, &target(&r))?;
+    Ok(Json(json!({"region": region_json(&r, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "region")?;
+    let mut r = load(&node, &id)?;
+    enforce("identity:update_region", &ctx, &target(&r))?;
+    if o.contains_key("id") && opt_str(&o, "id", MAX_ID)?.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::bad_request("Cannot change ID."));
+    }
+    if o.contains_key("description") {
+        r.description = opt_str(&o, "description", 65535)?;
+    }
+    if o.contains_key("parent_region_id") {
+        r.parent_region_id = opt_ref(&o, "parent_region_id")?;
+    }
+    r.extra = extra(&o, KNOWN, &r.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateRegion(r)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let r = load(&node, &id)?;
+    enforce("identity:delete_region", &ctx, &target(&r))?;
+    node.propose(Command::DeleteRegion { id: r.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,117 @@
+//! `/v3/services`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::render::{collection, service_json};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys;
+use crate::state::model::Service;
+use crate::state::{cf, Applied, Command, Reader};
+
+const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];
+
+fn load(node: &Node, id: &str) -> ApiResult<Service> {
+    node.engine.read().service(id)?.ok_or_else(|| ApiError::not_found("service", id))
+}
+
+fn target(s: &Service) -> Value {
+    json!({"service": {"id": s.id, "type": s.service_type}})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Service(s) => Ok((status, Json(json!({"service": service_json(&s, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_services", &ctx, &json!({}))?;
+    let services: Vec<Service> = node.engine.read().scan(cf::CATALOG, keys::SERVICE_PREFIX)?;
+    let base = node.cfg.public_base();
+    let out = services
+        .iter()
+        .filter(|s| q.get("type").is_none_or(|t| &s.service_type == t))
+        .filter(|s| q.get("name").is_none_or(|n| s.name.as_deref().unwrap_or("") == n))
+        .map(|s| service_json(s, &base))
+        .collect();
+    Ok(Json(collection("services", out, &base, "/v3/services")))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "service")?;
+    let s = Service {
+        id: new_id(),
+        service_type: req_name(&o, "type", 255)?,
+        name: opt_name(&o, "name", 255)?,
+        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        description: opt_str(&o, "description", 65535)?,
+        extra: extra(&o, KNOWN, "{}"),
+    };
+    enforce("identity:create_service", &ctx, &target(&s))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateService(s)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let s = load(&node, &id)?;
+    enforce("identity:get_service", &ctx, &target(&s))?;
+    Ok(Json(json!({"service": service_json(&s, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "service")?;
+    let mut s = load(&node, &id)?;
+    enforce("identity:update_service", &ctx, &target(&s))?;
+    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::bad_request("Cannot change ID."));
+    }
+    if let Some(t) = opt_name(&o, "type", 255)? {
+        s.service_type = t;
+    }
+    if let Some(n) = opt_name(&o, "name", 255)? {
+        s.name = Some(n);
+    }
+    if let Some(e) = opt_bool(&o, "enabled")? {
+        s.enabled = e;
+    }
+    if o.contains_key("description") {
+        s.description = opt_str(&o, "description", 65535)?;
+    }
+    s.extra = extra(&o, KNOWN, &s.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateService(s)).await?)
+}
+
+/// Deletes the service and its endpoints.
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let s = load(&node, &id)?;
+    enforce("identity:delete_service", &ctx, &target(&s))?;
+    node.propose(Command::DeleteService { id: s.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,169 @@
+//! `/v3/credentials`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::{credential_json, ec2_id, EC2};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::{enforce, Persona};
+use crate::state::keys::ns;
+use crate::state::model::Credential;
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::ValidToken;
+
+const KNOWN: &[&str] = &["id", "type", "blob", "user_id", "project_id"];
+const MAX_BLOB: usize = 65535;
+
+fn target(c: &Credential) -> Value {
+    json!({"credential": {"id": c.id, "user_id": c.user_id, "project_id": c.project_id, "type": c.cred_type}})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Credential(c) => {
+            Ok((status, Json(json!({"credential": credential_json(&c, &node.cfg.public_base())}))))
+        }
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+/// Loads a credential after authorizing `action` on it. A missing credential is checked
+/// against an empty target, so only callers who could see any credential learn it is absent
+/// (Keystone's order); everyone else gets 403.
+fn load_authorized(node: &Node, ctx: &ValidToken, action: &str, id: &str) -> ApiResult<Credential> {
+    let found = node.engine.read().credential(id)?;
+    enforce(action, ctx, &found.as_ref().map(target).unwrap_or_else(|| json!({})))?;
+    found.ok_or_else(|| ApiError::not_found("credential", id))
+}
+
+/// The access key of a signature credential's blob: a JSON object with a string `access`.
+fn ec2_access(blob: &str) -> ApiResult<String> {
+    let v: Value = serde_json::from_str(blob).map_err(|_| ApiError::bad_request("Invalid blob in credential."))?;
+    match v.get("access") {
+        Some(Value::String(a)) if !a.is_empty() => Ok(a.clone()),
+        _ => Err(ApiError::bad_request("Expecting to find access in credential.")),
+    }
+}
+
+fn req_blob(o: &Obj) -> ApiResult<String> {
+    opt_str(o, "blob", MAX_BLOB)?.ok_or_else(|| ApiError::bad_request("'blob' is a required property."))
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let system = Persona { ctx: &ctx }.system("reader");
+    let list_target = if system { json!({}) } else { json!({"credential": {"user_id": ctx.user.id}}) };
+    enforce("identity:list_credentials", &ctx, &list_target)?;
+    let view = node.engine.snapshot();
+    let owner = q.get("user_id").cloned().or_else(|| (!system).then(|| ctx.user.id.clone()));
+    let creds: Vec<Credential> = match &owner {
+        Some(u) => {
+            let mut out = Vec::new();
+            for id in view.member_ids(ns::CREDENTIALS_OF_USER, u)? {
+                out.extend(view.credential(&id)?);
+            }
+            out
+        }
+        None => view.scan(cf::CREDENTIALS, b"")?,
+    };
+    let base = node.cfg.public_base();
+    let out: Vec<Value> = creds
+        .iter()
+        .filter(|c| q.get("type").is_none_or(|t| &c.cred_type == t))
+        .filter(|c| enforce("identity:get_credential", &ctx, &target(c)).is_ok())
+        .map(|c| credential_json(c, &base))
+        .collect();
+    Ok(Json(
+        json!({"credentials": out, "links": {"self": format!("{base}/v3/credentials"), "previous": null, "next": null}}),
+    ))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "credential")?;
+    let cred_type = req_name(&o, "type", 255)?;
+    let blob = req_blob(&o)?;
+    let project_id = opt_str(&o, "project_id", 64)?;
+    let id = if cred_type == EC2 {
+        if project_id.is_none() {
+            return Err(ApiError::bad_request("'project_id' is a required property of an ec2 credential."));
+        }
+        ec2_id(&ec2_access(&blob)?)
+    } else {
+        new_id()
+    };
+    let c = Credential {
+        id,
+        // Defaults to the caller, like Keystone-NG; Keystone requires it.
+        user_id: opt_name(&o, "user_id", 64)?.unwrap_or_else(|| ctx.user.id.clone()),
+        project_id,
+        cred_type,
+        blob,
+        extra: extra(&o, KNOWN, "{}"),
+    };
+    enforce("identity:create_credential", &ctx, &target(&c))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateCredential(c)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let c = load_authorized(&node, &ctx, "identity:get_credential", &id)?;
+    Ok(Json(json!({"credential": credential_json(&c, &node.cfg.public_base())})))
+}
+
+/// Accepts `type`, `blob`, `user_id`, `project_id` (Keystone) and extras. The result is
+/// authorized again, so an owner cannot hand a credential to someone else. A signature
+/// credential keeps its access key (its id is derived from it).
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "credential")?;
+    let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
+    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+        return Err(ApiError::bad_request("Cannot change ID."));
+    }
+    if let Some(t) = opt_name(&o, "type", 255)? {
+        c.cred_type = t;
+    }
+    if o.contains_key("blob") {
+        c.blob = req_blob(&o)?;
+    }
+    if let Some(u) = opt_name(&o, "user_id", 64)? {
+        c.user_id = u;
+    }
+    if o.contains_key("project_id") {
+        c.project_id = opt_str(&o, "project_id", 64)?;
+    }
+    if c.cred_type == EC2 && ec2_id(&ec2_access(&c.blob)?) != c.id {
+        return Err(ApiError::bad_request("access can not be updated for credential."));
+    }
+    c.extra = extra(&o, KNOWN, &c.extra);
+    enforce("identity:update_credential", &ctx, &target(&c))?;
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateCredential(c)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let c = load_authorized(&node, &ctx, "identity:delete_credential", &id)?;
+    node.propose(Command::DeleteCredential { id: c.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,144 @@
+//! `/v3/users/{user_id}/credentials/OS-EC2` (the spec's `<sigext>`): Keystone's legacy view of
+//! signature credentials. Each is a `/v3/credentials` record of type `ec2` whose id is the
+//! SHA-256 of its access key; the path's `{credential_id}` is the plaintext access key.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::{blob_field, ec2_id, EC2};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::new_id;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::Credential;
+use crate::state::{Applied, Command, Reader};
+
+const MAX_KEY: usize = 255;
+
+fn ec2_json(c: &Credential, base: &str) -> Value {
+    let access = blob_field(c, "access").unwrap_or_default();
+    json!({
+        "user_id": c.user_id,
+        "tenant_id": c.project_id,
+        "access": access,
+        "secret": blob_field(c, "secret"),
+        "trust_id": blob_field(c, "trust_id"),
+        "links": {"self": format!("{base}/v3/users/{}/credentials/OS-EC2/{access}", c.user_id)},
+    })
+}
+
+fn owner_target(user_id: &str) -> Value {
+    json!({"credential": {"user_id": user_id}})
+}
+
+fn require_user(node: &Node, user_id: &str) -> ApiResult<()> {
+    match node.engine.read().user(user_id)? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found("user", user_id)),
+    }
+}
+
+/// The user's signature credential for `access`, after authorizing `action` on it.
+fn load_authorized(
+    node: &Node,
+    ctx: &crate::token::ValidToken,
+    action: &str,
+    user_id: &str,
+    access: &str,
+) -> ApiResult<Credential> {
+    let found = node.engine.read().credential(&ec2_id(access))?.filter(|c| c.cred_type == EC2 && c.user_id == user_id);
+    enforce(action, ctx, &owner_target(user_id))?;
+    require_user(node, user_id)?;
+    found.ok_or_else(|| ApiError::not_found("credential", access))
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:ec2_list_credentials", &ctx, &json!({"user_id": user_id}))?;
+    require_user(&node, &user_id)?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for id in view.member_ids(ns::CREDENTIALS_OF_USER, &user_id)? {
+        if let Some(c) = view.credential(&id)?.filter(|c| c.cred_type == EC2) {
+            out.push(ec2_json(&c, &base));
+        }
+    }
+    let links =
+        json!({"self": format!("{base}/v3/users/{user_id}/credentials/OS-EC2"), "previous": null, "next": null});
+    Ok(Json(json!({"credentials": out, "links": links})))
+}
+
+/// An optional key in the (unwrapped) create body: absent or null means "generate one".
+fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_KEY => Ok(Some(s.clone())),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "Invalid input for field '{key}': must be a non-empty string of at most {MAX_KEY} characters."
+        ))),
+    }
+}
+
+/// Body (not wrapped): `tenant_id` (or `project_id`), optional `access` and `secret`;
+/// omitted keys are generated (UUID hex, like Keystone).
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
+    require_user(&node, &user_id)?;
+    if !body.is_object() {
+        return Err(ApiError::bad_request("The request body must be a JSON object."));
+    }
+    let project_id = match (opt_key(&body, "tenant_id")?, opt_key(&body, "project_id")?) {
+        (Some(t), _) | (None, Some(t)) => t,
+        (None, None) => return Err(ApiError::bad_request("'tenant_id' is a required property.")),
+    };
+    let access = opt_key(&body, "access")?.unwrap_or_else(new_id);
+    let secret = opt_key(&body, "secret")?.unwrap_or_else(new_id);
+    let c = Credential {
+        id: ec2_id(&access),
+        user_id,
+        project_id: Some(project_id),
+        cred_type: EC2.into(),
+        blob: json!({"access": access, "secret": secret, "trust_id": null}).to_string(),
+        extra: "{}".into(),
+    };
+    match node.propose(Command::CreateCredential(c)).await? {
+        Applied::Credential(c) => {
+            Ok((StatusCode::CREATED, Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())}))))
+        }
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((user_id, access)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let c = load_authorized(&node, &ctx, "identity:ec2_get_credential", &user_id, &access)?;
+    Ok(Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())})))
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((user_id, access)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let c = load_authorized(&node, &ctx, "identity:ec2_delete_credential", &user_id, &access)?;
+    node.propose(Command::DeleteCredential { id: c.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,178 @@
+//! `POST /v3/sigtokens` (also `/v3/ec2tokens`, Keystone's path): a token for the user and
+//! project of a signature credential, in exchange for a request signed with its secret. No
+//! `X-Auth-Token`: the signature is the proof. Every refusal is 401 without saying which
+//! check failed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Map, Value};
+
+use super::signer::{self, SignedRequest};
+use super::{blob_field, ec2_id, EC2};
+use crate::auth::tokens::token_response;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::query_flag;
+use crate::http::metrics::labels;
+use crate::http::JsonBody;
+use crate::node::Node;
+use crate::state::Reader;
+use crate::token::{now_micros, Method, TokenPayload, TokenScope};
+
+/// How long a signed request stays usable after its timestamp (Keystone's `auth_ttl`).
+const AUTH_TTL_MICROS: i64 = 15 * 60 * 1_000_000;
+
+fn refuse(node: &Node, why: &str) -> ApiError {
+    tracing::debug!("signed-request token refused: {why}");
+    node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "failure")])).inc();
+    ApiError::unauthorized(why.to_string())
+}
+
+fn string_map(v: Option<&Value>, field: &str) -> ApiResult<BTreeMap<String, String>> {
+    let invalid = || ApiError::bad_request(format!("Invalid input for field '{field}': must be an object of strings."));
+    match v {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(o)) => o
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Number(n) => Ok((k.clone(), n.to_string())),
+                _ => Err(invalid()),
+            })
+            .collect(),
+        Some(_) => Err(invalid()),
+    }
+}
+
+fn opt_string(o: &Map<String, Value>, key: &str) -> Option<String> {
+    o.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The signed request, from `credentials` (or Keystone's `credential` / `ec2Credentials`).
+fn parse(body: &Value) -> ApiResult<Option<SignedRequest>> {
+    let Some(top) = body.as_object().filter(|o| !o.is_empty()) else {
+        return Err(ApiError::bad_request("The request must include a JSON object body."));
+    };
+    let creds = ["credentials", "credential", "ec2Credentials"].iter().find_map(|k| top.get(*k));
+    let Some(Value::Object(c)) = creds else { return Ok(None) };
+    let Some(access) = opt_string(c, "access") else { return Ok(None) };
+    Ok(Some(SignedRequest {
+        access,
+        signature: opt_string(c, "signature").unwrap_or_default(),
+        host: opt_string(c, "host").unwrap_or_default(),
+        verb: opt_string(c, "verb").unwrap_or_default(),
+        path: opt_string(c, "path").unwrap_or_default(),
+        params: string_map(c.get("params"), "params")?,
+        headers: string_map(c.get("headers"), "headers")?.into_iter().collect(),
+        body_hash: opt_string(c, "body_hash"),
+    }))
+}
+
+/// Unix micros of a signed timestamp: ISO 8601 extended (`2024-05-01T12:00:00Z`, with or
+/// without fraction or zone) or basic (`20240501T120000Z`, AWS V4).
+fn parse_timestamp(t: &str) -> Option<i64> {
+    if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Some(d.timestamp_micros());
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.fZ", "%Y%m%dT%H%M%SZ"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(t, f).ok())
+        .map(|d| d.and_utc().timestamp_micros())
+}
+
+/// Keystone's staleness check: a request without a timestamp is accepted (its signer left it
+/// out), one older than the TTL is not.
+fn fresh(r: &SignedRequest, now: i64) -> Result<(), &'static str> {
+    let ts = r
+        .params
+        .get("Timestamp")
+        .map(String::as_str)
+        .or(r.header("X-Amz-Date"))
+        .or(r.params.get("X-Amz-Date").map(String::as_str));
+    let Some(ts) = ts else { return Ok(()) };
+    let at = parse_timestamp(ts).ok_or("Credential timestamp is invalid.")?;
+    if now > at + AUTH_TTL_MICROS {
+        return Err("Credential is expired.");
+    }
+    Ok(())
+}
+
+pub async fn issue(
+    State(node): State<Arc<Node>>,
+    Query(q): Query<HashMap<String, String>>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<Response> {
+    let request = parse(&body)?.ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
+    if request.signature.is_empty() {
+        return Err(refuse(&node, "EC2 signature not supplied."));
+    }
+    let view = node.engine.read();
+    let cred = view
+        .credential(&ec2_id(&request.access))?
+        .filter(|c| c.cred_type == EC2)
+        .ok_or_else(|| refuse(&node, "Invalid EC2 signature."))?;
+    let secret = blob_field(&cred, "secret").ok_or_else(|| refuse(&node, "Invalid EC2 signature."))?;
+    if !signer::verify(&secret, &request).unwrap_or(false) {
+        return Err(refuse(&node, "Invalid EC2 signature."));
+    }
+    let user = view.user(&cred.user_id)?.filter(|u| u.enabled);
+    let project = match &cred.project_id {
+        Some(p) => view.project(p)?.filter(|p| p.enabled && !p.is_domain),
+        None => None,
+    };
+    let (Some(user), Some(project)) = (user, project) else {
+        return Err(refuse(&node, "The request you have made requires authentication."));
+    };
+    let now = now_micros();
+    fresh(&request, now).map_err(|why| refuse(&node, why))?;
+    let payload = TokenPayload {
+        version: 1,
+        user_id: user.id,
+        methods: Method::Ec2Credential as u8,
+        scope: TokenScope::Project(project.id),
+        issued_at: now,
+        expires_at: now + node.cfg.token_expiration_s * 1_000_000,
+        audit_ids: vec![idnode_keys::random_bytes()],
+    };
+    let token = node.seal_token(&payload)?;
+    // Validation checks what every later use will: user, domain, project enabled, roles held.
+    let vt = node.validate_token(&token, false).map_err(|_| refuse(&node, "User not valid for project."))?;
+    node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "success")])).inc();
+    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
+    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
+    token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_in_every_signed_form() {
+        let t = parse_timestamp("2024-05-01T12:00:00Z").unwrap();
+        assert_eq!(parse_timestamp("20240501T120000Z"), Some(t));
+        assert_eq!(parse_timestamp("2024-05-01T12:00:00.000Z"), Some(t));
+        assert_eq!(parse_timestamp("2024-05-01T12:00:00"), Some(t));
+        assert_eq!(parse_timestamp("2024-05-01T14:00:00+02:00"), Some(t));
+        assert_eq!(parse_timestamp("yesterday"), None);
+    }
+
+    #[test]
+    fn stale_requests_are_refused() {
+        let now = parse_timestamp("2024-05-01T12:00:00Z").unwrap();
+        let at = |ts: &str| SignedRequest {
+            params: [("Timestamp".to_string(), ts.to_string())].into_iter().collect(),
+            ..Default::default()
+        };
+        assert!(fresh(&at("2024-05-01T11:50:00Z"), now).is_ok());
+        assert!(fresh(&at("2024-05-01T11:40:00Z"), now).is_err());
+        assert!(fresh(&at("garbage"), now).is_err());
+        assert!(fresh(&SignedRequest::default(), now).is_ok(), "no timestamp signed, none checked");
+        let v4 =
+            SignedRequest { headers: vec![("x-amz-date".into(), "20240501T100000Z".into())], ..Default::default() };
+        assert!(fresh(&v4, now).is_err());
+    }
+}

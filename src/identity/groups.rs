@@ -1,0 +1,235 @@
+//! `/v3/groups`, group membership (`/v3/groups/{id}/users[/{user_id}]`) and
+//! `/v3/users/{id}/groups`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::users::user_json;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::{enforce, Persona};
+use crate::state::keys::{self, ns};
+use crate::state::model::{Group, User};
+use crate::state::{cf, Applied, Command, Reader};
+
+const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
+
+pub fn group_json(g: &Group, base: &str) -> Value {
+    with_extra(
+        json!({
+            "id": g.id, "name": g.name, "domain_id": g.domain_id, "description": g.description,
+            "links": {"self": format!("{base}/v3/groups/{}", g.id)},
+        }),
+        &g.extra,
+    )
+}
+
+fn load(node: &Node, id: &str) -> ApiResult<Group> {
+    node.engine.read().group(id)?.ok_or_else(|| ApiError::not_found("group", id))
+}
+
+fn load_user(node: &Node, id: &str) -> ApiResult<User> {
+    node.engine.read().user(id)?.ok_or_else(|| ApiError::not_found("user", id))
+}
+
+fn target(g: &Group) -> Value {
+    json!({"group": {"id": g.id, "domain_id": g.domain_id}})
+}
+
+fn membership_target(g: &Group, u: &User) -> Value {
+    json!({"group": {"id": g.id, "domain_id": g.domain_id}, "user": {"id": u.id, "domain_id": u.domain_id}})
+}
+
+fn links(base: &str, path: &str) -> Value {
+    json!({"self": format!("{base}{path}"), "previous": null, "next": null})
+}
+
+fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+    match applied {
+        Applied::Group(g) => Ok((status, Json(json!({"group": group_json(&g, &node.cfg.public_base())})))),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    // A domain-scoped caller who is not a system reader lists its own domain only.
+    let persona = Persona { ctx: &ctx };
+    let domain = match q.get("domain_id") {
+        Some(d) => Some(d.clone()),
+        None if !persona.system("reader") => persona.scope_domain().map(str::to_string),
+        None => None,
+    };
+    enforce("identity:list_groups", &ctx, &json!({"domain_id": domain}))?;
+    let view = node.engine.snapshot();
+    let groups: Vec<Group> = match (&domain, q.get("name")) {
+        (Some(d), Some(name)) => view
+            .id_by_name(ns::GROUP_NAME, d, name)?
+            .map(|id| view.group(&id))
+            .transpose()?
+            .flatten()
+            .into_iter()
+            .collect(),
+        (Some(d), None) => {
+            let mut out = Vec::new();
+            for id in view.member_ids(ns::GROUPS_OF_DOMAIN, d)? {
+                out.extend(view.group(&id)?);
+            }
+            out
+        }
+        (None, _) => view.scan(cf::GROUPS, keys::GROUP_PREFIX)?,
+    };
+    let name = q.get("name").map(|n| n.to_lowercase());
+    let base = node.cfg.public_base();
+    let out: Vec<Value> = groups
+        .iter()
+        .filter(|g| name.as_ref().is_none_or(|n| &g.name.to_lowercase() == n))
+        .map(|g| group_json(g, &base))
+        .collect();
+    Ok(Json(json!({"groups": out, "links": links(&base, "/v3/groups")})))
+}
+
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "group")?;
+    let domain_id = opt_str(&o, "domain_id", 64)?
+        .or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone()))
+        .unwrap_or_else(|| "default".into());
+    let g = Group {
+        id: new_id(),
+        name: req_name(&o, "name", 64)?,
+        domain_id,
+        description: opt_str(&o, "description", 65535)?,
+        extra: extra(&o, KNOWN, "{}"),
+    };
+    enforce("identity:create_group", &ctx, &target(&g))?;
+    respond(&node, StatusCode::CREATED, node.propose(Command::CreateGroup(g)).await?)
+}
+
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let g = load(&node, &id)?;
+    enforce("identity:get_group", &ctx, &target(&g))?;
+    Ok(Json(json!({"group": group_json(&g, &node.cfg.public_base())})))
+}
+
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(body, "group")?;
+    let mut g = load(&node, &id)?;
+    enforce("identity:update_group", &ctx, &target(&g))?;
+    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str()) {
+        return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
+    }
+    if let Some(n) = opt_name(&o, "name", 64)? {
+        g.name = n;
+    }
+    if o.contains_key("description") {
+        g.description = opt_str(&o, "description", 65535)?;
+    }
+    g.extra = extra(&o, KNOWN, &g.extra);
+    respond(&node, StatusCode::OK, node.propose(Command::UpdateGroup(g)).await?)
+}
+
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let g = load(&node, &id)?;
+    enforce("identity:delete_group", &ctx, &target(&g))?;
+    node.propose(Command::DeleteGroup { id: g.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn list_users(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let g = load(&node, &id)?;
+    enforce("identity:list_users_in_group", &ctx, &target(&g))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for uid in view.member_user_ids(&g.id)? {
+        if let Some(u) = view.user(&uid)? {
+            out.push(user_json(&u, &base));
+        }
+    }
+    Ok(Json(json!({"users": out, "links": links(&base, &format!("/v3/groups/{}/users", g.id))})))
+}
+
+pub async fn add_user(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((id, user_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
+    enforce("identity:add_user_to_group", &ctx, &membership_target(&g, &u))?;
+    node.propose(Command::AddGroupMember { group_id: g.id, user_id: u.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// 204 when the user is a member, 404 otherwise.
+pub async fn check_user(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((id, user_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
+    enforce("identity:check_user_in_group", &ctx, &membership_target(&g, &u))?;
+    if node.engine.read().is_member(&g.id, &u.id)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::new(StatusCode::NOT_FOUND, format!("User {} is not a member of group {}.", u.id, g.id)))
+    }
+}
+
+pub async fn remove_user(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((id, user_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
+    enforce("identity:remove_user_from_group", &ctx, &membership_target(&g, &u))?;
+    node.propose(Command::RemoveGroupMember { group_id: g.id, user_id: u.id }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The groups of a user (`membership_expires_at` is always null: memberships do not expire).
+pub async fn groups_of_user(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let u = load_user(&node, &user_id)?;
+    enforce("identity:list_groups_for_user", &ctx, &json!({"user": {"id": u.id, "domain_id": u.domain_id}}))?;
+    let view = node.engine.snapshot();
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for gid in view.group_ids_of_user(&u.id)? {
+        if let Some(g) = view.group(&gid)? {
+            let mut v = group_json(&g, &base);
+            v["membership_expires_at"] = Value::Null;
+            out.push(v);
+        }
+    }
+    Ok(Json(json!({"groups": out, "links": links(&base, &format!("/v3/users/{}/groups", u.id))})))
+}

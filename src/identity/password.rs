@@ -1,0 +1,56 @@
+//! `POST /v3/users/{id}/password`: a user changes its own password by proving the original
+//! one. Every token issued to the user before the change stops validating.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::{envelope, Obj};
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::{Command, Reader};
+use crate::token::now_micros;
+
+/// Same bound as user create/update.
+const MAX_PASSWORD: usize = 4096;
+
+fn required_password(o: &Obj, key: &str) -> ApiResult<String> {
+    match o.get(key) {
+        Some(Value::String(s)) if s.chars().count() <= MAX_PASSWORD => Ok(s.clone()),
+        Some(Value::String(_)) => Err(ApiError::bad_request(format!(
+            "Invalid input for field '{key}': is too long (at most {MAX_PASSWORD} characters)."
+        ))),
+        Some(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string."))),
+        None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
+    }
+}
+
+pub async fn change(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<StatusCode> {
+    let o = envelope(body, "user")?;
+    let original = required_password(&o, "original_password")?;
+    let new = required_password(&o, "password")?;
+    let user = node.engine.read().user(&id)?.ok_or_else(|| ApiError::not_found("user", &id))?;
+    enforce("identity:change_password", &ctx, &json!({"user": {"id": user.id, "domain_id": user.domain_id}}))?;
+    let Some(current) = user.password_hash.clone() else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("User {} is not a local user and has no password.", user.id),
+        ));
+    };
+    if !node.verify_password(original, current.clone()).await? {
+        return Err(ApiError::unauthenticated());
+    }
+    let new_hash = node.hash_password(new).await?;
+    node.propose(Command::ChangePassword { user_id: user.id, expected_hash: current, new_hash, now: now_micros() })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

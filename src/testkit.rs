@@ -1,0 +1,104 @@
+//! In-process test node: a bootstrapped one-node cluster in a temp dir and its API router,
+//! driven with `tower::ServiceExt::oneshot` (no sockets). Reusable by any handler test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use axum::Router;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use crate::config::{Config, Settings};
+use crate::node::Node;
+
+pub struct TestNode {
+    pub node: Arc<Node>,
+    pub router: Router,
+    /// A token scoped to the admin project (system administrator).
+    pub admin: String,
+    _dir: tempfile::TempDir,
+}
+
+/// A response: status and JSON body (`Value::Null` when empty or not JSON).
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: axum::http::HeaderMap,
+}
+
+impl TestNode {
+    pub async fn start() -> TestNode {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut s = Settings::default();
+        s.set("idnode", "data_dir", &dir.path().display().to_string());
+        s.set("idnode", "admin_password", "secret");
+        s.set("idnode", "listen", "127.0.0.1:5000");
+        s.set("idnode", "peer_listen", "127.0.0.1:1");
+        s.set("identity", "password_hash_memory_kib", "64");
+        s.set("identity", "password_hash_iterations", "1");
+        let cfg = Config::from_settings(&s).expect("config");
+        let node = crate::node::open(cfg).await.expect("open node");
+        node.raft.initialize(node.cfg.members()).await.expect("initialize raft");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match crate::identity::bootstrap::run(&node).await {
+                Ok(_) => break,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!("bootstrap not yet possible: {}", e.message);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("bootstrap failed: {}", e.message),
+            }
+        }
+        let router = crate::http::router::api(node.clone());
+        let mut t = TestNode { node, router, admin: String::new(), _dir: dir };
+        t.admin = t.token("admin", "secret", json!({"project": {"name": "admin", "domain": {"id": "default"}}})).await;
+        t
+    }
+
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header("x-auth-token", t);
+        }
+        let req = match body {
+            Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
+            None => req.body(Body::empty()),
+        }
+        .expect("request");
+        let resp = self.router.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.expect("body");
+        Reply { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null), headers }
+    }
+
+    /// As the admin.
+    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        self.call(method, path, Some(&self.admin), body).await
+    }
+
+    /// Issues a token for a Default-domain user with `scope` ("unscoped" or an object).
+    pub async fn token(&self, user: &str, password: &str, scope: Value) -> String {
+        let r = self.try_token(user, password, scope).await;
+        assert_eq!(r.status, StatusCode::OK, "token for {user}: {}", r.body);
+        r.headers.get("x-subject-token").and_then(|v| v.to_str().ok()).expect("subject token").to_string()
+    }
+
+    pub async fn try_token(&self, user: &str, password: &str, scope: Value) -> Reply {
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {"name": user, "domain": {"id": "default"}, "password": password}}},
+            "scope": scope,
+        }});
+        self.call(Method::POST, "/v3/auth/tokens", None, Some(body)).await
+    }
+
+    /// Creates an entity as the admin and returns its id (`kind` is the envelope key).
+    pub async fn create(&self, path: &str, kind: &str, fields: Value) -> String {
+        let r = self.admin(Method::POST, path, Some(json!({ kind: fields }))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "create {kind}: {}", r.body);
+        r.body[kind]["id"].as_str().expect("id").to_string()
+    }
+}
