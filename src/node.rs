@@ -11,11 +11,11 @@ use idnode_storage::Engine;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::Metrics;
+use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
 use crate::state::command::ApplyResult;
 use crate::state::{Applied, Command, Reader, STATE_CFS};
@@ -27,9 +27,8 @@ pub struct Node {
     pub engine: Arc<Engine>,
     pub raft: Arc<RaftNode>,
     pub app: Arc<IdentityApp>,
-    pub hasher: PasswordHasher,
-    /// argon2 is memory-hard: bound how many hashes run at once.
-    pub hash_slots: Semaphore,
+    /// argon2id hashing and verification, off the async runtime.
+    pub passwords: HashPool,
     /// Verified against when a user does not exist, so that answer takes as long as a real
     /// failed login.
     pub dummy_hash: String,
@@ -56,19 +55,12 @@ impl Node {
 
     /// Hashes a password off the async runtime.
     pub async fn hash_password(&self, password: String) -> ApiResult<String> {
-        let _slot = self.hash_slots.acquire().await.map_err(ApiError::internal)?;
-        let hasher = self.hasher.clone();
-        tokio::task::spawn_blocking(move || hasher.hash(&password))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)
+        self.passwords.hash(password).await
     }
 
     /// Verifies a password off the async runtime.
     pub async fn verify_password(&self, password: String, phc: String) -> ApiResult<bool> {
-        let _slot = self.hash_slots.acquire().await.map_err(ApiError::internal)?;
-        let hasher = self.hasher.clone();
-        tokio::task::spawn_blocking(move || hasher.verify(&password, &phc)).await.map_err(ApiError::internal)
+        self.passwords.verify(password, phc).await
     }
 }
 
@@ -103,14 +95,13 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     raft.register_metrics(&mut registry);
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
-    let slots = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) * 2;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     Ok(Arc::new(Node {
         cfg,
         engine,
         raft,
         app,
-        hasher,
-        hash_slots: Semaphore::new(slots),
+        passwords: HashPool::start(hasher, threads, 256)?,
         dummy_hash,
         token_cache: AppliedCache::new(100_000),
         ring_cache: AppliedCache::new(1),
@@ -159,7 +150,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     bootstrapper.abort();
     node.raft.shutdown().await;
-    node.engine.sync()?;
+    node.engine.flush()?;
     Ok(())
 }
 

@@ -35,7 +35,7 @@ pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
         let name = m.as_str().ok_or_else(|| ApiError::bad_request("Invalid input for field 'methods'."))?;
         let step = match name {
             "password" => password(node, identity.get("password")).await?,
-            "token" => token(node, identity.get("token"))?,
+            "token" => token(node, identity.get("token")).await?,
             other => {
                 return Err(ApiError::unauthorized(format!(
                     "Attempted to authenticate with an unsupported method: {other}."
@@ -67,7 +67,13 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("'password' is a required property."))?
         .to_string();
-    let found = find_user(node, user)?;
+    let found = match find_user(node, user)? {
+        Some(u) => Some(u),
+        // A user created on another node an instant ago may not be applied here yet: catch
+        // up with the leader once before saying no.
+        None if node.raft.linearizable_barrier().await.is_ok() => find_user(node, user)?,
+        None => None,
+    };
     let (hash, candidate) = match &found {
         Some(u) if u.enabled => match &u.password_hash {
             Some(h) => (h.clone(), true),
@@ -111,12 +117,12 @@ fn find_user(node: &Node, user: &Value) -> ApiResult<Option<User>> {
     }
 }
 
-fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+async fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
     let id = body
         .and_then(|b| b.get("id"))
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("'id' is a required property of 'token'."))?;
-    let vt = node.validate_token(id, false).map_err(|_| fail(node, "token"))?;
+    let vt = node.validate_token(id, false).await.map_err(|_| fail(node, "token"))?;
     if vt.payload.is_delegated() {
         // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
         return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));

@@ -78,7 +78,7 @@ pub async fn issue(
     let token = node.seal_token(&payload)?;
     // Validating the new token checks the scope (enabled, roles held) exactly as every later
     // validation will, and warms this node's cache.
-    let vt = node.validate_token(&token, false).map_err(|_| ApiError::unauthenticated())?;
+    let vt = node.validate_token(&token, false).await.map_err(|_| ApiError::unauthenticated())?;
     let kind = match vt.payload.scope {
         TokenScope::Unscoped => "unscoped",
         TokenScope::Project(_) => "project",
@@ -97,7 +97,7 @@ pub async fn validate(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let subject = subject_token(&headers)?;
-    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired")))?;
+    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired"))).await?;
     enforce("identity:validate_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
     token_response(&node, StatusCode::OK, &subject, &vt, query_flag(q.get("nocatalog")))
 }
@@ -109,7 +109,7 @@ pub async fn check(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
-    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired")))?;
+    let vt = node.validate_token(&subject, query_flag(q.get("allow_expired"))).await?;
     enforce("identity:validate_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
     Ok(StatusCode::OK)
 }
@@ -119,7 +119,7 @@ pub async fn check(
 /// fails from then on.
 pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
-    let vt = node.validate_token(&subject, true)?;
+    let vt = node.validate_token(&subject, true).await?;
     let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();
     let cmd = Command::RevokeToken { audit_ids, expires_at: vt.payload.expires_at, now: now_micros() };
     let (index, _) = node.propose_at(cmd).await?;

@@ -139,7 +139,7 @@ pub async fn issue(
     };
     let token = node.seal_token(&payload)?;
     // Validation checks what every later use will: user, domain, project enabled, roles held.
-    let vt = node.validate_token(&token, false).map_err(|_| refuse(&node, "User not valid for project."))?;
+    let vt = node.validate_token(&token, false).await.map_err(|_| refuse(&node, "User not valid for project."))?;
     node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "success")])).inc();
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
     let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };

@@ -107,6 +107,12 @@ impl From<idnode_raft::ProposeError> for ApiError {
         match e {
             P::NoLeader => ApiError::unavailable("The cluster has no leader at the moment; retry shortly."),
             P::Timeout => ApiError::unavailable("The write was not confirmed in time; retry shortly."),
+            // A stopped consensus core (shutdown, or a fatal storage error that /health
+            // reports): another node can serve the request.
+            P::Fatal(e) => {
+                tracing::error!("consensus unavailable: {e}");
+                ApiError::unavailable("This node cannot accept writes at the moment; retry on another node.")
+            }
             other => ApiError::internal(other),
         }
     }

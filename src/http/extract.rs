@@ -56,7 +56,7 @@ impl FromRequestParts<Arc<Node>> for Caller {
             .and_then(|v| v.to_str().ok())
             .filter(|t| !t.is_empty())
             .ok_or_else(ApiError::unauthenticated)?;
-        let vt = node.validate_token(token, false).map_err(|e| {
+        let vt = node.validate_token(token, false).await.map_err(|e| {
             if e.status.as_u16() == 404 {
                 ApiError::unauthenticated()
             } else {

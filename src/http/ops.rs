@@ -22,23 +22,29 @@ pub fn router(node: Arc<Node>) -> Router {
 }
 
 /// Component states as the spec names them: database, policy engine, distributed storage.
+/// A node is ready once consensus is healthy and the cluster has been bootstrapped (before
+/// that no one can authenticate).
 fn components(node: &Node) -> (serde_json::Value, bool, bool) {
     let r = node.raft.readiness();
-    let db_ok = node.engine.read().bootstrap_info().is_ok();
-    let consensus = if r.fatal {
-        "error"
-    } else if r.ok {
-        "ok"
-    } else {
-        "warn"
+    let bootstrap = node.engine.read().bootstrap_info();
+    let db_ok = bootstrap.is_ok();
+    let bootstrapped = matches!(bootstrap, Ok(Some(_)));
+    let mut reasons = r.reasons.clone();
+    if !bootstrapped {
+        reasons.push("the cluster is not bootstrapped yet".to_string());
+    }
+    let consensus = match (r.fatal, r.ok && bootstrapped) {
+        (true, _) => "error",
+        (false, true) => "ok",
+        (false, false) => "warn",
     };
     let body = json!({
         "database": {"status": if db_ok { "ok" } else { "error" }},
         "policy": {"status": "ok"},
-        "consensus": {"status": consensus, "reasons": r.reasons},
+        "consensus": {"status": consensus, "reasons": reasons},
     });
     let healthy = db_ok && !r.fatal;
-    let ready = healthy && r.ok;
+    let ready = healthy && r.ok && bootstrapped;
     (body, healthy, ready)
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bootstrap;
 pub mod groups;
+pub mod hash_pool;
 pub mod password;
 pub mod users;
 

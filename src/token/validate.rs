@@ -38,6 +38,9 @@ pub enum TokenError {
     /// Unknown, malformed, revoked, expired or no longer valid: callers answer 404 (subject
     /// token) or 401 (caller token), without saying which.
     Invalid(&'static str),
+    /// An authentic token naming state this node does not have (yet): a user, scope or grant
+    /// created on another node an instant ago may not be applied here.
+    Lagging(&'static str),
     Storage(idnode_storage::StorageError),
 }
 
@@ -46,6 +49,9 @@ impl From<idnode_storage::StorageError> for TokenError {
         TokenError::Storage(e)
     }
 }
+
+/// How long after issue a token may still be ahead of a node's applied state.
+const LAG_WINDOW_MICROS: i64 = 60_000_000;
 
 pub fn now_micros() -> i64 {
     chrono::Utc::now().timestamp_micros()
@@ -72,23 +78,34 @@ impl Node {
     }
 
     /// Validates a token: 404 when it is not (or no longer) valid.
-    pub fn validate_token(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
+    pub async fn validate_token(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
         let applied = self.app.applied_index();
         let vt = match self.token_cache.get(&token.to_string(), applied) {
             Some(vt) => vt,
-            None => match self.compute_valid_token(token) {
-                Ok(vt) => {
-                    let vt = Arc::new(vt);
-                    self.token_cache.insert(token.to_string(), vt.clone(), applied);
-                    vt
+            None => {
+                let mut result = self.compute_valid_token(token);
+                if let Err(TokenError::Lagging(why)) = &result {
+                    // Catch up with the leader once, then decide. Only authentic tokens get
+                    // here, so this cannot be used to make a node call the leader at will.
+                    tracing::debug!("token names state not applied here ({why}): catching up");
+                    if self.raft.linearizable_barrier().await.is_ok() {
+                        result = self.compute_valid_token(token);
+                    }
                 }
-                Err(TokenError::Invalid(why)) => {
-                    tracing::debug!("token rejected: {why}");
-                    self.metrics.token_validations.get_or_create(&labels(&[("result", "invalid")])).inc();
-                    return Err(ApiError::not_found("token", "the token is not valid"));
+                match result {
+                    Ok(vt) => {
+                        let vt = Arc::new(vt);
+                        self.token_cache.insert(token.to_string(), vt.clone(), applied);
+                        vt
+                    }
+                    Err(TokenError::Invalid(why) | TokenError::Lagging(why)) => {
+                        tracing::debug!("token rejected: {why}");
+                        self.metrics.token_validations.get_or_create(&labels(&[("result", "invalid")])).inc();
+                        return Err(ApiError::not_found("token", "the token is not valid"));
+                    }
+                    Err(TokenError::Storage(e)) => return Err(ApiError::internal(e)),
                 }
-                Err(TokenError::Storage(e)) => return Err(ApiError::internal(e)),
-            },
+            }
         };
         let now = now_micros();
         let window = self.cfg.allow_expired_window_s * 1_000_000;
@@ -104,13 +121,16 @@ impl Node {
         let ring = self.token_ring()?;
         let bytes = ring.open(token).ok_or(TokenError::Invalid("does not open"))?;
         let payload: TokenPayload = postcard::from_bytes(&bytes).map_err(|_| TokenError::Invalid("bad payload"))?;
+        // Only a recently issued token can name state that is still on its way to this node.
+        let recent = now_micros() - payload.issued_at < LAG_WINDOW_MICROS;
+        let missing = |why| if recent { TokenError::Lagging(why) } else { TokenError::Invalid(why) };
         let view = self.engine.snapshot();
         for audit in payload.audit_id_strings() {
             if view.exists(cf::REVOCATIONS, audit.as_bytes())? {
                 return Err(TokenError::Invalid("revoked"));
             }
         }
-        let user = view.user(&payload.user_id)?.ok_or(TokenError::Invalid("user gone"))?;
+        let user = view.user(&payload.user_id)?.ok_or(missing("user gone"))?;
         if !user.enabled {
             return Err(TokenError::Invalid("user disabled"));
         }
@@ -123,11 +143,11 @@ impl Node {
             TokenScope::Unscoped => (None, None, None),
             TokenScope::System => (None, None, Some(Target::System)),
             TokenScope::Domain(id) => {
-                let d = view.domain(id)?.filter(|d| d.enabled).ok_or(TokenError::Invalid("scope domain"))?;
+                let d = view.domain(id)?.filter(|d| d.enabled).ok_or(missing("scope domain"))?;
                 (None, Some(d), Some(Target::Domain(id.clone())))
             }
             TokenScope::Project(id) => {
-                let p = view.project(id)?.filter(|p| p.enabled).ok_or(TokenError::Invalid("scope project"))?;
+                let p = view.project(id)?.filter(|p| p.enabled).ok_or(missing("scope project"))?;
                 let d =
                     view.domain(&p.domain_id)?.filter(|d| d.enabled).ok_or(TokenError::Invalid("project domain"))?;
                 (Some(p), Some(d), Some(Target::Project(id.clone())))
@@ -137,7 +157,7 @@ impl Node {
             Some(t) => {
                 let roles = effective::roles_of_user(&view, &user.id, t)?;
                 if roles.is_empty() {
-                    return Err(TokenError::Invalid("no roles on the scope any more"));
+                    return Err(missing("no roles on the scope any more"));
                 }
                 roles
             }

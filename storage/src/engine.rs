@@ -87,6 +87,14 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes every memtable to table files (a clean shutdown: faster restart, short WAL).
+    pub fn flush(&self) -> Result<()> {
+        for cf in &self.cfs {
+            self.db.flush_cf(&self.cf(cf)?)?;
+        }
+        Ok(())
+    }
+
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.db.flush_wal(true)?;

@@ -94,3 +94,24 @@ fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn flushed_table_files_hold_no_plaintext() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path());
+    let mut b = e.batch();
+    for i in 0..100u32 {
+        b.put("a", i.to_be_bytes().to_vec(), format!("flushed-distinctive-{i}").as_bytes());
+    }
+    e.write(b, true).unwrap();
+    e.flush().unwrap();
+    drop(e);
+    let files = walk(dir.path());
+    assert!(files.iter().any(|f| f.extension().is_some_and(|x| x == "sst")), "flush wrote table files");
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(!bytes.windows(20).any(|w| w == b"flushed-distinctive-"), "{f:?} holds plaintext");
+    }
+    let e = open(dir.path());
+    assert_eq!(e.read().get("a", &7u32.to_be_bytes()).unwrap().unwrap(), b"flushed-distinctive-7");
+}
