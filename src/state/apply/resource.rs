@@ -94,6 +94,12 @@ pub fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
     let Some(p) = tx.project(id)? else {
         return Ok(Err(not_found("project", id)));
     };
+    if p.is_domain && p.enabled {
+        // As Keystone: a domain is disabled first, so deleting it is a deliberate two-step act.
+        return Ok(Err(ApplyError::Forbidden(
+            "Cannot delete a domain that is enabled, please disable it first.".to_string(),
+        )));
+    }
     if p.is_domain {
         // Deleting a domain removes what it owns: projects, users, groups, domain roles and
         // their grants.

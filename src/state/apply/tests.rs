@@ -23,6 +23,14 @@ impl World {
         World { _dir: dir, engine }
     }
 
+    /// Disables, then deletes a domain (an enabled domain cannot be deleted).
+    fn delete_domain(&self, id: &str) -> ApplyResult {
+        let mut d = self.engine.read().domain(id).unwrap().expect("domain exists");
+        d.enabled = false;
+        self.apply(Command::UpdateProject(d))?;
+        self.apply(Command::DeleteProject { id: id.into() })
+    }
+
     fn apply(&self, cmd: Command) -> ApplyResult {
         let mut batch = self.engine.batch();
         let out = apply_command(&mut Tx { engine: &self.engine, batch: &mut batch }, cmd).unwrap();
@@ -100,7 +108,10 @@ fn deleting_a_domain_cascades() {
     w.apply(Command::CreateProject(project("d1", "Dom", "d1", true))).unwrap();
     w.apply(Command::CreateProject(project("p1", "Web", "d1", false))).unwrap();
     w.apply(Command::CreateUser(user("u1", "alice", "d1"))).unwrap();
-    w.apply(Command::DeleteProject { id: "d1".into() }).unwrap();
+    let enabled = w.apply(Command::DeleteProject { id: "d1".into() });
+    assert!(matches!(enabled, Err(ApplyError::Forbidden(_))), "an enabled domain is not deleted: {enabled:?}");
+    assert!(w.engine.read().project("p1").unwrap().is_some(), "refused delete wrote nothing");
+    w.delete_domain("d1").unwrap();
     let v = w.engine.read();
     assert!(v.project("p1").unwrap().is_none());
     assert!(v.user("u1").unwrap().is_none());

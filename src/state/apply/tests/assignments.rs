@@ -218,7 +218,7 @@ fn deleting_a_domain_removes_its_groups_roles_and_grants() {
     w.apply(Command::CreateGrant(grant(ActorKind::User, "u2", Target::Project("p1".into()), "d"))).unwrap();
     w.apply(Command::CreateGrant(grant(ActorKind::Group, "g1", Target::Domain("d2".into()), "b"))).unwrap();
     w.apply(Command::CreateGrant(grant(ActorKind::User, "u2", Target::Domain("d2".into()), "c"))).unwrap();
-    w.apply(Command::DeleteProject { id: "d1".into() }).unwrap();
+    w.delete_domain("d1").unwrap();
     let v = w.engine.read();
     assert!(v.group("g1").unwrap().is_none());
     assert!(v.group_ids_of_user("u2").unwrap().is_empty());

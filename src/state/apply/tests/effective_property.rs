@@ -405,7 +405,7 @@ fn teardown(w: &World, m: &Model, case: u64) {
         w.apply(Command::DeleteRole { id: r.clone() }).unwrap();
     }
     for d in ["D0", "D1"] {
-        w.apply(Command::DeleteProject { id: d.into() }).unwrap();
+        w.delete_domain(d).unwrap();
     }
     let v = w.engine.read();
     for cf in crate::state::STATE_CFS {
