@@ -38,6 +38,8 @@ impl RaftNode {
             AdminRequest::Remove { id } => self.remove(id).await,
         };
         r.map_err(|e| e.to_string())?;
+        // Report the membership as it now stands, even when a follower served the call.
+        self.linearizable_barrier().await.map_err(|e| e.to_string())?;
         Ok(self.status())
     }
 

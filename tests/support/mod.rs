@@ -216,6 +216,8 @@ pub struct Node {
     pub spawned_at: Option<Instant>,
     /// How many times this node has been spawned.
     pub starts: u32,
+    /// Started with `--initial-cluster-state existing`: it joins a running cluster.
+    pub joins: bool,
 }
 
 impl Node {
@@ -287,6 +289,7 @@ impl Cluster {
                 child: None,
                 spawned_at: None,
                 starts: 0,
+                joins: false,
             });
         }
         let initial_cluster =
@@ -305,6 +308,45 @@ impl Cluster {
             cluster.spawn_node(i);
         }
         cluster
+    }
+
+    /// Spawns one more node that joins the running cluster (it waits to be added with
+    /// `idnode cluster add-learner`). Returns its index.
+    pub fn spawn_joining_node(&mut self) -> usize {
+        let i = self.nodes.len();
+        let id = (i + 1) as u64;
+        let ports = free_ports(3);
+        let data_dir = self.root.join(format!("node-{id}"));
+        std::fs::create_dir_all(&data_dir).expect("create data dir");
+        let kek = random_bytes(32);
+        self.nodes.push(Node {
+            id,
+            api_port: ports[0],
+            ops_port: ports[1],
+            peer_port: ports[2],
+            data_dir,
+            log_path: self.root.join(format!("node-{id}.log")),
+            kek_b64: b64(&kek),
+            kek,
+            child: None,
+            spawned_at: None,
+            starts: 0,
+            joins: true,
+        });
+        self.spawn_node(i);
+        i
+    }
+
+    /// Runs `idnode cluster ARGS --endpoint <peer address of node i>` with the cluster secret.
+    pub fn cluster_cli(&self, i: usize, args: &[&str]) -> std::process::Output {
+        Command::new(&self.bin)
+            .arg("cluster")
+            .args(args)
+            .arg("--endpoint")
+            .arg(format!("127.0.0.1:{}", self.nodes[i].peer_port))
+            .env("IDNODE_CLUSTER_SECRET", &self.secret)
+            .output()
+            .expect("run idnode cluster")
     }
 
     pub fn len(&self) -> usize {
@@ -326,6 +368,11 @@ impl Cluster {
         let admin_password = self.admin_password.clone();
         let initial_cluster = self.initial_cluster.clone();
         let node = &mut self.nodes[i];
+        let (cluster_flag, cluster_value) = if node.joins {
+            ("--initial-cluster-state", "existing".to_string())
+        } else {
+            ("--initial-cluster", initial_cluster)
+        };
         assert!(!node.is_running(), "node {} is already running (pid {:?})", node.id, node.pid());
         node.starts += 1;
         let mut log = OpenOptions::new().create(true).append(true).open(&node.log_path).expect("open node log");
@@ -341,8 +388,8 @@ impl Cluster {
         cmd.arg("serve")
             .arg("--node-id")
             .arg(node.id.to_string())
-            .arg("--initial-cluster")
-            .arg(&initial_cluster)
+            .arg(cluster_flag)
+            .arg(&cluster_value)
             .arg("--data-dir")
             .arg(&node.data_dir)
             .arg("--listen")
