@@ -134,8 +134,9 @@ impl PolicyStore {
     pub fn reload(&self) -> Result<(), String> {
         let directory = lock(&self.directory).clone();
         let outcome = sources(directory.as_deref()).and_then(|s| {
-            let files = s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-            compile(&s).map(|program| (program, files))
+            let files = s.iter().map(|f| f.origin.clone()).collect::<Vec<_>>();
+            let texts: Vec<(String, String)> = s.into_iter().map(|f| (f.name, f.text)).collect();
+            compile(&texts).map(|program| (program, files))
         });
         match outcome {
             Ok((program, files)) => {
@@ -164,7 +165,7 @@ impl PolicyStore {
         }
     }
 
-    /// The files of the policy set in force (bundled ones as `bundled:NAME`).
+    /// Where the files of the policy set in force came from (`bundled:NAME` or a path).
     pub fn files(&self) -> Vec<String> {
         lock(&self.current).as_ref().map(|c| c.files.clone()).unwrap_or_default()
     }
@@ -216,10 +217,20 @@ pub(super) fn bundled_sources() -> Vec<(String, String)> {
     BUNDLED.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect()
 }
 
+/// One policy file: its module name (the file name) and where it came from.
+struct SourceFile {
+    name: String,
+    text: String,
+    origin: String,
+}
+
 /// The bundled files with the directory's `.rego` files replacing same-named ones or added
 /// (in name order).
-fn sources(directory: Option<&Path>) -> Result<Vec<(String, String)>, String> {
-    let mut out = bundled_sources();
+fn sources(directory: Option<&Path>) -> Result<Vec<SourceFile>, String> {
+    let mut out: Vec<SourceFile> = BUNDLED
+        .iter()
+        .map(|(n, t)| SourceFile { name: n.to_string(), text: t.to_string(), origin: format!("bundled:{n}") })
+        .collect();
     let Some(dir) = directory else { return Ok(out) };
     let entries = std::fs::read_dir(dir).map_err(|e| format!("reading policy directory {}: {e}", dir.display()))?;
     let mut files = Vec::new();
@@ -233,9 +244,10 @@ fn sources(directory: Option<&Path>) -> Result<Vec<(String, String)>, String> {
     for path in files {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        match out.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = text,
-            None => out.push((name, text)),
+        let file = SourceFile { name, text, origin: path.display().to_string() };
+        match out.iter_mut().find(|f| f.name == file.name) {
+            Some(slot) => *slot = file,
+            None => out.push(file),
         }
     }
     Ok(out)
@@ -248,7 +260,7 @@ fn sources(directory: Option<&Path>) -> Result<Vec<(String, String)>, String> {
 pub(super) fn compile(sources: &[(String, String)]) -> Result<Program, String> {
     let mut engine = regorus::Engine::new();
     for (name, text) in sources {
-        engine.add_policy(name.clone(), text.clone()).map_err(|e| format!("{name}: {e}"))?;
+        engine.add_policy(name.clone(), text.clone()).map_err(|e| format!("{name}: {}", e.to_string().trim()))?;
     }
     let any = rule_path(ACTIONS[0]).ok_or("bad built-in action name")?;
     let policy = engine.compile_with_entrypoint(&any.as_str().into()).map_err(|e| e.to_string())?;
@@ -263,7 +275,8 @@ pub(super) fn compile(sources: &[(String, String)]) -> Result<Program, String> {
         engine.set_input(probe.clone());
         for action in ACTIONS {
             let path = rule_path(action).ok_or_else(|| format!("{action} is not a policy name"))?;
-            let interpreted = engine.eval_rule(path.clone()).map_err(|e| format!("{action}: {e}"))?;
+            let interpreted =
+                engine.eval_rule(path.clone()).map_err(|e| format!("{action}: {}", e.to_string().trim()))?;
             vm.set_input(probe.clone());
             let executed = vm.execute_entry_point_by_name(&path).map_err(|e| format!("{action}: {e}"))?;
             if (interpreted == regorus::Value::Bool(true)) != (executed == regorus::Value::Bool(true)) {

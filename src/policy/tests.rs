@@ -202,7 +202,10 @@ fn overrides_replace_or_add_and_bad_ones_keep_the_previous_set() {
     store.configure(Some(dir.path().to_path_buf())).unwrap();
     assert!(store_allows(&store, "identity:list_domains", &d1_reader, target.clone()));
     assert!(store_allows(&store, "identity:list_widgets", &d1_reader, json!({})));
-    assert!(store.files().contains(&"extra.rego".to_string()));
+    let files = store.files();
+    assert!(files.contains(&dir.path().join("extra.rego").display().to_string()), "{files:?}");
+    assert!(files.contains(&"bundled:common.rego".to_string()), "{files:?}");
+    assert!(!files.contains(&"bundled:resource.rego".to_string()), "{files:?}");
 
     // A syntax error: refused, reported, previous set still in force.
     std::fs::write(dir.path().join("extra.rego"), "package identity\n\nlist_widgets := if {\n").unwrap();
