@@ -68,7 +68,7 @@ impl Settings {
 }
 
 /// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
-const SECTIONS: &[&str] = &["token", "identity", "api", "resource", "raft", "log"];
+const SECTIONS: &[&str] = &["token", "identity", "api", "resource", "raft", "log", "policy", "auth"];
 
 /// The resolved configuration of a node.
 #[derive(Debug, Clone)]
@@ -97,6 +97,11 @@ pub struct Config {
     pub raft_election_min_ms: u64,
     pub raft_election_max_ms: u64,
     pub raft_snapshot_logs: u64,
+    /// Operator policy files (`*.rego`) replacing or extending the bundled ones.
+    pub policy_directory: Option<PathBuf>,
+    /// Token issue requests per second and source IP; 0 disables the limit.
+    pub auth_rate_limit_per_second: u32,
+    pub auth_rate_limit_burst: u32,
 }
 
 impl Config {
@@ -145,6 +150,9 @@ impl Config {
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
             raft_election_max_ms: s.parse("raft", "election_timeout_max_ms", 1000)?,
             raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
+            policy_directory: s.get("policy", "directory").map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from),
+            auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
+            auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -230,6 +238,26 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
         assert!(c.keystone_compat_status);
         assert_eq!(c.listen, "0.0.0.0:5000");
+        assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (50, 100));
+        assert_eq!(c.policy_directory, None);
+    }
+
+    #[test]
+    fn policy_and_auth_sections_from_env() {
+        let mut s = Settings::default();
+        s.apply_env(
+            vec![
+                ("IDNODE_POLICY_DIRECTORY".to_string(), "/etc/idnode/policy.d".to_string()),
+                ("IDNODE_AUTH_RATE_LIMIT_PER_SECOND".to_string(), "0".to_string()),
+                ("IDNODE_AUTH_RATE_LIMIT_BURST".to_string(), "7".to_string()),
+            ]
+            .into_iter(),
+        );
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.policy_directory, Some(PathBuf::from("/etc/idnode/policy.d")));
+        assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (0, 7));
+        s.set("auth", "rate_limit_burst", "-1");
+        assert!(Config::from_settings(&s).is_err());
     }
 
     #[test]

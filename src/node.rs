@@ -37,6 +37,8 @@ pub struct Node {
     pub catalog_cache: AppliedCache<(), Arc<Value>>,
     pub metrics: Metrics,
     pub registry: Registry,
+    /// Per-source limit on token issue; None when disabled.
+    pub token_rate_limit: Option<crate::http::ratelimit::TokenRateLimit>,
 }
 
 impl Node {
@@ -90,6 +92,10 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         ..RaftOptions::default()
     };
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
+    // A directory that does not compile leaves the bundled defaults in force and fails /health.
+    let _ = crate::policy::global().configure(cfg.policy_directory.clone());
+    let token_rate_limit =
+        crate::http::ratelimit::TokenRateLimit::new(cfg.auth_rate_limit_per_second, cfg.auth_rate_limit_burst);
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     raft.register_metrics(&mut registry);
@@ -108,6 +114,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         catalog_cache: AppliedCache::new(1),
         metrics,
         registry,
+        token_rate_limit,
     }))
 }
 
@@ -146,9 +153,13 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
         started.elapsed()
     );
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
+    let reloader = tokio::spawn(reload_policy_on_sighup());
+    let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
     shutdown_signal().await;
     tracing::info!("shutting down");
     bootstrapper.abort();
+    reloader.abort();
+    housekeeper.abort();
     node.raft.shutdown().await;
     node.engine.flush()?;
     Ok(())
@@ -189,6 +200,34 @@ async fn bootstrap_when_leader(node: Arc<Node>) {
             Err(e) => tracing::error!("reading bootstrap state: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// SIGHUP reloads the policy set (bundled files plus `[policy] directory`).
+async fn reload_policy_on_sighup() {
+    #[cfg(unix)]
+    {
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGHUP, policy reload disabled: {e}");
+                return;
+            }
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading the policy set");
+            // File reads and compilation are blocking work.
+            let _ = tokio::task::spawn_blocking(|| crate::policy::global().reload()).await;
+        }
+    }
+}
+
+/// Drops rate-limit buckets of sources that went quiet, once a minute.
+async fn forget_idle_rate_limits(node: Arc<Node>) {
+    let Some(limit) = node.token_rate_limit.as_ref() else { return };
+    loop {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        limit.housekeep();
     }
 }
 

@@ -110,7 +110,7 @@ pub async fn check(
 ) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, query_flag(q.get("allow_expired"))).await?;
-    enforce("identity:validate_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
+    enforce("identity:check_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
     Ok(StatusCode::OK)
 }
 

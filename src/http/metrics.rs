@@ -18,6 +18,7 @@ pub struct Metrics {
     pub token_validations: Family<Labels, Counter>,
     pub tokens_issued: Family<Labels, Counter>,
     pub auth_attempts: Family<Labels, Counter>,
+    pub rate_limited: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -28,6 +29,7 @@ impl Metrics {
             token_validations: Family::default(),
             tokens_issued: Family::default(),
             auth_attempts: Family::default(),
+            rate_limited: Family::default(),
         };
         registry.register("idnode_http_requests", "HTTP requests by method, route and status", m.http_requests.clone());
         registry.register("idnode_http_request_duration_seconds", "HTTP request latency", m.http_duration.clone());
@@ -38,6 +40,11 @@ impl Metrics {
             "Authentication attempts by method and result",
             m.auth_attempts.clone(),
         );
+        registry.register("idnode_rate_limited", "Requests refused by a rate limit, by route", m.rate_limited.clone());
+        let policy = &crate::policy::global().metrics;
+        registry.register("idnode_policy_decisions", "Policy decisions by action and result", policy.decisions.clone());
+        registry.register("idnode_policy_evaluation_seconds", "Policy evaluation latency", policy.evaluation.clone());
+        registry.register("idnode_policy_reloads", "Policy set loads by result", policy.reloads.clone());
         m
     }
 }

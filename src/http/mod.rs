@@ -7,6 +7,7 @@ pub mod extract;
 pub mod fields;
 pub mod metrics;
 pub mod ops;
+pub mod ratelimit;
 pub mod router;
 
 pub use error::ApiError;

@@ -1,5 +1,6 @@
 //! The ops listener: `/health` (liveness: fails only on fatal states), `/ready` (serving
-//! traffic is safe) and `/metrics` (Prometheus text).
+//! traffic is safe) and `/metrics` (Prometheus text). A policy set that failed to load fails
+//! both probes (the previous set keeps serving) until a reload succeeds.
 
 use std::sync::Arc;
 
@@ -38,12 +39,17 @@ fn components(node: &Node) -> (serde_json::Value, bool, bool) {
         (false, true) => "ok",
         (false, false) => "warn",
     };
+    let store = crate::policy::global();
+    let policy = store.status();
     let body = json!({
         "database": {"status": if db_ok { "ok" } else { "error" }},
-        "policy": {"status": "ok"},
+        "policy": match &policy {
+            Ok(()) => json!({"status": "ok", "files": store.files()}),
+            Err(message) => json!({"status": "error", "message": message, "files": store.files()}),
+        },
         "consensus": {"status": consensus, "reasons": reasons},
     });
-    let healthy = db_ok && !r.fatal;
+    let healthy = db_ok && policy.is_ok() && !r.fatal;
     let ready = healthy && r.ok && bootstrapped;
     (body, healthy, ready)
 }

@@ -15,8 +15,13 @@ use crate::node::Node;
 use crate::{assignment, auth, catalog, credential, identity, resource};
 
 pub fn api(node: Arc<Node>) -> Router {
-    let tokens =
-        || get(auth::tokens::validate).post(auth::tokens::issue).delete(auth::tokens::revoke).head(auth::tokens::check);
+    let tokens = || {
+        get(auth::tokens::validate)
+            .post(auth::tokens::issue)
+            .delete(auth::tokens::revoke)
+            .head(auth::tokens::check)
+            .route_layer(middleware::from_fn_with_state(node.clone(), super::ratelimit::limit_token_issue))
+    };
     Router::new()
         .route("/", get(discovery::root))
         .route("/v3", get(discovery::v3))

@@ -1,0 +1,47 @@
+# Credentials and OS-EC2 credentials (keystone/common/policies/credential.py,
+# ec2_credential.py).
+package identity
+
+# (rule:admin_required) or (role:reader and system_scope:all) or user_id:%(target.credential.user_id)s
+credential_reader if data.lib.admin_required
+
+credential_reader if data.lib.system_reader
+
+credential_reader if data.lib.user_is(input.target.credential.user_id)
+
+get_credential if credential_reader
+
+# Listing filters by user: target.credential.user_id, or target.user.id (the filter).
+list_credentials if credential_reader
+
+list_credentials if data.lib.user_is(input.target.user.id)
+
+# (rule:admin_required) or user_id:%(target.credential.user_id)s
+credential_owner if data.lib.admin_required
+
+credential_owner if data.lib.user_is(input.target.credential.user_id)
+
+create_credential if credential_owner
+
+update_credential if credential_owner
+
+delete_credential if credential_owner
+
+ec2_get_credential if credential_reader
+
+# (rule:admin_required) or (role:reader and system_scope:all) or rule:owner (the user of the URL)
+ec2_list_credentials if credential_reader
+
+ec2_list_credentials if data.lib.user_is(input.target.user.id)
+
+# (rule:admin_required) or (role:member and user_id:%(target.credential.user_id)s)
+ec2_writer if data.lib.admin_required
+
+ec2_writer if {
+	data.lib.role("member")
+	data.lib.user_is(input.target.credential.user_id)
+}
+
+ec2_create_credential if ec2_writer
+
+ec2_delete_credential if ec2_writer

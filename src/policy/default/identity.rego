@@ -1,0 +1,96 @@
+# Users, groups and group membership (keystone/common/policies/user.py, group.py).
+package identity
+
+# (rule:admin_required) or (role:reader and system_scope:all)
+#   or (role:reader and token.domain.id:%(target.user.domain_id)s) or user_id:%(target.user.id)s
+get_user if data.lib.admin_required
+
+get_user if data.lib.system_reader
+
+get_user if data.lib.domain_role("reader", input.target.user.domain_id)
+
+get_user if data.lib.user_is(input.target.user.id)
+
+# (rule:admin_required) or (role:reader and system_scope:all)
+#   or (role:reader and domain_id:%(target.domain_id)s)
+list_users if data.lib.admin_required
+
+list_users if data.lib.system_reader
+
+list_users if data.lib.domain_role("reader", input.target.domain_id)
+
+# (rule:admin_required) or (role:manager and token.domain.id:%(target.user.domain_id)s)
+user_manager if data.lib.admin_required
+
+user_manager if data.lib.domain_role("manager", input.target.user.domain_id)
+
+create_user if user_manager
+
+update_user if user_manager
+
+delete_user if user_manager
+
+# A user changes its own password (Keystone's historical rule:admin_or_owner).
+change_password if data.lib.admin_required
+
+change_password if data.lib.user_is(input.target.user.id)
+
+# (rule:admin_required) or (role:reader and system_scope:all)
+#   or (role:reader and domain_id:%(target.user.domain_id)s) or user_id:%(user_id)s
+list_groups_for_user if data.lib.admin_required
+
+list_groups_for_user if data.lib.system_reader
+
+list_groups_for_user if data.lib.domain_role("reader", input.target.user.domain_id)
+
+list_groups_for_user if data.lib.user_is(input.target.user.id)
+
+# (rule:admin_required) or (role:reader and system_scope:all)
+#   or (role:reader and domain_id:%(target.group.domain_id)s)
+group_reader if data.lib.admin_required
+
+group_reader if data.lib.system_reader
+
+group_reader if data.lib.domain_role("reader", input.target.group.domain_id)
+
+get_group if group_reader
+
+list_users_in_group if group_reader
+
+# Listing filters by domain: the filter arrives as target.domain_id (Keystone's list_groups
+# names target.group.domain_id; both are accepted).
+list_groups if group_reader
+
+list_groups if data.lib.domain_role("reader", input.target.domain_id)
+
+# (rule:admin_required) or (role:manager and domain_id:%(target.group.domain_id)s)
+group_manager if data.lib.admin_required
+
+group_manager if data.lib.domain_role("manager", input.target.group.domain_id)
+
+create_group if group_manager
+
+update_group if group_manager
+
+delete_group if group_manager
+
+# (rule:admin_required) or (role:ROLE and domain_id:%(target.group.domain_id)s
+#   and domain_id:%(target.user.domain_id)s)
+membership(name) if {
+	data.lib.domain_role(name, input.target.group.domain_id)
+	data.lib.domain_is(input.target.user.domain_id)
+}
+
+add_user_to_group if data.lib.admin_required
+
+add_user_to_group if membership("manager")
+
+remove_user_from_group if data.lib.admin_required
+
+remove_user_from_group if membership("manager")
+
+check_user_in_group if data.lib.admin_required
+
+check_user_in_group if data.lib.system_reader
+
+check_user_in_group if membership("reader")

@@ -1,0 +1,33 @@
+# Tokens and the /v3/auth discovery calls (keystone/common/policies/token.py, auth.py).
+package identity
+
+# rule:admin_required or (role:reader and system_scope:all) or rule:service_role
+#   or rule:token_subject
+validate_token if data.lib.admin_required
+
+validate_token if data.lib.system_reader
+
+validate_token if data.lib.service_role
+
+validate_token if data.lib.token_subject
+
+# rule:admin_required or (role:reader and system_scope:all) or rule:token_subject
+check_token if data.lib.admin_required
+
+check_token if data.lib.system_reader
+
+check_token if data.lib.token_subject
+
+# rule:admin_required or rule:token_subject
+revoke_token if data.lib.admin_required
+
+revoke_token if data.lib.token_subject
+
+# Any authenticated caller (Keystone's empty check string): the answers are about the caller.
+get_auth_catalog := true
+
+get_auth_projects := true
+
+get_auth_domains := true
+
+get_auth_system := true

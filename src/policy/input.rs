@@ -1,0 +1,43 @@
+//! The input document a policy sees: `{"action", "credentials", "target"}`, with credentials
+//! shaped like the ones oslo.policy hands Keystone's rules. Built directly as a regorus value:
+//! this runs on every authorized request.
+
+use std::collections::BTreeMap;
+
+use regorus::Value;
+
+use super::Persona;
+use crate::token::{TokenScope, ValidToken};
+
+fn text(s: &str) -> Value {
+    Value::from(s)
+}
+
+fn optional(s: Option<&str>) -> Value {
+    s.map_or(Value::Null, Value::from)
+}
+
+pub fn document(action: &str, ctx: &ValidToken, target: &serde_json::Value) -> Value {
+    let (domain_id, project_id) = match &ctx.payload.scope {
+        TokenScope::Domain(d) => (Some(d.as_str()), None),
+        TokenScope::Project(p) => (None, Some(p.as_str())),
+        _ => (None, None),
+    };
+    let persona = Persona { ctx };
+    let roles: Vec<Value> = ctx.roles.iter().filter(|r| r.domain_id.is_none()).map(|r| text(&r.name)).collect();
+    let credentials = BTreeMap::from([
+        (text("user_id"), text(&ctx.user.id)),
+        (text("user_domain_id"), text(&ctx.user.domain_id)),
+        (text("roles"), Value::from(roles)),
+        (text("system_scope"), optional(persona.system_scoped().then_some("all"))),
+        (text("domain_id"), optional(domain_id)),
+        (text("project_id"), optional(project_id)),
+        (text("project_domain_id"), optional(project_id.and(persona.scope_domain()))),
+        (text("is_admin_project"), Value::from(ctx.is_admin_project)),
+    ]);
+    Value::from(BTreeMap::from([
+        (text("action"), text(action)),
+        (text("credentials"), Value::from(credentials)),
+        (text("target"), Value::from(target.clone())),
+    ]))
+}
