@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -30,6 +30,16 @@ pub async fn call(http: &Client, method: Method, url: &str, token: Option<&str>,
     if let Some(b) = body {
         req = req.json(b);
     }
+    send(req, &method, url).await
+}
+
+/// `GET /v3/auth/tokens`-style validation: `X-Auth-Token` and `X-Subject-Token`.
+pub async fn validate(http: &Client, url: &str, auth: &str, subject: &str) -> Result<Resp> {
+    let req = http.get(url).header("X-Auth-Token", auth).header("X-Subject-Token", subject);
+    send(req, &Method::GET, url).await
+}
+
+async fn send(req: reqwest::RequestBuilder, method: &Method, url: &str) -> Result<Resp> {
     let r = req.send().await.with_context(|| format!("{method} {url}"))?;
     let status = r.status();
     let subject_token = r.headers().get("X-Subject-Token").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -65,4 +75,33 @@ pub fn password_body(user: &str, password: &str, project: &str) -> Value {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": user, "domain": {"id": "default"}, "password": password}}},
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}})
+}
+
+/// The id of the `kind` named `name` (`GET /v3/{kind}s?name=`), created with `body` if absent.
+pub async fn ensure(
+    http: &Client,
+    base: &str,
+    tok: Option<&str>,
+    kind: &str,
+    name: &str,
+    body: Value,
+) -> Result<String> {
+    let r = call_retry(http, Method::GET, &format!("{base}/v3/{kind}s?name={name}"), tok, None).await?;
+    if let Some(id) = r.json[format!("{kind}s")][0]["id"].as_str() {
+        return Ok(id.to_owned());
+    }
+    let r = call_retry(http, Method::POST, &format!("{base}/v3/{kind}s"), tok, Some(&body)).await?;
+    if !r.status.is_success() {
+        bail!("create {kind} {name}: {} {}", r.status, r.text);
+    }
+    r.json[kind]["id"].as_str().map(str::to_owned).ok_or_else(|| anyhow!("create {kind} {name}: no id in {}", r.text))
+}
+
+/// A PUT that creates a relation (grant, membership, implication); 409 means it already exists.
+pub async fn put_relation(http: &Client, url: &str, tok: Option<&str>) -> Result<()> {
+    let r = call_retry(http, Method::PUT, url, tok, None).await?;
+    if !r.status.is_success() && r.status != StatusCode::CONFLICT {
+        bail!("PUT {url}: {} {}", r.status, r.text);
+    }
+    Ok(())
 }

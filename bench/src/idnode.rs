@@ -7,10 +7,11 @@ use anyhow::{Context, Result};
 
 use crate::args::Args;
 use crate::cluster::{IdCluster, READY_TIMEOUT};
-use crate::fixture::fixture;
+use crate::fixture::{describe, fixture};
 use crate::probe::{drain, host_busy_pct, rss_kib};
 use crate::report::SystemResult;
 use crate::util::progress;
+use crate::workloads;
 use crate::wrk::Wrk;
 
 pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path) -> Result<SystemResult> {
@@ -33,56 +34,17 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         res.start_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
         let follower = (leader + 1) % c.nodes.len();
         let fx = fixture(&c.http, &c.nodes[leader].api, &c.admin_password, args.n_extra, false).await?;
-        res.notes.extend(fx.notes);
+        res.notes.extend(fx.notes.iter().cloned());
         res.as_admin = fx.as_admin;
-        let (admin, subject, issue) = (fx.admin, fx.subject, fx.issue);
-        let issue_file = dir.join("issue.json");
-        std::fs::write(&issue_file, serde_json::to_vec(&issue)?).context("write issue.json")?;
+        res.notes.extend(describe(&c.http, &c.nodes[leader].api, &fx).await?);
         // idle: let replication and background work settle, then read RSS
         drain(&c.pids()).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         res.idle_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
 
         let pids = c.pids();
-        let lead_api = c.nodes[leader].api.clone();
-        let get_vars =
-            vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", admin.clone()), ("SUBJECT_TOKEN", subject.clone())];
-        let w = Wrk {
-            lua: wrk.lua.clone(),
-            out: dir.clone(),
-            threads: wrk.threads,
-            conns: wrk.conns,
-            duration: wrk.duration,
-            warmup: wrk.warmup,
-        };
-        res.cases
-            .insert("validate", w.case("validate", &format!("{lead_api}/v3/auth/tokens"), &get_vars, &pids).await?);
-        if n > 1 {
-            let f_api = c.nodes[follower].api.clone();
-            res.cases.insert(
-                "validate_follower",
-                w.case("validate_follower", &format!("{f_api}/v3/auth/tokens"), &get_vars, &pids).await?,
-            );
-        }
-        res.cases.insert(
-            "issue",
-            w.case(
-                "issue",
-                &format!("{lead_api}/v3/auth/tokens"),
-                &[("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())],
-                &pids,
-            )
-            .await?,
-        );
-        let create_vars = vec![("MODE", "project".to_owned()), ("AUTH_TOKEN", admin.clone())];
-        res.cases.insert("create", w.case("create", &format!("{lead_api}/v3/projects"), &create_vars, &pids).await?);
-        if n > 1 {
-            let f_api = c.nodes[follower].api.clone();
-            res.cases.insert(
-                "create_follower",
-                w.case("create_follower", &format!("{f_api}/v3/projects"), &create_vars, &pids).await?,
-            );
-        }
+        let follower = (n > 1).then(|| c.nodes[follower].api.as_str());
+        res.cases = workloads::run(&wrk.in_dir(&dir), &c.nodes[leader].api, follower, &fx, &pids).await?;
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
 
         if n == 1 {

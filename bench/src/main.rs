@@ -21,7 +21,9 @@ mod idnode;
 mod probe;
 mod reference;
 mod report;
+mod targets;
 mod util;
+mod workloads;
 mod wrk;
 
 use std::io::Write;

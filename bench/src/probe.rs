@@ -42,7 +42,7 @@ pub fn children_of(ppid: u32) -> Vec<u32> {
 
 /// Share of all CPUs busy over `secs` seconds, in percent (other jobs on a shared machine).
 pub async fn host_busy_pct(secs: u64) -> Option<f64> {
-    pub fn ticks() -> Option<(u64, u64)> {
+    fn ticks() -> Option<(u64, u64)> {
         let s = std::fs::read_to_string("/proc/stat").ok()?;
         let line = s.lines().find(|l| l.starts_with("cpu "))?;
         let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();

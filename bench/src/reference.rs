@@ -8,10 +8,11 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::api::http_client;
 use crate::args::Args;
-use crate::fixture::fixture;
+use crate::fixture::{describe, fixture};
 use crate::probe::{children_of, drain, host_busy_pct, rss_kib};
 use crate::report::SystemResult;
 use crate::util::progress;
+use crate::workloads;
 use crate::wrk::Wrk;
 
 pub const KEYSTONE_BASE: &str = "http://127.0.0.1:35357";
@@ -80,49 +81,14 @@ pub async fn bench_reference(
         let pw = pw.trim().to_owned();
         let http = http_client(Duration::from_secs(120))?;
         let fx = fixture(&http, KEYSTONE_BASE, &pw, args.n_extra, force_admin).await?;
-        res.notes.extend(fx.notes);
+        res.notes.extend(fx.notes.iter().cloned());
         res.as_admin = fx.as_admin;
-        let (admin, subject, issue) = (fx.admin, fx.subject, fx.issue);
-        let issue_file = dir.join("issue.json");
-        std::fs::write(&issue_file, serde_json::to_vec(&issue)?).context("write issue.json")?;
+        res.notes.extend(describe(&http, KEYSTONE_BASE, &fx).await?);
         let pids = keystone_pids();
         drain(&pids).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         res.idle_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
-        let w = Wrk {
-            lua: wrk.lua.clone(),
-            out: dir.clone(),
-            threads: wrk.threads,
-            conns: wrk.conns,
-            duration: wrk.duration,
-            warmup: wrk.warmup,
-        };
-        let get_vars =
-            vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", admin.clone()), ("SUBJECT_TOKEN", subject.clone())];
-        res.cases.insert(
-            "validate",
-            w.case("validate", &format!("{KEYSTONE_BASE}/v3/auth/tokens"), &get_vars, &pids).await?,
-        );
-        res.cases.insert(
-            "issue",
-            w.case(
-                "issue",
-                &format!("{KEYSTONE_BASE}/v3/auth/tokens"),
-                &[("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())],
-                &pids,
-            )
-            .await?,
-        );
-        res.cases.insert(
-            "create",
-            w.case(
-                "create",
-                &format!("{KEYSTONE_BASE}/v3/projects"),
-                &[("MODE", "project".to_owned()), ("AUTH_TOKEN", admin.clone())],
-                &pids,
-            )
-            .await?,
-        );
+        res.cases = workloads::run(&wrk.in_dir(&dir), KEYSTONE_BASE, None, &fx, &pids).await?;
         res.load_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
         Ok::<(), anyhow::Error>(())
     }

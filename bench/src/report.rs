@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::args::Args;
+use crate::targets;
 use crate::wrk::WrkResult;
 
 #[derive(Debug, Default, Clone)]
@@ -21,10 +22,6 @@ pub struct SystemResult {
     /// issue/validate ran with admin credentials (fixture fallback)
     pub as_admin: bool,
     pub notes: Vec<String>,
-}
-
-pub fn fmt_opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "—".to_owned())
 }
 
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
@@ -82,102 +79,169 @@ pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemRe
     }
     s.push('\n');
 
-    type Get = Box<dyn Fn(&SystemResult) -> Option<f64>>;
-    let case =
-        |k: &'static str, f: fn(&WrkResult) -> f64| -> Get { Box::new(move |r: &SystemResult| r.cases.get(k).map(f)) };
-    let rows: Vec<(&str, Get, usize)> = vec![
-        ("token validation req/s", case("validate", |w| w.rps), 0),
-        ("token validation p50 ms", case("validate", |w| w.p50_ms), 2),
-        ("token validation p99 ms", case("validate", |w| w.p99_ms), 2),
-        ("token validation on a follower req/s", case("validate_follower", |w| w.rps), 0),
-        ("token validation on a follower p50 / p99 ms", case("validate_follower", |w| w.p50_ms), 2),
-        ("password token issue req/s", case("issue", |w| w.rps), 1),
-        ("password token issue p50 ms", case("issue", |w| w.p50_ms), 1),
-        ("password token issue p99 ms", case("issue", |w| w.p99_ms), 1),
-        ("project create req/s", case("create", |w| w.rps), 1),
-        ("project create p50 ms", case("create", |w| w.p50_ms), 2),
-        ("project create p99 ms", case("create", |w| w.p99_ms), 2),
-        ("project create via a follower req/s", case("create_follower", |w| w.rps), 1),
-        ("project create via a follower p50 / p99 ms", case("create_follower", |w| w.p50_ms), 2),
-        (
-            "idle RSS MiB after the fixture (all processes)",
-            Box::new(|r: &SystemResult| r.idle_rss_kib.map(|k| k as f64 / 1024.0)),
-            1,
-        ),
-        (
-            "RSS after load MiB (all processes)",
-            Box::new(|r: &SystemResult| r.load_rss_kib.map(|k| k as f64 / 1024.0)),
-            1,
-        ),
-        (
-            "RSS right after start MiB (before the fixture)",
-            Box::new(|r: &SystemResult| r.start_rss_kib.map(|k| k as f64 / 1024.0)),
-            1,
-        ),
-        ("RSS after validate MiB", case("validate", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
-        ("RSS after issue MiB", case("issue", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
-        ("host CPU busy % before the run (other jobs)", Box::new(|r: &SystemResult| r.host_busy_before), 0),
-        ("cold start s (fresh data dir)", Box::new(|r: &SystemResult| r.cold_start_s), 2),
-        ("restart s (existing data dir)", Box::new(|r: &SystemResult| r.restart_s), 2),
-    ];
-    for (name, get, prec) in &rows {
-        if cols.iter().all(|c| get(c).is_none()) {
+    for row in rows() {
+        let values: Vec<Option<String>> = cols.iter().map(|c| row.cell(c)).collect();
+        if values.iter().all(Option::is_none) {
             continue;
         }
-        s.push_str(&format!("| {name} |"));
-        for c in &cols {
-            let mut cell = fmt_opt(get(c), *prec);
-            // "p50 / p99" rows carry both numbers
-            if name.ends_with("p50 / p99 ms") {
-                let key = if name.contains("validation") { "validate_follower" } else { "create_follower" };
-                if let Some(w) = c.cases.get(key) {
-                    cell = format!("{:.2} / {:.2}", w.p50_ms, w.p99_ms);
-                }
-            }
-            s.push_str(&format!(" {cell} |"));
+        s.push_str(&format!("| {} |", row.name));
+        for v in values {
+            s.push_str(&format!(" {} |", v.unwrap_or_else(|| "—".to_owned())));
         }
         if let Some(r) = reference {
             for c in systems {
-                if name.starts_with("host CPU") {
-                    s.push_str(" |");
-                } else {
-                    s.push_str(&format!(" {} |", ratio(get(c), get(r))));
-                }
+                s.push_str(&format!(" {} |", row.ratio(c, r)));
             }
         }
         s.push('\n');
     }
-    // errors
-    s.push_str("| non-2xx + socket errors (all cases) |");
-    for c in &cols {
-        let e: u64 = c.cases.values().map(|w| w.non2xx + w.sock_err).sum();
-        s.push_str(&format!(" {e} |"));
-    }
-    if reference.is_some() {
-        for _ in systems {
-            s.push_str(" |");
+    let mut text_row = |name: &str, cell: &dyn Fn(&SystemResult) -> String| {
+        s.push_str(&format!("| {name} |"));
+        for c in &cols {
+            s.push_str(&format!(" {} |", cell(c)));
         }
-    }
-    s.push('\n');
-    s.push_str("| server CPU ms per request: validate / issue / create |");
-    for c in &cols {
-        let g = |k: &str| {
-            c.cases.get(k).and_then(|w| w.cpu_ms_per_req).map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".to_owned())
-        };
-        s.push_str(&format!(" {} / {} / {} |", g("validate"), g("issue"), g("create")));
-    }
-    if reference.is_some() {
-        for _ in systems {
-            s.push_str(" |");
+        if reference.is_some() {
+            for _ in systems {
+                s.push_str(" |");
+            }
         }
+        s.push('\n');
+    };
+    text_row("non-2xx + socket errors (all cases)", &|c| {
+        c.cases.values().map(|w| w.non2xx + w.sock_err).sum::<u64>().to_string()
+    });
+    for keys in CPU_ROWS {
+        let name =
+            format!("server CPU ms per request: {}", keys.iter().map(|k| short(k)).collect::<Vec<_>>().join(" / "));
+        text_row(&name, &|c| {
+            keys.iter()
+                .map(|k| {
+                    c.cases.get(k).and_then(|w| w.cpu_ms_per_req).map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+        });
     }
-    s.push('\n');
-    let notes: Vec<String> =
+    let mut notes: Vec<String> =
         cols.iter().flat_map(|c| c.notes.iter().map(move |n| format!("- {}: {n}", c.label))).collect();
+    for c in &cols {
+        for (k, w) in &c.cases {
+            if w.non2xx + w.sock_err > 0 {
+                notes.push(format!("- {}: {k}: {} non-2xx, {} socket errors", c.label, w.non2xx, w.sock_err));
+            }
+        }
+    }
     if !notes.is_empty() {
         s.push('\n');
         s.push_str(&notes.join("\n"));
         s.push('\n');
     }
+    if let Some(r) = reference {
+        s.push('\n');
+        s.push_str(&targets::section(systems, r));
+    }
     s
+}
+
+/// Cases whose server CPU time per request is reported, one table row per group.
+const CPU_ROWS: [&[&str]; 2] =
+    [&["validate", "issue", "create"], &["validate_admin", "validate_rbac", "validate_rbac_nocat", "role_assignments"]];
+
+fn short(case: &str) -> &str {
+    match case {
+        "validate_admin" => "validate admin",
+        "validate_rbac" => "validate rbac",
+        "validate_rbac_nocat" => "validate rbac ?nocatalog",
+        "role_assignments" => "role assignments",
+        other => other,
+    }
+}
+
+type Get = Box<dyn Fn(&SystemResult) -> Option<f64>>;
+
+/// What one table row shows.
+enum What {
+    /// one number with `prec` decimals
+    Value(Get, usize),
+    /// "p50 / p99" latency of a case, ms
+    Latency(&'static str),
+}
+
+struct Row {
+    name: &'static str,
+    what: What,
+    /// no reference ratio (e.g. the host load)
+    no_ratio: bool,
+}
+
+impl Row {
+    fn cell(&self, c: &SystemResult) -> Option<String> {
+        match &self.what {
+            What::Value(get, prec) => get(c).map(|v| format!("{v:.prec$}")),
+            What::Latency(k) => c.cases.get(k).map(|w| format!("{:.2} / {:.2}", w.p50_ms, w.p99_ms)),
+        }
+    }
+
+    fn ratio(&self, c: &SystemResult, r: &SystemResult) -> String {
+        if self.no_ratio {
+            return String::new();
+        }
+        match &self.what {
+            What::Value(get, _) => ratio(get(c), get(r)),
+            What::Latency(k) => match (c.cases.get(k), r.cases.get(k)) {
+                (Some(a), Some(b)) => {
+                    format!("{} / {}", ratio(Some(a.p50_ms), Some(b.p50_ms)), ratio(Some(a.p99_ms), Some(b.p99_ms)))
+                }
+                _ => "—".to_owned(),
+            },
+        }
+    }
+}
+
+fn rows() -> Vec<Row> {
+    let case =
+        |k: &'static str, f: fn(&WrkResult) -> f64| -> Get { Box::new(move |r: &SystemResult| r.cases.get(k).map(f)) };
+    let rps = |name, k: &'static str, prec| Row { name, what: What::Value(case(k, |w| w.rps), prec), no_ratio: false };
+    let lat = |name, k: &'static str| Row { name, what: What::Latency(k), no_ratio: false };
+    let val = |name, get: Get, prec| Row { name, what: What::Value(get, prec), no_ratio: false };
+    let mib = |kib: Option<u64>| kib.map(|k| k as f64 / 1024.0);
+    vec![
+        rps("token validation req/s (bench-user: direct role, with catalog)", "validate", 0),
+        val("token validation p50 ms", case("validate", |w| w.p50_ms), 2),
+        val("token validation p99 ms", case("validate", |w| w.p99_ms), 2),
+        rps("token validation on a follower req/s", "validate_follower", 0),
+        lat("token validation on a follower p50 / p99 ms", "validate_follower"),
+        rps("token validation, admin token, with catalog req/s", "validate_admin", 0),
+        lat("token validation, admin token p50 / p99 ms", "validate_admin"),
+        rps("token validation, group + implied-role user, with catalog req/s", "validate_rbac", 0),
+        lat("token validation, group + implied-role user, with catalog p50 / p99 ms", "validate_rbac"),
+        rps("token validation, group + implied-role user, ?nocatalog req/s", "validate_rbac_nocat", 0),
+        lat("token validation, group + implied-role user, ?nocatalog p50 / p99 ms", "validate_rbac_nocat"),
+        rps("role assignments (effective, include_names, one project) req/s", "role_assignments", 0),
+        lat("role assignments (effective, include_names, one project) p50 / p99 ms", "role_assignments"),
+        rps("password token issue req/s", "issue", 1),
+        val("password token issue p50 ms", case("issue", |w| w.p50_ms), 1),
+        val("password token issue p99 ms", case("issue", |w| w.p99_ms), 1),
+        rps("project create req/s", "create", 1),
+        val("project create p50 ms", case("create", |w| w.p50_ms), 2),
+        val("project create p99 ms", case("create", |w| w.p99_ms), 2),
+        rps("project create via a follower req/s", "create_follower", 1),
+        lat("project create via a follower p50 / p99 ms", "create_follower"),
+        val("idle RSS MiB after the fixture (all processes)", Box::new(move |r: &SystemResult| mib(r.idle_rss_kib)), 1),
+        val("RSS after load MiB (all processes)", Box::new(move |r: &SystemResult| mib(r.load_rss_kib)), 1),
+        val(
+            "RSS right after start MiB (before the fixture)",
+            Box::new(move |r: &SystemResult| mib(r.start_rss_kib)),
+            1,
+        ),
+        val("RSS after validate MiB", case("validate", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
+        val("RSS after issue MiB", case("issue", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
+        Row {
+            name: "host CPU busy % before the run (other jobs)",
+            what: What::Value(Box::new(|r: &SystemResult| r.host_busy_before), 0),
+            no_ratio: true,
+        },
+        val("cold start s (fresh data dir)", Box::new(|r: &SystemResult| r.cold_start_s), 2),
+        val("restart s (existing data dir)", Box::new(|r: &SystemResult| r.restart_s), 2),
+    ]
 }

@@ -51,6 +51,11 @@ pub struct Wrk {
 }
 
 impl Wrk {
+    /// The same settings, writing its output to `out`.
+    pub fn in_dir(&self, out: &Path) -> Wrk {
+        Wrk { lua: self.lua.clone(), out: out.to_path_buf(), ..*self }
+    }
+
     pub async fn run_once(
         &self,
         file: &Path,
