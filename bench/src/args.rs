@@ -1,0 +1,42 @@
+//! Command-line options.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "idnode-bench", about = "Benchmark idnode (1 and 3 nodes) against the reference Keystone with wrk")]
+pub struct Args {
+    /// Path of the idnode binary (default: $IDNODE_BIN, then $CARGO_TARGET_DIR/debug/idnode).
+    pub idnode: Option<PathBuf>,
+    /// Also run the workloads against the reference Python Keystone (memcached variant).
+    #[arg(long)]
+    pub reference: bool,
+    /// Measured seconds per workload.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Warm-up seconds per workload (not measured).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u64,
+    /// wrk threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+    /// wrk connections.
+    #[arg(long, default_value_t = 16)]
+    pub conns: u32,
+    /// Cluster sizes to measure, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 3])]
+    pub sizes: Vec<u32>,
+    /// Directory of the shared keystone-reference scripts (lua/keystone.lua, setup.sh, run.sh, ...).
+    #[arg(long)]
+    pub keystone_reference: Option<PathBuf>,
+    /// Where raw wrk output and node logs go (default: a new directory under the temp dir).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Measure only the reference Keystone (with --reference), no idnode cluster.
+    #[arg(long)]
+    pub skip_idnode: bool,
+    /// Extra fixture users and projects (the reference fixture's N_EXTRA).
+    #[arg(long, default_value_t = 10)]
+    pub n_extra: u32,
+}

@@ -1,0 +1,247 @@
+//! Results of one system and the Markdown report.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::args::Args;
+use crate::targets;
+use crate::wrk::WrkResult;
+
+#[derive(Debug, Default, Clone)]
+pub struct SystemResult {
+    pub label: String,
+    pub cases: BTreeMap<&'static str, WrkResult>,
+    pub idle_rss_kib: Option<u64>,
+    pub load_rss_kib: Option<u64>,
+    pub cold_start_s: Option<f64>,
+    pub restart_s: Option<f64>,
+    /// RSS right after the cold start, before the fixture was created, KiB
+    pub start_rss_kib: Option<u64>,
+    /// host CPU busy % over 3 s before this system was started (load from other jobs)
+    pub host_busy_before: Option<f64>,
+    /// issue/validate ran with admin credentials (fixture fallback)
+    pub as_admin: bool,
+    pub notes: Vec<String>,
+}
+
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "—".to_owned(),
+    }
+}
+
+pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemResult>, out: &Path) -> String {
+    let mut s = String::new();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "?".to_owned());
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let wrk_v = std::process::Command::new("wrk")
+        .arg("-v")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_owned())
+        .unwrap_or_default();
+    s.push_str(&format!(
+        "idnode-bench, {} UTC; {ncpu} CPUs ({cpu}); {wrk_v}; wrk -t{} -c{} -d{}s (warm-up {}s), \
+         lua/keystone.lua; raw output in `{}`\n\n",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+        args.threads,
+        args.conns,
+        args.duration,
+        args.warmup,
+        out.display()
+    ));
+    let mut cols: Vec<&SystemResult> = systems.iter().collect();
+    if let Some(r) = reference {
+        cols.push(r);
+    }
+    s.push_str("| metric |");
+    for c in &cols {
+        s.push_str(&format!(" {} |", c.label));
+    }
+    if reference.is_some() {
+        for c in systems {
+            s.push_str(&format!(" {} / reference |", c.label));
+        }
+    }
+    s.push('\n');
+    s.push_str("|---|");
+    for _ in 0..cols.len() + if reference.is_some() { systems.len() } else { 0 } {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+
+    for row in rows() {
+        let values: Vec<Option<String>> = cols.iter().map(|c| row.cell(c)).collect();
+        if values.iter().all(Option::is_none) {
+            continue;
+        }
+        s.push_str(&format!("| {} |", row.name));
+        for v in values {
+            s.push_str(&format!(" {} |", v.unwrap_or_else(|| "—".to_owned())));
+        }
+        if let Some(r) = reference {
+            for c in systems {
+                s.push_str(&format!(" {} |", row.ratio(c, r)));
+            }
+        }
+        s.push('\n');
+    }
+    let mut text_row = |name: &str, cell: &dyn Fn(&SystemResult) -> String| {
+        s.push_str(&format!("| {name} |"));
+        for c in &cols {
+            s.push_str(&format!(" {} |", cell(c)));
+        }
+        if reference.is_some() {
+            for _ in systems {
+                s.push_str(" |");
+            }
+        }
+        s.push('\n');
+    };
+    text_row("non-2xx + socket errors (all cases)", &|c| {
+        c.cases.values().map(|w| w.non2xx + w.sock_err).sum::<u64>().to_string()
+    });
+    for keys in CPU_ROWS {
+        let name =
+            format!("server CPU ms per request: {}", keys.iter().map(|k| short(k)).collect::<Vec<_>>().join(" / "));
+        text_row(&name, &|c| {
+            keys.iter()
+                .map(|k| {
+                    c.cases.get(k).and_then(|w| w.cpu_ms_per_req).map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+        });
+    }
+    let mut notes: Vec<String> =
+        cols.iter().flat_map(|c| c.notes.iter().map(move |n| format!("- {}: {n}", c.label))).collect();
+    for c in &cols {
+        for (k, w) in &c.cases {
+            if w.non2xx + w.sock_err > 0 {
+                notes.push(format!("- {}: {k}: {} non-2xx, {} socket errors", c.label, w.non2xx, w.sock_err));
+            }
+        }
+    }
+    if !notes.is_empty() {
+        s.push('\n');
+        s.push_str(&notes.join("\n"));
+        s.push('\n');
+    }
+    if let Some(r) = reference {
+        s.push('\n');
+        s.push_str(&targets::section(systems, r));
+    }
+    s
+}
+
+/// Cases whose server CPU time per request is reported, one table row per group.
+const CPU_ROWS: [&[&str]; 2] =
+    [&["validate", "issue", "create"], &["validate_admin", "validate_rbac", "validate_rbac_nocat", "role_assignments"]];
+
+fn short(case: &str) -> &str {
+    match case {
+        "validate_admin" => "validate admin",
+        "validate_rbac" => "validate rbac",
+        "validate_rbac_nocat" => "validate rbac ?nocatalog",
+        "role_assignments" => "role assignments",
+        other => other,
+    }
+}
+
+type Get = Box<dyn Fn(&SystemResult) -> Option<f64>>;
+
+/// What one table row shows.
+enum What {
+    /// one number with `prec` decimals
+    Value(Get, usize),
+    /// "p50 / p99" latency of a case, ms
+    Latency(&'static str),
+}
+
+struct Row {
+    name: &'static str,
+    what: What,
+    /// no reference ratio (e.g. the host load)
+    no_ratio: bool,
+}
+
+impl Row {
+    fn cell(&self, c: &SystemResult) -> Option<String> {
+        match &self.what {
+            What::Value(get, prec) => get(c).map(|v| format!("{v:.prec$}")),
+            What::Latency(k) => c.cases.get(k).map(|w| format!("{:.2} / {:.2}", w.p50_ms, w.p99_ms)),
+        }
+    }
+
+    fn ratio(&self, c: &SystemResult, r: &SystemResult) -> String {
+        if self.no_ratio {
+            return String::new();
+        }
+        match &self.what {
+            What::Value(get, _) => ratio(get(c), get(r)),
+            What::Latency(k) => match (c.cases.get(k), r.cases.get(k)) {
+                (Some(a), Some(b)) => {
+                    format!("{} / {}", ratio(Some(a.p50_ms), Some(b.p50_ms)), ratio(Some(a.p99_ms), Some(b.p99_ms)))
+                }
+                _ => "—".to_owned(),
+            },
+        }
+    }
+}
+
+fn rows() -> Vec<Row> {
+    let case =
+        |k: &'static str, f: fn(&WrkResult) -> f64| -> Get { Box::new(move |r: &SystemResult| r.cases.get(k).map(f)) };
+    let rps = |name, k: &'static str, prec| Row { name, what: What::Value(case(k, |w| w.rps), prec), no_ratio: false };
+    let lat = |name, k: &'static str| Row { name, what: What::Latency(k), no_ratio: false };
+    let val = |name, get: Get, prec| Row { name, what: What::Value(get, prec), no_ratio: false };
+    let mib = |kib: Option<u64>| kib.map(|k| k as f64 / 1024.0);
+    vec![
+        rps("token validation req/s (bench-user: direct role, with catalog)", "validate", 0),
+        val("token validation p50 ms", case("validate", |w| w.p50_ms), 2),
+        val("token validation p99 ms", case("validate", |w| w.p99_ms), 2),
+        rps("token validation on a follower req/s", "validate_follower", 0),
+        lat("token validation on a follower p50 / p99 ms", "validate_follower"),
+        rps("token validation, admin token, with catalog req/s", "validate_admin", 0),
+        lat("token validation, admin token p50 / p99 ms", "validate_admin"),
+        rps("token validation, group + implied-role user, with catalog req/s", "validate_rbac", 0),
+        lat("token validation, group + implied-role user, with catalog p50 / p99 ms", "validate_rbac"),
+        rps("token validation, group + implied-role user, ?nocatalog req/s", "validate_rbac_nocat", 0),
+        lat("token validation, group + implied-role user, ?nocatalog p50 / p99 ms", "validate_rbac_nocat"),
+        rps("role assignments (effective, include_names, one project) req/s", "role_assignments", 0),
+        lat("role assignments (effective, include_names, one project) p50 / p99 ms", "role_assignments"),
+        rps("password token issue req/s", "issue", 1),
+        val("password token issue p50 ms", case("issue", |w| w.p50_ms), 1),
+        val("password token issue p99 ms", case("issue", |w| w.p99_ms), 1),
+        rps("project create req/s", "create", 1),
+        val("project create p50 ms", case("create", |w| w.p50_ms), 2),
+        val("project create p99 ms", case("create", |w| w.p99_ms), 2),
+        rps("project create via a follower req/s", "create_follower", 1),
+        lat("project create via a follower p50 / p99 ms", "create_follower"),
+        val("idle RSS MiB after the fixture (all processes)", Box::new(move |r: &SystemResult| mib(r.idle_rss_kib)), 1),
+        val("RSS after load MiB (all processes)", Box::new(move |r: &SystemResult| mib(r.load_rss_kib)), 1),
+        val(
+            "RSS right after start MiB (before the fixture)",
+            Box::new(move |r: &SystemResult| mib(r.start_rss_kib)),
+            1,
+        ),
+        val("RSS after validate MiB", case("validate", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
+        val("RSS after issue MiB", case("issue", |w| w.rss_after_kib.unwrap_or(0) as f64 / 1024.0), 1),
+        Row {
+            name: "host CPU busy % before the run (other jobs)",
+            what: What::Value(Box::new(|r: &SystemResult| r.host_busy_before), 0),
+            no_ratio: true,
+        },
+        val("cold start s (fresh data dir)", Box::new(|r: &SystemResult| r.cold_start_s), 2),
+        val("restart s (existing data dir)", Box::new(|r: &SystemResult| r.restart_s), 2),
+    ]
+}

@@ -1,0 +1,73 @@
+//! The workloads, the same for every system and driven by the same wrk script:
+//!   validate             GET  /v3/auth/tokens, X-Subject-Token = bench-user (direct role), catalog
+//!   validate_admin       the same with the admin's own token as the subject
+//!   validate_rbac        the same with bench-rbac's token (roles through groups + implications)
+//!   validate_rbac_nocat  the same with `?nocatalog`
+//!   role_assignments     GET  /v3/role_assignments?effective&include_names&scope.project.id=…
+//!   issue                POST /v3/auth/tokens, password, project-scoped
+//!   create               POST /v3/projects, unique names
+//! With a follower (3-node idnode), validate and create also run against it.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+
+use crate::fixture::Fixture;
+use crate::wrk::{Wrk, WrkResult};
+
+pub const VALIDATE: &str = "/v3/auth/tokens";
+pub const VALIDATE_NOCATALOG: &str = "/v3/auth/tokens?nocatalog";
+
+/// The effective role-assignment listing of one project, with names (Keystone's flag form).
+pub fn role_assignments_path(project: &str) -> String {
+    format!("/v3/role_assignments?effective&include_names&scope.project.id={project}")
+}
+
+/// Runs every workload against `base` (and validate/create against `follower`); wrk output
+/// and the issue body go to the Wrk's output directory. `pids` are the server processes.
+pub async fn run(
+    w: &Wrk,
+    base: &str,
+    follower: Option<&str>,
+    fx: &Fixture,
+    pids: &[u32],
+) -> Result<BTreeMap<&'static str, WrkResult>> {
+    let mut cases = BTreeMap::new();
+    let get = |subject: &str| {
+        vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone()), ("SUBJECT_TOKEN", subject.to_owned())]
+    };
+    let validate = get(&fx.subject);
+    cases.insert("validate", w.case("validate", &format!("{base}{VALIDATE}"), &validate, pids).await?);
+    if let Some(f) = follower {
+        cases.insert(
+            "validate_follower",
+            w.case("validate_follower", &format!("{f}{VALIDATE}"), &validate, pids).await?,
+        );
+    }
+    if fx.subject != fx.admin {
+        let vars = get(&fx.admin);
+        cases.insert("validate_admin", w.case("validate_admin", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+    }
+    if let Some(rbac) = &fx.rbac_subject {
+        let vars = get(rbac);
+        cases.insert("validate_rbac", w.case("validate_rbac", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+        cases.insert(
+            "validate_rbac_nocat",
+            w.case("validate_rbac_nocat", &format!("{base}{VALIDATE_NOCATALOG}"), &vars, pids).await?,
+        );
+    }
+    let list = vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
+    let url = format!("{base}{}", role_assignments_path(&fx.project));
+    cases.insert("role_assignments", w.case("role_assignments", &url, &list, pids).await?);
+
+    let issue_file = w.out.join("issue.json");
+    std::fs::write(&issue_file, serde_json::to_vec(&fx.issue)?).context("write issue.json")?;
+    let issue = [("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())];
+    cases.insert("issue", w.case("issue", &format!("{base}{VALIDATE}"), &issue, pids).await?);
+    let create = [("MODE", "project".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
+    cases.insert("create", w.case("create", &format!("{base}/v3/projects"), &create, pids).await?);
+    if let Some(f) = follower {
+        cases.insert("create_follower", w.case("create_follower", &format!("{f}/v3/projects"), &create, pids).await?);
+    }
+    Ok(cases)
+}

@@ -1,0 +1,147 @@
+//! The `wrk` driver: one case is a warm-up run, then a measured run, parsed from the shared
+//! script's `WRKRESULT` line, with the server processes' CPU time per request.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::probe::{cpu_ticks, drain, rss_kib};
+use crate::util::progress;
+
+#[derive(Debug, Clone, Default)]
+pub struct WrkResult {
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub requests: u64,
+    pub non2xx: u64,
+    pub sock_err: u64,
+    /// CPU milliseconds of the server processes per completed request.
+    pub cpu_ms_per_req: Option<f64>,
+    /// RSS of the server processes right after the measured run, KiB.
+    pub rss_after_kib: Option<u64>,
+}
+
+pub fn parse_wrkresult(out: &str) -> Option<WrkResult> {
+    let line = out.lines().find(|l| l.starts_with("WRKRESULT"))?;
+    let kv: BTreeMap<&str, &str> = line.split_whitespace().skip(1).filter_map(|p| p.split_once('=')).collect();
+    let f = |k: &str| kv.get(k).and_then(|v| v.parse::<f64>().ok());
+    Some(WrkResult {
+        rps: f("rps")?,
+        p50_ms: f("p50_ms")?,
+        p99_ms: f("p99_ms")?,
+        requests: f("requests")? as u64,
+        non2xx: f("non2xx").unwrap_or(0.0) as u64,
+        sock_err: f("sock_err").unwrap_or(0.0) as u64,
+        cpu_ms_per_req: None,
+        rss_after_kib: None,
+    })
+}
+
+pub struct Wrk {
+    pub lua: PathBuf,
+    pub out: PathBuf,
+    pub threads: u32,
+    pub conns: u32,
+    pub duration: u64,
+    pub warmup: u64,
+}
+
+impl Wrk {
+    /// The same settings, writing its output to `out`.
+    pub fn in_dir(&self, out: &Path) -> Wrk {
+        Wrk { lua: self.lua.clone(), out: out.to_path_buf(), ..*self }
+    }
+
+    pub async fn run_once(
+        &self,
+        file: &Path,
+        secs: u64,
+        url: &str,
+        vars: &[(&str, String)],
+        tag: &str,
+    ) -> Result<String> {
+        let mut cmd = tokio::process::Command::new("wrk");
+        cmd.arg(format!("-t{}", self.threads))
+            .arg(format!("-c{}", self.conns))
+            .arg(format!("-d{secs}s"))
+            .arg("--timeout")
+            .arg("30s")
+            .arg("--latency")
+            .arg("-s")
+            .arg(&self.lua)
+            .arg(url)
+            .env("RUN_TAG", tag)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().context("spawn wrk")?;
+        let out = tokio::time::timeout(Duration::from_secs(secs + 60), child.wait_with_output())
+            .await
+            .map_err(|_| anyhow!("wrk did not finish within {}s", secs + 60))?
+            .context("wait for wrk")?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        std::fs::write(file, &text).with_context(|| format!("write {}", file.display()))?;
+        Ok(text)
+    }
+
+    /// Warm-up, drain, measured run, drain. `pids` are the server processes (for CPU/request
+    /// and draining).
+    pub async fn case(&self, label: &str, url: &str, vars: &[(&str, String)], pids: &[u32]) -> Result<WrkResult> {
+        let stamp = chrono::Utc::now().format("%H%M%S%3f").to_string();
+        progress(format!("  {label}: wrk -t{} -c{} -d{}s {url}", self.threads, self.conns, self.duration));
+        if self.warmup > 0 {
+            self.run_once(&self.out.join(format!("{label}.warmup.txt")), self.warmup, url, vars, &format!("w{stamp}"))
+                .await?;
+            drain(pids).await;
+        }
+        let t0: u64 = pids.iter().filter_map(|p| cpu_ticks(*p)).sum();
+        let text = self
+            .run_once(&self.out.join(format!("{label}.txt")), self.duration, url, vars, &format!("r{stamp}"))
+            .await?;
+        let t1: u64 = pids.iter().filter_map(|p| cpu_ticks(*p)).sum();
+        let rss_after: u64 = pids.iter().filter_map(|p| rss_kib(*p)).sum();
+        drain(pids).await;
+        let mut r =
+            parse_wrkresult(&text).ok_or_else(|| anyhow!("{label}: no WRKRESULT line in wrk output:\n{text}"))?;
+        // SAFETY: sysconf has no preconditions.
+        let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let tck = if tck > 0 { tck as f64 } else { 100.0 };
+        if !pids.is_empty() {
+            r.rss_after_kib = Some(rss_after);
+        }
+        if r.requests > 0 && !pids.is_empty() {
+            r.cpu_ms_per_req = Some(1000.0 * (t1.saturating_sub(t0)) as f64 / tck / r.requests as f64);
+        }
+        progress(format!(
+            "    {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, non-2xx {}, socket errors {}",
+            r.rps, r.p50_ms, r.p99_ms, r.non2xx, r.sock_err
+        ));
+        Ok(r)
+    }
+}
+
+pub fn ensure_wrk() -> Result<()> {
+    let have =
+        || std::process::Command::new("wrk").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if have() {
+        return Ok(());
+    }
+    progress("wrk not found: apt-get install -y wrk");
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk")
+        .status()
+        .context("run apt-get")?;
+    if !st.success() || !have() {
+        bail!("wrk is not installed and apt-get could not install it");
+    }
+    Ok(())
+}
