@@ -6,7 +6,10 @@ pub mod error;
 pub mod extract;
 pub mod fields;
 pub mod metrics;
+pub mod openapi;
 pub mod ops;
+#[cfg(test)]
+mod route_parity;
 pub mod router;
 
 pub use error::ApiError;
