@@ -1,10 +1,12 @@
 //! In-process test node: a bootstrapped one-node cluster in a temp dir and its API router,
 //! driven with `tower::ServiceExt::oneshot` (no sockets). Reusable by any handler test.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
 use serde_json::{json, Value};
@@ -30,6 +32,11 @@ pub struct Reply {
 
 impl TestNode {
     pub async fn start() -> TestNode {
+        Self::start_with(&[]).await
+    }
+
+    /// Like [`TestNode::start`], with extra `(section, key, value)` settings.
+    pub async fn start_with(settings: &[(&str, &str, &str)]) -> TestNode {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut s = Settings::default();
         s.set("idnode", "data_dir", &dir.path().display().to_string());
@@ -38,6 +45,9 @@ impl TestNode {
         s.set("idnode", "peer_listen", "127.0.0.1:1");
         s.set("identity", "password_hash_memory_kib", "64");
         s.set("identity", "password_hash_iterations", "1");
+        for (section, key, value) in settings {
+            s.set(section, key, value);
+        }
         let cfg = Config::from_settings(&s).expect("config");
         let node = crate::node::open(cfg).await.expect("open node");
         node.raft.initialize(node.cfg.members()).await.expect("initialize raft");
@@ -58,16 +68,26 @@ impl TestNode {
         t
     }
 
+    /// One request from a fixed client address; `path` may end in `#TOKEN` to send TOKEN as
+    /// X-Subject-Token.
     pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+        let (path, subject) = match path.split_once('#') {
+            Some((p, s)) => (p, Some(s)),
+            None => (path, None),
+        };
         let mut req = Request::builder().method(method).uri(path);
         if let Some(t) = token {
             req = req.header("x-auth-token", t);
         }
-        let req = match body {
+        if let Some(s) = subject {
+            req = req.header("x-subject-token", s);
+        }
+        let mut req = match body {
             Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
             None => req.body(Body::empty()),
         }
         .expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
         let resp = self.router.clone().oneshot(req).await.expect("infallible");
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -84,6 +104,18 @@ impl TestNode {
     pub async fn token(&self, user: &str, password: &str, scope: Value) -> String {
         let r = self.try_token(user, password, scope).await;
         assert_eq!(r.status, StatusCode::OK, "token for {user}: {}", r.body);
+        r.headers.get("x-subject-token").and_then(|v| v.to_str().ok()).expect("subject token").to_string()
+    }
+
+    /// Issues a token for the user with this id (any domain); `scope` may be null (unscoped).
+    pub async fn token_for_id(&self, user_id: &str, password: &str, scope: Value) -> String {
+        let mut auth = json!({"identity": {"methods": ["password"],
+            "password": {"user": {"id": user_id, "password": password}}}});
+        if !scope.is_null() {
+            auth["scope"] = scope;
+        }
+        let r = self.call(Method::POST, "/v3/auth/tokens", None, Some(json!({ "auth": auth }))).await;
+        assert_eq!(r.status, StatusCode::OK, "token for {user_id}: {}", r.body);
         r.headers.get("x-subject-token").and_then(|v| v.to_str().ok()).expect("subject token").to_string()
     }
 

@@ -174,3 +174,118 @@ pub async fn list(
         .replace("{actor_id}", &r.actor_id);
     Ok(Json(json!({"roles": out, "links": {"self": format!("{base}{own}"), "previous": null, "next": null}})))
 }
+
+/// One annotated wrapper per route shape and method (`#[utoipa::path]` takes one literal path,
+/// and the router is built from the annotations), all delegating to the handlers above.
+macro_rules! grant_shapes {
+    ($($shape:ident: $base:tt, $one:tt, $target:tt, [$($id:tt)*];)*) => {$(
+        pub mod $shape {
+            use std::collections::HashMap;
+            use std::sync::Arc;
+
+            use axum::extract::{MatchedPath, Path, State};
+            use axum::http::StatusCode;
+            use axum::Json;
+            use serde_json::Value;
+
+            use crate::assignment::schemas as s;
+            use crate::http::error::ApiResult;
+            use crate::http::openapi::errors as E;
+            use crate::http::Caller;
+            use crate::node::Node;
+
+            type P = Path<HashMap<String, String>>;
+
+            #[utoipa::path(
+                get, path = $base, tag = "role_assignments",
+                operation_id = concat!("grants_", stringify!($shape), "_list"),
+                description = concat!("The roles granted directly to the actor on ", $target, "."),
+                params(
+                    $($id)*
+                    ("actor_id" = String, Path, description = "The user's or group's id."),
+                ),
+                responses(
+                    (status = 200, description = "The granted roles.", body = s::RoleList),
+                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
+                )
+            )]
+            pub async fn list(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<Json<Value>> {
+                super::list(n, c, r, p).await
+            }
+
+            #[utoipa::path(
+                put, path = $one, tag = "role_assignments",
+                operation_id = concat!("grants_", stringify!($shape), "_create"),
+                description = concat!("Grants the role to the actor on ", $target, ". No request body."),
+                params(
+                    $($id)*
+                    ("actor_id" = String, Path, description = "The user's or group's id."),
+                    ("role_id" = String, Path, description = "The role's id."),
+                ),
+                responses(
+                    (status = 204, description = "The grant exists."),
+                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
+                )
+            )]
+            pub async fn create(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
+                super::create(n, c, r, p).await
+            }
+
+            #[utoipa::path(
+                head, path = $one, tag = "role_assignments",
+                operation_id = concat!("grants_", stringify!($shape), "_check"),
+                description = concat!("Whether the role is granted directly to the actor on ", $target, "."),
+                params(
+                    $($id)*
+                    ("actor_id" = String, Path, description = "The user's or group's id."),
+                    ("role_id" = String, Path, description = "The role's id."),
+                ),
+                responses(
+                    (status = 204, description = "The grant exists."),
+                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
+                )
+            )]
+            pub async fn check(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
+                super::check(n, c, r, p).await
+            }
+
+            #[utoipa::path(
+                delete, path = $one, tag = "role_assignments",
+                operation_id = concat!("grants_", stringify!($shape), "_revoke"),
+                description = concat!("Revokes the role from the actor on ", $target, "."),
+                params(
+                    $($id)*
+                    ("actor_id" = String, Path, description = "The user's or group's id."),
+                    ("role_id" = String, Path, description = "The role's id."),
+                ),
+                responses(
+                    (status = 204, description = "The grant is gone."),
+                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
+                )
+            )]
+            pub async fn revoke(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
+                super::revoke(n, c, r, p).await
+            }
+        }
+    )*
+
+        /// Every grant route, described.
+        pub fn routes() -> utoipa_axum::router::OpenApiRouter<std::sync::Arc<crate::node::Node>> {
+            use utoipa_axum::routes;
+            utoipa_axum::router::OpenApiRouter::default()
+                $(
+                    .routes(routes!($shape::list))
+                    .routes(routes!($shape::create, $shape::check, $shape::revoke))
+                )*
+        }
+    };
+}
+
+grant_shapes! {
+    project_user: "/v3/projects/{id}/users/{actor_id}/roles", "/v3/projects/{id}/users/{actor_id}/roles/{role_id}", "the project", [("id" = String, Path, description = "The project's id."),];
+    project_group: "/v3/projects/{id}/groups/{actor_id}/roles", "/v3/projects/{id}/groups/{actor_id}/roles/{role_id}", "the project", [("id" = String, Path, description = "The project's id."),];
+    domain_user: "/v3/domains/{id}/users/{actor_id}/roles", "/v3/domains/{id}/users/{actor_id}/roles/{role_id}", "the domain", [("id" = String, Path, description = "The domain's id."),];
+    domain_group: "/v3/domains/{id}/groups/{actor_id}/roles", "/v3/domains/{id}/groups/{actor_id}/roles/{role_id}", "the domain", [("id" = String, Path, description = "The domain's id."),];
+    system_user: "/v3/system/users/{actor_id}/roles", "/v3/system/users/{actor_id}/roles/{role_id}", "the system", [];
+    system_group: "/v3/system/groups/{actor_id}/roles", "/v3/system/groups/{actor_id}/roles/{role_id}", "the system", [];
+}

@@ -11,7 +11,9 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::roles;
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::openapi::errors as E;
 use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
@@ -49,6 +51,22 @@ fn load_rule(node: &Node, prior_id: &str, implied_id: &str) -> ApiResult<(Role, 
     Ok((prior, implied))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/roles/{id}/implies",
+    operation_id = "implied_list_for_prior",
+    tag = "roles",
+    params(
+        ("id" = String, Path, description = "The prior role's id."),
+    ),
+    responses(
+        (status = 200, description = "The roles the prior role implies.", body = s::PriorRoleInferencesEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn list_for_prior(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -71,6 +89,24 @@ pub async fn list_for_prior(
     })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/roles/{id}/implies/{implied_id}",
+    operation_id = "implied_get",
+    tag = "roles",
+    description = "404 when either role does not exist or the rule does not.",
+    params(
+        ("id" = String, Path, description = "The prior role's id."),
+        ("implied_id" = String, Path, description = "The implied role's id."),
+    ),
+    responses(
+        (status = 200, description = "The rule.", body = s::InferenceRuleEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -81,6 +117,24 @@ pub async fn get(
     Ok(Json(single(&node, &prior, &implied)))
 }
 
+#[utoipa::path(
+    head,
+    path = "/v3/roles/{id}/implies/{implied_id}",
+    operation_id = "implied_check",
+    tag = "roles",
+    description = "404 when either role does not exist or the rule does not.",
+    params(
+        ("id" = String, Path, description = "The prior role's id."),
+        ("implied_id" = String, Path, description = "The implied role's id."),
+    ),
+    responses(
+        (status = 204, description = "The rule exists."),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn check(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -91,6 +145,27 @@ pub async fn check(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    put,
+    path = "/v3/roles/{id}/implies/{implied_id}",
+    operation_id = "implied_create",
+    tag = "roles",
+    description = "No request body. 404 when either role does not exist.",
+    params(
+        ("id" = String, Path, description = "The prior role's id."),
+        ("implied_id" = String, Path, description = "The implied role's id."),
+    ),
+    responses(
+        (status = 201, description = "The created rule.", body = s::InferenceRuleEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -104,6 +179,26 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(single(&node, &prior, &implied))))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/roles/{id}/implies/{implied_id}",
+    operation_id = "implied_delete",
+    tag = "roles",
+    params(
+        ("id" = String, Path, description = "The prior role's id."),
+        ("implied_id" = String, Path, description = "The implied role's id."),
+    ),
+    responses(
+        (status = 204, description = "The rule is gone."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -116,6 +211,18 @@ pub async fn delete(
 }
 
 /// Every rule, grouped by prior role.
+#[utoipa::path(
+    get,
+    path = "/v3/role_inferences",
+    operation_id = "implied_list_all",
+    tag = "roles",
+    responses(
+        (status = 200, description = "Every inference rule, grouped by prior role.", body = s::RoleInferenceList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list_all(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:list_role_inference_rules", &ctx, &json!({}))?;
     let view = node.engine.snapshot();

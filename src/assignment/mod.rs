@@ -7,6 +7,7 @@ pub mod implied;
 pub mod listing;
 pub mod role_assignments;
 pub mod roles;
+pub mod schemas;
 
 #[cfg(test)]
 mod tests;

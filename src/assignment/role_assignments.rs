@@ -9,8 +9,10 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::listing::{self, Entry, Filter};
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
+use crate::http::openapi::errors as E;
 use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
@@ -46,6 +48,30 @@ fn filter(q: &HashMap<String, String>) -> ApiResult<Filter> {
     Ok(Filter { user, group, target, role: get("role.id"), effective })
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/role_assignments",
+    operation_id = "role_assignments_list",
+    tag = "role_assignments",
+    description = "400 for a user and a group filter together, two scope filters together, or `effective` with a group filter.",
+    params(
+        ("user.id" = Option<String>, Query, description = "Only assignments of this user."),
+        ("group.id" = Option<String>, Query, description = "Only assignments of this group (not with `effective`)."),
+        ("scope.project.id" = Option<String>, Query, description = "Only assignments on this project."),
+        ("scope.domain.id" = Option<String>, Query, description = "Only assignments on this domain."),
+        ("scope.system" = Option<String>, Query, description = "`all`: only assignments on the system."),
+        ("role.id" = Option<String>, Query, description = "Only assignments of this role."),
+        ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members and implied roles."),
+        ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes."),
+    ),
+    responses(
+        (status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

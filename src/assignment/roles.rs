@@ -9,8 +9,10 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -57,6 +59,22 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
 }
 
 /// Without `domain_id` only global roles are listed (as Keystone does).
+#[utoipa::path(
+    get,
+    path = "/v3/roles",
+    operation_id = "roles_list",
+    tag = "roles",
+    params(
+        ("domain_id" = Option<String>, Query, description = "List the roles of this domain (domain-specific roles) instead of the global roles."),
+        ("name" = Option<String>, Query, description = "Only the role with this name."),
+    ),
+    responses(
+        (status = 200, description = "The roles.", body = s::RoleList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -84,6 +102,24 @@ pub async fn list(
     Ok(Json(json!({"roles": out, "links": {"self": format!("{base}/v3/roles"), "previous": null, "next": null}})))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/roles",
+    operation_id = "roles_create",
+    tag = "roles",
+    request_body(content = s::RoleCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created role.", body = s::RoleEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -102,12 +138,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateRole(r)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/roles/{id}",
+    operation_id = "roles_get",
+    tag = "roles",
+    params(
+        ("id" = String, Path, description = "The role's id."),
+    ),
+    responses(
+        (status = 200, description = "The role.", body = s::RoleEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let r = load(&node, &id)?;
     enforce(action(&r, "identity:get_role", "identity:get_domain_role"), &ctx, &target(&r))?;
     Ok(Json(json!({"role": role_json(&r, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/roles/{id}",
+    operation_id = "roles_update",
+    tag = "roles",
+    params(
+        ("id" = String, Path, description = "The role's id."),
+    ),
+    request_body(content = s::RoleUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated role.", body = s::RoleEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -133,6 +206,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateRole(r)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/roles/{id}",
+    operation_id = "roles_delete",
+    tag = "roles",
+    params(
+        ("id" = String, Path, description = "The role's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with its grants and inference rules."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

@@ -2,8 +2,7 @@
 //! caller's scoping targets.
 
 mod methods;
-mod projects;
+pub mod projects;
+pub mod schemas;
 mod scope;
 pub mod tokens;
-
-pub use projects::{auth_catalog, auth_domains, auth_projects, auth_system};

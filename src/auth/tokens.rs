@@ -10,10 +10,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use super::{methods, scope};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -49,6 +51,30 @@ pub(crate) fn token_response(
     Ok(resp)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/auth/tokens",
+    tag = "auth",
+    operation_id = "v3_tokens_issue",
+    description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
+    security(()),
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+    ),
+    request_body(content = s::AuthRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::PayloadTooLarge,
+        E::TooManyRequests,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn issue(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
@@ -90,6 +116,26 @@ pub async fn issue(
     token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/auth/tokens",
+    tag = "auth",
+    operation_id = "v3_tokens_validate",
+    description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+        ("X-Subject-Token" = String, Header, description = "The token to validate."),
+    ),
+    responses(
+        (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn validate(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -102,6 +148,24 @@ pub async fn validate(
     token_response(&node, StatusCode::OK, &subject, &vt, query_flag(q.get("nocatalog")))
 }
 
+#[utoipa::path(
+    head,
+    path = "/v3/auth/tokens",
+    tag = "auth",
+    operation_id = "v3_tokens_check",
+    params(
+        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+        ("X-Subject-Token" = String, Header, description = "The token to validate."),
+    ),
+    responses(
+        (status = 200, description = "The subject token is valid."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn check(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -117,6 +181,23 @@ pub async fn check(
 /// Possession of the subject token is the authority to revoke it (no X-Auth-Token needed).
 /// Answers once every reachable node has applied the revocation, so validation anywhere
 /// fails from then on.
+#[utoipa::path(
+    delete,
+    path = "/v3/auth/tokens",
+    tag = "auth",
+    operation_id = "v3_tokens_revoke",
+    security(()),
+    params(
+        ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
+    ),
+    responses(
+        (status = 204, description = "Revoked everywhere, immediately."),
+        E::BadRequest,
+        E::NotFound,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, true).await?;
@@ -125,4 +206,115 @@ pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiRes
     let (index, _) = node.propose_at(cmd).await?;
     node.raft.wait_cluster_applied(index, Duration::from_secs(2)).await;
     Ok(StatusCode::NO_CONTENT)
+}
+
+// The same operations under `/v4/auth/tokens` (the spec's v4 surface mounts them unchanged).
+
+#[utoipa::path(
+    post,
+    path = "/v4/auth/tokens",
+    tag = "auth",
+    operation_id = "v4_tokens_issue",
+    description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
+    security(()),
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+    ),
+    request_body(content = s::AuthRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::PayloadTooLarge,
+        E::TooManyRequests,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
+pub async fn v4_issue(
+    n: State<Arc<Node>>,
+    q: Query<HashMap<String, String>>,
+    b: JsonBody<Value>,
+) -> ApiResult<Response> {
+    issue(n, q, b).await
+}
+
+#[utoipa::path(
+    get,
+    path = "/v4/auth/tokens",
+    tag = "auth",
+    operation_id = "v4_tokens_validate",
+    description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+        ("X-Subject-Token" = String, Header, description = "The token to validate."),
+    ),
+    responses(
+        (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
+pub async fn v4_validate(
+    n: State<Arc<Node>>,
+    c: Caller,
+    h: HeaderMap,
+    q: Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    validate(n, c, h, q).await
+}
+
+#[utoipa::path(
+    head,
+    path = "/v4/auth/tokens",
+    tag = "auth",
+    operation_id = "v4_tokens_check",
+    params(
+        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+        ("X-Subject-Token" = String, Header, description = "The token to validate."),
+    ),
+    responses(
+        (status = 200, description = "The subject token is valid."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
+pub async fn v4_check(
+    n: State<Arc<Node>>,
+    c: Caller,
+    h: HeaderMap,
+    q: Query<HashMap<String, String>>,
+) -> ApiResult<StatusCode> {
+    check(n, c, h, q).await
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v4/auth/tokens",
+    tag = "auth",
+    operation_id = "v4_tokens_revoke",
+    security(()),
+    params(
+        ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
+    ),
+    responses(
+        (status = 204, description = "Revoked everywhere, immediately."),
+        E::BadRequest,
+        E::NotFound,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
+pub async fn v4_revoke(n: State<Arc<Node>>, h: HeaderMap) -> ApiResult<StatusCode> {
+    revoke(n, h).await
 }

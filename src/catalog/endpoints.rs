@@ -10,8 +10,10 @@ use serde_json::{json, Value};
 
 use super::opt_ref;
 use super::render::{collection, endpoint_json};
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -72,6 +74,24 @@ fn region_of(o: &Obj) -> ApiResult<Option<String>> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/endpoints",
+    operation_id = "endpoints_list",
+    tag = "catalog",
+    params(
+        ("interface" = Option<String>, Query, description = "Only endpoints with this interface (public, internal or admin; others are 400)."),
+        ("service_id" = Option<String>, Query, description = "Only endpoints of this service."),
+        ("region_id" = Option<String>, Query, description = "Only endpoints in this region."),
+    ),
+    responses(
+        (status = 200, description = "The endpoints.", body = s::EndpointList),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -93,6 +113,25 @@ pub async fn list(
     Ok(Json(collection("endpoints", out, &base, "/v3/endpoints")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/endpoints",
+    operation_id = "endpoints_create",
+    tag = "catalog",
+    description = "404 when the service or region does not exist.",
+    request_body(content = s::EndpointCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created endpoint.", body = s::EndpointEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -116,12 +155,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateEndpoint(e)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/endpoints/{id}",
+    operation_id = "endpoints_get",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The endpoint's id."),
+    ),
+    responses(
+        (status = 200, description = "The endpoint.", body = s::EndpointEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let e = load(&node, &id)?;
     enforce("identity:get_endpoint", &ctx, &target(&e))?;
     Ok(Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/endpoints/{id}",
+    operation_id = "endpoints_update",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The endpoint's id."),
+    ),
+    request_body(content = s::EndpointUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated endpoint.", body = s::EndpointEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -155,6 +231,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateEndpoint(e)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/endpoints/{id}",
+    operation_id = "endpoints_delete",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The endpoint's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

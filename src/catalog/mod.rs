@@ -4,6 +4,7 @@
 pub mod endpoints;
 pub mod regions;
 mod render;
+pub mod schemas;
 pub mod services;
 
 use std::sync::Arc;

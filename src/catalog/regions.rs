@@ -10,8 +10,10 @@ use serde_json::{json, Value};
 
 use super::opt_ref;
 use super::render::{collection, region_json};
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -37,6 +39,21 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/regions",
+    operation_id = "regions_list",
+    tag = "catalog",
+    params(
+        ("parent_region_id" = Option<String>, Query, description = "Only children of this region."),
+    ),
+    responses(
+        (status = 200, description = "The regions.", body = s::RegionList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -72,6 +89,24 @@ async fn create_region(node: &Node, ctx: &crate::token::ValidToken, r: Region) -
     respond(node, StatusCode::CREATED, node.propose(Command::CreateRegion(r)).await?)
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/regions",
+    operation_id = "regions_create",
+    tag = "catalog",
+    request_body(content = s::RegionCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created region.", body = s::RegionEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -83,6 +118,27 @@ pub async fn create(
 }
 
 /// `PUT /v3/regions/{id}`: create with a chosen id.
+#[utoipa::path(
+    put,
+    path = "/v3/regions/{id}",
+    operation_id = "regions_put",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The new region's id."),
+    ),
+    request_body(content = s::RegionCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The region created with the id of the path.", body = s::RegionEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn put(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -102,12 +158,49 @@ pub async fn put(
     create_region(&node, &ctx, r).await
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/regions/{id}",
+    operation_id = "regions_get",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The region's id."),
+    ),
+    responses(
+        (status = 200, description = "The region.", body = s::RegionEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let r = load(&node, &id)?;
     enforce("identity:get_region", &ctx, &target(&r))?;
     Ok(Json(json!({"region": region_json(&r, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/regions/{id}",
+    operation_id = "regions_update",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The region's id."),
+    ),
+    request_body(content = s::RegionUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated region.", body = s::RegionEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -130,6 +223,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateRegion(r)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/regions/{id}",
+    operation_id = "regions_delete",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The region's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

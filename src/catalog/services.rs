@@ -9,8 +9,10 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::render::{collection, service_json};
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -35,6 +37,22 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/services",
+    operation_id = "services_list",
+    tag = "catalog",
+    params(
+        ("name" = Option<String>, Query, description = "Only services with this name."),
+        ("type" = Option<String>, Query, description = "Only services of this type."),
+    ),
+    responses(
+        (status = 200, description = "The services.", body = s::ServiceList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -52,6 +70,24 @@ pub async fn list(
     Ok(Json(collection("services", out, &base, "/v3/services")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/services",
+    operation_id = "services_create",
+    tag = "catalog",
+    request_body(content = s::ServiceCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created service.", body = s::ServiceEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -70,12 +106,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateService(s)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/services/{id}",
+    operation_id = "services_get",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The service's id."),
+    ),
+    responses(
+        (status = 200, description = "The service.", body = s::ServiceEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let s = load(&node, &id)?;
     enforce("identity:get_service", &ctx, &target(&s))?;
     Ok(Json(json!({"service": service_json(&s, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/services/{id}",
+    operation_id = "services_update",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The service's id."),
+    ),
+    request_body(content = s::ServiceUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated service.", body = s::ServiceEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -105,6 +178,25 @@ pub async fn update(
 }
 
 /// Deletes the service and its endpoints.
+#[utoipa::path(
+    delete,
+    path = "/v3/services/{id}",
+    operation_id = "services_delete",
+    tag = "catalog",
+    params(
+        ("id" = String, Path, description = "The service's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with its endpoints."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

@@ -8,9 +8,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use super::{credential_json, ec2_id, EC2};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, Persona};
@@ -57,6 +59,22 @@ fn req_blob(o: &Obj) -> ApiResult<String> {
     opt_str(o, "blob", MAX_BLOB)?.ok_or_else(|| ApiError::bad_request("'blob' is a required property."))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/credentials",
+    operation_id = "credentials_list",
+    tag = "credentials",
+    params(
+        ("user_id" = Option<String>, Query, description = "Only credentials of this user (default for a caller without system reader: itself)."),
+        ("type" = Option<String>, Query, description = "Only credentials of this type."),
+    ),
+    responses(
+        (status = 200, description = "The credentials (with decrypted blobs) the caller may see.", body = s::CredentialList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -89,6 +107,24 @@ pub async fn list(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/credentials",
+    operation_id = "credentials_create",
+    tag = "credentials",
+    request_body(content = s::CredentialCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created credential.", body = s::CredentialEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -119,6 +155,22 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateCredential(c)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/credentials/{id}",
+    operation_id = "credentials_get",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The credential's id."),
+    ),
+    responses(
+        (status = 200, description = "The credential.", body = s::CredentialEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let c = load_authorized(&node, &ctx, "identity:get_credential", &id)?;
     Ok(Json(json!({"credential": credential_json(&c, &node.cfg.public_base())})))
@@ -127,6 +179,27 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
 /// Accepts `type`, `blob`, `user_id`, `project_id` (Keystone) and extras. The result is
 /// authorized again, so an owner cannot hand a credential to someone else. A signature
 /// credential keeps its access key (its id is derived from it).
+#[utoipa::path(
+    patch,
+    path = "/v3/credentials/{id}",
+    operation_id = "credentials_update",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The credential's id."),
+    ),
+    request_body(content = s::CredentialUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated credential.", body = s::CredentialEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -158,6 +231,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateCredential(c)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/credentials/{id}",
+    operation_id = "credentials_delete",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The credential's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

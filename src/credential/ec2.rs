@@ -9,9 +9,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use super::{blob_field, ec2_id, EC2};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::new_id;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -58,6 +60,22 @@ fn load_authorized(
     found.ok_or_else(|| ApiError::not_found("credential", access))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/users/{id}/credentials/OS-EC2",
+    operation_id = "ec2_list",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 200, description = "The user's signature credentials.", body = s::Ec2CredentialList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -91,6 +109,27 @@ fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
 
 /// Body (not wrapped): `tenant_id` (or `project_id`), optional `access` and `secret`;
 /// omitted keys are generated (UUID hex, like Keystone).
+#[utoipa::path(
+    post,
+    path = "/v3/users/{id}/credentials/OS-EC2",
+    operation_id = "ec2_create",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    request_body(content = s::Ec2CredentialCreate, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created signature credential, with its secret.", body = s::Ec2CredentialEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -124,6 +163,23 @@ pub async fn create(
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/users/{id}/credentials/OS-EC2/{access}",
+    operation_id = "ec2_get",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+        ("access" = String, Path, description = "The plaintext access key."),
+    ),
+    responses(
+        (status = 200, description = "The signature credential.", body = s::Ec2CredentialEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -133,6 +189,26 @@ pub async fn get(
     Ok(Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/users/{id}/credentials/OS-EC2/{access}",
+    operation_id = "ec2_delete",
+    tag = "credentials",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+        ("access" = String, Path, description = "The plaintext access key."),
+    ),
+    responses(
+        (status = 204, description = "Deleted."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

@@ -3,6 +3,7 @@
 
 pub mod credentials;
 pub mod ec2;
+pub mod schemas;
 mod signer;
 pub mod sigtokens;
 

@@ -11,12 +11,14 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
+use super::schemas as s;
 use super::signer::{self, SignedRequest};
 use super::{blob_field, ec2_id, EC2};
 use crate::auth::tokens::token_response;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
+use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::state::Reader;
@@ -100,6 +102,26 @@ fn fresh(r: &SignedRequest, now: i64) -> Result<(), &'static str> {
     Ok(())
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/sigtokens",
+    tag = "credentials",
+    operation_id = "sigtokens_issue",
+    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a stale timestamp, or a disabled user or project.",
+    security(()),
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+    ),
+    request_body(content = s::SignedTokenRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::PayloadTooLarge,
+        E::Internal,
+    )
+)]
 pub async fn issue(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
@@ -144,6 +166,35 @@ pub async fn issue(
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
     let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
     token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+}
+
+/// Keystone's path for the same operation, where existing clients send signed requests.
+#[utoipa::path(
+    post,
+    path = "/v3/ec2tokens",
+    tag = "credentials",
+    operation_id = "ec2tokens_issue",
+    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a stale timestamp, or a disabled user or project.",
+    security(()),
+    params(
+        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+    ),
+    request_body(content = s::SignedTokenRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+        E::BadRequest,
+        E::Unauthorized,
+        E::PayloadTooLarge,
+        E::Internal,
+    )
+)]
+pub async fn issue_ec2tokens(
+    node: State<Arc<Node>>,
+    q: Query<HashMap<String, String>>,
+    body: JsonBody<Value>,
+) -> ApiResult<Response> {
+    issue(node, q, body).await
 }
 
 #[cfg(test)]

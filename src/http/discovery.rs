@@ -7,8 +7,56 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use crate::node::Node;
+
+/// One API version, as Keystone describes it.
+#[derive(ToSchema)]
+#[allow(dead_code)] // schema only
+pub struct Version {
+    #[schema(example = "v3.14")]
+    id: String,
+    /// `stable` or `experimental`.
+    status: String,
+    updated: String,
+    links: Vec<VersionLink>,
+    #[schema(rename = "media-types")]
+    media_types: Vec<MediaType>,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct VersionLink {
+    rel: String,
+    href: String,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct MediaType {
+    base: String,
+    #[schema(rename = "type")]
+    media_type: String,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Versions {
+    versions: VersionValues,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct VersionValues {
+    values: Vec<Version>,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SingleVersion {
+    version: Version,
+}
 
 fn version(base: &str, id: &str, path: &str, status: &str) -> Value {
     json!({
@@ -22,6 +70,13 @@ fn version(base: &str, id: &str, path: &str, status: &str) -> Value {
 
 /// 200 with both versions; with `keystone_compat_status`, 300 Multiple Choices as Python
 /// Keystone answers.
+#[utoipa::path(
+    get, path = "/", tag = "discovery", security(()),
+    responses(
+        (status = 200, description = "Both API versions.", body = Versions),
+        (status = 300, description = "Both API versions, with `Location: <base>/v3/`, when `keystone_compat_status` is set.", body = Versions),
+    )
+)]
 pub async fn root(State(node): State<Arc<Node>>) -> Response {
     let base = node.cfg.public_base();
     let body = json!({"versions": {"values": [version(&base, "v3.14", "v3", "stable"), version(&base, "v4.0", "v4", "experimental")]}});
@@ -36,10 +91,22 @@ pub async fn root(State(node): State<Arc<Node>>) -> Response {
     }
 }
 
+#[utoipa::path(get, path = "/v3", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
 pub async fn v3(State(node): State<Arc<Node>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v3.14", "v3", "stable")}))
 }
 
+#[utoipa::path(get, path = "/v3/", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
+pub async fn v3_slash(node: State<Arc<Node>>) -> Json<Value> {
+    v3(node).await
+}
+
+#[utoipa::path(get, path = "/v4", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
 pub async fn v4(State(node): State<Arc<Node>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v4.0", "v4", "experimental")}))
+}
+
+#[utoipa::path(get, path = "/v4/", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
+pub async fn v4_slash(node: State<Arc<Node>>) -> Json<Value> {
+    v4(node).await
 }

@@ -6,8 +6,11 @@ pub mod error;
 pub mod extract;
 pub mod fields;
 pub mod metrics;
+pub mod openapi;
 pub mod ops;
 pub mod ratelimit;
+#[cfg(test)]
+mod route_parity;
 pub mod router;
 
 pub use error::ApiError;

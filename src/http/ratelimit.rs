@@ -56,7 +56,8 @@ fn bucket(ip: IpAddr) -> IpAddr {
 
 /// Route layer for the token routes: only POST (issue) is limited.
 pub async fn limit_token_issue(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
-    let Some(limit) = node.token_rate_limit.as_ref().filter(|_| req.method() == Method::POST) else {
+    let issuing = req.method() == Method::POST && matches!(req.uri().path(), "/v3/auth/tokens" | "/v4/auth/tokens");
+    let Some(limit) = node.token_rate_limit.as_ref().filter(|_| issuing) else {
         return next.run(req).await;
     };
     let source = req

@@ -9,9 +9,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use super::users::user_json;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, Persona};
@@ -58,6 +60,22 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/groups",
+    operation_id = "groups_list",
+    tag = "groups",
+    params(
+        ("domain_id" = Option<String>, Query, description = "Only groups of this domain (default for a domain-scoped caller: its domain)."),
+        ("name" = Option<String>, Query, description = "Only the group with this name (case-insensitive)."),
+    ),
+    responses(
+        (status = 200, description = "The groups the caller may see.", body = s::GroupList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -99,6 +117,24 @@ pub async fn list(
     Ok(Json(json!({"groups": out, "links": links(&base, "/v3/groups")})))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/groups",
+    operation_id = "groups_create",
+    tag = "groups",
+    request_body(content = s::GroupCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created group.", body = s::GroupEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -119,12 +155,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateGroup(g)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/groups/{id}",
+    operation_id = "groups_get",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+    ),
+    responses(
+        (status = 200, description = "The group.", body = s::GroupEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let g = load(&node, &id)?;
     enforce("identity:get_group", &ctx, &target(&g))?;
     Ok(Json(json!({"group": group_json(&g, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/groups/{id}",
+    operation_id = "groups_update",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+    ),
+    request_body(content = s::GroupUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated group.", body = s::GroupEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -147,6 +220,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateGroup(g)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/groups/{id}",
+    operation_id = "groups_delete",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with its memberships and grants."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -158,6 +250,22 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/groups/{id}/users",
+    operation_id = "groups_list_users",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+    ),
+    responses(
+        (status = 200, description = "The group's members.", body = s::UserList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn list_users(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -176,6 +284,26 @@ pub async fn list_users(
     Ok(Json(json!({"users": out, "links": links(&base, &format!("/v3/groups/{}/users", g.id))})))
 }
 
+#[utoipa::path(
+    put,
+    path = "/v3/groups/{id}/users/{user_id}",
+    operation_id = "groups_add_user",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+        ("user_id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 204, description = "The user is a member."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn add_user(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -188,6 +316,24 @@ pub async fn add_user(
 }
 
 /// 204 when the user is a member, 404 otherwise.
+#[utoipa::path(
+    head,
+    path = "/v3/groups/{id}/users/{user_id}",
+    operation_id = "groups_check_user",
+    tag = "groups",
+    description = "404 when the user is not a member, or the group or user does not exist.",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+        ("user_id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 204, description = "The user is a member."),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn check_user(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -202,6 +348,26 @@ pub async fn check_user(
     }
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/groups/{id}/users/{user_id}",
+    operation_id = "groups_remove_user",
+    tag = "groups",
+    params(
+        ("id" = String, Path, description = "The group's id."),
+        ("user_id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 204, description = "The user is no longer a member."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn remove_user(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -214,6 +380,22 @@ pub async fn remove_user(
 }
 
 /// The groups of a user (`membership_expires_at` is always null: memberships do not expire).
+#[utoipa::path(
+    get,
+    path = "/v3/users/{id}/groups",
+    operation_id = "groups_groups_of_user",
+    tag = "users",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 200, description = "The user's groups.", body = s::MemberGroupList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn groups_of_user(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

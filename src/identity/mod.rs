@@ -4,6 +4,7 @@ pub mod bootstrap;
 pub mod groups;
 pub mod hash_pool;
 pub mod password;
+pub mod schemas;
 pub mod users;
 
 #[cfg(test)]

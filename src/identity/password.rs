@@ -7,8 +7,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, Obj};
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -29,6 +31,28 @@ fn required_password(o: &Obj, key: &str) -> ApiResult<String> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/users/{id}/password",
+    operation_id = "password_change",
+    tag = "users",
+    description = "401 also when the original password is wrong; 409 for a user without a local password (federated).",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    request_body(content = s::PasswordChangeRequest, content_type = "application/json"),
+    responses(
+        (status = 204, description = "Changed; the user's existing tokens stop validating."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn change(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

@@ -8,9 +8,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -103,6 +105,24 @@ fn password(o: &Obj) -> ApiResult<Option<String>> {
     opt_str(o, "password", MAX_PASSWORD)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/users",
+    operation_id = "users_list",
+    tag = "users",
+    params(
+        ("domain_id" = Option<String>, Query, description = "Only users of this domain (default for a domain-scoped caller: its domain)."),
+        ("name" = Option<String>, Query, description = "Only the user with this name (case-insensitive)."),
+        ("unique_id" = Option<String>, Query, description = "Only the user linked to this federated unique id."),
+        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) users."),
+    ),
+    responses(
+        (status = 200, description = "The users the caller may see.", body = s::UserList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -153,6 +173,24 @@ pub async fn list(
     Ok(Json(json!({"users": out, "links": {"self": format!("{base}/v3/users"), "previous": null, "next": null}})))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/users",
+    operation_id = "users_create",
+    tag = "users",
+    request_body(content = s::UserCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created user (never with its password).", body = s::UserEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -183,12 +221,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateUser(u)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/users/{id}",
+    operation_id = "users_get",
+    tag = "users",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 200, description = "The user.", body = s::UserEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let u = load(&node, &id)?;
     enforce("identity:get_user", &ctx, &target(&u))?;
     Ok(Json(json!({"user": user_json(&u, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/users/{id}",
+    operation_id = "users_update",
+    tag = "users",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    request_body(content = s::UserUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated user.", body = s::UserEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -230,6 +305,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateUser(u)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/users/{id}",
+    operation_id = "users_delete",
+    tag = "users",
+    params(
+        ("id" = String, Path, description = "The user's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with its memberships, grants and credentials; its tokens stop validating."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

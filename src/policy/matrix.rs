@@ -14,20 +14,13 @@
 //! just before the call, so allowed deletions do not disturb later rows.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-use crate::config::{Config, Settings};
-use crate::node::Node;
-use crate::state::keys::{self, ns};
-use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{cf, Reader, Tx};
+use crate::state::keys::ns;
+use crate::state::Reader;
+use crate::testkit::TestNode;
 
 const PERSONAS: [&str; 6] = ["anonymous", "reader", "member", "manager A", "admin", "admin B"];
 const PASSWORD: &str = "correct horse battery";
@@ -69,104 +62,53 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v3/auth/tokens#{scratch_token}", None,           [204, 204, 204, 204, 204, 204]),
     (Method::GET, "/v3/auth/projects", None,                            [401, 200, 200, 200, 200, 200]),
     (Method::GET, "/v3/auth/catalog", None,                             [401, 200, 200, 200, 200, 200]),
+    // Groups and membership: domain readers read, domain managers write, in their domain.
+    (Method::GET, "/v3/groups", None,                                   [401, 403, 403, 200, 200, 200]),
+    (Method::GET, "/v3/groups/{gA}", None,                              [401, 403, 403, 200, 200, 403]),
+    (Method::GET, "/v3/groups/{gB}", None,                              [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v3/groups", Some(r#"{"group": {"name": "{uniq}", "domain_id": "{dA}"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::PATCH, "/v3/groups/{gA}", Some(r#"{"group": {"description": "x"}}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v3/groups/{scratch_group_A}", None,              [401, 403, 403, 204, 204, 403]),
+    (Method::PUT, "/v3/groups/{gA}/users/{uM}", None,                   [401, 403, 403, 204, 204, 403]),
+    (Method::HEAD, "/v3/groups/{gA}/users/{uM}", None,                  [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v3/groups/{gA}/users", None,                        [401, 403, 403, 200, 200, 403]),
+    (Method::GET, "/v3/users/{uM}/groups", None,                        [401, 403, 200, 200, 200, 403]),
+    // Roles and implication rules: reading needs a system reader (or a domain manager, who
+    // must see the roles it may grant); writing needs a system admin.
+    (Method::GET, "/v3/roles", None,                                    [401, 403, 403, 200, 200, 200]),
+    (Method::GET, "/v3/roles/{role_member}", None,                      [401, 403, 403, 200, 200, 200]),
+    (Method::POST, "/v3/roles", Some(r#"{"role": {"name": "{uniq}"}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::PATCH, "/v3/roles/{rX}", Some(r#"{"role": {"description": "x"}}"#), [401, 403, 403, 403, 200, 403]),
+    (Method::DELETE, "/v3/roles/{scratch_role}", None,                  [401, 403, 403, 403, 204, 403]),
+    (Method::PUT, "/v3/roles/{rX}/implies/{role_reader}", None,         [401, 403, 403, 403, 201, 403]),
+    (Method::HEAD, "/v3/roles/{rX}/implies/{role_reader}", None,        [401, 403, 403, 403, 204, 403]),
+    (Method::GET, "/v3/roles/{rX}/implies", None,                       [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/role_inferences", None,                          [401, 403, 403, 403, 200, 403]),
+    // Grants: a domain manager grants manager/member/reader inside its domain, nothing else.
+    (Method::PUT, "/v3/projects/{pA}/users/{uM}/roles/{role_member}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::PUT, "/v3/projects/{pA}/users/{scratch_user_A}/roles/{role_admin}", None, [401, 403, 403, 403, 204, 403]),
+    (Method::PUT, "/v3/projects/{pB}/users/{scratch_user_A}/roles/{role_member}", None, [401, 403, 403, 403, 204, 403]),
+    (Method::HEAD, "/v3/projects/{pA}/users/{uM}/roles/{role_member}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v3/projects/{pA}/users/{uM}/roles", None,           [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v3/projects/{pA}/users/{granted_user_A}/roles/{role_member}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::PUT, "/v3/domains/{dA}/groups/{gA}/roles/{role_reader}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::PUT, "/v3/system/users/{scratch_user_A}/roles/{role_reader}", None, [401, 403, 403, 403, 204, 403]),
+    (Method::GET, "/v3/system/users/{uM}/roles", None,                  [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/role_assignments", None,                         [401, 403, 403, 200, 200, 200]),
+    // Catalog: regions are readable by anyone authenticated; services and endpoints by system
+    // readers; every write needs a system admin.
+    (Method::GET, "/v3/regions", None,                                  [401, 200, 200, 200, 200, 200]),
+    (Method::POST, "/v3/regions", Some(r#"{"region": {"id": "{uniq}"}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::GET, "/v3/services", None,                                 [401, 403, 403, 403, 200, 403]),
+    (Method::POST, "/v3/services", Some(r#"{"service": {"type": "t-{uniq}", "name": "{uniq}"}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::DELETE, "/v3/services/{scratch_service}", None,            [401, 403, 403, 403, 204, 403]),
+    (Method::GET, "/v3/endpoints", None,                                [401, 403, 403, 403, 200, 403]),
+    // Credentials: the owner or the system.
+    (Method::GET, "/v3/credentials", None,                              [401, 200, 200, 200, 200, 200]),
+    (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{self}"}}"#), [401, 201, 201, 201, 201, 201]),
+    (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{uM}"}}"#), [401, 403, 201, 403, 201, 403]),
+    (Method::GET, "/v3/credentials/{cred_M}", None,                     [401, 403, 200, 403, 200, 403]),
 ];
-
-/// A one-node cluster in this process, driven through the API router without sockets.
-pub struct TestNode {
-    _dir: tempfile::TempDir,
-    pub node: Arc<Node>,
-}
-
-impl TestNode {
-    pub async fn start(settings: &[(&str, &str, &str)]) -> TestNode {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Settings::default();
-        s.set("idnode", "data_dir", dir.path().to_str().unwrap());
-        s.set("idnode", "admin_password", PASSWORD);
-        s.set("identity", "password_hash_memory_kib", "1024");
-        s.set("identity", "password_hash_iterations", "1");
-        s.set("raft", "heartbeat_ms", "50");
-        s.set("raft", "election_timeout_min_ms", "150");
-        s.set("raft", "election_timeout_max_ms", "300");
-        for (section, key, value) in settings {
-            s.set(section, key, value);
-        }
-        let node = crate::node::open(Config::from_settings(&s).unwrap()).await.unwrap();
-        node.raft.initialize(node.cfg.members()).await.unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while let Err(e) = crate::identity::bootstrap::run(&node).await {
-            assert!(std::time::Instant::now() < deadline, "bootstrap: {}", e.message);
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        TestNode { _dir: dir, node }
-    }
-
-    /// One request; `path` may end in `#TOKEN` to send it as X-Subject-Token.
-    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<&Value>) -> Reply {
-        let (path, subject) = match path.split_once('#') {
-            Some((p, s)) => (p, Some(s)),
-            None => (path, None),
-        };
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(t) = token {
-            req = req.header("x-auth-token", t);
-        }
-        if let Some(s) = subject {
-            req = req.header("x-subject-token", s);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let mut req = req.body(body).unwrap();
-        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-        let resp = crate::http::router::api(self.node.clone()).oneshot(req).await.unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply { status, headers, body }
-    }
-
-    pub async fn token(&self, user_id: &str, scope: Value) -> String {
-        let mut auth = json!({"identity": {"methods": ["password"],
-            "password": {"user": {"id": user_id, "password": PASSWORD}}}});
-        if !scope.is_null() {
-            auth["scope"] = scope;
-        }
-        let r = self.call(Method::POST, "/v3/auth/tokens", None, Some(&json!({ "auth": auth }))).await;
-        assert_eq!(r.status, StatusCode::OK, "token for {user_id}: {}", r.body);
-        r.headers["x-subject-token"].to_str().unwrap().to_string()
-    }
-
-    async fn create(&self, admin: &str, path: &str, kind: &str, body: Value) -> String {
-        let r = self.call(Method::POST, path, Some(admin), Some(&json!({ kind: body }))).await;
-        assert_eq!(r.status, StatusCode::CREATED, "creating {kind}: {}", r.body);
-        r.body[kind]["id"].as_str().unwrap().to_string()
-    }
-
-    /// Grants a role directly in storage: the grant API lives on another branch. Tokens
-    /// issued afterwards see it.
-    fn grant(&self, user_id: &str, target: Target, role: &str) {
-        let role_id = self.node.engine.read().id_by_name(ns::ROLE_NAME, "", role).unwrap().unwrap();
-        let a = Assignment { actor_kind: ActorKind::User, actor_id: user_id.into(), target, role_id, inherited: false };
-        let mut batch = self.node.engine.batch();
-        let mut tx = Tx { engine: &self.node.engine, batch: &mut batch };
-        for k in keys::assignment_keys(&a) {
-            tx.put(cf::ASSIGNMENTS, k, &a).unwrap();
-        }
-        self.node.engine.write(batch, true).unwrap();
-    }
-}
-
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: axum::http::HeaderMap,
-    pub body: Value,
-}
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
     vars.iter().fold(template.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
@@ -174,33 +116,45 @@ fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authorization_matrix() {
-    let t = TestNode::start(&[("auth", "rate_limit_per_second", "0")]).await;
+    let t = TestNode::start_with(&[("auth", "rate_limit_per_second", "0")]).await;
     let info = t.node.engine.read().bootstrap_info().unwrap().unwrap();
-    let admin_token = t.token(&info.admin_user_id, json!({"project": {"id": info.admin_project_id}})).await;
+    let admin_token = t.admin.clone();
     let admin = admin_token.as_str();
 
-    let d_a = t.create(admin, "/v3/domains", "domain", json!({"name": "dom-a"})).await;
-    let d_b = t.create(admin, "/v3/domains", "domain", json!({"name": "dom-b"})).await;
-    let p_a = t.create(admin, "/v3/projects", "project", json!({"name": "pa", "domain_id": d_a})).await;
-    let p_b = t.create(admin, "/v3/projects", "project", json!({"name": "pb", "domain_id": d_b})).await;
+    let d_a = t.create("/v3/domains", "domain", json!({"name": "dom-a"})).await;
+    let d_b = t.create("/v3/domains", "domain", json!({"name": "dom-b"})).await;
+    let p_a = t.create("/v3/projects", "project", json!({"name": "pa", "domain_id": d_a})).await;
+    let p_b = t.create("/v3/projects", "project", json!({"name": "pb", "domain_id": d_b})).await;
     let user = |name: &str, domain: &str| json!({"name": name, "domain_id": domain, "password": PASSWORD});
-    let u_r = t.create(admin, "/v3/users", "user", user("reader", &d_a)).await;
-    let u_m = t.create(admin, "/v3/users", "user", user("member", &d_a)).await;
-    let u_dm = t.create(admin, "/v3/users", "user", user("manager", &d_a)).await;
-    let u_ob = t.create(admin, "/v3/users", "user", user("admin-b", &d_b)).await;
-    t.grant(&u_r, Target::Project(p_a.clone()), "reader");
-    t.grant(&u_m, Target::Project(p_a.clone()), "member");
-    t.grant(&u_dm, Target::Domain(d_a.clone()), "manager");
-    t.grant(&u_ob, Target::Domain(d_b.clone()), "admin");
+    let u_r = t.create("/v3/users", "user", user("reader", &d_a)).await;
+    let u_m = t.create("/v3/users", "user", user("member", &d_a)).await;
+    let u_dm = t.create("/v3/users", "user", user("manager", &d_a)).await;
+    let u_ob = t.create("/v3/users", "user", user("admin-b", &d_b)).await;
+    let role = |name: &str| t.node.engine.read().id_by_name(ns::ROLE_NAME, "", name).unwrap().unwrap();
+    let (role_admin, role_manager, role_member, role_reader) =
+        (role("admin"), role("manager"), role("member"), role("reader"));
+    for (u, target, r) in [
+        (&u_r, format!("projects/{p_a}"), &role_reader),
+        (&u_m, format!("projects/{p_a}"), &role_member),
+        (&u_dm, format!("domains/{d_a}"), &role_manager),
+        (&u_ob, format!("domains/{d_b}"), &role_admin),
+    ] {
+        let r = t.call(Method::PUT, &format!("/v3/{target}/users/{u}/roles/{r}"), Some(admin), None).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "grant: {}", r.body);
+    }
+    let g_a = t.create("/v3/groups", "group", json!({"name": "ga", "domain_id": d_a})).await;
+    let g_b = t.create("/v3/groups", "group", json!({"name": "gb", "domain_id": d_b})).await;
+    let r_x = t.create("/v3/roles", "role", json!({"name": "role-x"})).await;
+    let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let on_pa = json!({"project": {"id": p_a}});
     let tokens = [
         None,
-        Some(t.token(&u_r, on_pa.clone()).await),
-        Some(t.token(&u_m, on_pa.clone()).await),
-        Some(t.token(&u_dm, json!({"domain": {"id": d_a}})).await),
+        Some(t.token_for_id(&u_r, PASSWORD, on_pa.clone()).await),
+        Some(t.token_for_id(&u_m, PASSWORD, on_pa.clone()).await),
+        Some(t.token_for_id(&u_dm, PASSWORD, json!({"domain": {"id": d_a}})).await),
         Some(admin_token.clone()),
-        Some(t.token(&u_ob, json!({"domain": {"id": d_b}})).await),
+        Some(t.token_for_id(&u_ob, PASSWORD, json!({"domain": {"id": d_b}})).await),
     ];
     let users = [&u_m, &u_r, &u_m, &u_dm, &info.admin_user_id, &u_ob];
     let member_token = tokens[2].clone().unwrap();
@@ -220,25 +174,49 @@ async fn authorization_matrix() {
                 ("self_token", tokens[i].clone().unwrap_or_else(|| member_token.clone())),
                 ("member_token", member_token.clone()),
                 ("uniq", format!("case-{n}")),
+                ("gA", g_a.clone()),
+                ("gB", g_b.clone()),
+                ("rX", r_x.clone()),
+                ("role_admin", role_admin.clone()),
+                ("role_member", role_member.clone()),
+                ("role_reader", role_reader.clone()),
+                ("cred_M", cred_m.clone()),
             ]);
             let text = format!("{path} {}", body.unwrap_or(""));
             if text.contains("{scratch_project_A}") {
-                let id = t.create(admin, "/v3/projects", "project", json!({"name": format!("s{n}"), "domain_id": d_a}));
+                let id = t.create("/v3/projects", "project", json!({"name": format!("s{n}"), "domain_id": d_a}));
                 vars.insert("scratch_project_A", id.await);
             }
             if text.contains("{scratch_user_A}") {
-                let id = t.create(admin, "/v3/users", "user", json!({"name": format!("s{n}"), "domain_id": d_a}));
+                let id = t.create("/v3/users", "user", json!({"name": format!("s{n}"), "domain_id": d_a}));
                 vars.insert("scratch_user_A", id.await);
             }
             if text.contains("{scratch_domain}") {
-                let id = t.create(admin, "/v3/domains", "domain", json!({"name": format!("s{n}"), "enabled": false}));
+                let id = t.create("/v3/domains", "domain", json!({"name": format!("s{n}"), "enabled": false}));
                 vars.insert("scratch_domain", id.await);
             }
+            if text.contains("{scratch_group_A}") {
+                let id = t.create("/v3/groups", "group", json!({"name": format!("s{n}"), "domain_id": d_a}));
+                vars.insert("scratch_group_A", id.await);
+            }
+            if text.contains("{scratch_role}") {
+                vars.insert("scratch_role", t.create("/v3/roles", "role", json!({"name": format!("s{n}")})).await);
+            }
+            if text.contains("{scratch_service}") {
+                let id = t.create("/v3/services", "service", json!({"type": format!("s{n}")}));
+                vars.insert("scratch_service", id.await);
+            }
+            if text.contains("{granted_user_A}") {
+                let id = t.create("/v3/users", "user", json!({"name": format!("g{n}"), "domain_id": d_a})).await;
+                let grant = format!("/v3/projects/{p_a}/users/{id}/roles/{role_member}");
+                assert_eq!(t.call(Method::PUT, &grant, Some(admin), None).await.status, StatusCode::NO_CONTENT);
+                vars.insert("granted_user_A", id);
+            }
             if text.contains("{scratch_token}") {
-                vars.insert("scratch_token", t.token(&u_m, on_pa.clone()).await);
+                vars.insert("scratch_token", t.token_for_id(&u_m, PASSWORD, on_pa.clone()).await);
             }
             let body: Option<Value> = body.map(|b| serde_json::from_str(&fill(b, &vars)).unwrap());
-            let r = t.call(method.clone(), &fill(path, &vars), tokens[i].as_deref(), body.as_ref()).await;
+            let r = t.call(method.clone(), &fill(path, &vars), tokens[i].as_deref(), body).await;
             if r.status.as_u16() != expected[i] {
                 failures
                     .push(format!("{method} {path} as {persona}: {} (expected {}) {}", r.status, expected[i], r.body));
@@ -250,14 +228,15 @@ async fn authorization_matrix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_issue_is_rate_limited_per_source() {
-    let t = TestNode::start(&[("auth", "rate_limit_per_second", "1"), ("auth", "rate_limit_burst", "2")]).await;
+    // A burst of 3: the test node's own admin token takes one, these two calls the others.
+    let t = TestNode::start_with(&[("auth", "rate_limit_per_second", "1"), ("auth", "rate_limit_burst", "3")]).await;
     let bad = json!({"auth": {"identity": {"methods": ["password"],
         "password": {"user": {"id": "nobody", "password": "x"}}}}});
     for _ in 0..2 {
-        let r = t.call(Method::POST, "/v3/auth/tokens", None, Some(&bad)).await;
+        let r = t.call(Method::POST, "/v3/auth/tokens", None, Some(bad.clone())).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     }
-    let r = t.call(Method::POST, "/v4/auth/tokens", None, Some(&bad)).await;
+    let r = t.call(Method::POST, "/v4/auth/tokens", None, Some(bad.clone())).await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
     assert_eq!(r.body["error"]["code"], 429);
     assert_eq!(r.body["error"]["title"], "Too Many Requests");

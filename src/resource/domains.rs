@@ -9,8 +9,10 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::domain_json;
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -32,6 +34,23 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/domains",
+    operation_id = "domains_list",
+    tag = "domains",
+    params(
+        ("name" = Option<String>, Query, description = "Only the domain with this name (case-insensitive)."),
+        ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
+        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) domains."),
+    ),
+    responses(
+        (status = 200, description = "The domains the caller may see.", body = s::DomainList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -59,6 +78,24 @@ pub async fn list(
     Ok(Json(json!({"domains": out, "links": {"self": format!("{base}/v3/domains"), "previous": null, "next": null}})))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/domains",
+    operation_id = "domains_create",
+    tag = "domains",
+    request_body(content = s::DomainCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created domain.", body = s::DomainEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -89,12 +126,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(d)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/domains/{id}",
+    operation_id = "domains_get",
+    tag = "domains",
+    params(
+        ("id" = String, Path, description = "The domain's id."),
+    ),
+    responses(
+        (status = 200, description = "The domain.", body = s::DomainEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let d = load(&node, &id)?;
     enforce("identity:get_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
     Ok(Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/domains/{id}",
+    operation_id = "domains_update",
+    tag = "domains",
+    params(
+        ("id" = String, Path, description = "The domain's id."),
+    ),
+    request_body(content = s::DomainUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated domain.", body = s::DomainEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -125,6 +199,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(d)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/domains/{id}",
+    operation_id = "domains_delete",
+    tag = "domains",
+    params(
+        ("id" = String, Path, description = "The domain's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,

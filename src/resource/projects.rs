@@ -9,9 +9,11 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::project_json;
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::*;
+use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -48,6 +50,26 @@ fn effective_domain_filter(ctx: &ValidToken, asked: Option<&String>) -> Option<S
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/projects",
+    operation_id = "projects_list",
+    tag = "projects",
+    params(
+        ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
+        ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive)."),
+        ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
+        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
+        ("is_domain" = Option<bool>, Query, description = "List projects acting as domains instead (default false)."),
+        ("parent_id" = Option<String>, Query, description = "Only children of this project."),
+    ),
+    responses(
+        (status = 200, description = "The projects the caller may see.", body = s::ProjectList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::Internal,
+    )
+)]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -90,6 +112,24 @@ pub async fn list(
     Ok(Json(json!({"projects": out, "links": {"self": format!("{base}/v3/projects"), "previous": null, "next": null}})))
 }
 
+#[utoipa::path(
+    post,
+    path = "/v3/projects",
+    operation_id = "projects_create",
+    tag = "projects",
+    request_body(content = s::ProjectCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The created project.", body = s::ProjectEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn create(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -136,12 +176,49 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(p)).await?)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v3/projects/{id}",
+    operation_id = "projects_get",
+    tag = "projects",
+    params(
+        ("id" = String, Path, description = "The project's id."),
+    ),
+    responses(
+        (status = 200, description = "The project.", body = s::ProjectEnvelope),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
 pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let p = load(&node, &id)?;
     enforce("identity:get_project", &ctx, &target(&p))?;
     Ok(Json(json!({"project": project_json(&p, &node.cfg.public_base())})))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/v3/projects/{id}",
+    operation_id = "projects_update",
+    tag = "projects",
+    params(
+        ("id" = String, Path, description = "The project's id."),
+    ),
+    request_body(content = s::ProjectUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated project.", body = s::ProjectEnvelope),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::PayloadTooLarge,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -178,6 +255,25 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(p)).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/v3/projects/{id}",
+    operation_id = "projects_delete",
+    tag = "projects",
+    params(
+        ("id" = String, Path, description = "The project's id."),
+    ),
+    responses(
+        (status = 204, description = "Deleted."),
+        E::BadRequest,
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Conflict,
+        E::Internal,
+        E::Unavailable,
+    )
+)]
 pub async fn delete(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
