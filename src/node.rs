@@ -35,6 +35,8 @@ pub struct Node {
     pub token_cache: AppliedCache<String, Arc<ValidToken>>,
     pub ring_cache: AppliedCache<(), Arc<TokenKeyRing>>,
     pub catalog_cache: AppliedCache<(), Arc<Value>>,
+    /// Serialized token objects per (token, nocatalog), for the validation they came from.
+    pub token_bodies: AppliedCache<(String, bool), (Arc<ValidToken>, axum::body::Bytes)>,
     pub metrics: Metrics,
     pub registry: Registry,
     /// Per-source limit on token issue; None when disabled.
@@ -112,6 +114,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         token_cache: AppliedCache::new(100_000),
         ring_cache: AppliedCache::new(1),
         catalog_cache: AppliedCache::new(1),
+        token_bodies: AppliedCache::new(100_000),
         metrics,
         registry,
         token_rate_limit,

@@ -102,6 +102,9 @@ impl IdCluster {
             .env("IDNODE_CLUSTER_SECRET", &self.secret)
             .env("IDNODE_ADMIN_PASSWORD", &self.admin_password)
             .env("IDNODE_KEK", &n.kek)
+            // The load generator is one source address: measure capacity, not the per-source
+            // token-issue rate limit (the reference Keystone has none).
+            .env("IDNODE_AUTH_RATE_LIMIT_PER_SECOND", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")

@@ -4,10 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
@@ -24,6 +24,28 @@ use crate::token::{now_micros, render_token, TokenPayload, TokenScope, ValidToke
 
 const MAX_TOKEN_LEN: usize = 4096;
 
+/// The serialized token object. Rendering it (a catalog of a few KiB included) cost more than
+/// the rest of a validation, so the bytes are cached for exactly this validation result (same
+/// `ValidToken`, same applied index).
+fn token_body(node: &Node, token: &str, vt: &Arc<ValidToken>, nocatalog: bool) -> ApiResult<Bytes> {
+    let applied = node.app.applied_index();
+    let key = (token.to_string(), nocatalog);
+    if let Some((cached_for, body)) = node.token_bodies.get(&key, applied) {
+        if Arc::ptr_eq(&cached_for, vt) {
+            return Ok(body);
+        }
+    }
+    let catalog = match (&vt.payload.scope, nocatalog) {
+        (TokenScope::Unscoped, _) | (_, true) => None,
+        _ => Some(node.catalog()?),
+    };
+    let body = Bytes::from(
+        serde_json::to_vec(&json!({"token": render_token(vt, catalog.as_deref())})).map_err(ApiError::internal)?,
+    );
+    node.token_bodies.insert(key, (vt.clone(), body.clone()), applied);
+    Ok(body)
+}
+
 fn subject_token(headers: &HeaderMap) -> ApiResult<String> {
     headers
         .get("x-subject-token")
@@ -37,15 +59,11 @@ pub(crate) fn token_response(
     node: &Node,
     status: StatusCode,
     token: &str,
-    vt: &ValidToken,
+    vt: &Arc<ValidToken>,
     nocatalog: bool,
 ) -> ApiResult<Response> {
-    let catalog = match (&vt.payload.scope, nocatalog) {
-        (TokenScope::Unscoped, _) | (_, true) => None,
-        _ => Some(node.catalog()?),
-    };
-    let body = json!({"token": render_token(vt, catalog.as_deref())});
-    let mut resp = (status, Json(body)).into_response();
+    let body = token_body(node, token, vt, nocatalog)?;
+    let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     let header = HeaderValue::from_str(token).map_err(ApiError::internal)?;
     resp.headers_mut().insert("x-subject-token", header);
     Ok(resp)
