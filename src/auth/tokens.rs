@@ -69,31 +69,139 @@ pub(crate) fn token_response(
     Ok(resp)
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/auth/tokens",
-    tag = "auth",
-    operation_id = "v3_tokens_issue",
-    description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
-    security(()),
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
-    request_body(content = s::AuthRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::PayloadTooLarge,
-        E::TooManyRequests,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn issue(
+/// The four token operations, mounted unchanged under `/v3/auth/tokens` and
+/// `/v4/auth/tokens` (the spec's v4 surface): one annotated handler per path and method, all
+/// calling the same logic below.
+macro_rules! token_operations {
+    ($path:literal, $issue:ident = $issue_id:literal, $validate:ident = $validate_id:literal,
+     $check:ident = $check_id:literal, $revoke:ident = $revoke_id:literal) => {
+        #[utoipa::path(
+            post,
+            path = $path,
+            tag = "auth",
+            operation_id = $issue_id,
+            description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
+            security(()),
+            params(
+                ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+            ),
+            request_body(content = s::AuthRequest, content_type = "application/json"),
+            responses(
+                (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+                (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+                E::BadRequest,
+                E::Unauthorized,
+                E::Forbidden,
+                E::NotFound,
+                E::PayloadTooLarge,
+                E::TooManyRequests,
+                E::Internal,
+                E::Unavailable,
+            )
+        )]
+        pub async fn $issue(
+            n: State<Arc<Node>>,
+            q: Query<HashMap<String, String>>,
+            b: JsonBody<Value>,
+        ) -> ApiResult<Response> {
+            issue_token(n, q, b).await
+        }
+
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = "auth",
+            operation_id = $validate_id,
+            description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
+            params(
+                ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+                ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+                ("X-Subject-Token" = String, Header, description = "The token to validate."),
+            ),
+            responses(
+                (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
+                E::BadRequest,
+                E::Unauthorized,
+                E::Forbidden,
+                E::NotFound,
+                E::Internal,
+            )
+        )]
+        pub async fn $validate(
+            n: State<Arc<Node>>,
+            c: Caller,
+            h: HeaderMap,
+            q: Query<HashMap<String, String>>,
+        ) -> ApiResult<Response> {
+            validate_token(n, c, h, q).await
+        }
+
+        #[utoipa::path(
+            head,
+            path = $path,
+            tag = "auth",
+            operation_id = $check_id,
+            params(
+                ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+                ("X-Subject-Token" = String, Header, description = "The token to validate."),
+            ),
+            responses(
+                (status = 200, description = "The subject token is valid."),
+                E::BadRequest,
+                E::Unauthorized,
+                E::Forbidden,
+                E::NotFound,
+                E::Internal,
+            )
+        )]
+        pub async fn $check(
+            n: State<Arc<Node>>,
+            c: Caller,
+            h: HeaderMap,
+            q: Query<HashMap<String, String>>,
+        ) -> ApiResult<StatusCode> {
+            check_token(n, c, h, q).await
+        }
+
+        #[utoipa::path(
+            delete,
+            path = $path,
+            tag = "auth",
+            operation_id = $revoke_id,
+            security(()),
+            params(
+                ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
+            ),
+            responses(
+                (status = 204, description = "Revoked everywhere, immediately."),
+                E::BadRequest,
+                E::NotFound,
+                E::Internal,
+                E::Unavailable,
+            )
+        )]
+        pub async fn $revoke(n: State<Arc<Node>>, h: HeaderMap) -> ApiResult<StatusCode> {
+            revoke_token(n, h).await
+        }
+    };
+}
+
+token_operations!(
+    "/v3/auth/tokens",
+    issue = "v3_tokens_issue",
+    validate = "v3_tokens_validate",
+    check = "v3_tokens_check",
+    revoke = "v3_tokens_revoke"
+);
+token_operations!(
+    "/v4/auth/tokens",
+    v4_issue = "v4_tokens_issue",
+    v4_validate = "v4_tokens_validate",
+    v4_check = "v4_tokens_check",
+    v4_revoke = "v4_tokens_revoke"
+);
+
+async fn issue_token(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
     JsonBody(body): JsonBody<Value>,
@@ -134,27 +242,7 @@ pub async fn issue(
     token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/auth/tokens",
-    tag = "auth",
-    operation_id = "v3_tokens_validate",
-    description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-        ("X-Subject-Token" = String, Header, description = "The token to validate."),
-    ),
-    responses(
-        (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn validate(
+async fn validate_token(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     headers: HeaderMap,
@@ -166,25 +254,7 @@ pub async fn validate(
     token_response(&node, StatusCode::OK, &subject, &vt, query_flag(q.get("nocatalog")))
 }
 
-#[utoipa::path(
-    head,
-    path = "/v3/auth/tokens",
-    tag = "auth",
-    operation_id = "v3_tokens_check",
-    params(
-        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-        ("X-Subject-Token" = String, Header, description = "The token to validate."),
-    ),
-    responses(
-        (status = 200, description = "The subject token is valid."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn check(
+async fn check_token(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     headers: HeaderMap,
@@ -199,24 +269,7 @@ pub async fn check(
 /// Possession of the subject token is the authority to revoke it (no X-Auth-Token needed).
 /// Answers once every reachable node has applied the revocation, so validation anywhere
 /// fails from then on.
-#[utoipa::path(
-    delete,
-    path = "/v3/auth/tokens",
-    tag = "auth",
-    operation_id = "v3_tokens_revoke",
-    security(()),
-    params(
-        ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
-    ),
-    responses(
-        (status = 204, description = "Revoked everywhere, immediately."),
-        E::BadRequest,
-        E::NotFound,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
+async fn revoke_token(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, true).await?;
     let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();
@@ -224,115 +277,4 @@ pub async fn revoke(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiRes
     let (index, _) = node.propose_at(cmd).await?;
     node.raft.wait_cluster_applied(index, Duration::from_secs(2)).await;
     Ok(StatusCode::NO_CONTENT)
-}
-
-// The same operations under `/v4/auth/tokens` (the spec's v4 surface mounts them unchanged).
-
-#[utoipa::path(
-    post,
-    path = "/v4/auth/tokens",
-    tag = "auth",
-    operation_id = "v4_tokens_issue",
-    description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
-    security(()),
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
-    request_body(content = s::AuthRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::PayloadTooLarge,
-        E::TooManyRequests,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn v4_issue(
-    n: State<Arc<Node>>,
-    q: Query<HashMap<String, String>>,
-    b: JsonBody<Value>,
-) -> ApiResult<Response> {
-    issue(n, q, b).await
-}
-
-#[utoipa::path(
-    get,
-    path = "/v4/auth/tokens",
-    tag = "auth",
-    operation_id = "v4_tokens_validate",
-    description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-        ("X-Subject-Token" = String, Header, description = "The token to validate."),
-    ),
-    responses(
-        (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn v4_validate(
-    n: State<Arc<Node>>,
-    c: Caller,
-    h: HeaderMap,
-    q: Query<HashMap<String, String>>,
-) -> ApiResult<Response> {
-    validate(n, c, h, q).await
-}
-
-#[utoipa::path(
-    head,
-    path = "/v4/auth/tokens",
-    tag = "auth",
-    operation_id = "v4_tokens_check",
-    params(
-        ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-        ("X-Subject-Token" = String, Header, description = "The token to validate."),
-    ),
-    responses(
-        (status = 200, description = "The subject token is valid."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn v4_check(
-    n: State<Arc<Node>>,
-    c: Caller,
-    h: HeaderMap,
-    q: Query<HashMap<String, String>>,
-) -> ApiResult<StatusCode> {
-    check(n, c, h, q).await
-}
-
-#[utoipa::path(
-    delete,
-    path = "/v4/auth/tokens",
-    tag = "auth",
-    operation_id = "v4_tokens_revoke",
-    security(()),
-    params(
-        ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
-    ),
-    responses(
-        (status = 204, description = "Revoked everywhere, immediately."),
-        E::BadRequest,
-        E::NotFound,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn v4_revoke(n: State<Arc<Node>>, h: HeaderMap) -> ApiResult<StatusCode> {
-    revoke(n, h).await
 }
