@@ -33,10 +33,12 @@ pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// Exports the state as of now. The caller holds the apply lock, so the position read here
-/// matches the exported data exactly.
-pub fn export(engine: &Engine, cfs: &[&'static str]) -> Result<StoredSnapshot, StorageError> {
-    let view = engine.read();
+/// Exports the state as of now. The caller holds the apply lock while this takes a RocksDB
+/// snapshot, so the position read here matches the exported data exactly; `release` is then
+/// dropped and applies go on during the (long) copy.
+pub fn export<G>(engine: &Engine, cfs: &[&'static str], release: G) -> Result<StoredSnapshot, StorageError> {
+    let view = engine.snapshot();
+    drop(release);
     let applied: Option<LogId> = view
         .get_t::<Option<LogId>>(CF_META, KEY_APPLIED)
         .map_err(|e| StorageIOError::read_state_machine(any(e)))?
@@ -46,7 +48,7 @@ pub fn export(engine: &Engine, cfs: &[&'static str]) -> Result<StoredSnapshot, S
         .map_err(|e| StorageIOError::read_state_machine(any(e)))?
         .unwrap_or_default();
     let mut data = Vec::new();
-    engine.export(cfs, &mut data).map_err(|e| StorageIOError::read_state_machine(any(e)))?;
+    Engine::export_view(&view, cfs, &mut data).map_err(|e| StorageIOError::read_state_machine(any(e)))?;
     let created_at = unix_now();
     let snapshot_id = match applied {
         Some(l) => format!("{}-{}-{}-{:08x}", l.leader_id.term, l.index, created_at, rand::random::<u32>()),
@@ -77,12 +79,9 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let guard = self.shared.apply_lock.clone().lock_owned().await;
         let shared = self.shared.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            let _guard = guard;
-            export(&shared.engine, &shared.snapshot_cfs)
-        })
-        .await
-        .map_err(|e| StorageIOError::read_state_machine(any(e)))??;
+        let built = tokio::task::spawn_blocking(move || export(&shared.engine, &shared.snapshot_cfs, guard))
+            .await
+            .map_err(|e| StorageIOError::read_state_machine(any(e)))??;
         self.shared.offer_snapshot(built.clone())?;
         Ok(built.to_snapshot())
     }

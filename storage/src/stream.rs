@@ -8,7 +8,7 @@ use rocksdb::{IteratorMode, WriteBatch};
 use serde::{Deserialize, Serialize};
 
 use crate::codec::value_ad;
-use crate::{decode, encode, Engine, Result, StorageError};
+use crate::{decode, encode, Engine, ReadView, Result, StorageError};
 
 const MAGIC: &[u8; 8] = b"IDNSNAP1";
 
@@ -22,7 +22,12 @@ struct Record {
 impl Engine {
     /// Writes every pair of `cfs`, as of one instant, to `out`. Returns the record count.
     pub fn export(&self, cfs: &[&str], out: &mut impl Write) -> Result<u64> {
-        let view = self.snapshot();
+        Self::export_view(&self.snapshot(), cfs, out)
+    }
+
+    /// Like [`Engine::export`], from a view the caller took (so it can read other values at
+    /// the same instant and release its locks before the long copy).
+    pub fn export_view(view: &ReadView<'_>, cfs: &[&str], out: &mut impl Write) -> Result<u64> {
         out.write_all(MAGIC)?;
         let mut n = 0;
         for cf in cfs {
