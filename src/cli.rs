@@ -43,6 +43,13 @@ pub enum ClusterCmd {
     Promote { id: u64 },
     /// Remove a voter or learner.
     Remove { id: u64 },
+    /// Compare every member's state digest at one log index (like etcd's hash check). Prints
+    /// the report as JSON; exits non-zero unless every member answered with the same digest.
+    Check {
+        /// Seconds each member may take to apply the checkpoint and digest its state.
+        #[arg(long, default_value_t = 30)]
+        wait_secs: u64,
+    },
 }
 
 #[derive(Args, Debug, Default, Clone)]

@@ -97,6 +97,10 @@ pub struct Config {
     pub raft_election_min_ms: u64,
     pub raft_election_max_ms: u64,
     pub raft_snapshot_logs: u64,
+    /// Log entries kept behind a snapshot, so a briefly lagging follower catches up from the log.
+    pub raft_snapshot_catchup: u64,
+    /// Seconds between the leader's consistency checks; 0 turns them off.
+    pub raft_consistency_check_interval_s: u64,
     /// Operator policy files (`*.rego`) replacing or extending the bundled ones.
     pub policy_directory: Option<PathBuf>,
     /// Token issue requests per second and source IP; 0 disables the limit.
@@ -150,6 +154,8 @@ impl Config {
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
             raft_election_max_ms: s.parse("raft", "election_timeout_max_ms", 1000)?,
             raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
+            raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 1000)?,
+            raft_consistency_check_interval_s: s.parse("raft", "consistency_check_interval", 300)?,
             policy_directory: s.get("policy", "directory").map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,

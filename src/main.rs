@@ -5,6 +5,8 @@ mod auth;
 mod catalog;
 mod cli;
 mod cluster_cli;
+#[cfg(test)]
+mod cluster_tests;
 mod config;
 mod credential;
 mod http;

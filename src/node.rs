@@ -91,6 +91,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         election_timeout_min_ms: cfg.raft_election_min_ms,
         election_timeout_max_ms: cfg.raft_election_max_ms,
         snapshot_logs_since_last: cfg.raft_snapshot_logs,
+        max_in_snapshot_log_to_keep: cfg.raft_snapshot_catchup,
         ..RaftOptions::default()
     };
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
@@ -158,11 +159,18 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
     let reloader = tokio::spawn(reload_policy_on_sighup());
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
+    let checker = match node.cfg.raft_consistency_check_interval_s {
+        0 => None,
+        s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),
+    };
     shutdown_signal().await;
     tracing::info!("shutting down");
     bootstrapper.abort();
     reloader.abort();
     housekeeper.abort();
+    if let Some(c) = checker {
+        c.abort();
+    }
     node.raft.shutdown().await;
     node.engine.flush()?;
     Ok(())

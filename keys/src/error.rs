@@ -15,4 +15,10 @@ pub enum KeyError {
     Malformed,
     #[error("password hashing failed: {0}")]
     Password(String),
+    #[error(
+        "{path} is key-ring format {version}: this data directory was written by an idnode before data format 2, \
+         whose name indexes were keyed per node (replicas could disagree after a snapshot install). It cannot be \
+         upgraded in place; see docs/raft.md, \"Data format\""
+    )]
+    LegacyDataFormat { path: String, version: u8 },
 }

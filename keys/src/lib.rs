@@ -3,19 +3,23 @@
 //! and the replicated token key ring. Nothing here knows about storage or HTTP.
 
 mod aead;
+mod derive;
 mod error;
 mod index;
 mod kek;
 mod password;
 mod random;
 mod sealer;
+mod stream;
 mod token_ring;
 
 pub use aead::{open, seal, KEY_LEN, NONCE_LEN};
+pub use derive::derive_key;
 pub use error::KeyError;
-pub use index::IndexHasher;
+pub use index::{IndexHasher, IndexKey};
 pub use kek::{Kek, KekSource};
 pub use password::{PasswordHasher, PasswordParams};
 pub use random::{constant_time_eq, random_bytes, random_token};
-pub use sealer::{DataKeys, SealStats};
+pub use sealer::{DataKeys, SealStats, KEY_RING_VERSION};
+pub use stream::{open_stream, seal_stream, FRAME_LEN};
 pub use token_ring::{KeyState, TokenKey, TokenKeyRing};

@@ -1,6 +1,10 @@
 //! Data-encryption keys (DEKs) by epoch, wrapped by the KEK in a key-ring file. Every value
 //! idnode writes to disk is sealed with the current epoch's DEK; older epochs stay readable
 //! until background re-sealing has moved every value forward.
+//!
+//! Key-ring format 2 holds only this node's DEKs. Format 1 also held a per-node index key,
+//! which made replicas' name indexes differ after a snapshot install; its data directories are
+//! refused (see `KeyError::LegacyDataFormat`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,9 +15,11 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::kek::write_private;
-use crate::{aead, random_bytes, IndexHasher, Kek, KeyError, KEY_LEN};
+use crate::{aead, random_bytes, Kek, KeyError, KEY_LEN};
 
 const EPOCH_LEN: usize = 4;
+/// The key-ring (and data-directory) format this build writes and reads.
+pub const KEY_RING_VERSION: u8 = 2;
 
 /// On-disk form: each key sealed by the KEK, associated data naming its role and epoch.
 #[derive(Serialize, Deserialize)]
@@ -21,7 +27,6 @@ struct KeyRingFile {
     version: u8,
     current: u32,
     deks: Vec<(u32, Vec<u8>)>,
-    index_key: Vec<u8>,
 }
 
 /// Counters exported as metrics.
@@ -37,21 +42,22 @@ type Epochs = (u32, BTreeMap<u32, Zeroizing<[u8; KEY_LEN]>>);
 
 pub struct DataKeys {
     deks: RwLock<Epochs>,
-    index: IndexHasher,
     pub stats: SealStats,
 }
 
 fn dek_ad(epoch: u32) -> Vec<u8> {
     format!("idnode-dek:{epoch}").into_bytes()
 }
-const INDEX_AD: &[u8] = b"idnode-index-key";
-
 impl DataKeys {
     /// Opens the key ring at `path`, creating it (epoch 1) when absent.
     pub fn open_or_create(kek: &Kek, path: &Path) -> Result<Self, KeyError> {
         let err = |reason: String| KeyError::KeyFile { path: path.display().to_string(), reason };
         match std::fs::read(path) {
             Ok(bytes) => {
+                let (version, _) = postcard::take_from_bytes::<u8>(&bytes).map_err(|e| err(e.to_string()))?;
+                if version != KEY_RING_VERSION {
+                    return Err(KeyError::LegacyDataFormat { path: path.display().to_string(), version });
+                }
                 let file: KeyRingFile = postcard::from_bytes(&bytes).map_err(|e| err(e.to_string()))?;
                 let mut deks = BTreeMap::new();
                 for (epoch, sealed) in file.deks {
@@ -59,17 +65,15 @@ impl DataKeys {
                         .map_err(|_| err("cannot unwrap data key: wrong key-encryption key?".into()))?;
                     deks.insert(epoch, to_key(&raw)?);
                 }
-                let raw = aead::open(&kek.0, INDEX_AD, &file.index_key)
-                    .map_err(|_| err("cannot unwrap index key: wrong key-encryption key?".into()))?;
                 if !deks.contains_key(&file.current) {
                     return Err(KeyError::UnknownEpoch(file.current));
                 }
-                Ok(Self::from_parts(file.current, deks, *to_key(&raw)?))
+                Ok(Self::from_parts(file.current, deks))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut deks = BTreeMap::new();
                 deks.insert(1, Zeroizing::new(random_bytes::<KEY_LEN>()));
-                let keys = Self::from_parts(1, deks, random_bytes());
+                let keys = Self::from_parts(1, deks);
                 keys.save(kek, path)?;
                 Ok(keys)
             }
@@ -81,21 +85,20 @@ impl DataKeys {
     pub fn ephemeral() -> Self {
         let mut deks = BTreeMap::new();
         deks.insert(1, Zeroizing::new(random_bytes::<KEY_LEN>()));
-        Self::from_parts(1, deks, random_bytes())
+        Self::from_parts(1, deks)
     }
 
-    fn from_parts(current: u32, deks: BTreeMap<u32, Zeroizing<[u8; KEY_LEN]>>, index: [u8; KEY_LEN]) -> Self {
-        DataKeys { deks: RwLock::new((current, deks)), index: IndexHasher::new(index), stats: SealStats::default() }
+    fn from_parts(current: u32, deks: BTreeMap<u32, Zeroizing<[u8; KEY_LEN]>>) -> Self {
+        DataKeys { deks: RwLock::new((current, deks)), stats: SealStats::default() }
     }
 
     /// Writes the ring wrapped by `kek` (also how a KEK rotation re-wraps it).
     pub fn save(&self, kek: &Kek, path: &Path) -> Result<(), KeyError> {
         let guard = self.deks.read().map_err(|_| KeyError::Malformed)?;
         let file = KeyRingFile {
-            version: 1,
+            version: KEY_RING_VERSION,
             current: guard.0,
             deks: guard.1.iter().map(|(e, k)| (*e, aead::seal(&kek.0, &dek_ad(*e), &k[..]))).collect(),
-            index_key: aead::seal(&kek.0, INDEX_AD, self.index.key_bytes()),
         };
         let bytes = postcard::to_allocvec(&file).map_err(|_| KeyError::Malformed)?;
         write_private(path, &bytes)
@@ -163,10 +166,6 @@ impl DataKeys {
     pub fn epoch_of(sealed: &[u8]) -> Option<u32> {
         sealed.get(..EPOCH_LEN).map(|e| u32::from_be_bytes([e[0], e[1], e[2], e[3]]))
     }
-
-    pub fn index(&self) -> &IndexHasher {
-        &self.index
-    }
 }
 
 fn to_key(raw: &[u8]) -> Result<Zeroizing<[u8; KEY_LEN]>, KeyError> {
@@ -194,9 +193,34 @@ mod tests {
         assert_eq!(reopened.current_epoch(), 2);
         assert_eq!(reopened.open(b"ad", &old).unwrap(), b"secret value");
         assert_eq!(reopened.open(b"ad", &new).unwrap(), b"other");
-        assert_eq!(reopened.index().hash(b"ns", b"x"), keys.index().hash(b"ns", b"x"));
         assert!(DataKeys::open_or_create(&Kek::generate(), &path).is_err());
         let raw = std::fs::read(&path).unwrap();
         assert!(!raw.windows(12).any(|w| w == b"secret value"));
+    }
+
+    #[test]
+    fn format_1_key_ring_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keyring");
+        // Format 1: version, current epoch, DEKs, then a per-node index key.
+        #[derive(Serialize)]
+        struct V1 {
+            version: u8,
+            current: u32,
+            deks: Vec<(u32, Vec<u8>)>,
+            index_key: Vec<u8>,
+        }
+        let kek = Kek::generate();
+        let v1 = V1 {
+            version: 1,
+            current: 1,
+            deks: vec![(1, aead::seal(&kek.0, &dek_ad(1), &[1u8; 32]))],
+            index_key: vec![],
+        };
+        std::fs::write(&path, postcard::to_allocvec(&v1).unwrap()).unwrap();
+        match DataKeys::open_or_create(&kek, &path) {
+            Err(KeyError::LegacyDataFormat { version: 1, .. }) => {}
+            other => panic!("expected the legacy format error, got {:?}", other.map(|_| ())),
+        }
     }
 }

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Credential;
 use crate::client::PeerClient;
-use crate::{ClusterStatus, RaftNode};
+use crate::consistency::{CheckRequest, PATH_CHECK};
+use crate::{ClusterStatus, ConsistencyReport, RaftNode};
 
 pub const PATH_STATUS: &str = "/cluster/status";
 pub const PATH_ADMIN: &str = "/cluster/admin";
@@ -104,5 +105,13 @@ impl AdminClient {
 
     pub async fn remove(&self, id: u64) -> anyhow::Result<ClusterStatus> {
         self.admin(AdminRequest::Remove { id }).await
+    }
+
+    /// Has the node run a consistency check, members given `wait` to answer.
+    pub async fn check(&self, wait: Duration) -> anyhow::Result<ConsistencyReport> {
+        let req = CheckRequest { wait_ms: wait.as_millis() as u64 };
+        let r: Result<ConsistencyReport, String> =
+            self.client.call(&self.addr, PATH_CHECK, &req, wait + Duration::from_secs(15)).await?;
+        r.map_err(|e| anyhow::anyhow!(e))
     }
 }

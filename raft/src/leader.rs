@@ -5,18 +5,24 @@ use std::collections::BTreeSet;
 use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{BasicNode, ChangeMembers};
 
+use crate::types::Request;
 use crate::wire::{LeaderError, LeaderReply, LeaderRequest, LeaderResult};
 use crate::RaftNode;
 
 impl RaftNode {
+    async fn write(&self, req: Request) -> LeaderResult {
+        match self.raft.client_write(req).await {
+            Ok(resp) => Ok(LeaderReply::Written { index: resp.log_id.index, reply: resp.data.0 }),
+            Err(e) => Err(write_error(e)),
+        }
+    }
+
     /// Does leader work locally. Answers `NotLeader` rather than forwarding again, so a
     /// forwarded request never bounces between nodes.
     pub(crate) async fn execute(&self, req: LeaderRequest) -> LeaderResult {
         match req {
-            LeaderRequest::Propose(p) => match self.raft.client_write(p).await {
-                Ok(resp) => Ok(LeaderReply::Written { index: resp.log_id.index, reply: resp.data.0 }),
-                Err(e) => Err(write_error(e)),
-            },
+            LeaderRequest::Propose(p) => self.write(Request::App(p)).await,
+            LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
             LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
                 Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),
                 Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {

@@ -9,7 +9,9 @@
 mod admin;
 mod auth;
 mod client;
+mod consistency;
 mod dedup;
+mod digests;
 mod error;
 mod forward;
 mod leader;
@@ -30,14 +32,16 @@ use idnode_storage::{Batch, Engine};
 
 pub use admin::AdminClient;
 pub use auth::peer_auth_header;
+pub use consistency::{ConsistencyReport, MemberDigest};
+pub use digests::{DigestOutcome, Digests};
 pub use error::ProposeError;
 pub use idnode_storage as storage;
 pub use log_store::LogStore;
 pub use node::RaftNode;
 pub use options::RaftOptions;
-pub use state_machine::{SmStats, StateMachine};
+pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
-pub use types::{Proposal, Reply, TypeConfig};
+pub use types::{Proposal, Reply, Request, TypeConfig};
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.
@@ -54,6 +58,6 @@ pub trait StateApp: Send + Sync + 'static {
     fn apply(&self, engine: &Engine, batch: &mut Batch, log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String>;
     /// Called after entries up to `index` are in the state (for cache invalidation).
     fn applied(&self, _index: u64) {}
-    /// Called after a snapshot was installed (caches must be dropped).
-    fn installed_snapshot(&self) {}
+    /// Called after a snapshot replaced the state in `engine` (caches must be dropped).
+    fn installed_snapshot(&self, _engine: &Engine) {}
 }

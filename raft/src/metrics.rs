@@ -104,6 +104,29 @@ impl Collector for RaftCollector {
         let age = if created == 0 { 0 } else { unix_now().saturating_sub(created) };
         gauge(&mut enc, "idnode_raft_snapshot_age_seconds", "Age of the current snapshot", int(age))?;
         gauge(&mut enc, "idnode_raft_quarantined_partitions", "Partitions quarantined after a fault", 0)?;
+        let (differs, checks, last_index, mismatched) = {
+            let s = node.standing.lock().unwrap_or_else(|p| p.into_inner());
+            (s.differs.is_some(), s.checks_run, s.last_check_index, s.last_mismatched)
+        };
+        gauge(
+            &mut enc,
+            "idnode_raft_consistency_mismatch",
+            "1 when a consistency check found this node's state different from the cluster's",
+            i64::from(differs),
+        )?;
+        counter(&mut enc, "idnode_raft_consistency_checks", "Consistency checks this node ran", checks)?;
+        gauge(
+            &mut enc,
+            "idnode_raft_consistency_check_index",
+            "Checkpoint index of the last consistency check this node ran",
+            int(last_index),
+        )?;
+        gauge(
+            &mut enc,
+            "idnode_raft_consistency_mismatched_members",
+            "Members that differed in the last consistency check this node ran",
+            mismatched as i64,
+        )?;
         gauge(
             &mut enc,
             "idnode_storage_disk_usage_bytes",

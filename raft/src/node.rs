@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -16,9 +16,11 @@ use tokio::time::Instant;
 
 use crate::auth::Credential;
 use crate::client::PeerClient;
+use crate::consistency::Standing;
+use crate::digests::Digests;
 use crate::log_store::LogStore;
 use crate::network::Network;
-use crate::state_machine::{SmStats, StateMachine};
+use crate::state_machine::{SmLinks, SmStats, StateMachine};
 use crate::status::{self, ClusterStatus, Readiness};
 use crate::types::{Proposal, Raft, TypeConfig};
 use crate::wire::{LeaderReply, LeaderRequest};
@@ -38,6 +40,8 @@ pub struct RaftNode {
     pub(crate) client: PeerClient,
     pub(crate) committed: Arc<AtomicU64>,
     pub(crate) sm_stats: Arc<SmStats>,
+    pub(crate) digests: Arc<Digests>,
+    pub(crate) standing: Mutex<Standing>,
     pub(crate) proposals: Counter,
     pub(crate) forwarded: Counter,
 }
@@ -58,8 +62,9 @@ impl RaftNode {
         let client = PeerClient::new(cred.clone())?;
         let log = LogStore::new(engine.clone());
         let committed = log.committed_cell();
-        let sm_stats = Arc::new(SmStats::default());
-        let sm = StateMachine::new(engine.clone(), app, sm_stats.clone())?;
+        let links = SmLinks::new(opts.cluster_secret.as_deref());
+        let (sm_stats, digests) = (links.stats.clone(), links.digests.clone());
+        let sm = StateMachine::new(engine.clone(), app, links)?;
         let network = Network { client: client.clone() };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
         Ok(Arc::new(RaftNode {
@@ -71,6 +76,8 @@ impl RaftNode {
             client,
             committed,
             sm_stats,
+            digests,
+            standing: Mutex::new(Standing::default()),
             proposals: Counter::default(),
             forwarded: Counter::default(),
         }))
@@ -158,9 +165,16 @@ impl RaftNode {
         self.with_metrics(|m| status::status(m, committed))
     }
 
+    /// Ready to serve: see `status::readiness`; also not ready while a consistency check
+    /// found this node's state different from the cluster's.
     pub fn readiness(&self) -> Readiness {
         let committed = self.committed.load(Ordering::Acquire);
-        self.with_metrics(|m| status::readiness(m, committed))
+        let mut r = self.with_metrics(|m| status::readiness(m, committed));
+        if let Some(reason) = self.divergence() {
+            r.ok = false;
+            r.reasons.push(reason);
+        }
+        r
     }
 
     pub fn applied_index(&self) -> u64 {

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
 use crate::auth;
+use crate::consistency::{CheckRequest, DigestRequest, PATH_CHECK, PATH_DIGEST, PATH_VERDICT};
 use crate::types::TypeConfig;
 use crate::wire::{LeaderError, LeaderRequest, LeaderResult, PATH_APPEND, PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE};
 use crate::RaftNode;
@@ -34,6 +35,9 @@ impl RaftNode {
             .route(PATH_STATUS, post(status))
             .route(PATH_ADMIN, post(admin))
             .route(PATH_APPLIED, post(applied))
+            .route(PATH_DIGEST, post(digest))
+            .route(PATH_CHECK, post(check))
+            .route(PATH_VERDICT, post(verdict))
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
             .with_state(self.clone())
@@ -96,6 +100,30 @@ async fn admin(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<AdminRequest>(&body) {
         Ok(req) => reply(&node.admin_request(req).await),
         Err(resp) => resp,
+    }
+}
+
+async fn digest(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<DigestRequest>(&body) {
+        Ok(req) => reply(&node.digest_at(req).await),
+        Err(resp) => resp,
+    }
+}
+
+async fn check(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<CheckRequest>(&body) {
+        Ok(req) => {
+            let wait = std::time::Duration::from_millis(req.wait_ms.min(300_000));
+            reply(&node.check_consistency(wait).await.map_err(|e| e.to_string()))
+        }
+        Err(resp) => resp,
+    }
+}
+
+async fn verdict(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match node.accept_verdict_bytes(&body) {
+        Ok(()) => reply(&()),
+        Err(e) => (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response(),
     }
 }
 

@@ -1,14 +1,18 @@
 //! Snapshots: a consistent export of the application's column families plus the dedup table,
 //! tagged with the state machine position it was taken at. The current snapshot is kept in
 //! memory and persisted (sealed) in `raft_meta` so it can be served again after a restart.
+//! A snapshot that leaves for a peer is sealed under a key derived from the cluster secret
+//! (the peer transport itself is not encrypted yet), bound to the snapshot's id.
 
 use std::io::Cursor;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use idnode_keys::{derive_key, open_stream, seal_stream, KeyError, KEY_LEN};
 use idnode_storage::{encode, Engine};
 use openraft::{RaftSnapshotBuilder, Snapshot, StorageIOError};
 use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
 
 use crate::error::any;
 use crate::schema::{CF_META, KEY_APPLIED, KEY_MEMBERSHIP, KEY_SNAPSHOT};
@@ -26,6 +30,36 @@ pub struct StoredSnapshot {
 impl StoredSnapshot {
     pub fn to_snapshot(&self) -> Snapshot<TypeConfig> {
         Snapshot { meta: self.meta.clone(), snapshot: Box::new(Cursor::new(self.data.clone())) }
+    }
+}
+
+/// The key snapshot streams between peers are sealed with: every member derives the same one
+/// from the cluster secret; a lone node without a secret gets a random one (it has no peers).
+pub struct SnapshotKey(Zeroizing<[u8; KEY_LEN]>);
+
+const SNAPSHOT_KEY_PURPOSE: &str = "idnode raft snapshot stream v1";
+
+impl SnapshotKey {
+    pub fn from_secret(secret: Option<&str>) -> Self {
+        let secret: Vec<u8> = match secret {
+            Some(s) => s.as_bytes().to_vec(),
+            None => idnode_keys::random_bytes::<32>().to_vec(),
+        };
+        SnapshotKey(derive_key(&secret, SNAPSHOT_KEY_PURPOSE))
+    }
+
+    fn context(meta: &SnapshotMeta) -> Vec<u8> {
+        let mut c = b"idnode-snapshot\0".to_vec();
+        c.extend_from_slice(meta.snapshot_id.as_bytes());
+        c
+    }
+
+    pub fn seal(&self, meta: &SnapshotMeta, plaintext: &[u8]) -> Vec<u8> {
+        seal_stream(&self.0, &Self::context(meta), plaintext)
+    }
+
+    pub fn open(&self, meta: &SnapshotMeta, sealed: &[u8]) -> Result<Vec<u8>, KeyError> {
+        open_stream(&self.0, &Self::context(meta), sealed)
     }
 }
 
@@ -84,5 +118,26 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             .map_err(|e| StorageIOError::read_state_machine(any(e)))??;
         self.shared.offer_snapshot(built.clone())?;
         Ok(built.to_snapshot())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(id: &str) -> SnapshotMeta {
+        SnapshotMeta { last_log_id: None, last_membership: Membership::default(), snapshot_id: id.to_string() }
+    }
+
+    #[test]
+    fn snapshot_streams_open_only_with_the_cluster_secret_and_their_own_id() {
+        let key = SnapshotKey::from_secret(Some("s3cret"));
+        let data = b"users/alice-distinctive-value".repeat(100);
+        let sealed = key.seal(&meta("1-10-x"), &data);
+        assert!(!sealed.windows(16).any(|w| w == &data[..16]), "plaintext on the wire");
+        assert_eq!(SnapshotKey::from_secret(Some("s3cret")).open(&meta("1-10-x"), &sealed).unwrap(), data);
+        assert!(SnapshotKey::from_secret(Some("other")).open(&meta("1-10-x"), &sealed).is_err());
+        assert!(key.open(&meta("1-11-y"), &sealed).is_err(), "bound to the snapshot id");
+        assert!(SnapshotKey::from_secret(None).open(&meta("1-10-x"), &sealed).is_err());
     }
 }

@@ -13,10 +13,11 @@ use openraft::{EntryPayload, RaftLogId, Snapshot, StorageIOError, StoredMembersh
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 
 use crate::dedup;
+use crate::digests::Digests;
 use crate::error::any;
 use crate::schema::{CF_DEDUP, CF_META, KEY_APPLIED, KEY_MEMBERSHIP, KEY_SNAPSHOT};
-use crate::snapshot::{import_extras, unix_now, SnapshotBuilder, StoredSnapshot};
-use crate::types::{Entry, LogId, Membership, Proposal, Reply, SnapshotMeta, StorageError, TypeConfig};
+use crate::snapshot::{import_extras, unix_now, SnapshotBuilder, SnapshotKey, StoredSnapshot};
+use crate::types::{Entry, LogId, Membership, Proposal, Reply, Request, SnapshotMeta, StorageError, TypeConfig};
 use crate::StateApp;
 
 /// Observations the metrics collector reads at scrape time.
@@ -37,6 +38,27 @@ impl Default for SmStats {
     }
 }
 
+/// What the state machine shares with the node around it.
+#[derive(Clone)]
+pub struct SmLinks {
+    pub stats: Arc<SmStats>,
+    /// Digests taken at consistency checkpoints.
+    pub digests: Arc<Digests>,
+    /// Seals snapshots that leave for a peer.
+    pub snapshot_key: Arc<SnapshotKey>,
+}
+
+impl SmLinks {
+    /// Links for a member of the cluster with `cluster_secret` (`None`: a lone node).
+    pub fn new(cluster_secret: Option<&str>) -> Self {
+        SmLinks {
+            stats: Arc::new(SmStats::default()),
+            digests: Arc::new(Digests::default()),
+            snapshot_key: Arc::new(SnapshotKey::from_secret(cluster_secret)),
+        }
+    }
+}
+
 /// State shared by the state machine and its snapshot builders.
 pub struct SmShared {
     pub(crate) engine: Arc<Engine>,
@@ -46,7 +68,11 @@ pub struct SmShared {
     /// Serialises applies, snapshot exports and installs (an export must match its position).
     pub(crate) apply_lock: Arc<tokio::sync::Mutex<()>>,
     current: Mutex<Option<StoredSnapshot>>,
+    /// The current snapshot as last sealed for peers: (snapshot id, sealed bytes).
+    sealed: Mutex<Option<(String, Arc<Vec<u8>>)>>,
     pub(crate) stats: Arc<SmStats>,
+    digests: Arc<Digests>,
+    snapshot_key: Arc<SnapshotKey>,
 }
 
 impl SmShared {
@@ -92,7 +118,7 @@ pub struct StateMachine {
 }
 
 impl StateMachine {
-    pub fn new(engine: Arc<Engine>, app: Arc<dyn StateApp>, stats: Arc<SmStats>) -> Result<Self, StorageError> {
+    pub fn new(engine: Arc<Engine>, app: Arc<dyn StateApp>, links: SmLinks) -> Result<Self, StorageError> {
         let mut snapshot_cfs: Vec<&'static str> = app.column_families().to_vec();
         snapshot_cfs.push(CF_DEDUP);
         let current: Option<StoredSnapshot> =
@@ -103,7 +129,10 @@ impl StateMachine {
             snapshot_cfs,
             apply_lock: Arc::new(tokio::sync::Mutex::new(())),
             current: Mutex::new(None),
-            stats,
+            sealed: Mutex::new(None),
+            stats: links.stats,
+            digests: links.digests,
+            snapshot_key: links.snapshot_key,
         };
         if let Some(snap) = current {
             shared.note_snapshot(&snap);
@@ -142,9 +171,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             let log_id = *entry.get_log_id();
             let mut batch = shared.engine.batch();
+            let checkpoint = matches!(entry.payload, EntryPayload::Normal(Request::Checkpoint));
             let reply = match entry.payload {
-                EntryPayload::Blank => Reply::default(),
-                EntryPayload::Normal(p) => shared.apply_proposal(&log_id, p, &mut batch)?,
+                EntryPayload::Blank | EntryPayload::Normal(Request::Checkpoint) => Reply::default(),
+                EntryPayload::Normal(Request::App(p)) => shared.apply_proposal(&log_id, p, &mut batch)?,
                 EntryPayload::Membership(m) => {
                     let stored = StoredMembership::new(Some(log_id), m);
                     batch.put_t(CF_META, KEY_MEMBERSHIP, &stored).map_err(|e| StorageIOError::apply(log_id, any(e)))?;
@@ -153,6 +183,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             };
             batch.put_t(CF_META, KEY_APPLIED, &Some(log_id)).map_err(|e| StorageIOError::apply(log_id, any(e)))?;
             shared.engine.write(batch, false).map_err(|e| StorageIOError::apply(log_id, any(e)))?;
+            if checkpoint {
+                shared.digests.capture(log_id.index, shared.engine.clone(), shared.snapshot_cfs.clone()).await;
+            }
             replies.push(reply);
             last = Some(log_id.index);
         }
@@ -177,7 +210,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &SnapshotMeta,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError> {
-        let snap = StoredSnapshot { meta: meta.clone(), data: snapshot.into_inner(), created_at: unix_now() };
+        // Peers send snapshots sealed under the cluster's snapshot key; a stream that does not
+        // open is refused before anything is written.
+        let data = self
+            .shared
+            .snapshot_key
+            .open(meta, &snapshot.into_inner())
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), any(e)))?;
+        let snap = StoredSnapshot { meta: meta.clone(), data, created_at: unix_now() };
         let guard = self.shared.apply_lock.clone().lock_owned().await;
         let shared = self.shared.clone();
         let installed = snap.clone();
@@ -196,12 +236,24 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         .map_err(|e| StorageIOError::write_snapshot(None, any(e)))??;
         self.shared.note_snapshot(&snap);
         *self.shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
-        self.shared.app.installed_snapshot();
+        self.shared.app.installed_snapshot(&self.shared.engine);
         Ok(())
     }
 
+    /// The current snapshot, sealed for a peer (openraft asks for it to send it, and once at
+    /// startup); the sealed form is kept until the snapshot changes.
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let current = self.shared.current.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(current.as_ref().map(StoredSnapshot::to_snapshot))
+        let current = self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(snap) = current else { return Ok(None) };
+        let mut sealed = self.shared.sealed.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = match sealed.as_ref() {
+            Some((id, bytes)) if *id == snap.meta.snapshot_id => bytes.clone(),
+            _ => {
+                let bytes = Arc::new(self.shared.snapshot_key.seal(&snap.meta, &snap.data));
+                *sealed = Some((snap.meta.snapshot_id.clone(), bytes.clone()));
+                bytes
+            }
+        };
+        Ok(Some(Snapshot { meta: snap.meta, snapshot: Box::new(Cursor::new(bytes.to_vec())) }))
     }
 }

@@ -13,6 +13,16 @@ pub struct Proposal {
     pub payload: Vec<u8>,
 }
 
+/// What a normal log entry carries: an application command, or one of this crate's own
+/// entries. Part of the log, so append-only like the application's commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    App(Proposal),
+    /// A consistency checkpoint: every member digests its state exactly as of this entry, so
+    /// digests taken on different nodes at different times can be compared.
+    Checkpoint,
+}
+
 /// The application's encoded outcome of one command.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply(pub Vec<u8>);
@@ -20,7 +30,7 @@ pub struct Reply(pub Vec<u8>);
 openraft::declare_raft_types!(
     /// Raft types of idnode: u64 node ids, peers named by their listener address.
     pub TypeConfig:
-        D = Proposal,
+        D = Request,
         R = Reply,
         NodeId = u64,
         Node = openraft::BasicNode,

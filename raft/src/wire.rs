@@ -14,9 +14,18 @@ pub const PATH_LEADER: &str = "/raft/leader";
 pub enum LeaderRequest {
     Propose(Proposal),
     ReadIndex,
-    AddLearner { id: u64, addr: String },
-    Promote { id: u64 },
-    Remove { id: u64 },
+    AddLearner {
+        id: u64,
+        addr: String,
+    },
+    Promote {
+        id: u64,
+    },
+    Remove {
+        id: u64,
+    },
+    /// Append a consistency checkpoint; answered with `Written`.
+    Checkpoint,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! project and user, the default roles with their implication chain, the admin grants, the
 //! region and the identity endpoints, and the token key ring. One command, applied once.
 
-use idnode_keys::{random_token, TokenKeyRing};
+use idnode_keys::{random_token, IndexKey, TokenKeyRing};
 
 use crate::http::error::ApiResult;
 use crate::http::fields::new_id;
@@ -107,7 +107,8 @@ pub async fn run(node: &Node) -> ApiResult<bool> {
         token_keys: TokenKeyRing::generate(at / 1_000_000),
         at,
     };
-    let fresh = matches!(node.propose(Command::Bootstrap(Box::new(cmd))).await?, Applied::Bootstrapped { fresh: true });
+    let cmd = Command::BootstrapCluster { index_key: IndexKey::generate(), bootstrap: Box::new(cmd) };
+    let fresh = matches!(node.propose(cmd).await?, Applied::Bootstrapped { fresh: true });
     if fresh {
         tracing::info!("cluster bootstrapped: domain Default, project admin, user admin");
         if generated {

@@ -2,13 +2,14 @@
 //! end, existing ones never change shape. Everything non-deterministic (ids, timestamps,
 //! secrets, password hashes) is stamped by the service before the command is built.
 
-use idnode_keys::TokenKeyRing;
+use idnode_keys::{IndexKey, TokenKeyRing};
 use serde::{Deserialize, Serialize};
 
 use super::model::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Command {
+    /// Data format 1 (no cluster index key): refused by apply, see `BootstrapCluster`.
     Bootstrap(Box<Bootstrap>),
     CreateProject(Project),
     UpdateProject(Project),
@@ -81,6 +82,12 @@ pub enum Command {
     UpdateCredential(Credential),
     DeleteCredential {
         id: String,
+    },
+    /// Bootstrap (data format 2): also installs the cluster's index key, before any name is
+    /// indexed, so every replica hashes index terms alike.
+    BootstrapCluster {
+        index_key: IndexKey,
+        bootstrap: Box<Bootstrap>,
     },
 }
 

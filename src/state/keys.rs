@@ -5,6 +5,8 @@ use super::model::{ActorKind, Assignment, Target};
 
 pub const META_BOOTSTRAP: &[u8] = b"bootstrap";
 pub const META_TOKEN_KEYS: &[u8] = b"token_keys";
+/// The cluster's index key (see `index_key.rs`).
+pub const META_INDEX_KEY: &[u8] = b"index_key";
 
 pub fn role(id: &str) -> Vec<u8> {
     format!("r/{id}").into_bytes()

@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod command;
+pub mod index_key;
 pub mod keys;
 pub mod model;
 pub mod read;
@@ -38,7 +39,7 @@ pub mod cf {
     pub const CATALOG: &str = "catalog";
     /// Revoked token audit ids with the expiry after which the entry can go.
     pub const REVOCATIONS: &str = "revocations";
-    /// Singletons: bootstrap marker, token key ring, cluster version.
+    /// Singletons: bootstrap marker, token key ring, the cluster's index key.
     pub const META: &str = "meta";
     /// Unique name index: keyed hash of (namespace, scope/name) -> id.
     pub const NAMES: &str = "names";

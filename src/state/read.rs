@@ -1,6 +1,9 @@
 //! Read access shared by services (a consistent `ReadView`) and by apply (`Tx`: the engine
 //! plus the writes the current command has made so far).
 
+use std::sync::Arc;
+
+use idnode_keys::IndexHasher;
 use idnode_storage::{decode, Batch, Engine, Pair, ReadView, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -12,7 +15,8 @@ use super::model::*;
 pub trait Reader {
     fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>>;
     fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>>;
-    fn engine(&self) -> &Engine;
+    /// The hasher of index terms (the cluster's index key); `None` before bootstrap.
+    fn index_hasher(&self) -> Result<Option<Arc<IndexHasher>>>;
 
     fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> Result<Option<T>> {
         self.get_raw(cf, key)?.map(|v| decode(&v)).transpose()
@@ -22,23 +26,17 @@ pub trait Reader {
         self.scan_raw(cf, prefix)?.iter().map(|(_, v)| decode(v)).collect()
     }
 
-    /// Hashed key of a unique name in `ns`, scoped (e.g. by domain id).
-    fn name_key(&self, ns: &str, scope: &str, name: &str) -> Vec<u8> {
-        self.engine().term(ns, &name_term(scope, name)).to_vec()
-    }
-
+    /// The id a unique name in `ns`, scoped (e.g. by domain id), belongs to.
     fn id_by_name(&self, ns: &str, scope: &str, name: &str) -> Result<Option<String>> {
-        let key = self.name_key(ns, scope, name);
+        let Some(h) = self.index_hasher()? else { return Ok(None) };
+        let key = name_key(&h, ns, scope, name);
         Ok(self.get_raw(cf::NAMES, &key)?.and_then(|v| String::from_utf8(v).ok()))
     }
 
-    /// Prefix of the non-unique index `ns` for `term`; entries are prefix || id.
-    fn member_prefix(&self, ns: &str, term: &str) -> Vec<u8> {
-        self.engine().term(ns, term).to_vec()
-    }
-
+    /// Ids indexed under `term` in the non-unique index `ns`.
     fn member_ids(&self, ns: &str, term: &str) -> Result<Vec<String>> {
-        let prefix = self.member_prefix(ns, term);
+        let Some(h) = self.index_hasher()? else { return Ok(Vec::new()) };
+        let prefix = member_prefix(&h, ns, term);
         Ok(self
             .scan_raw(cf::MEMBERS, &prefix)?
             .into_iter()
@@ -113,6 +111,16 @@ pub trait Reader {
     }
 }
 
+/// Hashed key of a unique name in `ns`, scoped (e.g. by domain id).
+fn name_key(h: &IndexHasher, ns: &str, scope: &str, name: &str) -> Vec<u8> {
+    h.hash(ns.as_bytes(), name_term(scope, name).as_bytes()).to_vec()
+}
+
+/// Prefix of the non-unique index `ns` for `term`; entries are prefix || id.
+fn member_prefix(h: &IndexHasher, ns: &str, term: &str) -> Vec<u8> {
+    h.hash(ns.as_bytes(), term.as_bytes()).to_vec()
+}
+
 impl Reader for ReadView<'_> {
     fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get(cf, key)
@@ -120,15 +128,18 @@ impl Reader for ReadView<'_> {
     fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>> {
         self.scan_prefix(cf, prefix, usize::MAX)
     }
-    fn engine(&self) -> &Engine {
-        ReadView::engine(self)
+    fn index_hasher(&self) -> Result<Option<Arc<IndexHasher>>> {
+        super::index_key::hasher(ReadView::engine(self))
     }
 }
 
-/// What apply reads and writes through: reads see this command's own earlier writes.
+/// What apply reads and writes through: reads see this command's own earlier writes. It
+/// always has an index hasher (apply refuses every command but bootstrap before the cluster
+/// has an index key), so index writes cannot fail.
 pub struct Tx<'a> {
     pub engine: &'a Engine,
     pub batch: &'a mut Batch,
+    pub index: Arc<IndexHasher>,
 }
 
 impl Tx<'_> {
@@ -141,23 +152,23 @@ impl Tx<'_> {
     }
 
     pub fn put_name(&mut self, ns: &str, scope: &str, name: &str, id: &str) {
-        let key = self.name_key(ns, scope, name);
+        let key = name_key(&self.index, ns, scope, name);
         self.batch.put(cf::NAMES, key, id.as_bytes());
     }
 
     pub fn delete_name(&mut self, ns: &str, scope: &str, name: &str) {
-        let key = self.name_key(ns, scope, name);
+        let key = name_key(&self.index, ns, scope, name);
         self.batch.delete(cf::NAMES, key);
     }
 
     pub fn add_member(&mut self, ns: &str, term: &str, id: &str) {
-        let mut key = self.member_prefix(ns, term);
+        let mut key = member_prefix(&self.index, ns, term);
         key.extend_from_slice(id.as_bytes());
         self.batch.put(cf::MEMBERS, key, &[]);
     }
 
     pub fn remove_member(&mut self, ns: &str, term: &str, id: &str) {
-        let mut key = self.member_prefix(ns, term);
+        let mut key = member_prefix(&self.index, ns, term);
         key.extend_from_slice(id.as_bytes());
         self.batch.delete(cf::MEMBERS, key);
     }
@@ -183,7 +194,7 @@ impl Reader for Tx<'_> {
         Ok(merged.into_iter().collect())
     }
 
-    fn engine(&self) -> &Engine {
-        self.engine
+    fn index_hasher(&self) -> Result<Option<Arc<IndexHasher>>> {
+        Ok(Some(self.index.clone()))
     }
 }

@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
-use idnode_keys::DataKeys;
+use idnode_keys::{DataKeys, IndexHasher, IndexKey};
 use rocksdb::{BoundColumnFamily, ColumnFamilyDescriptor, MultiThreaded, Options, WriteBatch, WriteOptions};
 
 use crate::{Batch, ReadView, Result, StorageError};
@@ -16,6 +16,9 @@ pub struct Engine {
     keys: Arc<DataKeys>,
     path: PathBuf,
     cfs: Vec<&'static str>,
+    /// The hasher of index terms, for the index key the application keeps in its replicated
+    /// state (`None` until the application has one). A cache: the state is the authority.
+    index: RwLock<Option<Arc<IndexHasher>>>,
 }
 
 impl Engine {
@@ -34,7 +37,7 @@ impl Engine {
             ColumnFamilyDescriptor::new(*name, o)
         });
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)?;
-        Ok(Engine { db, keys, path: dir.to_path_buf(), cfs: cfs.to_vec() })
+        Ok(Engine { db, keys, path: dir.to_path_buf(), cfs: cfs.to_vec(), index: RwLock::new(None) })
     }
 
     pub fn keys(&self) -> &Arc<DataKeys> {
@@ -101,10 +104,15 @@ impl Engine {
         Ok(())
     }
 
-    /// The keyed hash of an index term (names and other identifying values are never stored
-    /// in plaintext, not even in keys).
-    pub fn term(&self, namespace: &str, term: &str) -> [u8; 32] {
-        self.keys.index().hash(namespace.as_bytes(), term.as_bytes())
+    /// The cached hasher of index terms, if the application installed one.
+    pub fn index_hasher(&self) -> Option<Arc<IndexHasher>> {
+        self.index.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Installs (or, with `None`, forgets) the cached index hasher. The application calls it
+    /// with the key its committed state holds, so the cache never disagrees with the state.
+    pub fn set_index_key(&self, key: Option<&IndexKey>) {
+        *self.index.write().unwrap_or_else(|p| p.into_inner()) = key.map(|k| Arc::new(k.hasher()));
     }
 
     /// Bytes used by the database directory.

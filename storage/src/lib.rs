@@ -5,6 +5,7 @@
 
 mod batch;
 mod codec;
+mod digest;
 mod engine;
 mod error;
 mod stream;
@@ -12,6 +13,7 @@ mod view;
 
 pub use batch::Batch;
 pub use codec::{decode, encode};
+pub use digest::{digest_view, StateDigest};
 pub use engine::Engine;
 pub use error::StorageError;
 pub use idnode_keys as keys;

@@ -31,12 +31,13 @@ impl Engine {
         out.write_all(MAGIC)?;
         let mut n = 0;
         for cf in cfs {
-            for (key, value) in view.scan_range(cf, &[], None, usize::MAX)? {
-                let frame = encode(&Record { cf: cf.to_string(), key, value })?;
+            view.for_each(cf, |key, value| {
+                let frame = encode(&Record { cf: cf.to_string(), key: key.to_vec(), value: value.to_vec() })?;
                 out.write_all(&(frame.len() as u32).to_be_bytes())?;
                 out.write_all(&frame)?;
                 n += 1;
-            }
+                Ok(())
+            })?;
         }
         out.write_all(&0u32.to_be_bytes())?;
         Ok(n)

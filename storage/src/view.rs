@@ -58,6 +58,18 @@ impl<'a> ReadView<'a> {
         self.scan(cf, start, None, limit, |k| end.is_none_or(|e| k < e))
     }
 
+    /// Calls `f` on every pair of `cf` in key order without collecting them (whole-CF walks
+    /// such as exports and digests stay flat in memory).
+    pub fn for_each(&self, cf: &str, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        let handle = self.engine.cf(cf)?;
+        for item in self.engine.db.iterator_cf_opt(&handle, self.opts(), IteratorMode::Start) {
+            let (k, sealed) = item?;
+            let v = self.open(cf, &k, &sealed)?;
+            f(&k, &v)?;
+        }
+        Ok(())
+    }
+
     /// The pair with the greatest key in `cf`, if any.
     pub fn last(&self, cf: &str) -> Result<Option<Pair>> {
         Ok(self.scan(cf, &[], Some(Direction::Reverse), 1, |_| true)?.pop())

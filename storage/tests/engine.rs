@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
-use idnode_keys::{DataKeys, Kek};
-use idnode_storage::Engine;
+use idnode_keys::{DataKeys, IndexKey, Kek};
+use idnode_storage::{digest_view, Engine};
 
 const CFS: &[&str] = &["a", "b"];
 
@@ -18,7 +18,7 @@ fn batches_are_atomic_and_values_are_sealed_on_disk() {
         let e = open(dir.path());
         let mut b = e.batch();
         b.put("a", b"k1".to_vec(), b"distinctive-plaintext-zebra");
-        let term = e.term("user-name", "alice-distinctive");
+        let term = IndexKey::generate().hasher().hash(b"user-name", b"alice-distinctive");
         b.put("b", term.to_vec(), b"id-1");
         assert_eq!(b.get("a", b"k1"), Some(Some(&b"distinctive-plaintext-zebra"[..])));
         e.write(b, true).unwrap();
@@ -81,6 +81,53 @@ fn export_import_round_trip_between_nodes_with_different_keys() {
     assert_eq!(e2.read().get("a", b"x").unwrap().unwrap(), b"1");
     assert_eq!(e2.read().get("b", b"marker").unwrap().unwrap(), b"m");
     assert!(e2.import(CFS, &mut &b"garbage!"[..], vec![]).is_err());
+}
+
+#[test]
+fn digests_depend_on_content_not_on_node_keys() {
+    let d1 = tempfile::tempdir().unwrap();
+    let d2 = tempfile::tempdir().unwrap();
+    let e1 = open(d1.path());
+    let e2 = Engine::open(d2.path(), CFS, Arc::new(DataKeys::ephemeral())).unwrap();
+    for e in [&e1, &e2] {
+        let mut b = e.batch();
+        b.put("a", b"x".to_vec(), b"1");
+        b.put("b", b"y".to_vec(), b"2");
+        e.write(b, false).unwrap();
+    }
+    let d = |e: &Engine| digest_view(&e.snapshot(), CFS).unwrap();
+    assert_eq!(d(&e1), d(&e2), "same content under different data keys");
+    assert_eq!(d(&e1).records, 2);
+    assert_eq!(d(&e1).hex().len(), 64);
+
+    // A pair moved to another family, a changed value and an extra key all change the digest.
+    let mut b = e2.batch();
+    b.delete("b", b"y".to_vec());
+    b.put("a", b"y".to_vec(), b"2");
+    e2.write(b, false).unwrap();
+    assert_ne!(d(&e1), d(&e2));
+    let mut b = e2.batch();
+    b.delete("a", b"y".to_vec());
+    b.put("b", b"y".to_vec(), b"3");
+    e2.write(b, false).unwrap();
+    assert_ne!(d(&e1), d(&e2));
+    let mut b = e2.batch();
+    b.put("b", b"y".to_vec(), b"2");
+    e2.write(b, false).unwrap();
+    assert_eq!(d(&e1), d(&e2));
+    let mut b = e2.batch();
+    b.put("b", b"z".to_vec(), b"");
+    e2.write(b, false).unwrap();
+    assert_ne!(d(&e1), d(&e2));
+
+    // Index keys are shared state: engines hash terms alike once given the same key.
+    let key = IndexKey::generate();
+    e1.set_index_key(Some(&key));
+    e2.set_index_key(Some(&key));
+    let h = |e: &Engine| e.index_hasher().unwrap().hash(b"ns", b"term");
+    assert_eq!(h(&e1), h(&e2));
+    e1.set_index_key(None);
+    assert!(e1.index_hasher().is_none());
 }
 
 fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {

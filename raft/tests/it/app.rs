@@ -63,7 +63,7 @@ impl StateApp for KvApp {
         }
     }
 
-    fn installed_snapshot(&self) {
+    fn installed_snapshot(&self, _engine: &Engine) {
         self.snapshots_installed.fetch_add(1, Ordering::SeqCst);
     }
 }

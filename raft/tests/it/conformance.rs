@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use idnode_raft::storage::keys::DataKeys;
 use idnode_raft::storage::Engine;
-use idnode_raft::{LogStore, SmStats, StateMachine, TypeConfig};
+use idnode_raft::{LogStore, SmLinks, StateMachine, TypeConfig};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::StorageError;
 
@@ -16,7 +16,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Bui
     async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<u64>> {
         let dir = tempfile::tempdir().unwrap();
         let engine = Arc::new(Engine::open(dir.path(), &all_cfs(), Arc::new(DataKeys::ephemeral())).unwrap());
-        let sm = StateMachine::new(engine.clone(), Arc::new(KvApp::default()), Arc::new(SmStats::default()))?;
+        let sm = StateMachine::new(engine.clone(), Arc::new(KvApp::default()), SmLinks::new(Some("conformance")))?;
         Ok((dir, LogStore::new(engine), sm))
     }
 }

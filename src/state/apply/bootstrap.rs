@@ -1,15 +1,19 @@
 //! Bootstrap: once per cluster. A second bootstrap (another node, a restart) is a no-op.
 
+use idnode_keys::IndexKey;
+
 use super::super::command::{Applied, ApplyResult, Bootstrap};
 use super::super::keys::{self, ns};
 use super::super::model::BootstrapInfo;
-use super::super::{cf, Reader, Tx};
+use super::super::{cf, index_key, Reader, Tx};
 use super::{assignment, identity, resource, Fatal};
 
-pub fn apply(tx: &mut Tx<'_>, b: Bootstrap) -> Result<ApplyResult, Fatal> {
+/// The index key goes in first; `tx` already hashes with it (see `apply_to`).
+pub fn apply(tx: &mut Tx<'_>, key: &IndexKey, b: Bootstrap) -> Result<ApplyResult, Fatal> {
     if tx.bootstrap_info()?.is_some() {
         return Ok(Ok(Applied::Bootstrapped { fresh: false }));
     }
+    index_key::put(tx.batch, key);
     let admin_role_id = b.roles.first().map(|r| r.id.clone()).unwrap_or_default();
     let info = BootstrapInfo {
         admin_user_id: b.user.id.clone(),

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use idnode_raft::StateApp;
 use idnode_storage::{Batch, Engine, StorageError};
 
-use super::command::{ApplyResult, Command};
-use super::{Tx, STATE_CFS};
+use super::command::{ApplyError, ApplyResult, Command};
+use super::{index_key, Tx, STATE_CFS};
 
 /// Storage failures inside apply are fatal for the node (raft stops): a command is never
 /// half-applied or skipped.
@@ -41,11 +41,26 @@ impl IdentityApp {
     }
 }
 
+/// Applies one command against the committed state plus `batch`. Before the cluster has an
+/// index key (bootstrap installs it) every other command is refused: nothing could index
+/// names the way every replica will.
+pub fn apply_to(engine: &Engine, batch: &mut Batch, cmd: Command) -> Result<ApplyResult, Fatal> {
+    let index = match (index_key::hasher(engine)?, &cmd) {
+        (Some(h), _) => h,
+        (None, Command::BootstrapCluster { index_key, .. }) => Arc::new(index_key.hasher()),
+        (None, _) => return Ok(Err(ApplyError::Invalid("the cluster is not bootstrapped yet".into()))),
+    };
+    apply_command(&mut Tx { engine, batch, index }, cmd)
+}
+
 /// Applies one command to a transaction; the outer error is fatal, the inner one is the
 /// command's refusal (which is replicated like any outcome).
 pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal> {
     match cmd {
-        Command::Bootstrap(b) => bootstrap::apply(tx, *b),
+        Command::Bootstrap(_) => Ok(Err(ApplyError::Invalid(
+            "bootstrap without a cluster index key (data format 1) is not applied by this version".into(),
+        ))),
+        Command::BootstrapCluster { index_key, bootstrap } => bootstrap::apply(tx, &index_key, *bootstrap),
         Command::CreateProject(p) => resource::create(tx, p),
         Command::UpdateProject(p) => resource::update(tx, p),
         Command::DeleteProject { id } => resource::delete(tx, &id),
@@ -95,10 +110,9 @@ impl StateApp for IdentityApp {
     fn apply(&self, engine: &Engine, batch: &mut Batch, _log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String> {
         let cmd: Command = postcard::from_bytes(payload)
             .map_err(|e| format!("cannot decode replicated command (is this binary older than the cluster?): {e}"))?;
-        let mut tx = Tx { engine, batch };
         // Each apply step checks every invariant before its first write, so a refused
         // command leaves no trace in the state.
-        let outcome = apply_command(&mut tx, cmd).map_err(|e| e.to_string())?;
+        let outcome = apply_to(engine, batch, cmd).map_err(|e| e.to_string())?;
         postcard::to_allocvec(&outcome).map_err(|e| e.to_string())
     }
 
@@ -109,7 +123,9 @@ impl StateApp for IdentityApp {
         }
     }
 
-    fn installed_snapshot(&self) {
+    fn installed_snapshot(&self, engine: &Engine) {
+        // The snapshot's state is the authority for the index key from now on.
+        index_key::forget(engine);
         for f in &self.on_applied {
             f(u64::MAX);
         }

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use idnode_keys::DataKeys;
+use idnode_keys::{DataKeys, IndexKey};
 use idnode_storage::Engine;
 
-use super::apply_command;
+use super::apply_to;
 use crate::state::command::{Applied, ApplyError, ApplyResult, Command};
 use crate::state::keys::ns;
 use crate::state::model::*;
-use crate::state::{Reader, Tx, STATE_CFS};
+use crate::state::{Reader, STATE_CFS};
 
 struct World {
     _dir: tempfile::TempDir,
@@ -20,6 +20,10 @@ impl World {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), STATE_CFS, Arc::new(DataKeys::ephemeral())).unwrap();
+        // The cluster's index key, as bootstrap would have installed it.
+        let mut batch = engine.batch();
+        crate::state::index_key::put(&mut batch, &IndexKey::generate());
+        engine.write(batch, false).unwrap();
         World { _dir: dir, engine }
     }
 
@@ -33,7 +37,7 @@ impl World {
 
     fn apply(&self, cmd: Command) -> ApplyResult {
         let mut batch = self.engine.batch();
-        let out = apply_command(&mut Tx { engine: &self.engine, batch: &mut batch }, cmd).unwrap();
+        let out = apply_to(&self.engine, &mut batch, cmd).unwrap();
         self.engine.write(batch, false).unwrap();
         out
     }
@@ -144,6 +148,7 @@ fn revocations_expire() {
 
 mod assignments;
 mod effective_property;
+mod snapshot_property;
 fn region(id: &str, parent: Option<&str>) -> Region {
     Region { id: id.into(), description: None, parent_region_id: parent.map(str::to_string), extra: "{}".into() }
 }

@@ -1,5 +1,8 @@
 //! In-process test node: a bootstrapped one-node cluster in a temp dir and its API router,
 //! driven with `tower::ServiceExt::oneshot` (no sockets). Reusable by any handler test.
+//! `cluster` holds the same for several nodes talking raft over loopback.
+
+pub mod cluster;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,28 +74,7 @@ impl TestNode {
     /// One request from a fixed client address; `path` may end in `#TOKEN` to send TOKEN as
     /// X-Subject-Token.
     pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
-        let (path, subject) = match path.split_once('#') {
-            Some((p, s)) => (p, Some(s)),
-            None => (path, None),
-        };
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(t) = token {
-            req = req.header("x-auth-token", t);
-        }
-        if let Some(s) = subject {
-            req = req.header("x-subject-token", s);
-        }
-        let mut req = match body {
-            Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
-            None => req.body(Body::empty()),
-        }
-        .expect("request");
-        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-        let resp = self.router.clone().oneshot(req).await.expect("infallible");
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.expect("body");
-        Reply { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null), headers }
+        send(&self.router, method, path, token, body).await
     }
 
     /// As the admin.
@@ -133,4 +115,31 @@ impl TestNode {
         assert_eq!(r.status, StatusCode::CREATED, "create {kind}: {}", r.body);
         r.body[kind]["id"].as_str().expect("id").to_string()
     }
+}
+
+/// One request to `router` from a fixed client address; `path` may end in `#TOKEN` to send
+/// TOKEN as X-Subject-Token.
+pub async fn send(router: &Router, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Reply {
+    let (path, subject) = match path.split_once('#') {
+        Some((p, s)) => (p, Some(s)),
+        None => (path, None),
+    };
+    let mut req = Request::builder().method(method).uri(path);
+    if let Some(t) = token {
+        req = req.header("x-auth-token", t);
+    }
+    if let Some(s) = subject {
+        req = req.header("x-subject-token", s);
+    }
+    let mut req = match body {
+        Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
+        None => req.body(Body::empty()),
+    }
+    .expect("request");
+    req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
+    let resp = router.clone().oneshot(req).await.expect("infallible");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.expect("body");
+    Reply { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null), headers }
 }
