@@ -29,6 +29,13 @@ fn by_id(nodes: &[Running], id: u64) -> &Running {
     nodes.iter().find(|n| n.seat.id == id).unwrap()
 }
 
+/// Waits until `leader` compacted its log past `index` (a node that stopped there needs a
+/// snapshot to catch up).
+async fn wait_purged_past(leader: &Running, index: u64) {
+    let purged = |m: &openraft::RaftMetrics<u64, openraft::BasicNode>| m.purged.is_some_and(|p| p.index > index);
+    leader.node.raft().wait(Some(WAIT)).metrics(purged, "leader purged the missed entries").await.unwrap();
+}
+
 fn a_follower(nodes: &[Running], leader: u64) -> &Running {
     nodes.iter().find(|n| n.seat.id != leader).unwrap()
 }
@@ -174,14 +181,7 @@ async fn failover_and_snapshot_catch_up() {
         }
     }
     // The leader has compacted away the entries the old leader is missing.
-    let leader = by_id(&nodes, new_leader_id);
-    leader
-        .node
-        .raft()
-        .wait(Some(WAIT))
-        .metrics(|m| m.purged.is_some_and(|p| p.index > old_last_log), "leader purged the missed entries")
-        .await
-        .unwrap();
+    wait_purged_past(by_id(&nodes, new_leader_id), old_last_log).await;
 
     let back = start(Some(old_seat), old_leader_id, root.path(), 50).await;
     wait_applied(&back, last).await;
@@ -267,14 +267,7 @@ async fn consistency_check_names_the_member_that_differs() {
     for k in 0..120 {
         nodes[k % 2].node.propose(put(&format!("k{k}"), "v")).await.unwrap();
     }
-    let leader = by_id(&nodes, leader_id);
-    leader
-        .node
-        .raft()
-        .wait(Some(WAIT))
-        .metrics(|m| m.purged.is_some_and(|p| p.index > away_applied), "leader purged the missed entries")
-        .await
-        .unwrap();
+    wait_purged_past(by_id(&nodes, leader_id), away_applied).await;
     nodes.push(start(Some(seat), away_id, root.path(), 40).await);
     let report = by_id(&nodes, away_id).node.check_consistency(WAIT).await.unwrap();
     assert!(by_id(&nodes, away_id).app.snapshots_installed.load(Ordering::SeqCst) >= 1);
