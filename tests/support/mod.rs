@@ -252,6 +252,8 @@ pub struct Cluster {
     pub initial_cluster: String,
     pub http: Http,
     bin: PathBuf,
+    /// Extra environment for every (re)spawn of every node, e.g. `IDNODE_RAFT_*` tuning.
+    env: Vec<(String, String)>,
 }
 
 impl Cluster {
@@ -265,8 +267,23 @@ impl Cluster {
         cluster
     }
 
+    /// Like [`Cluster::start`], every node started with the extra environment `env`.
+    pub async fn start_with_env(n: usize, env: &[(&str, &str)]) -> Cluster {
+        let cluster = Self::spawn_with_env(n, env);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 0..n {
+            cluster.wait_ready(i, deadline).await;
+        }
+        cluster
+    }
+
     /// Spawns `n` nodes without waiting for them.
     pub fn spawn(n: usize) -> Cluster {
+        Self::spawn_with_env(n, &[])
+    }
+
+    /// Spawns `n` nodes with the extra environment `env`, without waiting for them.
+    pub fn spawn_with_env(n: usize, env: &[(&str, &str)]) -> Cluster {
         assert!(n >= 1, "a cluster has at least one node");
         let dir = tempfile::Builder::new().prefix("idnode-it-").tempdir().expect("create temp dir");
         let root = dir.path().to_path_buf();
@@ -303,6 +320,7 @@ impl Cluster {
             initial_cluster,
             http: Http::default(),
             bin: PathBuf::from(env!("CARGO_BIN_EXE_idnode")),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         };
         for i in 0..n {
             cluster.spawn_node(i);
@@ -367,6 +385,7 @@ impl Cluster {
         let secret = self.secret.clone();
         let admin_password = self.admin_password.clone();
         let initial_cluster = self.initial_cluster.clone();
+        let extra_env = self.env.clone();
         let node = &mut self.nodes[i];
         let (cluster_flag, cluster_value) = if node.joins {
             ("--initial-cluster-state", "existing".to_string())
@@ -404,6 +423,7 @@ impl Cluster {
             .env("IDNODE_ADMIN_PASSWORD", &admin_password)
             .env("IDNODE_KEK", &node.kek_b64)
             .env("IDNODE_LOG", std::env::var("IDNODE_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
+            .envs(extra_env)
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .env_remove("HTTPS_PROXY")
@@ -463,6 +483,41 @@ impl Cluster {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// SIGSTOP node `i`: it stays alive but does nothing (what a partition looks like from
+    /// inside).
+    pub fn pause(&self, i: usize) {
+        self.signal(i, libc::SIGSTOP);
+    }
+
+    /// SIGCONT node `i` after [`Cluster::pause`].
+    pub fn resume(&self, i: usize) {
+        self.signal(i, libc::SIGCONT);
+    }
+
+    fn signal(&self, i: usize, sig: libc::c_int) {
+        let pid = self.nodes[i].pid().unwrap_or_else(|| panic!("node {} is not running", self.nodes[i].id));
+        // SAFETY: plain kill(2) on a pid of a child we spawned and have not reaped yet.
+        let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill({sig}) on node {} failed", self.nodes[i].id);
+    }
+
+    /// `idnode cluster check` through node `i`: (exit code, the JSON report it printed).
+    pub fn cluster_check(&self, i: usize) -> (i32, Value) {
+        let out = self.cluster_cli(i, &["check"]);
+        let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if report.is_null() {
+            eprintln!("idnode cluster check printed no report: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        (out.status.code().unwrap_or(-1), report)
+    }
+
+    /// `idnode cluster status` through node `i`, as JSON.
+    pub fn status_cli(&self, i: usize) -> Value {
+        let out = self.cluster_cli(i, &["status"]);
+        assert!(out.status.success(), "cluster status: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("status JSON")
     }
 
     /// SIGTERM node `i` and wait up to `grace` for it to exit; SIGKILL after that.
