@@ -103,6 +103,12 @@ impl Collector for RaftCollector {
         let created = stats.snapshot_created_at.load(Ordering::Relaxed);
         let age = if created == 0 { 0 } else { unix_now().saturating_sub(created) };
         gauge(&mut enc, "idnode_raft_snapshot_age_seconds", "Age of the current snapshot", int(age))?;
+        counter(
+            &mut enc,
+            "idnode_raft_snapshot_installs",
+            "Snapshots received from a leader and installed since this process started",
+            stats.snapshot_installs.load(Ordering::Relaxed),
+        )?;
         gauge(&mut enc, "idnode_raft_quarantined_partitions", "Partitions quarantined after a fault", 0)?;
         let (differs, checks, last_index, mismatched) = {
             let s = node.standing.lock().unwrap_or_else(|p| p.into_inner());

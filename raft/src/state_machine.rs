@@ -26,6 +26,8 @@ pub struct SmStats {
     pub apply_seconds: Histogram,
     pub snapshot_size: AtomicU64,
     pub snapshot_created_at: AtomicU64,
+    /// Snapshots received from a leader and installed since this process started.
+    pub snapshot_installs: AtomicU64,
 }
 
 impl Default for SmStats {
@@ -34,6 +36,7 @@ impl Default for SmStats {
             apply_seconds: Histogram::new(exponential_buckets(0.0001, 4.0, 10)),
             snapshot_size: AtomicU64::new(0),
             snapshot_created_at: AtomicU64::new(0),
+            snapshot_installs: AtomicU64::new(0),
         }
     }
 }
@@ -235,6 +238,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         .await
         .map_err(|e| StorageIOError::write_snapshot(None, any(e)))??;
         self.shared.note_snapshot(&snap);
+        self.shared.stats.snapshot_installs.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(snapshot = %meta.snapshot_id, "installed a snapshot from the leader");
         *self.shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
         self.shared.app.installed_snapshot(&self.shared.engine);
         Ok(())

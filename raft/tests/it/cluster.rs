@@ -293,6 +293,7 @@ async fn consistency_check_names_the_member_that_differs() {
     let mut text = String::new();
     encode(&mut text, &registry).unwrap();
     assert!(text.contains("idnode_raft_consistency_mismatch 1"), "{text}");
+    assert!(text.contains("idnode_raft_snapshot_installs_total "), "{text}");
     drop(registry);
     for n in nodes.iter().filter(|n| n.seat.id != victim_id) {
         assert!(n.node.readiness().ok, "node {} {:?}", n.seat.id, n.node.readiness());

@@ -2,12 +2,10 @@
 //! node 2 has answered 204 to its revocation, nodes 1 and 3 answer 404 for it at once (no wait
 //! between the revocation and the validations).
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::Cluster;
 use reqwest::StatusCode;
-use support::Cluster;
 
 /// Rounds of issue / validate / revoke, to give a lagging follower several chances to show.
 const ROUNDS: usize = 3;

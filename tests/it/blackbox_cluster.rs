@@ -3,16 +3,14 @@
 //! killed node, and then every create that was acknowledged with a 2xx must be readable on every
 //! node.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{random_hex, Cluster, Http};
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{random_hex, Cluster, Http};
 
 const WORKERS: usize = 6;
 /// Kill the leader after this long, or after `KILL_AFTER_ACKS` acknowledged creates.
@@ -228,7 +226,7 @@ async fn acknowledged_creates_survive_leader_sigkill_on_every_node() {
                     sample
                 );
             }
-            tokio::time::sleep(support::POLL).await;
+            tokio::time::sleep(crate::support::POLL).await;
         }
     }
 

@@ -3,14 +3,12 @@
 //! voter, serves the data, and is removed again; a caller without the cluster secret is
 //! refused.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::Cluster;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::Instant;
-use support::Cluster;
 
 fn cli_json(out: &std::process::Output) -> Value {
     assert!(

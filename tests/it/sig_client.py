@@ -1,5 +1,5 @@
 """Signs a request with botocore, as a real client would, and prints the `credentials` object
-that /v3/sigtokens expects. Used by tests/catalog_credentials.rs.
+that /v3/sigtokens expects. Used by tests/it/catalog_credentials.rs.
 
 usage: sig_client.py BASE_URL ACCESS SECRET MODE   (MODE: v4 | v4query | v2post | v2get)
 """

@@ -3,13 +3,11 @@
 //! file under any data dir contains those strings, the admin password, the cluster secret or a
 //! node's key-encryption key, in any byte position.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{files_under, find_bytes, random_hex, Cluster};
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{files_under, find_bytes, random_hex, Cluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_or_identity_string_is_stored_in_plaintext() {

@@ -1,4 +1,4 @@
-//! Black-box harness for the integration tests in `tests/`: real `idnode serve` processes on
+//! Black-box harness for the integration tests in `tests/it/`: real `idnode serve` processes on
 //! loopback, each with its own temporary data dir, driven only over HTTP (public Keystone API on
 //! `--listen`, `/ready` and `/metrics` on `--ops-listen`).
 //!
@@ -8,14 +8,18 @@
 //! * set `IDNODE_TEST_KEEP=1` to keep the temporary directory (its path is printed), and
 //!   `IDNODE_TEST_LOG` to the nodes' log filter (`IDNODE_LOG`, default `info,openraft=warn`).
 //!
-//! Nothing here sleeps for a fixed time to let something happen: every wait polls with a deadline.
+//! Nothing here sleeps for a fixed time to let something happen: every wait polls with a deadline,
+//! and every `idnode cluster …` command is killed when it outlives [`CLI_TIMEOUT`].
 #![allow(dead_code)]
 
+pub mod agreement;
+
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -27,6 +31,9 @@ use serde_json::{json, Value};
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Poll interval for every wait in this harness.
 pub const POLL: Duration = Duration::from_millis(50);
+/// How long one `idnode cluster …` command may run before it is killed (its own waits, such as
+/// `cluster check --wait-secs`, are shorter).
+pub const CLI_TIMEOUT: Duration = Duration::from_secs(90);
 /// Bytes of each node log printed when a test fails.
 const LOG_TAIL_BYTES: u64 = 24 * 1024;
 
@@ -160,6 +167,69 @@ pub fn password_auth_body(user: &str, password: &str, project: &str) -> Value {
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}})
 }
 
+/// Keystone v3 password authentication body scoped to `project` (Default domain); the user is
+/// named in the Default domain, or given by id when `by_id`.
+pub fn password_auth_body_for(user: &str, by_id: bool, password: &str, project: &str) -> Value {
+    let who = if by_id {
+        json!({"id": user, "password": password})
+    } else {
+        json!({"name": user, "domain": {"id": "default"}, "password": password})
+    };
+    json!({"auth": {"identity": {"methods": ["password"], "password": {"user": who}},
+        "scope": {"project": {"name": project, "domain": {"id": "default"}}}}})
+}
+
+/// Reads a pipe to its end on a thread of its own (so a full pipe never blocks the child).
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+/// Runs `cmd` with stdout and stderr captured. Panics when it has not exited within `timeout`
+/// (it is killed first). For synchronous callers; async code uses [`output_within_async`].
+pub fn output_within(cmd: &mut Command, timeout: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(POLL);
+    };
+    Output { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") }
+}
+
+/// [`output_within`] for async code: the runtime's threads keep running while it waits.
+pub async fn output_within_async(cmd: &mut tokio::process::Command, timeout: Duration) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(out) => out.unwrap_or_else(|e| panic!("wait for {cmd:?}: {e}")),
+        Err(_) => panic!("{cmd:?} did not finish within {timeout:?}"),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Metrics
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +288,8 @@ pub struct Node {
     pub starts: u32,
     /// Started with `--initial-cluster-state existing`: it joins a running cluster.
     pub joins: bool,
+    /// Stopped with SIGSTOP by [`Cluster::pause`] and not resumed yet.
+    pub paused: bool,
 }
 
 impl Node {
@@ -307,6 +379,7 @@ impl Cluster {
                 spawned_at: None,
                 starts: 0,
                 joins: false,
+                paused: false,
             });
         }
         let initial_cluster =
@@ -350,21 +423,38 @@ impl Cluster {
             spawned_at: None,
             starts: 0,
             joins: true,
+            paused: false,
         });
         self.spawn_node(i);
         i
     }
 
-    /// Runs `idnode cluster ARGS --endpoint <peer address of node i>` with the cluster secret.
-    pub fn cluster_cli(&self, i: usize, args: &[&str]) -> std::process::Output {
-        Command::new(&self.bin)
-            .arg("cluster")
+    /// Runs `idnode cluster ARGS --endpoint <peer address of node i>` with the cluster secret
+    /// (killed after [`CLI_TIMEOUT`]).
+    pub fn cluster_cli(&self, i: usize, args: &[&str]) -> Output {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("cluster")
             .args(args)
             .arg("--endpoint")
-            .arg(format!("127.0.0.1:{}", self.nodes[i].peer_port))
-            .env("IDNODE_CLUSTER_SECRET", &self.secret)
-            .output()
-            .expect("run idnode cluster")
+            .arg(self.peer_addr(i))
+            .env("IDNODE_CLUSTER_SECRET", &self.secret);
+        output_within(&mut cmd, CLI_TIMEOUT)
+    }
+
+    /// [`Cluster::cluster_cli`] for async code (does not block a runtime thread while it runs).
+    pub async fn cluster_cli_async(&self, i: usize, args: &[&str]) -> Output {
+        let mut cmd = tokio::process::Command::new(&self.bin);
+        cmd.arg("cluster")
+            .args(args)
+            .arg("--endpoint")
+            .arg(self.peer_addr(i))
+            .env("IDNODE_CLUSTER_SECRET", &self.secret);
+        output_within_async(&mut cmd, CLI_TIMEOUT).await
+    }
+
+    /// Peer (raft and admin) address of node `i`, as `--endpoint` takes it.
+    pub fn peer_addr(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.nodes[i].peer_port)
     }
 
     pub fn len(&self) -> usize {
@@ -476,24 +566,27 @@ impl Cluster {
         }
     }
 
-    /// SIGKILL (std's `Child::kill`) and reap node `i`.
+    /// SIGKILL (std's `Child::kill`) and reap node `i` (a paused node dies as well).
     pub fn kill(&mut self, i: usize) {
         let node = &mut self.nodes[i];
         if let Some(mut c) = node.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
+        node.paused = false;
     }
 
     /// SIGSTOP node `i`: it stays alive but does nothing (what a partition looks like from
-    /// inside).
-    pub fn pause(&self, i: usize) {
+    /// inside). While paused, [`Cluster::metrics`] skips it instead of waiting for an answer.
+    pub fn pause(&mut self, i: usize) {
         self.signal(i, libc::SIGSTOP);
+        self.nodes[i].paused = true;
     }
 
     /// SIGCONT node `i` after [`Cluster::pause`].
-    pub fn resume(&self, i: usize) {
+    pub fn resume(&mut self, i: usize) {
         self.signal(i, libc::SIGCONT);
+        self.nodes[i].paused = false;
     }
 
     fn signal(&self, i: usize, sig: libc::c_int) {
@@ -503,33 +596,88 @@ impl Cluster {
         assert_eq!(rc, 0, "kill({sig}) on node {} failed", self.nodes[i].id);
     }
 
-    /// `idnode cluster check` through node `i`: (exit code, the JSON report it printed).
-    pub fn cluster_check(&self, i: usize) -> (i32, Value) {
-        let out = self.cluster_cli(i, &["check"]);
+    /// Brings every node back: resumes the paused ones, respawns the ones that are not running,
+    /// then waits until all are ready. Returns the indexes it resumed or respawned.
+    pub async fn heal(&mut self) -> Vec<usize> {
+        let mut healed = Vec::new();
+        for i in 0..self.len() {
+            if self.nodes[i].paused {
+                self.resume(i);
+                healed.push(i);
+            } else if !self.nodes[i].is_running() {
+                self.spawn_node(i);
+                healed.push(i);
+            }
+        }
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 0..self.len() {
+            self.wait_ready(i, deadline).await;
+        }
+        healed
+    }
+
+    /// Stops every node (SIGTERM, SIGKILL after `grace`), starts them all again on their data
+    /// dirs and waits until every one is ready.
+    pub async fn restart_all(&mut self, grace: Duration) {
+        for i in 0..self.len() {
+            self.terminate(i, grace).await;
+        }
+        for i in 0..self.len() {
+            self.spawn_node(i);
+        }
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 0..self.len() {
+            self.wait_ready(i, deadline).await;
+        }
+    }
+
+    /// `idnode cluster check` through node `i`: (exit code, the JSON report it printed on
+    /// stdout; `Value::Null` when it printed none, with its stderr shown).
+    pub async fn cluster_check(&self, i: usize) -> (i32, Value) {
+        let out = self.cluster_cli_async(i, &["check"]).await;
         let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if report.is_null() {
-            eprintln!("idnode cluster check printed no report: {}", String::from_utf8_lossy(&out.stderr));
+        if report.is_null() || !out.status.success() {
+            eprintln!(
+                "idnode cluster check through node {} exited with {}: {}",
+                self.nodes[i].id,
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
         }
         (out.status.code().unwrap_or(-1), report)
     }
 
-    /// `idnode cluster status` through node `i`, as JSON.
-    pub fn status_cli(&self, i: usize) -> Value {
-        let out = self.cluster_cli(i, &["status"]);
-        assert!(out.status.success(), "cluster status: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("status JSON")
+    /// `idnode cluster status` through node `i` (that node's own view), as JSON. Panics when
+    /// the command fails.
+    pub async fn status_cli(&self, i: usize) -> Value {
+        self.try_status_cli(i).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Cluster::status_cli`] that reports a failure (e.g. the node is down) as an error.
+    pub async fn try_status_cli(&self, i: usize) -> Result<Value, String> {
+        let out = self.cluster_cli_async(i, &["status"]).await;
+        if !out.status.success() {
+            return Err(format!(
+                "idnode cluster status through node {}: {} {}",
+                self.nodes[i].id,
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cluster status JSON: {e}"))
     }
 
     /// SIGTERM node `i` and wait up to `grace` for it to exit; SIGKILL after that.
     /// Returns the exit status when it stopped on its own, `None` when it had to be killed.
+    /// A paused node is resumed first so that it can see the SIGTERM.
     pub async fn terminate(&mut self, i: usize, grace: Duration) -> Option<ExitStatus> {
-        let pid = match self.nodes[i].pid() {
-            Some(p) => p,
-            None => return None,
-        };
+        let pid = self.nodes[i].pid()?;
         // SAFETY: plain kill(2) on a pid of a child we spawned and have not reaped yet.
         let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
         assert_eq!(rc, 0, "kill(SIGTERM) on node {} failed", self.nodes[i].id);
+        if self.nodes[i].paused {
+            self.resume(i);
+        }
         let deadline = Instant::now() + grace;
         loop {
             if let Some(status) = self.nodes[i].exited() {
@@ -551,13 +699,23 @@ impl Cluster {
         }
     }
 
-    /// Raft gauges of node `i`, `None` when it does not answer.
-    pub async fn metrics(&self, i: usize) -> Option<RaftMetrics> {
-        let r = self.http.get(&format!("{}/metrics", self.ops(i)), None).await.ok()?;
-        if !r.status.is_success() {
+    /// Text of node `i`'s `/metrics`, `None` when it does not answer or is paused.
+    pub async fn metrics_text(&self, i: usize) -> Option<String> {
+        if self.nodes[i].paused {
             return None;
         }
-        parse_raft_metrics(&r.text)
+        let r = self.http.get(&format!("{}/metrics", self.ops(i)), None).await.ok()?;
+        r.status.is_success().then_some(r.text)
+    }
+
+    /// One metric of node `i` (first sample), `None` when absent or the node does not answer.
+    pub async fn metric(&self, i: usize, name: &str) -> Option<f64> {
+        metric_value(&self.metrics_text(i).await?, name)
+    }
+
+    /// Raft gauges of node `i`, `None` when it does not answer (or is paused).
+    pub async fn metrics(&self, i: usize) -> Option<RaftMetrics> {
+        parse_raft_metrics(&self.metrics_text(i).await?)
     }
 
     /// Index of the leader: a node whose `idnode_raft_is_leader` is 1 and whose id a majority of
@@ -651,6 +809,29 @@ impl Cluster {
         self.issue_token(i, "admin", &pw, "admin", Duration::from_secs(30)).await.0
     }
 
+    /// One password login on node `i` (no retry), project-scoped; the user by name in the
+    /// Default domain, or by id when `by_id`.
+    pub async fn login(&self, i: usize, user: &str, by_id: bool, password: &str, project: &str) -> Resp {
+        let body = password_auth_body_for(user, by_id, password, project);
+        let url = format!("{}/v3/auth/tokens", self.api(i));
+        self.http.post(&url, None, &body).await.unwrap_or_else(|e| panic!("login on node {}: {e}", self.nodes[i].id))
+    }
+
+    /// The `id`s of the objects that `GET path` on node `i` lists under `key` (e.g.
+    /// `("/v3/users?name=admin", "users")`). Panics unless the answer is 200 with that list.
+    pub async fn list_ids(&self, i: usize, token: &str, path: &str, key: &str) -> BTreeSet<String> {
+        let r = self
+            .http
+            .get(&format!("{}{path}", self.api(i)), Some(token))
+            .await
+            .unwrap_or_else(|e| panic!("GET {path} on node {}: {e}", self.nodes[i].id));
+        assert_eq!(r.status, StatusCode::OK, "GET {path} on node {}: {}", self.nodes[i].id, r.text);
+        let list = r.json[key].as_array().unwrap_or_else(|| panic!("no {key} list in GET {path}: {}", r.text));
+        list.iter()
+            .map(|e| e["id"].as_str().unwrap_or_else(|| panic!("an entry without id: {e}")).to_string())
+            .collect()
+    }
+
     /// POSTs `body` to `path` on node `i` until a 2xx (503 and connection errors are retried;
     /// other statuses panic). Returns the answer.
     pub async fn post_retry(&self, i: usize, path: &str, token: &str, body: &Value, timeout: Duration) -> Resp {
@@ -666,6 +847,26 @@ impl Cluster {
             }
             if Instant::now() >= deadline {
                 panic!("POST {path} on node {} kept failing: {last}", self.nodes[i].id);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// `PUT path` (no body) on node `i` until a 2xx, retried like [`Cluster::post_retry`]; for
+    /// the idempotent Keystone PUTs (group membership, role grants).
+    pub async fn put_retry(&self, i: usize, path: &str, token: &str, timeout: Duration) -> Resp {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}{path}", self.api(i));
+        let mut last;
+        loop {
+            match self.http.request(Method::PUT, &url, Some(token), &[], None).await {
+                Ok(r) if r.status.is_success() => return r,
+                Ok(r) if r.status.is_server_error() => last = format!("{} {}", r.status, r.text),
+                Ok(r) => panic!("PUT {path} on node {}: {} {}", self.nodes[i].id, r.status, r.text),
+                Err(e) => last = format!("error: {e}"),
+            }
+            if Instant::now() >= deadline {
+                panic!("PUT {path} on node {} kept failing: {last}", self.nodes[i].id);
             }
             tokio::time::sleep(POLL).await;
         }
@@ -776,4 +977,10 @@ pub fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
         return None;
     }
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Field `key` of a JSON object as a `u64`; 0 when absent or null (e.g. `purged_index` of
+/// `idnode cluster status` before the first purge).
+pub fn json_u64(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or(0)
 }

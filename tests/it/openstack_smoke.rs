@@ -2,13 +2,11 @@
 //! workflow, `../shared/tools/openstack-smoke.sh`) against one node and against a 3-node
 //! cluster entered through a follower. Every step must pass.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use support::Cluster;
+use crate::support::Cluster;
 
 fn smoke_script() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/openstack-smoke.sh");

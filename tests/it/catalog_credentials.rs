@@ -338,7 +338,7 @@ fn boto_python() -> Option<String> {
 }
 
 fn sign(python: &str, base: &str, access: &str, secret: &str, mode: &str) -> Value {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sig_client.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/sig_client.py");
     let out = Command::new(python).args([script, base, access, secret, mode]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()

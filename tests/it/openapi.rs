@@ -3,12 +3,10 @@
 //! `scripts/install-openapi-validator`), and `/swagger-ui/` is a page whose assets are all
 //! served by the node itself (it works with no network).
 
-mod support;
-
 use std::process::Command;
 
+use crate::support::Cluster;
 use reqwest::StatusCode;
-use support::Cluster;
 
 /// The validator: `IDNODE_OPENAPI_VALIDATOR`, or the venv that the install script creates.
 fn validator() -> Option<String> {
