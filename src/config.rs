@@ -103,6 +103,8 @@ pub struct Config {
     pub raft_consistency_check_interval_s: u64,
     /// Operator policy files (`*.rego`) replacing or extending the bundled ones.
     pub policy_directory: Option<PathBuf>,
+    /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
+    pub policy_admin_scope: crate::policy::AdminScope,
     /// Token issue requests per second and source IP; 0 disables the limit.
     pub auth_rate_limit_per_second: u32,
     pub auth_rate_limit_burst: u32,
@@ -157,6 +159,11 @@ impl Config {
             raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 1000)?,
             raft_consistency_check_interval_s: s.parse("raft", "consistency_check_interval", 300)?,
             policy_directory: s.get("policy", "directory").map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from),
+            policy_admin_scope: s
+                .get("policy", "admin_scope")
+                .map(|v| v.parse().map_err(|e| anyhow!("[policy] admin_scope: {e}")))
+                .transpose()?
+                .unwrap_or_default(),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
         };

@@ -80,7 +80,7 @@ pub async fn list(
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let system = Persona { ctx: &ctx }.system("reader");
+    let system = Persona { ctx: &ctx }.cloud_reader();
     let list_target = if system { json!({}) } else { json!({"credential": {"user_id": ctx.user.id}}) };
     enforce("identity:list_credentials", &ctx, &list_target)?;
     let view = node.engine.snapshot();

@@ -81,12 +81,11 @@ pub async fn list(
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    // A domain-scoped caller who is not a system reader lists its own domain only.
+    // A domain-scoped caller lists its own domain only (Keystone).
     let persona = Persona { ctx: &ctx };
     let domain = match q.get("domain_id") {
         Some(d) => Some(d.clone()),
-        None if !persona.system("reader") => persona.scope_domain().map(str::to_string),
-        None => None,
+        None => persona.listing_domain().map(str::to_string),
     };
     enforce("identity:list_groups", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();

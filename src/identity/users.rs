@@ -131,8 +131,7 @@ pub async fn list(
     let persona = crate::policy::Persona { ctx: &ctx };
     let domain = match q.get("domain_id") {
         Some(d) => Some(d.clone()),
-        None if !persona.system("reader") => persona.scope_domain().map(str::to_string),
-        None => None,
+        None => persona.listing_domain().map(str::to_string),
     };
     enforce("identity:list_users", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();

@@ -37,6 +37,7 @@ pub fn document(action: &str, ctx: &ValidToken, target: &serde_json::Value) -> V
     ]);
     Value::from(BTreeMap::from([
         (text("action"), text(action)),
+        (text("admin_scope"), text(ctx.admin_scope.as_str())),
         (text("credentials"), Value::from(credentials)),
         (text("target"), Value::from(target.clone())),
     ]))

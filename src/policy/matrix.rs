@@ -4,8 +4,10 @@
 //!
 //! Personas (columns, in this order): anonymous (no token), reader and member (project-scoped
 //! on project pA of domain A), the manager of domain A (domain-scoped), the cloud admin
-//! (scoped to the admin project, which counts as system scope) and the admin of domain B
-//! (admin, hence manager, on domain B; domain-scoped).
+//! (scoped to the admin project) and the admin of domain B (admin, hence manager, on domain
+//! B; domain-scoped). The table is written for the strict admin mode (`[policy] admin_scope =
+//! system`); in the default Keystone mode the last persona is an admin scoped to project pB,
+//! and it answers exactly as the cloud admin does.
 //!
 //! Path and body placeholders: `{dA}` `{dB}` `{pA}` `{pB}` fixtures; `{uM}` the member user
 //! (domain A); `{self}` the caller's user id; `{self_token}` the caller's token (anonymous:
@@ -80,7 +82,7 @@ const CASES: &[Case] = &[
     (Method::POST, "/v3/roles", Some(r#"{"role": {"name": "{uniq}"}}"#), [401, 403, 403, 403, 201, 403]),
     (Method::PATCH, "/v3/roles/{rX}", Some(r#"{"role": {"description": "x"}}"#), [401, 403, 403, 403, 200, 403]),
     (Method::DELETE, "/v3/roles/{scratch_role}", None,                  [401, 403, 403, 403, 204, 403]),
-    (Method::PUT, "/v3/roles/{rX}/implies/{role_reader}", None,         [401, 403, 403, 403, 201, 403]),
+    (Method::PUT, "/v3/roles/{scratch_role}/implies/{role_reader}", None, [401, 403, 403, 403, 201, 403]),
     (Method::HEAD, "/v3/roles/{rX}/implies/{role_reader}", None,        [401, 403, 403, 403, 204, 403]),
     (Method::GET, "/v3/roles/{rX}/implies", None,                       [401, 403, 403, 403, 200, 403]),
     (Method::GET, "/v3/role_inferences", None,                          [401, 403, 403, 403, 200, 403]),
@@ -115,8 +117,26 @@ fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn authorization_matrix() {
-    let t = TestNode::start_with(&[("auth", "rate_limit_per_second", "0")]).await;
+async fn authorization_matrix_strict_admin_scope() {
+    run_matrix("system", |expected| *expected).await;
+}
+
+/// Keystone's `admin_required` (`role:admin` on any scope): an admin of an ordinary project is
+/// a cloud administrator, as tempest and every OpenStack deployment expect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_matrix_keystone_admin_scope() {
+    run_matrix("any", |expected| {
+        let mut e = *expected;
+        e[5] = e[4];
+        e
+    })
+    .await;
+}
+
+async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
+    let strict = admin_scope == "system";
+    let t =
+        TestNode::start_with(&[("auth", "rate_limit_per_second", "0"), ("policy", "admin_scope", admin_scope)]).await;
     let info = t.node.engine.read().bootstrap_info().unwrap().unwrap();
     let admin_token = t.admin.clone();
     let admin = admin_token.as_str();
@@ -138,6 +158,7 @@ async fn authorization_matrix() {
         (&u_m, format!("projects/{p_a}"), &role_member),
         (&u_dm, format!("domains/{d_a}"), &role_manager),
         (&u_ob, format!("domains/{d_b}"), &role_admin),
+        (&u_ob, format!("projects/{p_b}"), &role_admin),
     ] {
         let r = t.call(Method::PUT, &format!("/v3/{target}/users/{u}/roles/{r}"), Some(admin), None).await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "grant: {}", r.body);
@@ -145,16 +166,19 @@ async fn authorization_matrix() {
     let g_a = t.create("/v3/groups", "group", json!({"name": "ga", "domain_id": d_a})).await;
     let g_b = t.create("/v3/groups", "group", json!({"name": "gb", "domain_id": d_b})).await;
     let r_x = t.create("/v3/roles", "role", json!({"name": "role-x"})).await;
+    let rule = t.call(Method::PUT, &format!("/v3/roles/{r_x}/implies/{role_reader}"), Some(admin), None).await;
+    assert_eq!(rule.status, StatusCode::CREATED, "implication rule: {}", rule.body);
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let on_pa = json!({"project": {"id": p_a}});
+    let on_pb = json!({"project": {"id": p_b}});
     let tokens = [
         None,
         Some(t.token_for_id(&u_r, PASSWORD, on_pa.clone()).await),
         Some(t.token_for_id(&u_m, PASSWORD, on_pa.clone()).await),
         Some(t.token_for_id(&u_dm, PASSWORD, json!({"domain": {"id": d_a}})).await),
         Some(admin_token.clone()),
-        Some(t.token_for_id(&u_ob, PASSWORD, json!({"domain": {"id": d_b}})).await),
+        Some(t.token_for_id(&u_ob, PASSWORD, if strict { json!({"domain": {"id": d_b}}) } else { on_pb }).await),
     ];
     let users = [&u_m, &u_r, &u_m, &u_dm, &info.admin_user_id, &u_ob];
     let member_token = tokens[2].clone().unwrap();
@@ -162,6 +186,7 @@ async fn authorization_matrix() {
     let mut failures = Vec::new();
     let mut n = 0;
     for (method, path, body, expected) in CASES {
+        let expected = expect(expected);
         for (i, persona) in PERSONAS.iter().enumerate() {
             n += 1;
             let mut vars: HashMap<&str, String> = HashMap::from([
@@ -223,7 +248,12 @@ async fn authorization_matrix() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {n} calls answered unexpectedly:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "admin_scope = {admin_scope}: {} of {n} calls answered unexpectedly:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,8 +4,9 @@
 //! (admin, manager, member, reader; system, domain and project scope). Operators can replace
 //! or extend them from `[policy] directory`, reloaded on SIGHUP (see `docs/policy.md`).
 //!
-//! A token scoped to the admin project counts as system scope, like Keystone's
-//! `is_admin_project`; an admin of any other project is only that project's admin.
+//! Who is a cloud administrator is the node's `[policy] admin_scope` ([`AdminScope`]):
+//! Keystone's `role:admin` on any scope by default, or only with system scope (or on the admin
+//! project) in the strict mode.
 
 mod actions;
 mod input;
@@ -41,6 +42,39 @@ pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiEr
     }
 }
 
+/// Which `admin` role assignments make a cloud administrator (`[policy] admin_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdminScope {
+    /// Keystone's `admin_required` (`role:admin`): the admin role on any project, domain or
+    /// the system. Every OpenStack deployment and tempest create their administrators this way.
+    #[default]
+    Any,
+    /// Only a system-scoped token or one scoped to the admin project (Keystone's
+    /// `is_admin_project`) makes an admin a cloud administrator; an admin of another project
+    /// or domain administers only that project or domain.
+    System,
+}
+
+impl AdminScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdminScope::Any => "any",
+            AdminScope::System => "system",
+        }
+    }
+}
+
+impl std::str::FromStr for AdminScope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "any" => Ok(AdminScope::Any),
+            "system" => Ok(AdminScope::System),
+            other => Err(format!("{other:?} is neither any nor system")),
+        }
+    }
+}
+
 /// The caller as handlers see it when they shape a request before `enforce` (e.g. the
 /// default domain filter of a listing).
 pub struct Persona<'a> {
@@ -48,12 +82,29 @@ pub struct Persona<'a> {
 }
 
 impl Persona<'_> {
-    /// A system-scoped token, or one scoped to the admin project.
+    /// A system-scoped token, or (in the strict admin mode) one scoped to the admin project.
     pub fn system_scoped(&self) -> bool {
-        matches!(self.ctx.payload.scope, TokenScope::System) || self.ctx.is_admin_project
+        matches!(self.ctx.payload.scope, TokenScope::System)
+            || (self.ctx.admin_scope == AdminScope::System && self.ctx.is_admin_project)
     }
     pub fn system(&self, role: &str) -> bool {
         self.system_scoped() && self.ctx.has_role(role)
+    }
+    /// Keystone's `admin_required` under the node's admin mode.
+    pub fn cloud_admin(&self) -> bool {
+        self.ctx.has_role("admin") && (self.ctx.admin_scope == AdminScope::Any || self.system_scoped())
+    }
+    /// May read everything: Keystone's `rule:admin_required or (role:reader and system_scope:all)`.
+    pub fn cloud_reader(&self) -> bool {
+        self.cloud_admin() || self.system("reader")
+    }
+    /// The domain a listing is confined to when the caller names none: a domain-scoped
+    /// token's own domain, as Keystone filters (project-scoped callers are left to policy).
+    pub fn listing_domain(&self) -> Option<&str> {
+        match &self.ctx.payload.scope {
+            TokenScope::Domain(d) => Some(d.as_str()),
+            _ => None,
+        }
     }
     /// The domain of the caller's scope (scoped domain, or the scoped project's domain).
     pub fn scope_domain(&self) -> Option<&str> {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::actions::ACTIONS;
-use super::{input, PolicyStore};
+use super::{input, AdminScope, PolicyStore};
 use crate::state::model::{Project, Role, User};
 use crate::token::{TokenPayload, TokenScope, ValidToken};
 
@@ -69,7 +69,14 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
             })
             .collect(),
         is_admin_project: admin_project,
+        // The unit tests are written for the strict mode; `keystone_mode` switches a token.
+        admin_scope: AdminScope::System,
     }
+}
+
+fn keystone_mode(mut t: ValidToken) -> ValidToken {
+    t.admin_scope = AdminScope::Any;
+    t
 }
 
 fn allowed(name: &str, t: &ValidToken, target: Value) -> bool {
@@ -106,6 +113,25 @@ fn personas() {
     assert!(allowed("identity:get_user", &p_member, json!({"user": {"id": "u1", "domain_id": "d1"}})));
     assert!(!allowed("identity:get_user", &p_member, json!({"user": {"id": "u2", "domain_id": "d1"}})));
     assert!(!allowed("identity:no_such_rule", &sys_admin, json!({})), "unknown rules deny");
+}
+
+#[test]
+fn keystone_mode_makes_any_admin_a_cloud_admin() {
+    let in_d2 = json!({"project": {"id": "p2", "domain_id": "d2"}});
+    let project_admin = keystone_mode(token(TokenScope::Project("p9".into()), &["admin", "reader"], false));
+    let domain_admin = keystone_mode(token(TokenScope::Domain("d1".into()), &["admin", "reader"], false));
+    for (who, t) in [("project admin", &project_admin), ("domain admin", &domain_admin)] {
+        assert!(allowed("identity:create_project", t, in_d2.clone()), "{who}");
+        assert!(allowed("identity:create_domain", t, json!({})), "{who}");
+        assert!(allowed("identity:list_services", t, json!({})), "{who}");
+    }
+    // Only admin is promoted: a reader on the admin project is no system reader in this mode.
+    let admin_project_reader = keystone_mode(token(TokenScope::Project("p0".into()), &["reader"], true));
+    assert!(!allowed("identity:list_domains", &admin_project_reader, json!({})));
+    assert!(!allowed("identity:list_domains", &token(TokenScope::Project("p0".into()), &["member"], true), json!({})));
+    assert!(allowed("identity:list_domains", &token(TokenScope::Project("p0".into()), &["reader"], true), json!({})));
+    let p_member = keystone_mode(token(TokenScope::Project("p1".into()), &["member", "reader"], false));
+    assert!(!allowed("identity:create_project", &p_member, in_d2));
 }
 
 #[test]

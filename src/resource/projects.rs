@@ -40,14 +40,9 @@ fn target(p: &Project) -> Value {
     json!({"project": {"id": p.id, "domain_id": p.domain_id}})
 }
 
-/// A domain-scoped caller who is not a system reader lists its own domain only.
+/// A domain-scoped caller lists its own domain only (Keystone).
 fn effective_domain_filter(ctx: &ValidToken, asked: Option<&String>) -> Option<String> {
-    let p = crate::policy::Persona { ctx };
-    match asked {
-        Some(d) => Some(d.clone()),
-        None if !p.system("reader") => p.scope_domain().map(str::to_string),
-        None => None,
-    }
+    asked.cloned().or_else(|| crate::policy::Persona { ctx }.listing_domain().map(str::to_string))
 }
 
 #[utoipa::path(

@@ -25,6 +25,9 @@ pub struct ValidToken {
     /// Scoped to the configured admin project: Keystone's `is_admin_project`, which makes an
     /// admin there a cloud administrator.
     pub is_admin_project: bool,
+    /// The node's `[policy] admin_scope`: carried with the caller so every decision about it
+    /// uses the same mode.
+    pub admin_scope: crate::policy::AdminScope,
 }
 
 impl ValidToken {
@@ -167,6 +170,7 @@ impl Node {
             (Some(p), Some(b)) => p.id == b.admin_project_id,
             _ => false,
         };
-        Ok(ValidToken { payload, user, user_domain, project, scope_domain, roles, is_admin_project })
+        let admin_scope = self.cfg.policy_admin_scope;
+        Ok(ValidToken { payload, user, user_domain, project, scope_domain, roles, is_admin_project, admin_scope })
     }
 }

@@ -12,6 +12,7 @@
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
 //! * `snapshot_consistency`: a follower that caught up by snapshot answers like the others;
+//! * `tempest`: the OpenStack identity conformance suites (tempest and keystone-tempest-plugin);
 //! * `token_cluster`: tokens validate everywhere, revocation is immediate.
 //!
 //! Run one module with e.g. `cargo test --test it token_cluster::`.
@@ -26,4 +27,5 @@ mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;
 mod snapshot_consistency;
+mod tempest;
 mod token_cluster;

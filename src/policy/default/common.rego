@@ -1,6 +1,7 @@
 # Keystone's default personas (keystone/common/policies/base.py) over idnode's input document:
 #
 #   input.action       the policy name being decided, e.g. "identity:get_project"
+#   input.admin_scope  the node's [policy] admin_scope: "any" (Keystone) or "system" (strict)
 #   input.credentials  user_id, user_domain_id, roles (global role names, implied roles
 #                      included), system_scope ("all" or null), domain_id (domain scope),
 #                      project_id and project_domain_id (project scope), is_admin_project
@@ -18,14 +19,19 @@ package lib
 # role:NAME
 role(name) if name in input.credentials.roles
 
-# system_scope:all (also true for a token scoped to the admin project: Keystone's
-# is_admin_project).
+# system_scope:all. In the strict admin mode (input.admin_scope == "system") a token scoped
+# to the admin project counts as system scope too (Keystone's is_admin_project).
 system_scoped if input.credentials.system_scope == "all"
 
-# Keystone's admin_required is `role:admin or is_admin:1`. idnode counts an admin as a cloud
-# administrator only with system scope, so an admin of an ordinary project or domain is only
-# that project's or domain's admin (Keystone's "admin anywhere is admin everywhere" is not
-# reproduced).
+# Keystone's admin_required: role:admin. With `[policy] admin_scope = any` (the default) an
+# admin of any project, domain or the system is a cloud administrator, exactly as in
+# Keystone's base.py; with `admin_scope = system` only a system-scoped admin (or an admin on
+# the admin project) is, and an admin of another project or domain administers only that.
+admin_required if {
+	role("admin")
+	input.admin_scope != "system"
+}
+
 admin_required if {
 	role("admin")
 	system_scoped

@@ -820,8 +820,9 @@ impl Cluster {
     /// The `id`s of the objects that `GET path` on node `i` lists under `key` (e.g.
     /// `("/v3/users?name=admin", "users")`). Panics unless the answer is 200 with that list.
     pub async fn list_ids(&self, i: usize, token: &str, path: &str, key: &str) -> BTreeSet<String> {
-        let r = self
-            .http
+        // A listing of a hundred thousand records takes seconds on a debug build: a longer
+        // bound than the default request timeout.
+        let r = Http::new(Duration::from_secs(120))
             .get(&format!("{}{path}", self.api(i)), Some(token))
             .await
             .unwrap_or_else(|e| panic!("GET {path} on node {}: {e}", self.nodes[i].id));
