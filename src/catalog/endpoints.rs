@@ -18,7 +18,7 @@ use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys;
-use crate::state::model::Endpoint;
+use crate::state::model::{Endpoint, Region};
 use crate::state::{cf, Applied, Command, Reader};
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
@@ -71,6 +71,24 @@ fn region_of(o: &Obj) -> ApiResult<Option<String>> {
         opt_ref(o, "region_id")
     } else {
         opt_ref(o, "region")
+    }
+}
+
+/// Keystone's backward compatibility with v2 clients: an endpoint that names its region with
+/// the deprecated `region` field (and no `region_id`) creates that region when it does not exist
+/// yet, as a write of its own before the endpoint's (so does Keystone). `region_id` never does.
+async fn ensure_legacy_region(node: &Node, o: &Obj) -> ApiResult<()> {
+    if o.contains_key("region_id") {
+        return Ok(());
+    }
+    let Some(id) = opt_ref(o, "region")? else { return Ok(()) };
+    if node.engine.snapshot().region(&id)?.is_some() {
+        return Ok(());
+    }
+    let r = Region { id, description: None, parent_region_id: None, extra: "{}".into() };
+    match node.propose(Command::CreateRegion(r)).await {
+        Err(e) if e.status != StatusCode::CONFLICT => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -152,6 +170,7 @@ pub async fn create(
         extra: extra(&o, KNOWN, "{}"),
     };
     enforce("identity:create_endpoint", &ctx, &target(&e))?;
+    ensure_legacy_region(&node, &o).await?;
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateEndpoint(e)).await?)
 }
 
@@ -228,6 +247,7 @@ pub async fn update(
         e.enabled = en;
     }
     e.extra = extra(&o, KNOWN, &e.extra);
+    ensure_legacy_region(&node, &o).await?;
     respond(&node, StatusCode::OK, node.propose(Command::UpdateEndpoint(e)).await?)
 }
 

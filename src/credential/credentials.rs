@@ -214,6 +214,7 @@ pub async fn update(
     if let Some(t) = opt_name(&o, "type", 255)? {
         c.cred_type = t;
     }
+    let old_blob = c.blob.clone();
     if o.contains_key("blob") {
         c.blob = req_blob(&o)?;
     }
@@ -223,12 +224,25 @@ pub async fn update(
     if o.contains_key("project_id") {
         c.project_id = opt_str(&o, "project_id", 64)?;
     }
-    if c.cred_type == EC2 && ec2_id(&ec2_access(&c.blob)?) != c.id {
-        return Err(ApiError::bad_request("access can not be updated for credential."));
+    if c.cred_type == EC2 {
+        ec2_scope_unchanged(&old_blob, &c.blob)?;
     }
     c.extra = extra(&o, KNOWN, &c.extra);
     enforce("identity:update_credential", &ctx, &target(&c))?;
     respond(&node, StatusCode::OK, node.propose(Command::UpdateCredential(c)).await?)
+}
+
+/// Keystone lets an EC2 blob change (its id stays the hash of the first access key) but not
+/// the delegation it is bound to.
+fn ec2_scope_unchanged(old: &str, new: &str) -> ApiResult<()> {
+    let parse = |b: &str| serde_json::from_str::<Value>(b).unwrap_or(Value::Null);
+    let (old, new) = (parse(old), parse(new));
+    for key in ["trust_id", "app_cred_id", "access_token_id", "access_id"] {
+        if old.get(key) != new.get(key) {
+            return Err(ApiError::bad_request(format!("{key} can not be updated for credential.")));
+        }
+    }
+    Ok(())
 }
 
 #[utoipa::path(

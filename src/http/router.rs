@@ -40,7 +40,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
     use catalog::{endpoints, regions, services};
     use credential::{credentials, ec2, sigtokens};
     use identity::{groups, password, users};
-    use resource::{domains, projects};
+    use resource::{domains, projects, tags};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(openapi::spec))
         .routes(routes!(discovery::root))
@@ -63,6 +63,9 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(domains::get, domains::update, domains::delete))
         .routes(routes!(projects::list, projects::create))
         .routes(routes!(projects::get, projects::update, projects::delete))
+        .routes(routes!(projects::list_for_user))
+        .routes(routes!(tags::list, tags::replace, tags::clear))
+        .routes(routes!(tags::check, tags::add, tags::delete))
         .routes(routes!(users::list, users::create))
         .routes(routes!(users::get, users::update, users::delete))
         .routes(routes!(groups::groups_of_user))

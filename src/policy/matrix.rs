@@ -48,6 +48,10 @@ const CASES: &[Case] = &[
     (Method::POST, "/v3/projects", Some(r#"{"project": {"name": "{uniq}", "domain_id": "{dB}"}}"#), [401, 403, 403, 403, 201, 201]),
     (Method::PATCH, "/v3/projects/{pA}", Some(r#"{"project": {"description": "x"}}"#), [401, 403, 403, 200, 200, 403]),
     (Method::DELETE, "/v3/projects/{scratch_project_A}", None,          [401, 403, 403, 204, 204, 403]),
+    (Method::PUT, "/v3/projects/{pA}/tags/t-{uniq}", None,              [401, 403, 201, 201, 201, 403]),
+    (Method::GET, "/v3/projects/{pA}/tags", None,                       [401, 200, 200, 200, 200, 403]),
+    (Method::GET, "/v3/projects/{pB}/tags", None,                       [401, 403, 403, 403, 200, 200]),
+    (Method::PUT, "/v3/projects/{pB}/tags", Some(r#"{"tags": ["a"]}"#), [401, 403, 403, 403, 200, 200]),
     // Users
     (Method::GET, "/v3/users", None,                                    [401, 403, 403, 200, 200, 200]),
     (Method::GET, "/v3/users?domain_id={dB}", None,                     [401, 403, 403, 403, 200, 200]),
@@ -75,6 +79,8 @@ const CASES: &[Case] = &[
     (Method::HEAD, "/v3/groups/{gA}/users/{uM}", None,                  [401, 403, 403, 204, 204, 403]),
     (Method::GET, "/v3/groups/{gA}/users", None,                        [401, 403, 403, 200, 200, 403]),
     (Method::GET, "/v3/users/{uM}/groups", None,                        [401, 403, 200, 200, 200, 403]),
+    (Method::GET, "/v3/users/{uM}/projects", None,                      [401, 403, 200, 200, 200, 403]),
+    (Method::GET, "/v3/users/{self}/projects", None,                    [401, 200, 200, 200, 200, 200]),
     // Roles and implication rules: reading needs a system reader (or a domain manager, who
     // must see the roles it may grant); writing needs a system admin.
     (Method::GET, "/v3/roles", None,                                    [401, 403, 403, 200, 200, 200]),
@@ -110,6 +116,8 @@ const CASES: &[Case] = &[
     (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{self}"}}"#), [401, 201, 201, 201, 201, 201]),
     (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{uM}"}}"#), [401, 403, 201, 403, 201, 403]),
     (Method::GET, "/v3/credentials/{cred_M}", None,                     [401, 403, 200, 403, 200, 403]),
+    (Method::GET, "/v3/users/{self}/credentials/OS-EC2", None,          [401, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v3/users/{uM}/credentials/OS-EC2", None,            [401, 403, 200, 403, 200, 403]),
 ];
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {

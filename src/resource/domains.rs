@@ -114,7 +114,11 @@ pub async fn create(
         domain_id: id.clone(),
         id,
         name: req_name(&o, "name", 64)?,
-        description: opt_str(&o, "description", 65535)?,
+        // Keystone defaults an absent description to "" (an explicit null stays null).
+        description: match o.contains_key("description") {
+            true => opt_str(&o, "description", 65535)?,
+            false => Some(String::new()),
+        },
         enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
         is_domain: true,
         parent_id: None,

@@ -4,5 +4,8 @@ pub mod domains;
 pub mod projects;
 mod render;
 pub mod schemas;
+pub mod tags;
+#[cfg(test)]
+mod tests;
 
 pub use render::{domain_json, project_json};

@@ -18,7 +18,7 @@ use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys::ns;
-use crate::state::model::Project;
+use crate::state::model::{Project, Target};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::{now_micros, ValidToken};
 
@@ -107,6 +107,59 @@ pub async fn list(
     Ok(Json(json!({"projects": out, "links": {"self": format!("{base}/v3/projects"), "previous": null, "next": null}})))
 }
 
+/// Keystone's `GET /v3/users/{user_id}/projects`: every project on which the user holds a
+/// role, directly or through a group, enabled or not (filters: `domain_id`, `enabled`, `name`).
+#[utoipa::path(
+    get,
+    path = "/v3/users/{user_id}/projects",
+    operation_id = "users_projects_list",
+    tag = "users",
+    params(
+        ("user_id" = String, Path, description = "The user's id."),
+        ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
+        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
+        ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive)."),
+    ),
+    responses(
+        (status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList),
+        E::Unauthorized,
+        E::Forbidden,
+        E::NotFound,
+        E::Internal,
+    )
+)]
+pub async fn list_for_user(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let view = node.engine.snapshot();
+    let user = view.user(&user_id)?;
+    let domain_id = user.as_ref().map(|u| u.domain_id.clone());
+    enforce("identity:list_user_projects", &ctx, &json!({"user": {"id": user_id, "domain_id": domain_id}}))?;
+    if user.is_none() {
+        return Err(ApiError::not_found("user", &user_id));
+    }
+    let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
+    let name = q.get("name").map(|n| n.to_lowercase());
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for t in crate::assignment::effective::targets_of_user(&view, &user_id)? {
+        let Target::Project(id) = t else { continue };
+        let Some(p) = view.project(&id)? else { continue };
+        if q.get("domain_id").is_some_and(|d| d != &p.domain_id)
+            || enabled.is_some_and(|e| p.enabled != e)
+            || name.as_ref().is_some_and(|n| &p.name.to_lowercase() != n)
+        {
+            continue;
+        }
+        out.push(project_json(&p, &base));
+    }
+    let self_link = format!("{base}/v3/users/{user_id}/projects");
+    Ok(Json(json!({"projects": out, "links": {"self": self_link, "previous": null, "next": null}})))
+}
+
 #[utoipa::path(
     post,
     path = "/v3/projects",
@@ -161,7 +214,7 @@ pub async fn create(
         description: opt_str(&o, "description", 65535)?,
         enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
         is_domain,
-        tags: opt_str_list(&o, "tags")?.unwrap_or_default(),
+        tags: super::tags::checked_tags(opt_str_list(&o, "tags")?.unwrap_or_default())?,
         extra: extra(&o, KNOWN, "{}"),
         options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
@@ -241,7 +294,7 @@ pub async fn update(
         p.enabled = e;
     }
     if let Some(t) = opt_str_list(&o, "tags")? {
-        p.tags = t;
+        p.tags = super::tags::checked_tags(t)?;
     }
     if let Some(opts) = opt_options(&o)? {
         p.options = opts;

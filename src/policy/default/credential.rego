@@ -32,7 +32,7 @@ ec2_get_credential if credential_reader
 # (rule:admin_required) or (role:reader and system_scope:all) or rule:owner (the user of the URL)
 ec2_list_credentials if credential_reader
 
-ec2_list_credentials if data.lib.user_is(input.target.user.id)
+ec2_list_credentials if data.lib.user_is(input.target.user_id)
 
 # (rule:admin_required) or (role:member and user_id:%(target.credential.user_id)s)
 ec2_writer if data.lib.admin_required

@@ -63,3 +63,27 @@ create_project if project_manager
 update_project if project_manager
 
 delete_project if project_manager
+
+# Project tags (keystone/common/policies/project_tag.py).
+# (rule:admin_required) or (role:reader and system_scope:all)
+#   or (role:reader and domain_id:%(target.project.domain_id)s) or project_id:%(target.project.id)s
+list_project_tags if get_project
+
+get_project_tag if get_project
+
+# (rule:admin_required) or (role:manager and domain_id:%(target.project.domain_id)s)
+#   or (role:member and project_id:%(target.project.id)s)
+project_tag_writer if project_manager
+
+project_tag_writer if {
+	data.lib.role("member")
+	data.lib.project_is(input.target.project.id)
+}
+
+create_project_tag if project_tag_writer
+
+update_project_tags if project_tag_writer
+
+delete_project_tag if project_tag_writer
+
+delete_project_tags if project_tag_writer
