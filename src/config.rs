@@ -68,7 +68,8 @@ impl Settings {
 }
 
 /// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
-const SECTIONS: &[&str] = &["token", "identity", "api", "resource", "raft", "log", "policy", "auth"];
+const SECTIONS: &[&str] =
+    &["token", "identity", "api", "resource", "raft", "log", "policy", "auth", "security_compliance"];
 
 /// The resolved configuration of a node.
 #[derive(Debug, Clone)]
@@ -108,6 +109,8 @@ pub struct Config {
     /// Token issue requests per second and source IP; 0 disables the limit.
     pub auth_rate_limit_per_second: u32,
     pub auth_rate_limit_burst: u32,
+    /// `[security_compliance]`: lockout, password history, age, expiry, pattern.
+    pub security: crate::identity::compliance::Compliance,
 }
 
 impl Config {
@@ -166,6 +169,7 @@ impl Config {
                 .unwrap_or_default(),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
+            security: crate::identity::compliance::Compliance::from_settings(s)?,
         };
         cfg.validate()?;
         Ok(cfg)

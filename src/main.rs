@@ -1,5 +1,6 @@
 //! idnode: one binary, `idnode serve` runs a node.
 
+mod appcred;
 mod assignment;
 mod auth;
 mod catalog;
@@ -9,9 +10,11 @@ mod cluster_cli;
 mod cluster_tests;
 mod config;
 mod credential;
+mod federation;
 mod http;
 mod identity;
 mod node;
+mod oauth1;
 mod policy;
 mod resource;
 mod state;

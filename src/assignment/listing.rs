@@ -148,6 +148,12 @@ pub fn implication_graph(r: &impl Reader) -> Result<BTreeMap<String, Vec<String>
     Ok(graph)
 }
 
+/// The roles and every role they imply, transitively.
+pub fn implied_closure(r: &impl Reader, role_ids: &[String]) -> Result<BTreeSet<String>> {
+    let graph = implication_graph(r)?;
+    Ok(role_ids.iter().flat_map(|id| expand_roles(&graph, id).into_iter().map(|(role, _)| role)).collect())
+}
+
 /// The granted role itself (no prior), plus one (implied, prior) pair per implication rule
 /// whose prior is reachable from the granted role. Terminates on any graph.
 fn expand_roles(graph: &BTreeMap<String, Vec<String>>, granted: &str) -> BTreeSet<(String, Option<String>)> {

@@ -9,7 +9,7 @@ use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::Reader;
-use crate::token::{Method, TokenPayload};
+use crate::token::{now_micros, Delegation, Method, TokenPayload, TokenScope};
 
 /// What the identity part of a request proved.
 pub struct Proven {
@@ -17,6 +17,18 @@ pub struct Proven {
     pub methods: u8,
     /// Set for the token method: the token being re-scoped.
     pub parent: Option<TokenPayload>,
+    /// The credential the token will stand on (application credential).
+    pub delegation: Delegation,
+    /// A scope the credential fixes (the request may not name one).
+    pub fixed_scope: Option<TokenScope>,
+    /// A limit the credential puts on the token's life (unix microseconds).
+    pub expires_at: Option<i64>,
+}
+
+impl Proven {
+    pub fn of(user: User, methods: u8, parent: Option<TokenPayload>) -> Proven {
+        Proven { user, methods, parent, delegation: Delegation::None, fixed_scope: None, expires_at: None }
+    }
 }
 
 fn fail(node: &Node, method: &str) -> ApiError {
@@ -36,6 +48,9 @@ pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
         let step = match name {
             "password" => password(node, identity.get("password")).await?,
             "token" => token(node, identity.get("token")).await?,
+            "application_credential" => {
+                crate::appcred::auth::authenticate(node, identity.get("application_credential")).await?
+            }
             other => {
                 return Err(ApiError::unauthorized(format!(
                     "Attempted to authenticate with an unsupported method: {other}."
@@ -47,6 +62,11 @@ pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
             Some(mut p) if p.user.id == step.user.id => {
                 p.methods |= step.methods;
                 p.parent = p.parent.or(step.parent);
+                if step.delegation != Delegation::None {
+                    p.delegation = step.delegation;
+                }
+                p.fixed_scope = p.fixed_scope.or(step.fixed_scope);
+                p.expires_at = p.expires_at.or(step.expires_at);
                 p
             }
             Some(_) => return Err(ApiError::unauthorized("Methods identify different users.")),
@@ -74,6 +94,11 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         None if node.raft.linearizable_barrier().await.is_ok() => find_user(node, user)?,
         None => None,
     };
+    if let Some(u) = found.as_ref().filter(|u| u.enabled) {
+        node.refuse_if_locked(u).inspect_err(|_| {
+            fail(node, "password");
+        })?;
+    }
     let (hash, candidate) = match &found {
         Some(u) if u.enabled => match &u.password_hash {
             Some(h) => (h.clone(), true),
@@ -84,7 +109,19 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
     let ok = node.verify_password(pw, hash).await?;
     match found {
         Some(u) if ok && candidate && domain_enabled(node, &u)? => {
-            Ok(Proven { user: u, methods: Method::Password as u8, parent: None })
+            if node.cfg.security.expired(&u, now_micros()) {
+                fail(node, "password");
+                return Err(ApiError::unauthorized(format!(
+                    "The password is expired and needs to be changed for user: {}.",
+                    u.id
+                )));
+            }
+            node.note_auth_success(&u).await?;
+            Ok(Proven::of(u, Method::Password as u8, None))
+        }
+        Some(u) if candidate => {
+            node.note_auth_failure(&u).await;
+            Err(fail(node, "password"))
         }
         _ => Err(fail(node, "password")),
     }
@@ -122,14 +159,18 @@ async fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         .and_then(|b| b.get("id"))
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("'id' is a required property of 'token'."))?;
-    let vt = node.validate_token(id, false).await.map_err(|_| fail(node, "token"))?;
-    if vt.payload.is_delegated() {
+    // Keystone answers a revoked or unknown token with 404, like its validation does.
+    let vt = node.validate_token(id, false).await.map_err(|e| {
+        fail(node, "token");
+        if e.status == axum::http::StatusCode::NOT_FOUND {
+            ApiError::new(e.status, "Failed to validate token")
+        } else {
+            ApiError::unauthenticated()
+        }
+    })?;
+    if vt.payload.is_delegated() || vt.payload.app_cred().is_some() {
         // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
         return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));
     }
-    Ok(Proven {
-        user: vt.user.clone(),
-        methods: vt.payload.methods | Method::Token as u8,
-        parent: Some(vt.payload.clone()),
-    })
+    Ok(Proven::of(vt.user.clone(), vt.payload.methods | Method::Token as u8, Some(vt.payload.clone())))
 }

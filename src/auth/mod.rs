@@ -1,7 +1,7 @@
 //! `/v3/auth/*`: token issue (password and token methods), validation, revocation, and the
 //! caller's scoping targets.
 
-mod methods;
+pub mod methods;
 pub mod projects;
 pub mod schemas;
 mod scope;

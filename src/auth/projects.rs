@@ -121,5 +121,5 @@ pub async fn auth_catalog(State(node): State<Arc<Node>>, Caller(ctx): Caller) ->
         return Err(ApiError::forbidden("A scoped token is required to get a catalog."));
     }
     let base = node.cfg.public_base();
-    Ok(Json(json!({"catalog": *node.catalog()?, "links": links(&base, "/v3/auth/catalog")})))
+    Ok(Json(json!({"catalog": *node.catalog_for(&ctx.payload.scope)?, "links": links(&base, "/v3/auth/catalog")})))
 }

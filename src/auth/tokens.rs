@@ -37,11 +37,14 @@ fn token_body(node: &Node, token: &str, vt: &Arc<ValidToken>, nocatalog: bool) -
     }
     let catalog = match (&vt.payload.scope, nocatalog) {
         (TokenScope::Unscoped, _) | (_, true) => None,
-        _ => Some(node.catalog()?),
+        (scope, false) => Some(node.catalog_for(scope)?),
     };
-    let body = Bytes::from(
-        serde_json::to_vec(&json!({"token": render_token(vt, catalog.as_deref())})).map_err(ApiError::internal)?,
-    );
+    let mut token = render_token(vt, catalog.as_deref());
+    let sps = crate::federation::service_providers::in_token(&node.engine.read())?;
+    if let (false, Some(o)) = (sps.is_empty(), token.as_object_mut()) {
+        o.insert("service_providers".into(), Value::Array(sps));
+    }
+    let body = Bytes::from(serde_json::to_vec(&json!({"token": token})).map_err(ApiError::internal)?);
     node.token_bodies.insert(key, (vt.clone(), body.clone()), applied);
     Ok(body)
 }
@@ -209,23 +212,35 @@ async fn issue_token(
     let auth = body.get("auth").ok_or_else(|| ApiError::bad_request("'auth' is a required property."))?;
     let identity = auth.get("identity").ok_or_else(|| ApiError::bad_request("'identity' is a required property."))?;
     let proven = methods::authenticate(&node, identity).await?;
-    let scope = scope::requested(&node, auth.get("scope"), &proven.user)?;
+    let scope = match proven.fixed_scope.clone() {
+        Some(_) if auth.get("scope").is_some() => {
+            return Err(ApiError::unauthorized(
+                "Error authenticating with application credential: Application credentials cannot request a scope.",
+            ))
+        }
+        Some(fixed) => fixed,
+        None => scope::requested(&node, auth.get("scope"), &proven.user)?,
+    };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;
-    let (expires_at, mut audit_ids) = match &proven.parent {
+    let (mut expires_at, mut audit_ids) = match &proven.parent {
         // A re-scoped token keeps its parent's expiry and audit chain.
         Some(parent) => (parent.expires_at, vec![idnode_keys::random_bytes(), parent.audit_ids[0]]),
         None => (now + lifetime, vec![idnode_keys::random_bytes()]),
     };
+    if let Some(limit) = proven.expires_at {
+        expires_at = expires_at.min(limit);
+    }
     audit_ids.truncate(2);
     let payload = TokenPayload {
-        version: 1,
+        version: 2,
         user_id: proven.user.id.clone(),
         methods: proven.methods,
         scope,
         issued_at: now,
         expires_at,
         audit_ids,
+        delegation: proven.delegation.clone(),
     };
     let token = node.seal_token(&payload)?;
     // Validating the new token checks the scope (enabled, roles held) exactly as every later

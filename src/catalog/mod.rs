@@ -1,7 +1,9 @@
 //! The service catalog: regions, services and endpoints (`/v3/regions`, `/v3/services`,
 //! `/v3/endpoints`) and the catalog as tokens carry it.
 
+pub mod endpoint_groups;
 pub mod endpoints;
+pub mod policies;
 pub mod regions;
 mod render;
 pub mod schemas;
@@ -41,6 +43,25 @@ pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
 }
 
 impl Node {
+    /// The catalog a token of `scope` carries: a project tied to endpoints (OS-EP-FILTER)
+    /// sees only those.
+    pub fn catalog_for(&self, scope: &crate::token::TokenScope) -> ApiResult<Arc<Value>> {
+        let full = self.catalog()?;
+        let crate::token::TokenScope::Project(project_id) = scope else { return Ok(full) };
+        let Some(ids) = endpoint_groups::project_endpoint_ids(&self.engine.read(), project_id)? else {
+            return Ok(full);
+        };
+        let mut filtered = (*full).clone();
+        for service in filtered.as_array_mut().into_iter().flatten() {
+            if let Some(Value::Array(eps)) = service.get_mut("endpoints") {
+                eps.retain(|e| {
+                    e.get("id").and_then(Value::as_str).is_some_and(|id| ids.binary_search(&id.to_string()).is_ok())
+                });
+            }
+        }
+        Ok(Arc::new(filtered))
+    }
+
     /// The catalog, rebuilt only when the state has moved.
     pub fn catalog(&self) -> ApiResult<Arc<Value>> {
         let applied = self.app.applied_index();
@@ -64,3 +85,6 @@ pub(crate) fn opt_ref(o: &Obj, key: &str) -> ApiResult<Option<String>> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -159,3 +159,91 @@ pub struct EndpointUpdate {
 pub struct EndpointUpdateRequest {
     endpoint: EndpointUpdate,
 }
+
+/// A policy blob (`/v3/policies`): an opaque document for services; extra attributes are
+/// kept and echoed.
+#[derive(ToSchema)]
+pub struct Policy {
+    id: String,
+    /// The policy document, a string.
+    blob: String,
+    /// Its media type, e.g. `application/json`.
+    #[schema(rename = "type")]
+    policy_type: String,
+    links: SelfLink,
+}
+
+#[derive(ToSchema)]
+pub struct PolicyEnvelope {
+    policy: Policy,
+}
+
+#[derive(ToSchema)]
+pub struct PolicyList {
+    policies: Vec<Policy>,
+    links: CollectionLinks,
+}
+
+#[derive(ToSchema)]
+pub struct PolicyBody {
+    /// Required on create.
+    blob: Option<String>,
+    /// Required on create; at most 255 characters.
+    #[schema(rename = "type")]
+    policy_type: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct PolicyRequest {
+    policy: PolicyBody,
+}
+
+/// An OS-EP-FILTER endpoint group: the endpoints whose fields equal every filter.
+#[derive(ToSchema)]
+pub struct EndpointGroup {
+    id: String,
+    name: String,
+    description: Option<String>,
+    /// Any of `service_id`, `region_id`, `interface` (public, internal or admin).
+    #[schema(value_type = Object)]
+    filters: serde_json::Value,
+    links: SelfLink,
+}
+
+#[derive(ToSchema)]
+pub struct EndpointGroupEnvelope {
+    endpoint_group: EndpointGroup,
+}
+
+#[derive(ToSchema)]
+pub struct EndpointGroupList {
+    endpoint_groups: Vec<EndpointGroup>,
+    links: CollectionLinks,
+}
+
+#[derive(ToSchema)]
+pub struct EndpointGroupBody {
+    /// Required on create.
+    name: Option<String>,
+    description: Option<String>,
+    /// Required on create: a non-empty object.
+    #[schema(value_type = Option<Object>)]
+    filters: Option<serde_json::Value>,
+}
+
+#[derive(ToSchema)]
+pub struct EndpointGroupRequest {
+    endpoint_group: EndpointGroupBody,
+}
+
+#[derive(ToSchema)]
+pub struct ProjectEndpointGroup {
+    endpoint_group_id: String,
+    project_id: String,
+    links: SelfLink,
+}
+
+#[derive(ToSchema)]
+pub struct ProjectEndpointGroupEnvelope {
+    project_endpoint_group: ProjectEndpointGroup,
+}

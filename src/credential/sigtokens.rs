@@ -22,7 +22,7 @@ use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::state::Reader;
-use crate::token::{now_micros, Method, TokenPayload, TokenScope};
+use crate::token::{now_micros, Delegation, Method, TokenPayload, TokenScope};
 
 /// How long a signed request stays usable after its timestamp (Keystone's `auth_ttl`).
 const AUTH_TTL_MICROS: i64 = 15 * 60 * 1_000_000;
@@ -151,13 +151,14 @@ pub async fn issue(
     let now = now_micros();
     fresh(&request, now).map_err(|why| refuse(&node, why))?;
     let payload = TokenPayload {
-        version: 1,
+        version: 2,
         user_id: user.id,
         methods: Method::Ec2Credential as u8,
         scope: TokenScope::Project(project.id),
         issued_at: now,
         expires_at: now + node.cfg.token_expiration_s * 1_000_000,
         audit_ids: vec![idnode_keys::random_bytes()],
+        delegation: Delegation::None,
     };
     let token = node.seal_token(&payload)?;
     // Validation checks what every later use will: user, domain, project enabled, roles held.

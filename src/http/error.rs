@@ -36,6 +36,10 @@ impl ApiError {
     pub fn not_found(kind: &str, id: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, format!("Could not find {kind}: {id}."))
     }
+    /// 404 with exactly this message.
+    pub fn not_found_msg(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, m)
+    }
     pub fn unavailable(m: impl Into<String>) -> Self {
         ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: m.into(), retry_after: Some(1) }
     }

@@ -107,3 +107,30 @@ pub fn json_obj(text: &str) -> Value {
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
+
+/// An ISO 8601 time as Keystone's clients send it (`2026-11-23T11:53:52.229823`, with or
+/// without `Z` or an offset; no zone means UTC), in Unix microseconds.
+pub fn parse_iso_time(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.timestamp_micros());
+    }
+    for f in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s.trim_end_matches('Z'), f) {
+            return Some(t.and_utc().timestamp_micros());
+        }
+    }
+    None
+}
+
+/// Keystone's 400s for a requested expiry: unparsable, or already past at `now`.
+pub fn future_time(s: &str, now: i64) -> Result<i64, ApiError> {
+    const SUFFIX: &str = "The server could not comply with the request since it is either malformed or otherwise \
+                          incorrect. The client is assumed to be in error.";
+    let t = parse_iso_time(s)
+        .ok_or_else(|| ApiError::bad_request(format!("Timestamp not in expected format. {SUFFIX}")))?;
+    if t < now {
+        return Err(ApiError::bad_request(format!("The 'expires_at' must not be before now. {SUFFIX}")));
+    }
+    Ok(t)
+}

@@ -2,12 +2,14 @@
 //! listener.
 
 pub mod discovery;
+pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod fields;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
+pub mod pages;
 pub mod ratelimit;
 #[cfg(test)]
 mod route_parity;

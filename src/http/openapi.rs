@@ -39,10 +39,13 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "domains", description = "Domains"),
         (name = "projects", description = "Projects"),
         (name = "users", description = "Users and password change"),
+        (name = "application_credentials", description = "Application credentials and their access rules"),
         (name = "groups", description = "Groups and group membership"),
         (name = "roles", description = "Roles and role inference rules"),
         (name = "role_assignments", description = "Grants of roles and the role assignment listing"),
         (name = "catalog", description = "Regions, services and endpoints"),
+        (name = "federation", description = "OS-FEDERATION identity providers, protocols, mappings and service providers"),
+        (name = "oauth1", description = "OS-OAUTH1 consumers"),
         (name = "credentials", description = "Credentials, signature credentials (OS-EC2) and signed-request tokens"),
         (name = "meta", description = "This description"),
     )

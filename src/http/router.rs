@@ -15,7 +15,7 @@ use super::metrics::labels;
 use super::openapi::{self, ApiDoc, SpecJson};
 use super::{discovery, ApiError};
 use crate::node::Node;
-use crate::{assignment, auth, catalog, credential, identity, resource};
+use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, resource};
 
 /// The public API: the described operations, the description itself and Swagger UI.
 pub fn api(node: Arc<Node>) -> Router {
@@ -37,10 +37,11 @@ pub fn api(node: Arc<Node>) -> Router {
 /// description are two views of these declarations. Add routes here only through `routes!`.
 pub fn described() -> OpenApiRouter<Arc<Node>> {
     use assignment::{grants, implied, role_assignments, roles};
-    use catalog::{endpoints, regions, services};
+    use catalog::{endpoint_groups as epf, endpoints, policies, regions, services};
     use credential::{credentials, ec2, sigtokens};
+    use federation::{identity_providers as idps, mappings, protocols, service_providers as sps};
     use identity::{groups, password, users};
-    use resource::{domains, projects, tags};
+    use resource::{domain_config as dcfg, domains, projects, tags};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(openapi::spec))
         .routes(routes!(discovery::root))
@@ -61,6 +62,12 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(auth::projects::auth_system))
         .routes(routes!(domains::list, domains::create))
         .routes(routes!(domains::get, domains::update, domains::delete))
+        .routes(routes!(dcfg::replace, dcfg::get, dcfg::update, dcfg::delete))
+        .routes(routes!(dcfg::group_get, dcfg::group_update, dcfg::group_delete))
+        .routes(routes!(dcfg::option_get, dcfg::option_update, dcfg::option_delete))
+        .routes(routes!(dcfg::default_get))
+        .routes(routes!(dcfg::default_group))
+        .routes(routes!(dcfg::default_option))
         .routes(routes!(projects::list, projects::create))
         .routes(routes!(projects::get, projects::update, projects::delete))
         .routes(routes!(projects::list_for_user))
@@ -70,6 +77,10 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(users::get, users::update, users::delete))
         .routes(routes!(groups::groups_of_user))
         .routes(routes!(password::change))
+        .routes(routes!(appcred::credentials::list, appcred::credentials::create))
+        .routes(routes!(appcred::credentials::get, appcred::credentials::delete))
+        .routes(routes!(appcred::access_rules::list))
+        .routes(routes!(appcred::access_rules::get, appcred::access_rules::delete))
         .routes(routes!(groups::list, groups::create))
         .routes(routes!(groups::get, groups::update, groups::delete))
         .routes(routes!(groups::list_users))
@@ -87,6 +98,27 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(services::get, services::update, services::delete))
         .routes(routes!(endpoints::list, endpoints::create))
         .routes(routes!(endpoints::get, endpoints::update, endpoints::delete))
+        .routes(routes!(epf::list, epf::create))
+        .routes(routes!(epf::get, epf::update, epf::delete))
+        .routes(routes!(epf::group_endpoints_list))
+        .routes(routes!(epf::group_projects_list))
+        .routes(routes!(epf::group_project_get, epf::group_project_add, epf::group_project_remove))
+        .routes(routes!(epf::project_groups_list))
+        .routes(routes!(epf::project_endpoints_list))
+        .routes(routes!(epf::endpoint_projects_list))
+        .routes(routes!(epf::project_endpoint_check, epf::project_endpoint_add, epf::project_endpoint_remove))
+        .routes(routes!(policies::list, policies::create))
+        .routes(routes!(policies::get, policies::update, policies::delete))
+        .routes(routes!(idps::list))
+        .routes(routes!(idps::get, idps::create, idps::update, idps::delete))
+        .routes(routes!(protocols::list))
+        .routes(routes!(protocols::get, protocols::create, protocols::update, protocols::delete))
+        .routes(routes!(mappings::list))
+        .routes(routes!(mappings::get, mappings::create, mappings::update, mappings::delete))
+        .routes(routes!(sps::list))
+        .routes(routes!(sps::get, sps::create, sps::update, sps::delete))
+        .routes(routes!(oauth1::consumers::list, oauth1::consumers::create))
+        .routes(routes!(oauth1::consumers::get, oauth1::consumers::update, oauth1::consumers::delete))
         .routes(routes!(credentials::list, credentials::create))
         .routes(routes!(credentials::get, credentials::update, credentials::delete))
         .routes(routes!(ec2::list, ec2::create))

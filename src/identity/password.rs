@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
+use super::compliance;
 use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, Obj};
@@ -70,11 +71,45 @@ pub async fn change(
             format!("User {} is not a local user and has no password.", user.id),
         ));
     };
+    node.refuse_if_locked(&user)?;
     if !node.verify_password(original, current.clone()).await? {
+        node.note_auth_failure(&user).await;
         return Err(ApiError::unauthenticated());
     }
+    if !user.enabled {
+        return Err(ApiError::unauthorized(format!("The account is disabled for user: {}.", user.id)));
+    }
+    let sc = &node.cfg.security;
+    sc.check_pattern(&new)?;
+    if compliance::user_option(&user, "lock_password") {
+        return Err(ApiError::bad_request(
+            "You cannot change your password at this time due to password policy disallowing password changes. \
+             Please contact your administrator to reset your password.",
+        ));
+    }
+    let now = now_micros();
+    let state = node.engine.read().password_state(&user.id)?.unwrap_or_default();
+    sc.check_age(&state, now)?;
+    // The current password counts even when no history was kept for it yet.
+    let mut recent: Vec<String> = sc.recent(&state).to_vec();
+    if sc.unique_last_password_count > 0 && !recent.contains(&current) {
+        recent.push(current.clone());
+    }
+    for old in recent {
+        if node.verify_password(new.clone(), old).await? {
+            return Err(ApiError::bad_request(format!(
+                "The new password cannot be identical to a previous password. The total number which includes the \
+                 new password must be unique is {}.",
+                sc.unique_last_password_count
+            )));
+        }
+    }
     let new_hash = node.hash_password(new).await?;
-    node.propose(Command::ChangePassword { user_id: user.id, expected_hash: current, new_hash, now: now_micros() })
-        .await?;
+    let record = sc.record(&user, new_hash.clone(), now, true);
+    node.propose(Command::All(vec![
+        Command::ChangePassword { user_id: user.id, expected_hash: current, new_hash, now },
+        record,
+    ]))
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -19,7 +19,7 @@ use crate::policy::enforce;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
 use crate::state::{cf, Applied, Command, Reader};
-use crate::token::{now_micros, render::iso_micros};
+use crate::token::{now_micros, render::iso_micros_naive};
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
@@ -29,7 +29,7 @@ const MAX_PASSWORD: usize = 4096;
 pub fn user_json(u: &User, base: &str) -> Value {
     let mut v = json!({
         "id": u.id, "name": u.name, "domain_id": u.domain_id, "enabled": u.enabled,
-        "password_expires_at": u.password_expires_at.map(iso_micros),
+        "password_expires_at": u.password_expires_at.map(iso_micros_naive),
         "options": json_obj(&u.options),
         "links": {"self": format!("{base}/v3/users/{}", u.id)},
     });
@@ -214,10 +214,18 @@ pub async fn create(
         federated: federated(&o)?.unwrap_or_default(),
     };
     enforce("identity:create_user", &ctx, &target(&u))?;
+    let mut cmds = Vec::new();
     if let Some(pw) = password(&o)? {
-        u.password_hash = Some(node.hash_password(pw).await?);
+        node.cfg.security.check_pattern(&pw)?;
+        let hash = node.hash_password(pw).await?;
+        u.password_hash = Some(hash.clone());
+        // Keystone decides first-use expiry before it reads the create body's options.
+        let mut plain = u.clone();
+        plain.options = "{}".into();
+        cmds.push(node.cfg.security.record(&plain, hash, u.created_at, false));
     }
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateUser(u)).await?)
+    cmds.insert(0, Command::CreateUser(u));
+    respond(&node, StatusCode::CREATED, node.propose(Command::All(cmds)).await?)
 }
 
 #[utoipa::path(
@@ -293,15 +301,27 @@ pub async fn update(
     if o.contains_key("federated") {
         u.federated = federated(&o)?.unwrap_or_default();
     }
+    let mut cmds = Vec::new();
     if o.contains_key("password") {
+        let now = now_micros();
         u.password_hash = match password(&o)? {
-            Some(pw) => Some(node.hash_password(pw).await?),
+            Some(pw) => {
+                node.cfg.security.check_pattern(&pw)?;
+                let hash = node.hash_password(pw).await?;
+                cmds.push(node.cfg.security.record(&u, hash.clone(), now, false));
+                Some(hash)
+            }
             None => None,
         };
-        u.tokens_valid_after = now_micros();
+        u.tokens_valid_after = now;
+    }
+    if u.enabled {
+        // As in Keystone, an administrator's update of an enabled user ends a lockout.
+        cmds.push(Command::ClearAuthFailures { user_id: u.id.clone() });
     }
     u.extra = extra(&o, KNOWN, &u.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateUser(u)).await?)
+    cmds.insert(0, Command::UpdateUser(u));
+    respond(&node, StatusCode::OK, node.propose(Command::All(cmds)).await?)
 }
 
 #[utoipa::path(

@@ -29,6 +29,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("identity.rego", include_str!("default/identity.rego")),
     ("assignment.rego", include_str!("default/assignment.rego")),
     ("catalog.rego", include_str!("default/catalog.rego")),
+    ("federation.rego", include_str!("default/federation.rego")),
     ("credential.rego", include_str!("default/credential.rego")),
     ("token.rego", include_str!("default/token.rego")),
 ];

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::actions::ACTIONS;
 use super::{input, AdminScope, PolicyStore};
 use crate::state::model::{Project, Role, User};
-use crate::token::{TokenPayload, TokenScope, ValidToken};
+use crate::token::{Delegation, TokenPayload, TokenScope, ValidToken};
 
 fn domain(id: &str) -> Project {
     Project {
@@ -39,6 +39,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
             issued_at: 0,
             expires_at: i64::MAX,
             audit_ids: vec![],
+            delegation: Delegation::None,
         },
         user: User {
             id: "u1".into(),
@@ -71,6 +72,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
         is_admin_project: admin_project,
         // The unit tests are written for the strict mode; `keystone_mode` switches a token.
         admin_scope: AdminScope::System,
+        app_cred: None,
     }
 }
 
@@ -148,10 +150,20 @@ fn every_bundled_action_is_defined_and_admin_may_do_it() {
     assert_eq!(store.status(), Ok(()));
     let sys_admin = token(TokenScope::System, &["admin", "manager", "member", "reader"], false);
     let nobody = token(TokenScope::Unscoped, &[], false);
-    let open = ["get_region", "list_regions", "get_auth_catalog", "get_auth_projects", "get_auth_domains"];
+    let open = [
+        "get_region",
+        "list_regions",
+        "get_auth_catalog",
+        "get_auth_projects",
+        "get_auth_domains",
+        "get_security_compliance_domain_config",
+    ];
+    // Only the owner creates its application credentials (Keystone: user_id:%(user_id)s).
+    let owner_only = ["identity:create_application_credential"];
     for action in ACTIONS {
         let target = json!({"token": {"user_id": "other"}, "credential": {"user_id": "other"}});
-        assert!(store_allows(&store, action, &sys_admin, target.clone()), "system admin may {action}");
+        let admin_may = !owner_only.contains(action);
+        assert_eq!(store_allows(&store, action, &sys_admin, target.clone()), admin_may, "system admin and {action}");
         let anyone = open.iter().any(|o| action.ends_with(o)) || action.ends_with("get_auth_system");
         assert_eq!(store_allows(&store, action, &nobody, target), anyone, "unscoped caller and {action}");
     }

@@ -1,8 +1,9 @@
 //! Domains and projects (Keystone's resource subsystem).
 
+pub mod domain_config;
 pub mod domains;
 pub mod projects;
-mod render;
+pub(crate) mod render;
 pub mod schemas;
 pub mod tags;
 #[cfg(test)]

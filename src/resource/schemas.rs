@@ -120,3 +120,11 @@ pub struct ProjectUpdate {
 pub struct ProjectUpdateRequest {
     project: ProjectUpdate,
 }
+
+/// A domain's configuration: `{"identity": {...}, "ldap": {...}}` with Keystone's whitelisted
+/// options (a group or a single option for the narrower paths).
+#[derive(ToSchema)]
+pub struct DomainConfigEnvelope {
+    #[schema(value_type = Object)]
+    config: serde_json::Value,
+}

@@ -89,6 +89,43 @@ pub enum Command {
         index_key: IndexKey,
         bootstrap: Box<Bootstrap>,
     },
+    /// Several commands applied as one: all or none.
+    All(Vec<Command>),
+    /// Creates (`create`: the id must be free) or replaces (it must exist) a document record,
+    /// once every record in `requires` exists.
+    PutDoc {
+        doc: Doc,
+        create: bool,
+        requires: Vec<Ref>,
+    },
+    /// Deletes a document record with its children (see `DocKind::children`).
+    DeleteDoc {
+        kind: DocKind,
+        id: String,
+    },
+    /// Notes a password the user now has (create, admin reset or self-service change): kept
+    /// in its history (the last `keep`), `expires_at` becomes the user's
+    /// `password_expires_at`, and failed attempts are forgotten.
+    RecordPassword {
+        user_id: String,
+        hash: String,
+        at: i64,
+        self_service: bool,
+        keep: u32,
+        expires_at: Option<i64>,
+    },
+    /// A failed password check. Counting restarts when the previous lockout (`limit`
+    /// failures, `lockout_micros` long) is over.
+    RecordAuthFailure {
+        user_id: String,
+        at: i64,
+        limit: u32,
+        lockout_micros: i64,
+    },
+    /// A successful password check (or an administrator's update) ends a failure streak.
+    ClearAuthFailures {
+        user_id: String,
+    },
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.
@@ -124,6 +161,7 @@ pub enum Applied {
     Service(Service),
     Endpoint(Endpoint),
     Credential(Credential),
+    Doc(Doc),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -1,7 +1,7 @@
 //! Key layouts. Ids are random (uuid hex) and safe to keep in keys; names are only ever
 //! indexed through keyed hashes (see `names`/`members` column families).
 
-use super::model::{ActorKind, Assignment, Target};
+use super::model::{ActorKind, Assignment, DocKind, Target};
 
 pub const META_BOOTSTRAP: &[u8] = b"bootstrap";
 pub const META_TOKEN_KEYS: &[u8] = b"token_keys";
@@ -111,4 +111,20 @@ pub mod ns {
 /// Names compare case-insensitively, as with Keystone on its usual SQL collation.
 pub fn name_term(scope: &str, name: &str) -> String {
     format!("{scope}/{}", name.to_lowercase())
+}
+
+/// Docs cf: `{kind tag}/{id}`.
+pub fn doc(kind: DocKind, id: &str) -> Vec<u8> {
+    format!("{}/{id}", kind.tag()).into_bytes()
+}
+pub fn doc_prefix(kind: DocKind) -> Vec<u8> {
+    format!("{}/", kind.tag()).into_bytes()
+}
+/// The records of `kind` that belong to `parent` (ids `{parent}/...`).
+pub fn doc_children_prefix(kind: DocKind, parent: &str) -> Vec<u8> {
+    format!("{}/{parent}/", kind.tag()).into_bytes()
+}
+/// Names-index namespace of a kind's unique values.
+pub fn doc_unique_ns(kind: DocKind) -> String {
+    format!("doc-unique-{}", kind.tag())
 }

@@ -25,6 +25,8 @@ pub const STATE_CFS: &[&str] = &[
     cf::MEMBERS,
     cf::GROUPS,
     cf::CREDENTIALS,
+    cf::DOCS,
+    cf::PASSWORDS,
 ];
 
 pub mod cf {
@@ -49,4 +51,8 @@ pub mod cf {
     pub const GROUPS: &str = "groups";
     /// Credentials (`/v3/credentials`, signature credentials) keyed by id.
     pub const CREDENTIALS: &str = "credentials";
+    /// Document records of the v3 extension APIs (`model::Doc`), keyed `{kind tag}/{id}`.
+    pub const DOCS: &str = "docs";
+    /// Password history and failed attempts of local users (`model::PasswordState`), by user id.
+    pub const PASSWORDS: &str = "passwords";
 }

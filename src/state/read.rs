@@ -106,6 +106,36 @@ pub trait Reader {
         self.get(cf::CREDENTIALS, id.as_bytes())
     }
 
+    fn doc(&self, kind: DocKind, id: &str) -> Result<Option<Doc>> {
+        self.get(cf::DOCS, &keys::doc(kind, id))
+    }
+
+    /// Every record of `kind`, in id order.
+    fn docs(&self, kind: DocKind) -> Result<Vec<Doc>> {
+        self.scan(cf::DOCS, &keys::doc_prefix(kind))
+    }
+
+    /// The records of `kind` that belong to `parent`.
+    fn child_docs(&self, kind: DocKind, parent: &str) -> Result<Vec<Doc>> {
+        self.scan(cf::DOCS, &keys::doc_children_prefix(kind, parent))
+    }
+
+    /// Whether the record `r` names exists.
+    fn exists(&self, r: &Ref) -> Result<bool> {
+        Ok(match r {
+            Ref::Doc(kind, id) => self.get_raw(cf::DOCS, &keys::doc(*kind, id))?.is_some(),
+            Ref::Domain(id) => self.domain(id)?.is_some(),
+            Ref::Project(id) => self.project(id)?.is_some_and(|p| !p.is_domain),
+            Ref::Endpoint(id) => self.get_raw(cf::CATALOG, &keys::endpoint(id))?.is_some(),
+            Ref::User(id) => self.get_raw(cf::USERS, id.as_bytes())?.is_some(),
+            Ref::Role(id) => self.get_raw(cf::ROLES, &keys::role(id))?.is_some(),
+        })
+    }
+
+    fn password_state(&self, user_id: &str) -> Result<Option<PasswordState>> {
+        self.get(cf::PASSWORDS, user_id.as_bytes())
+    }
+
     fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
         self.get(cf::META, keys::META_BOOTSTRAP)
     }

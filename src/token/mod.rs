@@ -8,6 +8,6 @@ pub mod render;
 mod validate;
 
 pub use cache::AppliedCache;
-pub use payload::{Method, TokenPayload, TokenScope};
+pub use payload::{Delegation, Method, TokenPayload, TokenScope};
 pub use render::render_token;
 pub use validate::{now_micros, ValidToken};

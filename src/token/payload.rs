@@ -16,15 +16,20 @@ pub enum Method {
     /// Keystone's marker for tokens minted from a signed request (`/v3/sigtokens`): such a
     /// token is delegated, so it cannot be re-scoped or used to call the identity API.
     Ec2Credential = 4,
+    /// Issued for an application credential: the scope is the credential's project and the
+    /// roles are the credential's (those the user still holds).
+    ApplicationCredential = 8,
 }
 
 impl Method {
-    pub const ALL: [Method; 3] = [Method::Password, Method::Token, Method::Ec2Credential];
+    pub const ALL: [Method; 4] =
+        [Method::Password, Method::Token, Method::Ec2Credential, Method::ApplicationCredential];
     pub fn name(self) -> &'static str {
         match self {
             Method::Password => "password",
             Method::Token => "token",
             Method::Ec2Credential => "ec2credential",
+            Method::ApplicationCredential => "application_credential",
         }
     }
 }
@@ -42,6 +47,51 @@ pub struct TokenPayload {
     pub expires_at: i64,
     /// Random 16-byte ids; the first is this token's, the second its parent's after re-scope.
     pub audit_ids: Vec<[u8; 16]>,
+    /// What the user delegated this token's authority through, if anything (payload
+    /// version 2; older tokens decode with none).
+    pub delegation: Delegation,
+}
+
+/// The credential a delegated token stands on; the token is valid only while it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Delegation {
+    None,
+    /// An application credential (its id).
+    AppCred(String),
+}
+
+/// Payload version 1 (no delegation), still accepted until such tokens expire.
+#[derive(Deserialize)]
+struct PayloadV1 {
+    version: u8,
+    user_id: String,
+    methods: u8,
+    scope: TokenScope,
+    issued_at: i64,
+    expires_at: i64,
+    audit_ids: Vec<[u8; 16]>,
+}
+
+impl TokenPayload {
+    /// Decodes either payload version.
+    pub fn decode(bytes: &[u8]) -> Option<TokenPayload> {
+        if let Ok(p) = postcard::from_bytes::<TokenPayload>(bytes) {
+            if p.version >= 2 {
+                return Some(p);
+            }
+        }
+        let v1: PayloadV1 = postcard::from_bytes(bytes).ok()?;
+        Some(TokenPayload {
+            version: v1.version,
+            user_id: v1.user_id,
+            methods: v1.methods,
+            scope: v1.scope,
+            issued_at: v1.issued_at,
+            expires_at: v1.expires_at,
+            audit_ids: v1.audit_ids,
+            delegation: Delegation::None,
+        })
+    }
 }
 
 impl TokenPayload {
@@ -52,6 +102,14 @@ impl TokenPayload {
     /// Minted from a delegated credential (a signed request) rather than by the user directly.
     pub fn is_delegated(&self) -> bool {
         self.methods & Method::Ec2Credential as u8 != 0
+    }
+
+    /// Minted from an application credential.
+    pub fn app_cred(&self) -> Option<&str> {
+        match &self.delegation {
+            Delegation::AppCred(id) => Some(id),
+            Delegation::None => None,
+        }
     }
 
     pub fn audit_id_strings(&self) -> Vec<String> {

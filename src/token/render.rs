@@ -9,6 +9,13 @@ pub fn iso_micros(micros: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Keystone's format for `password_expires_at`: like [`iso_micros`] without the `Z`.
+pub fn iso_micros_naive(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string())
+        .unwrap_or_default()
+}
+
 /// The token object of validation and issue responses.
 pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
     let p = &vt.payload;
@@ -21,7 +28,7 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
             "id": vt.user.id,
             "name": vt.user.name,
             "domain": {"id": vt.user_domain.id, "name": vt.user_domain.name},
-            "password_expires_at": vt.user.password_expires_at.map(iso_micros),
+            "password_expires_at": vt.user.password_expires_at.map(iso_micros_naive),
         },
     });
     let obj = t.as_object_mut();
@@ -47,6 +54,13 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
         }
     }
     obj.insert("roles".into(), vt.roles.iter().map(|r| json!({"id": r.id, "name": r.name})).collect());
+    if let Some(a) = &vt.app_cred {
+        let mut ac = json!({"id": a.id, "name": a.name, "restricted": !a.unrestricted});
+        if let (false, Some(o)) = (a.access_rules.is_empty(), ac.as_object_mut()) {
+            o.insert("access_rules".into(), Value::Array(a.access_rules.clone()));
+        }
+        obj.insert("application_credential".into(), ac);
+    }
     if let Some(c) = catalog {
         obj.insert("catalog".into(), c.clone());
     }

@@ -28,6 +28,18 @@ pub struct ValidToken {
     /// The node's `[policy] admin_scope`: carried with the caller so every decision about it
     /// uses the same mode.
     pub admin_scope: crate::policy::AdminScope,
+    /// The application credential the token was issued for.
+    pub app_cred: Option<TokenAppCred>,
+}
+
+/// What a token shows of its application credential.
+#[derive(Debug, Clone)]
+pub struct TokenAppCred {
+    pub id: String,
+    pub name: String,
+    pub unrestricted: bool,
+    /// `{id, service, path, method}` of each access rule.
+    pub access_rules: Vec<serde_json::Value>,
 }
 
 impl ValidToken {
@@ -123,7 +135,7 @@ impl Node {
     fn compute_valid_token(&self, token: &str) -> Result<ValidToken, TokenError> {
         let ring = self.token_ring()?;
         let bytes = ring.open(token).ok_or(TokenError::Invalid("does not open"))?;
-        let payload: TokenPayload = postcard::from_bytes(&bytes).map_err(|_| TokenError::Invalid("bad payload"))?;
+        let payload = TokenPayload::decode(&bytes).ok_or(TokenError::Invalid("bad payload"))?;
         // Only a recently issued token can name state that is still on its way to this node.
         let recent = now_micros() - payload.issued_at < LAG_WINDOW_MICROS;
         let missing = |why| if recent { TokenError::Lagging(why) } else { TokenError::Invalid(why) };
@@ -156,21 +168,49 @@ impl Node {
                 (Some(p), Some(d), Some(Target::Project(id.clone())))
             }
         };
-        let roles = match &target {
-            Some(t) => {
-                let roles = effective::roles_of_user(&view, &user.id, t)?;
-                if roles.is_empty() {
-                    return Err(missing("no roles on the scope any more"));
-                }
-                roles
-            }
+        let mut roles = match &target {
+            Some(t) => effective::roles_of_user(&view, &user.id, t)?,
             None => Vec::new(),
         };
+        let app_cred = match payload.app_cred() {
+            Some(id) => {
+                let doc = crate::appcred::find(&view, id)?.ok_or(missing("application credential gone"))?;
+                let c = crate::appcred::AppCred::of(&doc).map_err(|_| TokenError::Invalid("bad credential record"))?;
+                if c.user_id != user.id || c.expired(now_micros()) {
+                    return Err(TokenError::Invalid("application credential expired"));
+                }
+                // Only the credential's roles, and only while the user still holds them.
+                roles.retain(|r| c.role_ids.contains(&r.id));
+                let mut access_rules = Vec::new();
+                for rule in &c.access_rule_ids {
+                    if let Some(d) =
+                        view.doc(crate::state::model::DocKind::AccessRule, &format!("{}/{rule}", c.user_id))?
+                    {
+                        access_rules.push(crate::appcred::rule_json(&crate::http::fields::json_obj(&d.body)));
+                    }
+                }
+                Some(TokenAppCred { id: c.id, name: c.name, unrestricted: c.unrestricted == Some(true), access_rules })
+            }
+            None => None,
+        };
+        if target.is_some() && roles.is_empty() {
+            return Err(missing("no roles on the scope any more"));
+        }
         let is_admin_project = match (&project, view.bootstrap_info()?) {
             (Some(p), Some(b)) => p.id == b.admin_project_id,
             _ => false,
         };
         let admin_scope = self.cfg.policy_admin_scope;
-        Ok(ValidToken { payload, user, user_domain, project, scope_domain, roles, is_admin_project, admin_scope })
+        Ok(ValidToken {
+            payload,
+            user,
+            user_domain,
+            project,
+            scope_domain,
+            roles,
+            is_admin_project,
+            admin_scope,
+            app_cred,
+        })
     }
 }

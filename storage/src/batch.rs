@@ -17,17 +17,22 @@ pub struct Batch {
     pub(crate) keys: Arc<DataKeys>,
     /// (cf, key) -> Some(sealed, plaintext) for a put, None for a delete; the last op wins.
     pub(crate) ops: BTreeMap<(&'static str, Vec<u8>), Option<Sealed>>,
+    /// While a savepoint is open: each touched key with what the batch held for it before.
+    journal: Option<Vec<Undo>>,
 }
+
+type OpKey = (&'static str, Vec<u8>);
+type Undo = (OpKey, Option<Option<Sealed>>);
 
 impl Batch {
     pub(crate) fn new(keys: Arc<DataKeys>) -> Self {
-        Batch { keys, ops: BTreeMap::new() }
+        Batch { keys, ops: BTreeMap::new(), journal: None }
     }
 
     pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: &[u8]) {
         let key = key.into();
         let sealed = self.keys.seal(&value_ad(cf, &key), value);
-        self.ops.insert((cf, key), Some((sealed, value.to_vec())));
+        self.set((cf, key), Some((sealed, value.to_vec())));
     }
 
     pub fn put_t<T: Serialize>(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: &T) -> Result<()> {
@@ -37,7 +42,38 @@ impl Batch {
     }
 
     pub fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
-        self.ops.insert((cf, key.into()), None);
+        self.set((cf, key.into()), None);
+    }
+
+    fn set(&mut self, k: OpKey, op: Option<Sealed>) {
+        if let Some(journal) = &mut self.journal {
+            journal.push((k.clone(), self.ops.get(&k).cloned()));
+        }
+        self.ops.insert(k, op);
+    }
+
+    /// Opens a savepoint: the writes from here on can be dropped with [`Batch::rollback`]
+    /// (one replicated command refused after some of its steps) or kept with
+    /// [`Batch::release`]. Savepoints do not nest; opening one releases the previous.
+    pub fn savepoint(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Keeps the writes made since the savepoint.
+    pub fn release(&mut self) {
+        self.journal = None;
+    }
+
+    /// Drops every write made since the savepoint, restoring what the batch held before.
+    pub fn rollback(&mut self) {
+        if let Some(journal) = self.journal.take() {
+            for (k, before) in journal.into_iter().rev() {
+                match before {
+                    Some(op) => self.ops.insert(k, op),
+                    None => self.ops.remove(&k),
+                };
+            }
+        }
     }
 
     /// What this batch will do to a key: `Some(Some(v))` put, `Some(None)` delete, `None`

@@ -162,3 +162,27 @@ fn flushed_table_files_hold_no_plaintext() {
     let e = open(dir.path());
     assert_eq!(e.read().get("a", &7u32.to_be_bytes()).unwrap().unwrap(), b"flushed-distinctive-7");
 }
+
+#[test]
+fn a_rolled_back_savepoint_restores_what_the_batch_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path());
+    let mut b = e.batch();
+    b.put("a", b"kept".to_vec(), b"1");
+    b.put("a", b"changed".to_vec(), b"before");
+    b.savepoint();
+    b.put("a", b"changed".to_vec(), b"after");
+    b.put("a", b"changed".to_vec(), b"twice");
+    b.delete("a", b"kept".to_vec());
+    b.put("a", b"new".to_vec(), b"x");
+    b.rollback();
+    assert_eq!(b.get("a", b"kept"), Some(Some(&b"1"[..])));
+    assert_eq!(b.get("a", b"changed"), Some(Some(&b"before"[..])));
+    assert_eq!(b.get("a", b"new"), None);
+    b.savepoint();
+    b.put("a", b"new".to_vec(), b"y");
+    b.release();
+    b.rollback();
+    assert_eq!(b.get("a", b"new"), Some(Some(&b"y"[..])));
+    assert_eq!(b.len(), 3);
+}

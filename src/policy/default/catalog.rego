@@ -36,3 +36,47 @@ create_endpoint if data.lib.admin_required
 update_endpoint if data.lib.admin_required
 
 delete_endpoint if data.lib.admin_required
+
+# Policy blobs (keystone/common/policies/policy.py).
+get_policy if catalog_reader
+
+list_policies if catalog_reader
+
+create_policy if data.lib.admin_required
+
+update_policy if data.lib.admin_required
+
+delete_policy if data.lib.admin_required
+
+# OS-EP-FILTER (keystone/common/policies/endpoint_group.py, project_endpoint.py).
+list_endpoint_groups if catalog_reader
+
+get_endpoint_group if catalog_reader
+
+create_endpoint_group if data.lib.admin_required
+
+update_endpoint_group if data.lib.admin_required
+
+delete_endpoint_group if data.lib.admin_required
+
+list_endpoints_associated_with_endpoint_group if catalog_reader
+
+list_projects_associated_with_endpoint_group if catalog_reader
+
+get_endpoint_group_in_project if catalog_reader
+
+add_endpoint_group_to_project if data.lib.admin_required
+
+remove_endpoint_group_from_project if data.lib.admin_required
+
+list_endpoint_groups_for_project if catalog_reader
+
+list_endpoints_for_project if catalog_reader
+
+list_projects_for_endpoint if catalog_reader
+
+check_endpoint_in_project if catalog_reader
+
+add_endpoint_to_project if data.lib.admin_required
+
+remove_endpoint_from_project if data.lib.admin_required

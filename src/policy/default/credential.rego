@@ -45,3 +45,18 @@ ec2_writer if {
 ec2_create_credential if ec2_writer
 
 ec2_delete_credential if ec2_writer
+
+# OS-OAUTH1 consumers (keystone/common/policies/consumer.py).
+consumer_reader if data.lib.admin_required
+
+consumer_reader if data.lib.system_reader
+
+get_consumer if consumer_reader
+
+list_consumers if consumer_reader
+
+create_consumer if data.lib.admin_required
+
+update_consumer if data.lib.admin_required
+
+delete_consumer if data.lib.admin_required

@@ -94,3 +94,38 @@ check_user_in_group if data.lib.admin_required
 check_user_in_group if data.lib.system_reader
 
 check_user_in_group if membership("reader")
+
+# Application credentials (keystone/common/policies/application_credential.py): the owner
+# creates; the owner, admins and system readers read; the owner and admins delete.
+create_application_credential if data.lib.user_is(input.target.user_id)
+
+app_cred_reader if data.lib.admin_required
+
+app_cred_reader if data.lib.system_reader
+
+app_cred_reader if data.lib.user_is(input.target.user_id)
+
+get_application_credential if app_cred_reader
+
+list_application_credentials if app_cred_reader
+
+delete_application_credential if data.lib.admin_required
+
+delete_application_credential if data.lib.user_is(input.target.user_id)
+
+# Access rules (keystone/common/policies/access_rule.py): the owner and system readers; a
+# system admin deletes.
+access_rule_reader if data.lib.system_reader
+
+access_rule_reader if data.lib.user_is(input.target.user.id)
+
+get_access_rule if access_rule_reader
+
+list_access_rules if access_rule_reader
+
+delete_access_rule if {
+	data.lib.role("admin")
+	data.lib.system_scoped
+}
+
+delete_access_rule if data.lib.user_is(input.target.user.id)

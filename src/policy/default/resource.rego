@@ -87,3 +87,21 @@ update_project_tags if project_tag_writer
 delete_project_tag if project_tag_writer
 
 delete_project_tags if project_tag_writer
+
+# Domain configuration (keystone/common/policies/domain_config.py).
+create_domain_config if data.lib.admin_required
+
+update_domain_config if data.lib.admin_required
+
+delete_domain_config if data.lib.admin_required
+
+get_domain_config if data.lib.admin_required
+
+get_domain_config if data.lib.system_reader
+
+get_domain_config_default if data.lib.admin_required
+
+get_domain_config_default if data.lib.system_reader
+
+# Anyone may read the password rules (Keystone's empty check string).
+get_security_compliance_domain_config := true

@@ -2,7 +2,7 @@
 
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
-use super::super::model::{ActorKind, User};
+use super::super::model::{ActorKind, DocKind, User};
 use super::super::{cf, Reader, Tx};
 use super::{assignment, credential, group, Fatal};
 
@@ -116,5 +116,9 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     tx.delete_name(ns::USER_NAME, &u.domain_id, &u.name);
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
     tx.delete(cf::USERS, u.id.clone().into_bytes());
+    tx.delete(cf::PASSWORDS, u.id.clone().into_bytes());
+    // The user's application credentials and their access rules go with it.
+    super::doc::remove_children(tx, DocKind::ApplicationCredential, &u.id)?;
+    super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;
     Ok(())
 }

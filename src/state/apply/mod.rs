@@ -5,8 +5,10 @@ mod assignment;
 mod bootstrap;
 mod catalog;
 pub mod credential;
+mod doc;
 mod group;
 mod identity;
+mod password;
 mod resource;
 mod role;
 mod token;
@@ -50,7 +52,14 @@ pub fn apply_to(engine: &Engine, batch: &mut Batch, cmd: Command) -> Result<Appl
         (None, Command::BootstrapCluster { index_key, .. }) => Arc::new(index_key.hasher()),
         (None, _) => return Ok(Err(ApplyError::Invalid("the cluster is not bootstrapped yet".into()))),
     };
-    apply_command(&mut Tx { engine, batch, index }, cmd)
+    // A refused command writes nothing, by construction: its writes since the savepoint go.
+    batch.savepoint();
+    let outcome = apply_command(&mut Tx { engine, batch, index }, cmd);
+    match &outcome {
+        Ok(Ok(_)) => batch.release(),
+        _ => batch.rollback(),
+    }
+    outcome
 }
 
 /// Applies one command to a transaction; the outer error is fatal, the inner one is the
@@ -99,7 +108,35 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::CreateCredential(c) => credential::create(tx, c),
         Command::UpdateCredential(c) => credential::update(tx, c),
         Command::DeleteCredential { id } => credential::delete(tx, &id),
+        Command::All(cmds) => all(tx, cmds),
+        Command::PutDoc { doc, create, requires } => doc::put(tx, doc, create, &requires),
+        Command::DeleteDoc { kind, id } => doc::delete(tx, kind, &id),
+        Command::RecordPassword { user_id, hash, at, self_service, keep, expires_at } => {
+            password::record(tx, &user_id, hash, at, self_service, keep, expires_at)
+        }
+        Command::RecordAuthFailure { user_id, at, limit, lockout_micros } => {
+            password::failure(tx, &user_id, at, limit, lockout_micros)
+        }
+        Command::ClearAuthFailures { user_id } => password::clear_failures(tx, &user_id),
     }
+}
+
+/// Every command in order, as one: the first refusal refuses the whole (and `apply_to`
+/// drops the writes of the steps before it). The outcome is the last one that carries a
+/// record (bookkeeping steps answer `Done`).
+fn all(tx: &mut Tx<'_>, cmds: Vec<Command>) -> Result<ApplyResult, Fatal> {
+    let mut outcome = super::Applied::Done;
+    for cmd in cmds {
+        if matches!(cmd, Command::BootstrapCluster { .. } | Command::Bootstrap(_)) {
+            return Ok(Err(ApplyError::Invalid("bootstrap cannot be part of a compound command".into())));
+        }
+        match apply_command(tx, cmd)? {
+            Err(e) => return Ok(Err(e)),
+            Ok(super::Applied::Done) => {}
+            Ok(other) => outcome = other,
+        }
+    }
+    Ok(Ok(outcome))
 }
 
 impl StateApp for IdentityApp {
@@ -110,8 +147,7 @@ impl StateApp for IdentityApp {
     fn apply(&self, engine: &Engine, batch: &mut Batch, _log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String> {
         let cmd: Command = postcard::from_bytes(payload)
             .map_err(|e| format!("cannot decode replicated command (is this binary older than the cluster?): {e}"))?;
-        // Each apply step checks every invariant before its first write, so a refused
-        // command leaves no trace in the state.
+        // `apply_to` drops a refused command's writes, so it leaves no trace in the state.
         let outcome = apply_to(engine, batch, cmd).map_err(|e| e.to_string())?;
         postcard::to_allocvec(&outcome).map_err(|e| e.to_string())
     }

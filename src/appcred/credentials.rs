@@ -1,0 +1,321 @@
+//! `/v3/users/{user_id}/application_credentials`: create (the secret is shown once), list,
+//! show, delete.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::schemas as s;
+use super::{find, id_term, name_term, render, AppCred};
+use crate::assignment::listing::implied_closure;
+use crate::federation::{invalid, member, only_keys};
+use crate::http::docs::{applied_doc, DocApi};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::{future_time, new_id, Obj};
+use crate::http::openapi::errors as E;
+use crate::http::pages::page;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::{Doc, DocKind, Ref};
+use crate::state::{Command, Reader};
+use crate::token::{now_micros, TokenScope, ValidToken};
+
+const API: DocApi = DocApi {
+    kind: DocKind::ApplicationCredential,
+    member: "application_credential",
+    collection: "application_credentials",
+    path: |id| format!("/v3/application_credentials/{id}"),
+};
+const RULES: DocApi = DocApi {
+    kind: DocKind::AccessRule,
+    member: "access_rule",
+    collection: "access_rules",
+    path: |id| format!("/v3/access_rules/{}", id.rsplit('/').next().unwrap_or(id)),
+};
+const FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "description",
+    "secret",
+    "expires_at",
+    "project_id",
+    "unrestricted",
+    "system",
+    "roles",
+    "access_rules",
+];
+const METHODS: [&str; 6] = ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"];
+
+/// Delegated tokens manage no credentials; a restricted credential's token creates or deletes
+/// none (Keystone's rules).
+pub(crate) fn refuse_delegated(ctx: &ValidToken, managing: bool) -> ApiResult<()> {
+    if ctx.payload.is_delegated() {
+        return Err(ApiError::forbidden("You are not authorized to perform the requested action."));
+    }
+    if managing && ctx.app_cred.as_ref().is_some_and(|a| !a.unrestricted) {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: Using method 'application_credential' is not \
+             allowed for managing additional application credentials..",
+        ));
+    }
+    Ok(())
+}
+
+fn target(user_id: &str) -> Value {
+    json!({"user_id": user_id, "application_credential": {"user_id": user_id}})
+}
+
+fn load(node: &Node, user_id: &str, id: &str) -> ApiResult<(Doc, AppCred)> {
+    let doc = find(&node.engine.read(), id)?
+        .filter(|d| d.id.starts_with(&format!("{user_id}/")))
+        .ok_or_else(|| ApiError::not_found("Application Credential", id))?;
+    let c = AppCred::of(&doc)?;
+    Ok((doc, c))
+}
+
+/// A 64-byte random secret, URL-safe base64 without padding (Keystone's shape).
+fn generate_secret() -> String {
+    let mut bytes = [0u8; 64];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The role ids a body asks for (by id or by name), with what they imply.
+fn requested_roles(node: &Node, roles: &[Value]) -> ApiResult<Vec<String>> {
+    let view = node.engine.read();
+    let mut ids = Vec::new();
+    for r in roles {
+        let o = r
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or_else(|| invalid("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))?;
+        match (o.get("id").and_then(Value::as_str), o.get("name").and_then(Value::as_str)) {
+            (Some(id), _) => ids.push(id.to_string()),
+            (None, Some(name)) => match view.id_by_name(ns::ROLE_NAME, "", name)? {
+                Some(id) => ids.push(id),
+                None => return Err(ApiError::not_found_msg(format!("Role {name} is not defined"))),
+            },
+            _ => return Err(invalid("roles", r, "each role must have an 'id' or a 'name'")),
+        }
+    }
+    Ok(implied_closure(&view, &ids)?.into_iter().collect())
+}
+
+/// The access rules of a body: existing rules of the user are reused (by id, or by the same
+/// service, path and method); the others are new records.
+fn access_rules(node: &Node, user_id: &str, rules: &[Value]) -> ApiResult<(Vec<String>, Vec<Doc>, Vec<Ref>)> {
+    let existing: Vec<Obj> = node
+        .engine
+        .read()
+        .child_docs(DocKind::AccessRule, user_id)?
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Obj>(&d.body).ok())
+        .collect();
+    let (mut ids, mut new, mut requires) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rules {
+        let o = r.as_object().ok_or_else(|| invalid("access_rules", r, "each rule must be an object"))?;
+        only_keys(o, &["id", "path", "service", "method"], "access_rules", false)?;
+        let field = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+        let same = |e: &Obj| {
+            ["service", "path", "method"]
+                .iter()
+                .all(|k| e.get(*k).and_then(Value::as_str) == o.get(*k).and_then(Value::as_str))
+        };
+        if let Some(id) = field("id") {
+            if let Some(e) = existing.iter().find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str())) {
+                requires.push(Ref::Doc(DocKind::AccessRule, format!("{user_id}/{id}")));
+                ids.push(e.get("id").and_then(Value::as_str).unwrap_or(&id).to_string());
+                continue;
+            }
+            if !o.contains_key("path") {
+                return Err(ApiError::not_found("Access Rule", &id));
+            }
+        }
+        if let Some(e) = existing.iter().find(|e| same(e)) {
+            let id = e.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            requires.push(Ref::Doc(DocKind::AccessRule, format!("{user_id}/{id}")));
+            ids.push(id);
+            continue;
+        }
+        let path = field("path").filter(|p| p.starts_with('/') && p.chars().count() <= 225);
+        let service = field("service").filter(|s| !s.is_empty() && s.len() <= 64);
+        let method = field("method").filter(|m| METHODS.contains(&m.as_str()));
+        let (Some(path), Some(service), Some(method)) = (path, service, method) else {
+            return Err(invalid(
+                "access_rules",
+                r,
+                "a rule needs a 'path' starting with '/', a 'service' and a 'method' (one of DELETE, GET, HEAD, PATCH, POST, PUT)",
+            ));
+        };
+        let id = new_id();
+        let mut body = Obj::new();
+        body.insert("id".into(), json!(id));
+        body.insert("service".into(), json!(service));
+        body.insert("path".into(), json!(path));
+        body.insert("method".into(), json!(method));
+        body.insert("user_id".into(), json!(user_id));
+        new.push(RULES.record(&format!("{user_id}/{id}"), body));
+        ids.push(id);
+    }
+    Ok((ids, new, requires))
+}
+
+#[utoipa::path(post, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_create", tag = "application_credentials",
+    params(("user_id" = String, Path, description = "The owner: the caller itself.")),
+    request_body(content = s::AppCredRequest, content_type = "application/json"),
+    responses((status = 201, description = "The credential with its secret (shown only here).", body = s::AppCredCreated),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = member(b, "application_credential", true)?;
+    only_keys(&o, FIELDS, "application_credential", false)?;
+    let name = match o.get("name") {
+        Some(Value::String(n)) if !n.is_empty() && n.chars().count() <= 255 => n.clone(),
+        Some(v) => return Err(invalid("name", v, "must be a string of 1 to 255 characters")),
+        None => {
+            return Err(invalid("application_credential", &Value::Object(o.clone()), "'name' is a required property"))
+        }
+    };
+    for k in ["description", "secret", "expires_at"] {
+        if o.get(k).is_some_and(|v| !v.is_null() && !v.is_string()) {
+            return Err(invalid(k, &o[k], "must be a string or null"));
+        }
+    }
+    let unrestricted = match o.get("unrestricted") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(v) => return Err(invalid("unrestricted", v, "must be a boolean or null")),
+    };
+    enforce("identity:create_application_credential", &ctx, &target(&user_id))?;
+    refuse_delegated(&ctx, true)?;
+    if ctx.user.id != user_id {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: Cannot create an application credential for another user.",
+        ));
+    }
+    let TokenScope::Project(project_id) = &ctx.payload.scope else {
+        return Err(ApiError::forbidden("Application credentials are created with a project-scoped token."));
+    };
+    let now = now_micros();
+    let expires_at = match o.get("expires_at").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(t) => Some(future_time(t, now)?),
+        None => None,
+    };
+    let token_roles: Vec<String> = ctx.roles.iter().map(|r| r.id.clone()).collect();
+    let role_ids = match o.get("roles") {
+        None | Some(Value::Null) => token_roles.clone(),
+        Some(Value::Array(a)) if a.is_empty() => token_roles.clone(),
+        Some(Value::Array(a)) => requested_roles(&node, a)?,
+        Some(v) => return Err(invalid("roles", v, "must be an array")),
+    };
+    if role_ids.iter().any(|r| !token_roles.contains(r)) {
+        return Err(ApiError::bad_request(
+            "Invalid application credential: Cannot create an application credential with unassigned role",
+        ));
+    }
+    let (rule_ids, new_rules, mut requires) = match o.get("access_rules") {
+        None | Some(Value::Null) => (Vec::new(), Vec::new(), Vec::new()),
+        Some(Value::Array(a)) => access_rules(&node, &user_id, a)?,
+        Some(v) => return Err(invalid("access_rules", v, "must be an array")),
+    };
+    let secret = match o.get("secret").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(s) => s.to_string(),
+        None => generate_secret(),
+    };
+    let secret_hash = node.hash_password(secret.clone()).await?;
+    let id = new_id();
+    let body = json!({
+        "id": id, "name": name, "description": o.get("description").cloned().unwrap_or(Value::Null),
+        "user_id": user_id, "project_id": project_id, "expires_at": expires_at, "unrestricted": unrestricted,
+        "role_ids": role_ids, "access_rule_ids": rule_ids,
+    });
+    let Value::Object(body) = body else { return Err(ApiError::internal("credential body")) };
+    let mut doc = API.record(&format!("{user_id}/{id}"), body);
+    doc.private = json!({"secret_hash": secret_hash}).to_string();
+    doc.unique = vec![id_term(&id), name_term(&user_id, &name)];
+    requires.push(Ref::User(user_id.clone()));
+    let mut cmds: Vec<Command> =
+        new_rules.into_iter().map(|d| Command::PutDoc { doc: d, create: true, requires: vec![] }).collect();
+    cmds.push(Command::PutDoc { doc, create: true, requires });
+    let saved = applied_doc(node.propose(Command::All(cmds)).await.map_err(|e| {
+        if e.status == StatusCode::CONFLICT {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                format!("Conflict occurred attempting to store application_credential - Duplicate entry found with name {name}."),
+            )
+        } else {
+            e
+        }
+    })?)?;
+    let mut out = render(&node, &AppCred::of(&saved)?)?;
+    if let Some(obj) = out.as_object_mut() {
+        obj.insert("secret".into(), json!(secret));
+    }
+    Ok((StatusCode::CREATED, Json(json!({"application_credential": out}))))
+}
+
+#[utoipa::path(get, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_list", tag = "application_credentials",
+    params(("user_id" = String, Path, description = "The owner."),
+           ("name" = Option<String>, Query, description = "Only the credential of this name."),
+           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(user_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_application_credentials", &ctx, &target(&user_id))?;
+    refuse_delegated(&ctx, false)?;
+    let docs = node.engine.read().child_docs(API.kind, &user_id)?;
+    let mut items = Vec::new();
+    for d in &docs {
+        let c = AppCred::of(d)?;
+        if q.get("name").is_none_or(|n| *n == c.name) {
+            items.push(render(&node, &c)?);
+        }
+    }
+    let path = format!("/v3/users/{user_id}/application_credentials");
+    Ok(Json(page(API.collection, items, &node.cfg.public_base(), &path, &q)?))
+}
+
+#[utoipa::path(get, path = "/v3/users/{user_id}/application_credentials/{application_credential_id}", operation_id = "application_credentials_get", tag = "application_credentials",
+    params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
+    responses((status = 200, description = "The credential (without its secret).", body = s::AppCredEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((user_id, id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let (_, c) = load(&node, &user_id, &id)?;
+    enforce("identity:get_application_credential", &ctx, &target(&c.user_id))?;
+    refuse_delegated(&ctx, false)?;
+    Ok(Json(json!({"application_credential": render(&node, &c)?})))
+}
+
+#[utoipa::path(delete, path = "/v3/users/{user_id}/application_credentials/{application_credential_id}", operation_id = "application_credentials_delete", tag = "application_credentials",
+    params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
+    responses((status = 204, description = "Deleted; tokens from it stop validating. Its access rules stay."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((user_id, id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (doc, c) = load(&node, &user_id, &id)?;
+    enforce("identity:delete_application_credential", &ctx, &target(&c.user_id))?;
+    refuse_delegated(&ctx, true)?;
+    API.delete(&node, &doc.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,438 @@
+//! OS-EP-FILTER: endpoint groups (endpoints chosen by filters), and endpoints tied to
+//! projects directly or through groups. A project with any such endpoint sees only those in
+//! its token catalog (see `catalog::build`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::render::endpoint_json;
+use super::schemas as s;
+use crate::http::docs::{body, DocApi};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::openapi::errors as E;
+use crate::http::pages::page;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::resource::render::project_json;
+use crate::state::keys;
+use crate::state::model::{DocKind, Endpoint, Ref};
+use crate::state::{cf, Reader};
+
+pub const GROUPS: DocApi = DocApi {
+    kind: DocKind::EndpointGroup,
+    member: "endpoint_group",
+    collection: "endpoint_groups",
+    path: |id| format!("/v3/OS-EP-FILTER/endpoint_groups/{id}"),
+};
+const GROUP_PROJECTS: DocApi = DocApi {
+    kind: DocKind::EndpointGroupProject,
+    member: "project_endpoint_group",
+    collection: "project_endpoint_groups",
+    path: |id| format!("/v3/OS-EP-FILTER/endpoint_groups/{}", id.replacen('/', "/projects/", 1)),
+};
+const PROJECT_ENDPOINTS: DocApi = DocApi {
+    kind: DocKind::ProjectEndpoint,
+    member: "project_endpoint",
+    collection: "project_endpoints",
+    path: |id| format!("/v3/OS-EP-FILTER/projects/{}", id.replacen('/', "/endpoints/", 1)),
+};
+const FILTER_KEYS: [&str; 3] = ["service_id", "region_id", "interface"];
+
+/// Keystone's endpoint group schema: `name` (create), `description`, `filters` (create; a
+/// non-empty object over service_id, region_id, interface); nothing else.
+fn check(o: &Obj, create: bool) -> ApiResult<()> {
+    if let Some(k) = o.keys().find(|k| !["name", "description", "filters", "id", "links"].contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid input for field 'endpoint_group': Additional properties are not allowed ('{k}' was unexpected)."
+        )));
+    }
+    if create {
+        req_name(o, "name", 255)?;
+    } else {
+        opt_name(o, "name", 255)?;
+        if o.is_empty() {
+            return Err(ApiError::bad_request(
+                "Invalid input for field 'endpoint_group': must have at least 1 property.",
+            ));
+        }
+    }
+    if let Some(d) = o.get("description") {
+        if !d.is_null() && !d.is_string() {
+            return Err(ApiError::bad_request("Invalid input for field 'description': must be a string or null."));
+        }
+    }
+    match o.get("filters") {
+        None if !create => Ok(()),
+        Some(Value::Object(f)) if !f.is_empty() => {
+            if f.keys().any(|k| !FILTER_KEYS.contains(&k.as_str())) {
+                return Err(ApiError::bad_request(
+                    "Expecting to find service_id or region_id or interface in endpoint_group. The server could not \
+                     comply with the request since it is either malformed or otherwise incorrect. The client is \
+                     assumed to be in error.",
+                ));
+            }
+            if let Some(i) = f.get("interface") {
+                if !i.as_str().is_some_and(|i| ["admin", "internal", "public"].contains(&i)) {
+                    return Err(ApiError::bad_request(
+                        "Invalid input for field 'filters/interface': must be one of admin, internal, public.",
+                    ));
+                }
+            }
+            if f.get("service_id").is_some_and(|v| !v.is_string()) {
+                return Err(ApiError::bad_request("Invalid input for field 'filters/service_id': must be a string."));
+            }
+            Ok(())
+        }
+        _ => Err(ApiError::bad_request("filters field is required and cannot be empty")),
+    }
+}
+
+/// Whether an endpoint passes a group's filters.
+fn passes(e: &Endpoint, filters: &Value) -> bool {
+    let Some(f) = filters.as_object() else { return false };
+    f.iter().all(|(k, want)| match k.as_str() {
+        "service_id" => want.as_str() == Some(e.service_id.as_str()),
+        "region_id" => want.as_str() == e.region_id.as_deref(),
+        "interface" => want.as_str() == Some(e.interface.as_str()),
+        _ => false,
+    })
+}
+
+/// The endpoints a group's filters select.
+fn group_endpoints(r: &impl Reader, group: &crate::state::model::Doc) -> ApiResult<Vec<Endpoint>> {
+    let filters = body(group).remove("filters").unwrap_or(Value::Null);
+    let all: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    Ok(all.into_iter().filter(|e| passes(e, &filters)).collect())
+}
+
+/// The ids of the endpoints tied to a project, directly or through its endpoint groups;
+/// `None` when nothing is (the project then sees every endpoint).
+pub fn project_endpoint_ids(r: &impl Reader, project_id: &str) -> idnode_storage::Result<Option<Vec<String>>> {
+    let direct = r.child_docs(DocKind::ProjectEndpoint, project_id)?;
+    let mut ids: Vec<String> = direct.iter().filter_map(|d| d.id.split_once('/').map(|(_, e)| e.to_string())).collect();
+    let mut any = !direct.is_empty();
+    for g in r.docs(DocKind::EndpointGroup)? {
+        if r.doc(DocKind::EndpointGroupProject, &format!("{}/{project_id}", g.id))?.is_some() {
+            any = true;
+            let filters = body(&g).remove("filters").unwrap_or(Value::Null);
+            let all: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+            ids.extend(all.into_iter().filter(|e| passes(e, &filters)).map(|e| e.id));
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(any.then_some(ids))
+}
+
+fn endpoints_body(node: &Node, eps: Vec<Endpoint>, path: &str, q: &HashMap<String, String>) -> ApiResult<Value> {
+    let base = node.cfg.public_base();
+    page("endpoints", eps.iter().map(|e| endpoint_json(e, &base)).collect(), &base, path, q)
+}
+
+fn load_project(node: &Node, id: &str) -> ApiResult<crate::state::model::Project> {
+    node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
+}
+
+fn load_endpoint(node: &Node, id: &str) -> ApiResult<Endpoint> {
+    node.engine.read().endpoint(id)?.ok_or_else(|| ApiError::not_found("endpoint", id))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups", operation_id = "endpoint_groups_list", tag = "catalog",
+    params(("name" = Option<String>, Query, description = "Only groups of this name."),
+           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The endpoint groups.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_endpoint_groups", &ctx, &json!({}))?;
+    let docs = node.engine.read().docs(GROUPS.kind)?;
+    Ok(Json(GROUPS.list(&node, docs, &q, &["name"], "/v3/OS-EP-FILTER/endpoint_groups")?))
+}
+
+#[utoipa::path(post, path = "/v3/OS-EP-FILTER/endpoint_groups", operation_id = "endpoint_groups_create", tag = "catalog",
+    request_body(content = s::EndpointGroupRequest, content_type = "application/json"),
+    responses((status = 201, description = "The created group.", body = s::EndpointGroupEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let mut o = envelope(b, "endpoint_group")?;
+    enforce("identity:create_endpoint_group", &ctx, &json!({}))?;
+    check(&o, true)?;
+    o.remove("links");
+    o.entry("description").or_insert(Value::Null);
+    let doc = GROUPS.save(&node, GROUPS.doc(&new_id(), o), true, vec![]).await?;
+    Ok((StatusCode::CREATED, Json(GROUPS.one(&node, &doc))))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_get", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id.")),
+    responses((status = 200, description = "The group (HEAD: whether it exists).", body = s::EndpointGroupEnvelope),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    enforce("identity:get_endpoint_group", &ctx, &json!({}))?;
+    Ok(Json(GROUPS.one(&node, &GROUPS.load(&node, &id)?)))
+}
+
+#[utoipa::path(patch, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_update", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id.")),
+    request_body(content = s::EndpointGroupRequest, content_type = "application/json"),
+    responses((status = 200, description = "The updated group.", body = s::EndpointGroupEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<Json<Value>> {
+    let o = envelope(b, "endpoint_group")?;
+    enforce("identity:update_endpoint_group", &ctx, &json!({}))?;
+    check(&o, false)?;
+    if o.get("id").is_some_and(|v| v.as_str() != Some(id.as_str())) {
+        return Err(ApiError::bad_request("Cannot change ID."));
+    }
+    let doc = GROUPS.update(&node, GROUPS.load(&node, &id)?, o).await?;
+    Ok(Json(GROUPS.one(&node, &doc)))
+}
+
+#[utoipa::path(delete, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_delete", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id.")),
+    responses((status = 204, description = "Deleted with its project associations."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:delete_endpoint_group", &ctx, &json!({}))?;
+    GROUPS.delete(&node, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/endpoints", operation_id = "endpoint_groups_endpoints", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id.")),
+    responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn group_endpoints_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_endpoints_associated_with_endpoint_group", &ctx, &json!({}))?;
+    let group = GROUPS.load(&node, &id)?;
+    let eps = group_endpoints(&node.engine.read(), &group)?;
+    Ok(Json(endpoints_body(&node, eps, &format!("/v3/OS-EP-FILTER/endpoint_groups/{id}/endpoints"), &q)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects", operation_id = "endpoint_groups_projects", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id.")),
+    responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn group_projects_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_projects_associated_with_endpoint_group", &ctx, &json!({}))?;
+    GROUPS.load(&node, &id)?;
+    let read = node.engine.read();
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for d in read.child_docs(DocKind::EndpointGroupProject, &id)? {
+        if let Some(p) = d.id.split_once('/').map(|(_, p)| p).and_then(|p| read.project(p).ok().flatten()) {
+            out.push(project_json(&p, &base));
+        }
+    }
+    Ok(Json(page("projects", out, &base, &format!("/v3/OS-EP-FILTER/endpoint_groups/{id}/projects"), &q)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_get", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
+    responses((status = 200, description = "The association.", body = s::ProjectEndpointGroupEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn group_project_get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((group_id, project_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:get_endpoint_group_in_project", &ctx, &json!({}))?;
+    load_project(&node, &project_id)?;
+    GROUPS.load(&node, &group_id)?;
+    let doc = GROUP_PROJECTS.load(&node, &format!("{group_id}/{project_id}"))?;
+    Ok(Json(GROUP_PROJECTS.one(&node, &doc)))
+}
+
+#[utoipa::path(put, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_add", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
+    responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn group_project_add(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((group_id, project_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:add_endpoint_group_to_project", &ctx, &json!({}))?;
+    load_project(&node, &project_id)?;
+    GROUPS.load(&node, &group_id)?;
+    let id = format!("{group_id}/{project_id}");
+    if node.engine.read().doc(GROUP_PROJECTS.kind, &id)?.is_none() {
+        let mut o = Obj::new();
+        o.insert("endpoint_group_id".into(), json!(group_id));
+        o.insert("project_id".into(), json!(project_id));
+        let doc = GROUP_PROJECTS.record(&id, o);
+        let requires = vec![Ref::Doc(GROUPS.kind, group_id), Ref::Project(project_id)];
+        // A concurrent identical PUT may win the race: that is the outcome asked for.
+        match GROUP_PROJECTS.save(&node, doc, true, requires).await {
+            Err(e) if e.status == StatusCode::CONFLICT => {}
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_remove", tag = "catalog",
+    params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
+    responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn group_project_remove(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((group_id, project_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:remove_endpoint_group_from_project", &ctx, &json!({}))?;
+    GROUPS.load(&node, &group_id)?;
+    GROUP_PROJECTS.delete(&node, &format!("{group_id}/{project_id}")).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoint_groups", operation_id = "project_endpoint_groups_list", tag = "catalog",
+    params(("project_id" = String, Path, description = "The project's id.")),
+    responses((status = 200, description = "The groups tied to the project.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn project_groups_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(project_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_endpoint_groups_for_project", &ctx, &json!({}))?;
+    load_project(&node, &project_id)?;
+    let read = node.engine.read();
+    let mut groups = Vec::new();
+    for g in read.docs(GROUPS.kind)? {
+        if read.doc(GROUP_PROJECTS.kind, &format!("{}/{project_id}", g.id))?.is_some() {
+            groups.push(g);
+        }
+    }
+    let path = format!("/v3/OS-EP-FILTER/projects/{project_id}/endpoint_groups");
+    Ok(Json(GROUPS.list(&node, groups, &q, &[], &path)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints", operation_id = "project_endpoints_list", tag = "catalog",
+    params(("project_id" = String, Path, description = "The project's id.")),
+    responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn project_endpoints_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(project_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_endpoints_for_project", &ctx, &json!({}))?;
+    load_project(&node, &project_id)?;
+    let read = node.engine.read();
+    let ids = project_endpoint_ids(&read, &project_id)?.unwrap_or_default();
+    let eps: Vec<Endpoint> = ids.iter().filter_map(|id| read.endpoint(id).ok().flatten()).collect();
+    Ok(Json(endpoints_body(&node, eps, &format!("/v3/OS-EP-FILTER/projects/{project_id}/endpoints"), &q)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects", operation_id = "endpoint_projects_list", tag = "catalog",
+    params(("endpoint_id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn endpoint_projects_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(endpoint_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_projects_for_endpoint", &ctx, &json!({}))?;
+    load_endpoint(&node, &endpoint_id)?;
+    let read = node.engine.read();
+    let base = node.cfg.public_base();
+    let suffix = format!("/{endpoint_id}");
+    let mut out = Vec::new();
+    for d in read.docs(PROJECT_ENDPOINTS.kind)? {
+        if let Some(p) = d.id.strip_suffix(&suffix).and_then(|p| read.project(p).ok().flatten()) {
+            out.push(project_json(&p, &base));
+        }
+    }
+    Ok(Json(page("projects", out, &base, &format!("/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects"), &q)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_check", tag = "catalog",
+    params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 204, description = "The endpoint is tied to the project."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn project_endpoint_check(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((project_id, endpoint_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:check_endpoint_in_project", &ctx, &json!({}))?;
+    load_endpoint(&node, &endpoint_id)?;
+    load_project(&node, &project_id)?;
+    PROJECT_ENDPOINTS.load(&node, &format!("{project_id}/{endpoint_id}"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(put, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_add", tag = "catalog",
+    params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn project_endpoint_add(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((project_id, endpoint_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:add_endpoint_to_project", &ctx, &json!({}))?;
+    load_endpoint(&node, &endpoint_id)?;
+    load_project(&node, &project_id)?;
+    let id = format!("{project_id}/{endpoint_id}");
+    if node.engine.read().doc(PROJECT_ENDPOINTS.kind, &id)?.is_none() {
+        let mut o = Obj::new();
+        o.insert("project_id".into(), json!(project_id));
+        o.insert("endpoint_id".into(), json!(endpoint_id));
+        let doc = PROJECT_ENDPOINTS.record(&id, o);
+        let requires = vec![Ref::Endpoint(endpoint_id), Ref::Project(project_id)];
+        match PROJECT_ENDPOINTS.save(&node, doc, true, requires).await {
+            Err(e) if e.status == StatusCode::CONFLICT => {}
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_remove", tag = "catalog",
+    params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn project_endpoint_remove(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((project_id, endpoint_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:remove_endpoint_from_project", &ctx, &json!({}))?;
+    PROJECT_ENDPOINTS.delete(&node, &format!("{project_id}/{endpoint_id}")).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,146 @@
+//! `/v3/policies`: Keystone's policy blobs (opaque documents services may fetch; idnode's own
+//! authorization does not read them), kept as document records.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::schemas as s;
+use crate::http::docs::DocApi;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::*;
+use crate::http::openapi::errors as E;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::model::DocKind;
+use crate::state::Reader;
+
+pub const API: DocApi =
+    DocApi { kind: DocKind::Policy, member: "policy", collection: "policies", path: |id| format!("/v3/policies/{id}") };
+
+/// `blob` and `type` as Keystone's schema has them: strings, `type` at most 255 characters.
+fn check(o: &Obj, create: bool) -> ApiResult<()> {
+    for (key, max) in [("blob", usize::MAX), ("type", 255)] {
+        match o.get(key) {
+            None if create => return Err(ApiError::bad_request(format!("'{key}' is a required property."))),
+            None => {}
+            Some(Value::String(v)) if v.chars().count() <= max => {}
+            Some(Value::String(_)) => {
+                return Err(ApiError::bad_request(format!("Invalid input for field '{key}': is too long.")))
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string.")))
+            }
+        }
+    }
+    if !create && o.is_empty() {
+        return Err(ApiError::bad_request("Invalid input for field 'policy': must have at least 1 property."));
+    }
+    Ok(())
+}
+
+#[utoipa::path(
+    get,
+    path = "/v3/policies",
+    operation_id = "policies_list",
+    tag = "catalog",
+    params(("type" = Option<String>, Query, description = "Only policies of this type."),
+           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The policies.", body = s::PolicyList), E::Unauthorized, E::Forbidden, E::Internal)
+)]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_policies", &ctx, &json!({}))?;
+    let docs = node.engine.read().docs(API.kind)?;
+    Ok(Json(API.list(&node, docs, &q, &["type"], "/v3/policies")?))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v3/policies",
+    operation_id = "policies_create",
+    tag = "catalog",
+    request_body(content = s::PolicyRequest, content_type = "application/json"),
+    responses((status = 201, description = "The created policy.", body = s::PolicyEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::PayloadTooLarge, E::Internal, E::Unavailable)
+)]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let mut o = envelope(b, "policy")?;
+    enforce("identity:create_policy", &ctx, &json!({"policy": {}}))?;
+    check(&o, true)?;
+    o.remove("links");
+    let doc = API.save(&node, API.doc(&new_id(), o), true, vec![]).await?;
+    Ok((StatusCode::CREATED, Json(API.one(&node, &doc))))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v3/policies/{policy_id}",
+    operation_id = "policies_get",
+    tag = "catalog",
+    params(("policy_id" = String, Path, description = "The policy's id.")),
+    responses((status = 200, description = "The policy.", body = s::PolicyEnvelope),
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal)
+)]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(policy_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:get_policy", &ctx, &json!({}))?;
+    Ok(Json(API.one(&node, &API.load(&node, &policy_id)?)))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/v3/policies/{policy_id}",
+    operation_id = "policies_update",
+    tag = "catalog",
+    params(("policy_id" = String, Path, description = "The policy's id.")),
+    request_body(content = s::PolicyRequest, content_type = "application/json"),
+    responses((status = 200, description = "The updated policy.", body = s::PolicyEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
+)]
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(policy_id): Path<String>,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<Json<Value>> {
+    let o = envelope(b, "policy")?;
+    enforce("identity:update_policy", &ctx, &json!({}))?;
+    check(&o, false)?;
+    let doc = API.update(&node, API.load(&node, &policy_id)?, o).await?;
+    Ok(Json(API.one(&node, &doc)))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v3/policies/{policy_id}",
+    operation_id = "policies_delete",
+    tag = "catalog",
+    params(("policy_id" = String, Path, description = "The policy's id.")),
+    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
+)]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(policy_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:delete_policy", &ctx, &json!({}))?;
+    API.delete(&node, &policy_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

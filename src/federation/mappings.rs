@@ -1,0 +1,141 @@
+//! `/v3/OS-FEDERATION/mappings`: rules turning a provider's assertion into a local user and
+//! groups, stored as given (after the schema check) with their `schema_version`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::schemas as s;
+use super::{check_path_id, mapping_rules};
+use crate::http::docs::{body, DocApi};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::MaybeJson;
+use crate::http::fields::Obj;
+use crate::http::openapi::errors as E;
+use crate::http::Caller;
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::model::DocKind;
+use crate::state::Reader;
+
+pub const API: DocApi = DocApi {
+    kind: DocKind::Mapping,
+    member: "mapping",
+    collection: "mappings",
+    path: |id| format!("/v3/OS-FEDERATION/mappings/{id}"),
+};
+
+/// The version a body asks for, Keystone's default (1.0) when it names none.
+fn version(o: &Obj, stored: Option<&str>) -> ApiResult<String> {
+    match o.get("schema_version") {
+        None | Some(Value::Null) => Ok(stored.unwrap_or("1.0").to_string()),
+        Some(Value::String(v)) if v.is_empty() => Ok(stored.unwrap_or("1.0").to_string()),
+        Some(Value::String(v)) => Ok(v.clone()),
+        Some(v) => Err(ApiError::bad_request(format!("{v} is not of type 'string'\n"))),
+    }
+}
+
+/// `rules` and `schema_version` of a body (anything else is dropped, as Keystone does).
+fn checked(b: Value, stored: Option<&Obj>) -> ApiResult<Obj> {
+    let o = match b {
+        Value::Object(mut top) => match top.remove("mapping") {
+            Some(Value::Object(o)) => o,
+            Some(v) => return Err(ApiError::bad_request(format!("{v} is not of type 'object'\n"))),
+            None => Obj::new(),
+        },
+        _ => Obj::new(),
+    };
+    let version = version(&o, stored.and_then(|s| s.get("schema_version")).and_then(Value::as_str))?;
+    let rules = o.get("rules").or_else(|| stored.and_then(|s| s.get("rules")));
+    mapping_rules::check(rules, &version)?;
+    let mut out = Obj::new();
+    out.insert("rules".into(), rules.cloned().unwrap_or(Value::Null));
+    out.insert("schema_version".into(), json!(version));
+    Ok(out)
+}
+
+#[utoipa::path(get, path = "/v3/OS-FEDERATION/mappings", operation_id = "mappings_list", tag = "federation",
+    params(("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The mappings.", body = s::MappingList), E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:list_mappings", &ctx, &json!({}))?;
+    let docs = node.engine.read().docs(API.kind)?;
+    Ok(Json(API.list(&node, docs, &q, &[], "/v3/OS-FEDERATION/mappings")?))
+}
+
+#[utoipa::path(put, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_create", tag = "federation",
+    params(("mapping_id" = String, Path, description = "The new mapping's id.")),
+    request_body(content = s::MappingRequest, content_type = "application/json"),
+    responses((status = 201, description = "The created mapping.", body = s::MappingEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict, E::Internal, E::Unavailable))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(mapping_id): Path<String>,
+    MaybeJson(b): MaybeJson,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = checked(b, None)?;
+    enforce("identity:create_mapping", &ctx, &json!({}))?;
+    check_path_id(&mapping_id, "mapping")?;
+    let saved = API.save(&node, API.doc(&mapping_id, o), true, vec![]).await.map_err(|e| {
+        if e.status == StatusCode::CONFLICT {
+            ApiError::new(StatusCode::CONFLICT, "Conflict occurred attempting to store mapping - Duplicate entry.")
+        } else {
+            e
+        }
+    })?;
+    Ok((StatusCode::CREATED, Json(API.one(&node, &saved))))
+}
+
+#[utoipa::path(get, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_get", tag = "federation",
+    params(("mapping_id" = String, Path, description = "The mapping's id.")),
+    responses((status = 200, description = "The mapping.", body = s::MappingEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(mapping_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    enforce("identity:get_mapping", &ctx, &json!({}))?;
+    Ok(Json(API.one(&node, &API.load(&node, &mapping_id)?)))
+}
+
+#[utoipa::path(patch, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_update", tag = "federation",
+    params(("mapping_id" = String, Path, description = "The mapping's id.")),
+    request_body(content = s::MappingRequest, content_type = "application/json"),
+    responses((status = 200, description = "The updated mapping.", body = s::MappingEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn update(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(mapping_id): Path<String>,
+    MaybeJson(b): MaybeJson,
+) -> ApiResult<Json<Value>> {
+    let stored = node.engine.read().doc(API.kind, &mapping_id)?.map(|d| body(&d));
+    let o = checked(b, stored.as_ref())?;
+    enforce("identity:update_mapping", &ctx, &json!({}))?;
+    API.load(&node, &mapping_id)?;
+    let saved = API.save(&node, API.doc(&mapping_id, o), false, vec![]).await?;
+    Ok(Json(API.one(&node, &saved)))
+}
+
+#[utoipa::path(delete, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_delete", tag = "federation",
+    params(("mapping_id" = String, Path, description = "The mapping's id.")),
+    responses((status = 204, description = "Deleted (protocols naming it keep the id)."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(mapping_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    enforce("identity:delete_mapping", &ctx, &json!({}))?;
+    API.delete(&node, &mapping_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

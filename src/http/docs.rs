@@ -1,0 +1,126 @@
+//! One resource shape for document records (`state::model::Doc`): load, render with links,
+//! list with equality filters, and writes through raft. The handlers of policies, endpoint
+//! groups, federation records and OAuth1 consumers are a few lines over these.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiResult};
+use super::fields::{json_obj, Obj};
+use crate::node::Node;
+use crate::state::model::{Doc, DocKind, Ref};
+use crate::state::{Applied, Command, Reader};
+
+/// How one kind of document appears in the API.
+pub struct DocApi {
+    pub kind: DocKind,
+    /// The envelope of one record (`{"policy": {...}}`).
+    pub member: &'static str,
+    /// The envelope of a list (`{"policies": [...]}`).
+    pub collection: &'static str,
+    /// The path of a record from its id (for `links.self`).
+    pub path: fn(&str) -> String,
+}
+
+impl DocApi {
+    /// The record, or Keystone's 404.
+    pub fn load(&self, node: &Node, id: &str) -> ApiResult<Doc> {
+        node.engine.read().doc(self.kind, id)?.ok_or_else(|| ApiError::not_found(self.kind.name(), id))
+    }
+
+    /// The record as the API shows it: its body plus `links.self`.
+    pub fn render(&self, node: &Node, doc: &Doc) -> Value {
+        let mut v = json_obj(&doc.body);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("links".into(), json!({"self": format!("{}{}", node.cfg.public_base(), (self.path)(&doc.id))}));
+        }
+        v
+    }
+
+    /// `{member: record}`.
+    pub fn one(&self, node: &Node, doc: &Doc) -> Value {
+        json!({self.member: self.render(node, doc)})
+    }
+
+    /// `{collection: [records], links}` for the records whose body fields equal the query's
+    /// values for the keys in `filters` (booleans compare with `true`/`false`).
+    pub fn list(
+        &self,
+        node: &Node,
+        docs: impl IntoIterator<Item = Doc>,
+        q: &HashMap<String, String>,
+        filters: &[&str],
+        list_path: &str,
+    ) -> ApiResult<Value> {
+        let items: Vec<Value> = docs
+            .into_iter()
+            .map(|d| self.render(node, &d))
+            .filter(|v| filters.iter().all(|f| q.get(*f).is_none_or(|want| matches_query(v.get(*f), want))))
+            .collect();
+        super::pages::page(self.collection, items, &node.cfg.public_base(), list_path, q)
+    }
+
+    /// Creates (`create`) or replaces the record through raft.
+    pub async fn save(&self, node: &Node, doc: Doc, create: bool, requires: Vec<Ref>) -> ApiResult<Doc> {
+        applied_doc(node.propose(Command::PutDoc { doc, create, requires }).await?)
+    }
+
+    /// Merges `changes` (but never `id` or `links`) into the record's body and saves it.
+    pub async fn update(&self, node: &Node, mut doc: Doc, changes: Obj) -> ApiResult<Doc> {
+        let mut merged = body(&doc);
+        merged.extend(changes.into_iter().filter(|(k, _)| k != "id" && k != "links"));
+        doc.body = Value::Object(merged).to_string();
+        self.save(node, doc, false, vec![]).await
+    }
+
+    /// Deletes the record (and what belongs to it) through raft.
+    pub async fn delete(&self, node: &Node, id: &str) -> ApiResult<()> {
+        node.propose(Command::DeleteDoc { kind: self.kind, id: id.to_string() }).await?;
+        Ok(())
+    }
+
+    /// A new record of this kind; `body` gets its `id`.
+    pub fn doc(&self, id: &str, mut body: Obj) -> Doc {
+        body.insert("id".into(), json!(id));
+        self.record(id, body)
+    }
+
+    /// A new record whose body does not show its id (an association).
+    pub fn record(&self, id: &str, body: Obj) -> Doc {
+        Doc {
+            kind: self.kind,
+            id: id.to_string(),
+            body: Value::Object(body).to_string(),
+            private: "{}".into(),
+            unique: Vec::new(),
+        }
+    }
+}
+
+/// The document a write produced.
+pub fn applied_doc(applied: Applied) -> ApiResult<Doc> {
+    match applied {
+        Applied::Doc(d) => Ok(d),
+        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
+    }
+}
+
+/// A stored field against a query value: strings as they are, booleans and numbers by text.
+pub fn matches_query(field: Option<&Value>, want: &str) -> bool {
+    match field {
+        Some(Value::String(s)) => s == want,
+        Some(Value::Bool(b)) => want.eq_ignore_ascii_case(if *b { "true" } else { "false" }) || (*b && want == "1"),
+        Some(Value::Number(n)) => n.to_string() == want,
+        Some(Value::Null) | None => want.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// The body of a stored record as an object.
+pub fn body(doc: &Doc) -> Obj {
+    match json_obj(&doc.body) {
+        Value::Object(o) => o,
+        _ => Obj::new(),
+    }
+}
