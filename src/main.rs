@@ -21,6 +21,7 @@ mod state;
 #[cfg(test)]
 mod testkit;
 mod token;
+mod trust;
 
 use std::path::PathBuf;
 

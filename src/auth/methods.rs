@@ -168,6 +168,12 @@ async fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
             ApiError::unauthenticated()
         }
     })?;
+    if vt.payload.trust().is_some() {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: Using trust-scoped token to create another \
+             token. Create a new trust-scoped token instead.",
+        ));
+    }
     if vt.payload.is_delegated() || vt.payload.app_cred().is_some() {
         // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
         return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));

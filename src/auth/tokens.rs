@@ -212,14 +212,24 @@ async fn issue_token(
     let auth = body.get("auth").ok_or_else(|| ApiError::bad_request("'auth' is a required property."))?;
     let identity = auth.get("identity").ok_or_else(|| ApiError::bad_request("'identity' is a required property."))?;
     let proven = methods::authenticate(&node, identity).await?;
-    let scope = match proven.fixed_scope.clone() {
-        Some(_) if auth.get("scope").is_some() => {
+    let trust_scope = auth.get("scope").and_then(|s| s.get("OS-TRUST:trust"));
+    let mut proven = proven;
+    let mut user_id = proven.user.id.clone();
+    let scope = match (proven.fixed_scope.clone(), trust_scope) {
+        (Some(_), _) if auth.get("scope").is_some() => {
             return Err(ApiError::unauthorized(
                 "Error authenticating with application credential: Application credentials cannot request a scope.",
             ))
         }
-        Some(fixed) => fixed,
-        None => scope::requested(&node, auth.get("scope"), &proven.user)?,
+        (Some(fixed), _) => fixed,
+        (None, Some(trust)) => {
+            let granted = crate::trust::auth::grant(&node, &proven, trust).await?;
+            user_id = granted.user_id;
+            proven.delegation = granted.delegation;
+            proven.expires_at = granted.expires_at;
+            granted.scope
+        }
+        (None, None) => scope::requested(&node, auth.get("scope"), &proven.user)?,
     };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;
@@ -234,7 +244,7 @@ async fn issue_token(
     audit_ids.truncate(2);
     let payload = TokenPayload {
         version: 2,
-        user_id: proven.user.id.clone(),
+        user_id,
         methods: proven.methods,
         scope,
         issued_at: now,

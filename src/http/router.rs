@@ -15,7 +15,7 @@ use super::metrics::labels;
 use super::openapi::{self, ApiDoc, SpecJson};
 use super::{discovery, ApiError};
 use crate::node::Node;
-use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, resource};
+use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, resource, trust};
 
 /// The public API: the described operations, the description itself and Swagger UI.
 pub fn api(node: Arc<Node>) -> Router {
@@ -119,6 +119,11 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(sps::get, sps::create, sps::update, sps::delete))
         .routes(routes!(oauth1::consumers::list, oauth1::consumers::create))
         .routes(routes!(oauth1::consumers::get, oauth1::consumers::update, oauth1::consumers::delete))
+        .routes(routes!(trust::trusts::list, trust::trusts::create))
+        .routes(routes!(trust::trusts::list_slash))
+        .routes(routes!(trust::trusts::get, trust::trusts::delete))
+        .routes(routes!(trust::trusts::roles_list))
+        .routes(routes!(trust::trusts::role_get))
         .routes(routes!(credentials::list, credentials::create))
         .routes(routes!(credentials::get, credentials::update, credentials::delete))
         .routes(routes!(ec2::list, ec2::create))

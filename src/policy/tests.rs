@@ -73,6 +73,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
         // The unit tests are written for the strict mode; `keystone_mode` switches a token.
         admin_scope: AdminScope::System,
         app_cred: None,
+        trust: None,
     }
 }
 
@@ -159,7 +160,7 @@ fn every_bundled_action_is_defined_and_admin_may_do_it() {
         "get_security_compliance_domain_config",
     ];
     // Only the owner creates its application credentials (Keystone: user_id:%(user_id)s).
-    let owner_only = ["identity:create_application_credential"];
+    let owner_only = ["identity:create_application_credential", "identity:create_trust"];
     for action in ACTIONS {
         let target = json!({"token": {"user_id": "other"}, "credential": {"user_id": "other"}});
         let admin_may = !owner_only.contains(action);

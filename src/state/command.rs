@@ -126,6 +126,11 @@ pub enum Command {
     ClearAuthFailures {
         user_id: String,
     },
+    /// One use of a trust with limited uses (a token was issued for it): refused once none
+    /// are left.
+    UseTrust {
+        id: String,
+    },
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.

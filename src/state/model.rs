@@ -196,6 +196,8 @@ pub enum DocKind {
     ApplicationCredential,
     /// An access rule of a user's application credentials: id `{user_id}/{rule_id}`.
     AccessRule,
+    /// An OS-TRUST trust.
+    Trust,
 }
 
 impl DocKind {
@@ -214,6 +216,7 @@ impl DocKind {
             DocKind::DomainConfig => "dcfg",
             DocKind::ApplicationCredential => "ac",
             DocKind::AccessRule => "ar",
+            DocKind::Trust => "tr",
         }
     }
 
@@ -232,6 +235,7 @@ impl DocKind {
             DocKind::DomainConfig => "domain config",
             DocKind::ApplicationCredential => "Application Credential",
             DocKind::AccessRule => "Access Rule",
+            DocKind::Trust => "trust",
         }
     }
 

@@ -58,6 +58,8 @@ pub enum Delegation {
     None,
     /// An application credential (its id).
     AppCred(String),
+    /// An OS-TRUST trust (its id): the token acts for the trustor.
+    Trust(String),
 }
 
 /// Payload version 1 (no delegation), still accepted until such tokens expire.
@@ -108,7 +110,15 @@ impl TokenPayload {
     pub fn app_cred(&self) -> Option<&str> {
         match &self.delegation {
             Delegation::AppCred(id) => Some(id),
-            Delegation::None => None,
+            _ => None,
+        }
+    }
+
+    /// Issued for a trust.
+    pub fn trust(&self) -> Option<&str> {
+        match &self.delegation {
+            Delegation::Trust(id) => Some(id),
+            _ => None,
         }
     }
 

@@ -61,6 +61,14 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
         }
         obj.insert("application_credential".into(), ac);
     }
+    if let Some(t) = &vt.trust {
+        obj.remove("is_domain");
+        obj.insert(
+            "OS-TRUST:trust".into(),
+            json!({"id": t.id, "trustor_user": {"id": t.trustor_user_id}, "trustee_user": {"id": t.trustee_user_id},
+                   "impersonation": t.impersonation}),
+        );
+    }
     if let Some(c) = catalog {
         obj.insert("catalog".into(), c.clone());
     }

@@ -30,6 +30,17 @@ pub struct ValidToken {
     pub admin_scope: crate::policy::AdminScope,
     /// The application credential the token was issued for.
     pub app_cred: Option<TokenAppCred>,
+    /// The trust the token was issued for.
+    pub trust: Option<TokenTrust>,
+}
+
+/// What a token shows of its trust.
+#[derive(Debug, Clone)]
+pub struct TokenTrust {
+    pub id: String,
+    pub trustor_user_id: String,
+    pub trustee_user_id: String,
+    pub impersonation: bool,
 }
 
 /// What a token shows of its application credential.
@@ -168,10 +179,37 @@ impl Node {
                 (Some(p), Some(d), Some(Target::Project(id.clone())))
             }
         };
+        let trust = match payload.trust() {
+            Some(id) => {
+                let doc = view.doc(crate::state::model::DocKind::Trust, id)?.ok_or(missing("trust gone"))?;
+                let t = crate::trust::Trust::of(&doc).map_err(|_| TokenError::Invalid("bad trust record"))?;
+                let acting = if t.impersonation { &t.trustor_user_id } else { &t.trustee_user_id };
+                if t.expires_at.is_some_and(|e| now_micros() >= e) || *acting != user.id {
+                    return Err(TokenError::Invalid("trust expired"));
+                }
+                if !view.user(&t.trustor_user_id)?.is_some_and(|u| u.enabled) {
+                    return Err(TokenError::Invalid("trustor disabled"));
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        // A trust's token holds the trustor's roles (those the trust delegates).
+        let holder = trust.as_ref().map_or(user.id.as_str(), |t| t.trustor_user_id.as_str());
         let mut roles = match &target {
-            Some(t) => effective::roles_of_user(&view, &user.id, t)?,
+            Some(t) => effective::roles_of_user(&view, holder, t)?,
             None => Vec::new(),
         };
+        if let Some(t) = &trust {
+            let delegated = crate::assignment::listing::implied_closure(&view, &t.role_ids)?;
+            roles.retain(|r| delegated.contains(&r.id));
+        }
+        let trust = trust.map(|t| TokenTrust {
+            id: t.id,
+            trustor_user_id: t.trustor_user_id,
+            trustee_user_id: t.trustee_user_id,
+            impersonation: t.impersonation,
+        });
         let app_cred = match payload.app_cred() {
             Some(id) => {
                 let doc = crate::appcred::find(&view, id)?.ok_or(missing("application credential gone"))?;
@@ -211,6 +249,7 @@ impl Node {
             is_admin_project,
             admin_scope,
             app_cred,
+            trust,
         })
     }
 }

@@ -129,3 +129,37 @@ delete_access_rule if {
 }
 
 delete_access_rule if data.lib.user_is(input.target.user.id)
+
+# Trusts (keystone/common/policies/trust.py): the trustor creates and deletes; trustor and
+# trustee read; admins and system readers read all.
+create_trust if data.lib.user_is(input.target.trust.trustor_user_id)
+
+trust_reader if data.lib.admin_required
+
+trust_reader if data.lib.system_reader
+
+list_trusts if trust_reader
+
+list_trusts_for_trustor if trust_reader
+
+list_trusts_for_trustor if data.lib.user_is(input.target.trust.trustor_user_id)
+
+list_trusts_for_trustee if trust_reader
+
+list_trusts_for_trustee if data.lib.user_is(input.target.trust.trustee_user_id)
+
+trust_party if trust_reader
+
+trust_party if data.lib.user_is(input.target.trust.trustor_user_id)
+
+trust_party if data.lib.user_is(input.target.trust.trustee_user_id)
+
+get_trust if trust_party
+
+list_roles_for_trust if trust_party
+
+get_role_for_trust if trust_party
+
+delete_trust if data.lib.admin_required
+
+delete_trust if data.lib.user_is(input.target.trust.trustor_user_id)

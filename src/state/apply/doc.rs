@@ -90,3 +90,31 @@ pub fn remove_children(tx: &mut Tx<'_>, kind: DocKind, parent: &str) -> Result<(
     }
     Ok(())
 }
+
+/// Takes one use of a trust whose uses are counted (`remaining_uses` in its body).
+pub fn use_trust(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
+    let Some(mut doc) = tx.doc(DocKind::Trust, id)? else {
+        return Ok(Err(not_found("trust", id)));
+    };
+    let mut body: serde_json::Value = serde_json::from_str(&doc.body).unwrap_or_default();
+    match body.get("remaining_uses").and_then(serde_json::Value::as_i64) {
+        None => return Ok(Ok(Applied::Done)),
+        Some(n) if n <= 0 => return Ok(Err(not_found("trust", id))),
+        Some(n) => body["remaining_uses"] = serde_json::json!(n - 1),
+    }
+    doc.body = body.to_string();
+    tx.put(cf::DOCS, keys::doc(DocKind::Trust, id), &doc)?;
+    Ok(Ok(Applied::Done))
+}
+
+/// Deletes the trusts a user gives or holds.
+pub fn remove_trusts_of(tx: &mut Tx<'_>, user_id: &str) -> Result<(), Fatal> {
+    for doc in tx.docs(DocKind::Trust)? {
+        let body: serde_json::Value = serde_json::from_str(&doc.body).unwrap_or_default();
+        let party = |k: &str| body.get(k).and_then(serde_json::Value::as_str) == Some(user_id);
+        if party("trustor_user_id") || party("trustee_user_id") {
+            remove(tx, &doc)?;
+        }
+    }
+    Ok(())
+}

@@ -120,5 +120,6 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     // The user's application credentials and their access rules go with it.
     super::doc::remove_children(tx, DocKind::ApplicationCredential, &u.id)?;
     super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;
+    super::doc::remove_trusts_of(tx, &u.id)?;
     Ok(())
 }

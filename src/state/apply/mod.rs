@@ -118,6 +118,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
             password::failure(tx, &user_id, at, limit, lockout_micros)
         }
         Command::ClearAuthFailures { user_id } => password::clear_failures(tx, &user_id),
+        Command::UseTrust { id } => doc::use_trust(tx, &id),
     }
 }
 

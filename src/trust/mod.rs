@@ -1,0 +1,100 @@
+//! OS-TRUST: a trustor delegates some of its roles on one project to a trustee, who then gets
+//! trust-scoped tokens (acting as the trustor when the trust impersonates). A trust's tokens
+//! are valid only while the trust exists, has not expired and the trustor still holds the
+//! roles.
+
+pub mod auth;
+pub mod schemas;
+pub mod trusts;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::assignment::roles::role_json;
+use crate::http::error::{ApiError, ApiResult};
+use crate::node::Node;
+use crate::state::model::{Doc, DocKind, Role};
+use crate::state::Reader;
+use crate::token::render::iso_micros;
+
+/// A stored trust as its document body holds it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Trust {
+    pub id: String,
+    pub trustor_user_id: String,
+    pub trustee_user_id: String,
+    pub project_id: Option<String>,
+    pub impersonation: bool,
+    /// Unix microseconds.
+    pub expires_at: Option<i64>,
+    pub remaining_uses: Option<i64>,
+    pub redelegated_trust_id: Option<String>,
+    pub redelegation_count: i64,
+    pub role_ids: Vec<String>,
+    #[serde(default)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Trust {
+    pub fn of(doc: &Doc) -> ApiResult<Trust> {
+        serde_json::from_str(&doc.body).map_err(ApiError::internal)
+    }
+
+    /// Whether it can still be used at `now` (Keystone hides trusts that cannot).
+    pub fn usable(&self, now: i64) -> bool {
+        self.expires_at.is_none_or(|t| now < t) && self.remaining_uses.is_none_or(|n| n > 0)
+    }
+}
+
+/// A usable trust, or Keystone's 404.
+pub fn load(node: &Node, id: &str) -> ApiResult<Trust> {
+    let doc = node.engine.read().doc(DocKind::Trust, id)?;
+    match doc.map(|d| Trust::of(&d)).transpose()? {
+        Some(t) if t.usable(crate::token::now_micros()) => Ok(t),
+        _ => Err(ApiError::not_found("trust", id)),
+    }
+}
+
+/// The trust's roles as stored (those that still exist).
+pub fn roles(r: &impl Reader, t: &Trust) -> ApiResult<Vec<Role>> {
+    let mut out = Vec::new();
+    for id in &t.role_ids {
+        if let Some(role) = r.role(id)? {
+            out.push(role);
+        }
+    }
+    Ok(out)
+}
+
+/// Keystone's trust times: whole seconds, shown as `.000000Z`.
+fn trust_time(micros: i64) -> String {
+    iso_micros(micros - micros.rem_euclid(1_000_000))
+}
+
+/// The trust as the API shows it; `with_roles` adds its roles (not in lists).
+pub fn render(node: &Node, t: &Trust, with_roles: bool) -> ApiResult<Value> {
+    let base = node.cfg.public_base();
+    let mut v = json!({
+        "id": t.id, "trustor_user_id": t.trustor_user_id, "trustee_user_id": t.trustee_user_id,
+        "project_id": t.project_id, "impersonation": t.impersonation,
+        "expires_at": t.expires_at.map(trust_time), "remaining_uses": t.remaining_uses, "deleted_at": null,
+        "redelegated_trust_id": t.redelegated_trust_id, "redelegation_count": t.redelegation_count,
+        "links": {"self": format!("{base}/v3/OS-TRUST/trusts/{}", t.id)},
+    });
+    let Some(o) = v.as_object_mut() else { return Ok(v) };
+    for (k, x) in &t.extra {
+        o.entry(k.clone()).or_insert(x.clone());
+    }
+    if with_roles {
+        let roles: Vec<Value> = roles(&node.engine.read(), t)?.iter().map(|r| role_json(r, &base)).collect();
+        o.insert("roles".into(), Value::Array(roles));
+        o.insert(
+            "roles_links".into(),
+            json!({"self": format!("{base}/v3/OS-TRUST/trusts/{}/roles", t.id), "next": null, "previous": null}),
+        );
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests;

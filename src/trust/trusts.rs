@@ -1,0 +1,340 @@
+//! `/v3/OS-TRUST/trusts`: create (by the trustor), list (by filter and policy), show, the
+//! trust's roles, delete (with the trusts redelegated from it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::schemas as s;
+use super::{load, render, roles, Trust};
+use crate::assignment::effective;
+use crate::assignment::roles::role_json;
+use crate::federation::invalid;
+use crate::http::docs::{applied_doc, DocApi};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::{envelope, future_time, new_id, Obj};
+use crate::http::openapi::errors as E;
+use crate::http::pages::page;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::keys::ns;
+use crate::state::model::{DocKind, Ref, Target};
+use crate::state::{Command, Reader};
+use crate::token::{now_micros, ValidToken};
+
+const API: DocApi = DocApi {
+    kind: DocKind::Trust,
+    member: "trust",
+    collection: "trusts",
+    path: |id| format!("/v3/OS-TRUST/trusts/{id}"),
+};
+/// Keystone's `[trust] max_redelegation_count`.
+const MAX_REDELEGATION: i64 = 3;
+const KNOWN: &[&str] = &[
+    "trustor_user_id",
+    "trustee_user_id",
+    "project_id",
+    "impersonation",
+    "expires_at",
+    "remaining_uses",
+    "allow_redelegation",
+    "redelegation_count",
+    "redelegated_trust_id",
+    "roles",
+];
+
+/// Tokens from signed requests and application credentials manage no trusts.
+fn refuse_delegated(ctx: &ValidToken) -> ApiResult<()> {
+    if ctx.payload.is_delegated() || ctx.payload.app_cred().is_some() {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: Delegated tokens cannot manage trusts..",
+        ));
+    }
+    Ok(())
+}
+
+fn parties(t: &Trust) -> Value {
+    json!({"trust": {"trustor_user_id": t.trustor_user_id, "trustee_user_id": t.trustee_user_id}})
+}
+
+fn opt_int(o: &Obj, key: &str, min: i64) -> ApiResult<Option<i64>> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_i64() {
+            Some(n) if n >= min => Ok(Some(n)),
+            Some(n) => Err(invalid(key, v, &format!("{n} is less than the minimum of {min}"))),
+            None => Err(invalid(key, v, &format!("{v} is not of type 'integer', 'null'"))),
+        },
+    }
+}
+
+fn req_str(o: &Obj, key: &str) -> ApiResult<String> {
+    match o.get(key) {
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 64 => Ok(s.clone()),
+        Some(v) => Err(invalid(key, v, "must be a string of 1 to 64 characters")),
+        None => Err(invalid("trust", &Value::Object(o.clone()), &format!("'{key}' is a required property"))),
+    }
+}
+
+/// The role ids a create body names, by id or by name.
+fn named_roles(node: &Node, o: &Obj) -> ApiResult<Vec<String>> {
+    let Some(list) = o.get("roles").filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
+    let list = list.as_array().ok_or_else(|| invalid("roles", list, "must be an array"))?;
+    let view = node.engine.read();
+    let mut ids = Vec::new();
+    for r in list {
+        let ro = r
+            .as_object()
+            .filter(|m| m.len() == 1)
+            .ok_or_else(|| invalid("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))?;
+        match (ro.get("id").and_then(Value::as_str), ro.get("name").and_then(Value::as_str)) {
+            (Some(id), _) => ids.push(id.to_string()),
+            (None, Some(name)) => match view.id_by_name(ns::ROLE_NAME, "", name)? {
+                Some(id) => ids.push(id),
+                None => return Err(ApiError::not_found_msg(format!("Role {name} is not defined"))),
+            },
+            _ => return Err(invalid("roles", r, "each role must have an 'id' or a 'name'")),
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+#[utoipa::path(post, path = "/v3/OS-TRUST/trusts", operation_id = "trusts_create", tag = "trusts",
+    request_body(content = s::TrustRequest, content_type = "application/json"),
+    responses((status = 201, description = "The trust.", body = s::TrustEnvelope),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(b): JsonBody<Value>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let o = envelope(b, "trust")?;
+    let trustor = req_str(&o, "trustor_user_id")?;
+    let trustee = req_str(&o, "trustee_user_id")?;
+    let impersonation = match o.get("impersonation") {
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(invalid("impersonation", v, &format!("{v} is not of type 'boolean'"))),
+        None => return Err(invalid("trust", &Value::Object(o.clone()), "'impersonation' is a required property")),
+    };
+    let project_id = match o.get("project_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(p.clone()),
+        Some(v) => return Err(invalid("project_id", v, "must be a string or null")),
+    };
+    let mut remaining_uses = opt_int(&o, "remaining_uses", 1)?;
+    let allow_redelegation = match o.get("allow_redelegation") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(invalid("allow_redelegation", v, "must be a boolean or null")),
+    };
+    let requested_count = opt_int(&o, "redelegation_count", 0)?;
+    enforce("identity:create_trust", &ctx, &json!({"trust": {"trustor_user_id": trustor}}))?;
+    refuse_delegated(&ctx)?;
+    let role_ids = named_roles(&node, &o)?;
+    if project_id.is_some() && role_ids.is_empty() {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: At least one role should be specified.",
+        ));
+    }
+    if ctx.user.id != trustor {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: The authenticated user should match the trustor.",
+        ));
+    }
+    let now = now_micros();
+    let mut expires_at = match o.get("expires_at").and_then(Value::as_str) {
+        Some(t) => Some(future_time(t, now)?),
+        None => None,
+    };
+    let view = node.engine.read();
+    if view.user(&trustee)?.is_none() {
+        return Err(ApiError::not_found("user", &trustee));
+    }
+    if let Some(p) = &project_id {
+        view.project(p)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", p))?;
+        let held: Vec<String> =
+            effective::roles_of_user(&view, &trustor, &Target::Project(p.clone()))?.into_iter().map(|r| r.id).collect();
+        if let Some(missing) = role_ids.iter().find(|r| !held.contains(r)) {
+            return Err(ApiError::not_found("role", missing));
+        }
+    }
+    let (redelegation_count, redelegated_trust_id) = match ctx.payload.trust() {
+        // Redelegation: only within what the token's own trust allows.
+        Some(parent_id) => {
+            let parent = load(&node, parent_id)?;
+            let within = parent.redelegation_count > 0
+                && role_ids.iter().all(|r| parent.role_ids.contains(r))
+                && (parent.impersonation || !impersonation)
+                && remaining_uses.is_none();
+            if !within {
+                return Err(ApiError::forbidden("You are not authorized to perform the requested action."));
+            }
+            match (parent.expires_at, expires_at) {
+                (Some(p), Some(e)) if e > p => {
+                    return Err(ApiError::forbidden("You are not authorized to perform the requested action."))
+                }
+                (Some(p), None) => expires_at = Some(p),
+                _ => {}
+            }
+            (parent.redelegation_count - 1, Some(parent.id))
+        }
+        None if allow_redelegation => {
+            if remaining_uses.is_some() {
+                return Err(ApiError::bad_request("remaining_uses must not be set if redelegation is allowed"));
+            }
+            let count = requested_count.unwrap_or(MAX_REDELEGATION);
+            if count > MAX_REDELEGATION {
+                return Err(ApiError::forbidden("You are not authorized to perform the requested action."));
+            }
+            (count, None)
+        }
+        None => (0, None),
+    };
+    if redelegated_trust_id.is_some() {
+        remaining_uses = None;
+    }
+    drop(view);
+    let extra: Obj = o
+        .iter()
+        .filter(|(k, _)| !KNOWN.contains(&k.as_str()) && *k != "id")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let id = new_id();
+    let body = json!({
+        "id": id, "trustor_user_id": trustor, "trustee_user_id": trustee, "project_id": project_id,
+        "impersonation": impersonation, "expires_at": expires_at, "remaining_uses": remaining_uses,
+        "redelegated_trust_id": redelegated_trust_id, "redelegation_count": redelegation_count,
+        "role_ids": role_ids, "extra": extra,
+    });
+    let Value::Object(body) = body else { return Err(ApiError::internal("trust body")) };
+    let mut requires = vec![Ref::User(trustor), Ref::User(trustee)];
+    requires.extend(project_id.map(Ref::Project));
+    let saved =
+        applied_doc(node.propose(Command::PutDoc { doc: API.record(&id, body), create: true, requires }).await?)?;
+    Ok((StatusCode::CREATED, Json(json!({"trust": render(&node, &Trust::of(&saved)?, true)?}))))
+}
+
+async fn list_trusts(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Json<Value>> {
+    let (action, target) = match (q.get("trustor_user_id"), q.get("trustee_user_id")) {
+        (Some(tor), _) => ("identity:list_trusts_for_trustor", json!({"trust": {"trustor_user_id": tor}})),
+        (None, Some(tee)) => ("identity:list_trusts_for_trustee", json!({"trust": {"trustee_user_id": tee}})),
+        (None, None) => ("identity:list_trusts", json!({})),
+    };
+    enforce(action, ctx, &target)?;
+    refuse_delegated(ctx)?;
+    let mut items = Vec::new();
+    for d in node.engine.read().docs(API.kind)? {
+        let t = Trust::of(&d)?;
+        let keep = q.get("trustor_user_id").is_none_or(|u| *u == t.trustor_user_id)
+            && q.get("trustee_user_id").is_none_or(|u| *u == t.trustee_user_id);
+        if keep {
+            items.push(render(node, &t, false)?);
+        }
+    }
+    Ok(Json(page(API.collection, items, &node.cfg.public_base(), "/v3/OS-TRUST/trusts", q)?))
+}
+
+#[utoipa::path(get, path = "/v3/OS-TRUST/trusts", operation_id = "trusts_list", tag = "trusts",
+    params(("trustor_user_id" = Option<String>, Query, description = "Trusts given by this user."),
+           ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user."),
+           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    list_trusts(&node, &ctx, &q).await
+}
+
+/// The same list at `trusts/`, where tempest's client asks.
+#[utoipa::path(get, path = "/v3/OS-TRUST/trusts/", operation_id = "trusts_list_slash", tag = "trusts",
+    params(("trustor_user_id" = Option<String>, Query, description = "Trusts given by this user."),
+           ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user.")),
+    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list_slash(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    list_trusts(&node, &ctx, &q).await
+}
+
+#[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}", operation_id = "trusts_get", tag = "trusts",
+    params(("trust_id" = String, Path, description = "The trust's id.")),
+    responses((status = 200, description = "The trust.", body = s::TrustEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let t = load(&node, &id)?;
+    enforce("identity:get_trust", &ctx, &parties(&t))?;
+    refuse_delegated(&ctx)?;
+    Ok(Json(json!({"trust": render(&node, &t, true)?})))
+}
+
+#[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}/roles", operation_id = "trusts_roles", tag = "trusts",
+    params(("trust_id" = String, Path, description = "The trust's id.")),
+    responses((status = 200, description = "The delegated roles.", body = crate::assignment::schemas::RoleList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn roles_list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let t = load(&node, &id)?;
+    enforce("identity:list_roles_for_trust", &ctx, &parties(&t))?;
+    refuse_delegated(&ctx)?;
+    let base = node.cfg.public_base();
+    let items: Vec<Value> = roles(&node.engine.read(), &t)?.iter().map(|r| role_json(r, &base)).collect();
+    Ok(Json(json!({"roles": items,
+        "links": {"self": format!("{base}/v3/OS-TRUST/trusts/{id}/roles"), "next": null, "previous": null}})))
+}
+
+#[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}/roles/{role_id}", operation_id = "trusts_role_get", tag = "trusts",
+    params(("trust_id" = String, Path, description = "The trust's id."), ("role_id" = String, Path, description = "The role's id.")),
+    responses((status = 200, description = "The role, delegated by the trust (HEAD: whether it is).", body = crate::assignment::schemas::RoleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn role_get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((id, role_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let t = load(&node, &id)?;
+    enforce("identity:get_role_for_trust", &ctx, &parties(&t))?;
+    refuse_delegated(&ctx)?;
+    let role = roles(&node.engine.read(), &t)?
+        .into_iter()
+        .find(|r| r.id == role_id)
+        .ok_or_else(|| ApiError::not_found("role", &role_id))?;
+    Ok(Json(json!({"role": role_json(&role, &node.cfg.public_base())})))
+}
+
+#[utoipa::path(delete, path = "/v3/OS-TRUST/trusts/{trust_id}", operation_id = "trusts_delete", tag = "trusts",
+    params(("trust_id" = String, Path, description = "The trust's id.")),
+    responses((status = 204, description = "Deleted, with the trusts redelegated from it; their tokens stop validating."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let doc = node.engine.read().doc(API.kind, &id)?.ok_or_else(|| ApiError::not_found("trust", &id))?;
+    let t = Trust::of(&doc)?;
+    enforce("identity:delete_trust", &ctx, &parties(&t))?;
+    refuse_delegated(&ctx)?;
+    // The chain redelegated from it goes too.
+    let all: Vec<Trust> = node.engine.read().docs(API.kind)?.iter().map(Trust::of).collect::<ApiResult<_>>()?;
+    let mut doomed = vec![t.id.clone()];
+    let mut at = 0;
+    while at < doomed.len() {
+        let parent = doomed[at].clone();
+        doomed.extend(all.iter().filter(|c| c.redelegated_trust_id.as_deref() == Some(&parent)).map(|c| c.id.clone()));
+        at += 1;
+    }
+    let cmds = doomed.into_iter().map(|id| Command::DeleteDoc { kind: API.kind, id }).collect();
+    node.propose(Command::All(cmds)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
