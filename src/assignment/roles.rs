@@ -99,7 +99,7 @@ pub async fn list(
     let base = node.cfg.public_base();
     let out: Vec<Value> =
         roles.iter().filter(|r| r.domain_id.as_ref() == domain).map(|r| role_json(r, &base)).collect();
-    Ok(Json(json!({"roles": out, "links": {"self": format!("{base}/v3/roles"), "previous": null, "next": null}})))
+    Ok(Json(crate::http::pages::page("roles", out, &base, "/v3/roles", &q)?))
 }
 
 #[utoipa::path(

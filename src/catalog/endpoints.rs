@@ -9,11 +9,12 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::opt_ref;
-use super::render::{collection, endpoint_json};
+use super::render::endpoint_json;
 use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
+use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -128,7 +129,7 @@ pub async fn list(
         .filter(|e| q.get("region_id").is_none_or(|r| e.region_id.as_ref() == Some(r)))
         .map(|e| endpoint_json(e, &base))
         .collect();
-    Ok(Json(collection("endpoints", out, &base, "/v3/endpoints")))
+    Ok(Json(page("endpoints", out, &base, "/v3/endpoints", &q)?))
 }
 
 #[utoipa::path(

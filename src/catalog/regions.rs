@@ -9,11 +9,12 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::opt_ref;
-use super::render::{collection, region_json};
+use super::render::region_json;
 use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
+use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -67,7 +68,7 @@ pub async fn list(
         .filter(|r| q.get("parent_region_id").is_none_or(|p| r.parent_region_id.as_ref() == Some(p)))
         .map(|r| region_json(r, &base))
         .collect();
-    Ok(Json(collection("regions", out, &base, "/v3/regions")))
+    Ok(Json(page("regions", out, &base, "/v3/regions", &q)?))
 }
 
 /// A region from a create body; `id` is the client's when given and non-empty.

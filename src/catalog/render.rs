@@ -37,8 +37,3 @@ pub fn endpoint_json(e: &Endpoint, base: &str) -> Value {
         &e.extra,
     )
 }
-
-/// A collection body with Keystone's `links` object.
-pub fn collection(key: &str, items: Vec<Value>, base: &str, path: &str) -> Value {
-    json!({key: items, "links": {"self": format!("{base}{path}"), "previous": null, "next": null}})
-}

@@ -8,11 +8,12 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::render::{collection, service_json};
+use super::render::service_json;
 use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
+use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -67,7 +68,7 @@ pub async fn list(
         .filter(|s| q.get("name").is_none_or(|n| s.name.as_deref().unwrap_or("") == n))
         .map(|s| service_json(s, &base))
         .collect();
-    Ok(Json(collection("services", out, &base, "/v3/services")))
+    Ok(Json(page("services", out, &base, "/v3/services", &q)?))
 }
 
 #[utoipa::path(

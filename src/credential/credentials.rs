@@ -102,9 +102,7 @@ pub async fn list(
         .filter(|c| enforce("identity:get_credential", &ctx, &target(c)).is_ok())
         .map(|c| credential_json(c, &base))
         .collect();
-    Ok(Json(
-        json!({"credentials": out, "links": {"self": format!("{base}/v3/credentials"), "previous": null, "next": null}}),
-    ))
+    Ok(Json(crate::http::pages::page("credentials", out, &base, "/v3/credentials", &q)?))
 }
 
 #[utoipa::path(

@@ -2,9 +2,10 @@
 //! signature credentials. Each is a `/v3/credentials` record of type `ec2` whose id is the
 //! SHA-256 of its access key; the path's `{credential_id}` is the plaintext access key.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -80,6 +81,7 @@ pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:ec2_list_credentials", &ctx, &json!({"user_id": user_id}))?;
     require_user(&node, &user_id)?;
@@ -91,9 +93,8 @@ pub async fn list(
             out.push(ec2_json(&c, &base));
         }
     }
-    let links =
-        json!({"self": format!("{base}/v3/users/{user_id}/credentials/OS-EC2"), "previous": null, "next": null});
-    Ok(Json(json!({"credentials": out, "links": links})))
+    let path = format!("/v3/users/{user_id}/credentials/OS-EC2");
+    Ok(Json(crate::http::pages::page("credentials", out, &base, &path, &q)?))
 }
 
 /// An optional key in the (unwrapped) create body: absent or null means "generate one".

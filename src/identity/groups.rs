@@ -14,6 +14,7 @@ use super::users::user_json;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
+use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, Persona};
@@ -47,10 +48,6 @@ fn target(g: &Group) -> Value {
 
 fn membership_target(g: &Group, u: &User) -> Value {
     json!({"group": {"id": g.id, "domain_id": g.domain_id}, "user": {"id": u.id, "domain_id": u.domain_id}})
-}
-
-fn links(base: &str, path: &str) -> Value {
-    json!({"self": format!("{base}{path}"), "previous": null, "next": null})
 }
 
 fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -113,7 +110,7 @@ pub async fn list(
         .filter(|g| name.as_ref().is_none_or(|n| &g.name.to_lowercase() == n))
         .map(|g| group_json(g, &base))
         .collect();
-    Ok(Json(json!({"groups": out, "links": links(&base, "/v3/groups")})))
+    Ok(Json(page("groups", out, &base, "/v3/groups", &q)?))
 }
 
 #[utoipa::path(
@@ -269,6 +266,7 @@ pub async fn list_users(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let g = load(&node, &id)?;
     enforce("identity:list_users_in_group", &ctx, &target(&g))?;
@@ -280,7 +278,7 @@ pub async fn list_users(
             out.push(user_json(&u, &base));
         }
     }
-    Ok(Json(json!({"users": out, "links": links(&base, &format!("/v3/groups/{}/users", g.id))})))
+    Ok(Json(page("users", out, &base, &format!("/v3/groups/{}/users", g.id), &q)?))
 }
 
 #[utoipa::path(
@@ -399,6 +397,7 @@ pub async fn groups_of_user(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let u = load_user(&node, &user_id)?;
     enforce("identity:list_groups_for_user", &ctx, &json!({"user": {"id": u.id, "domain_id": u.domain_id}}))?;
@@ -412,5 +411,5 @@ pub async fn groups_of_user(
             out.push(v);
         }
     }
-    Ok(Json(json!({"groups": out, "links": links(&base, &format!("/v3/users/{}/groups", u.id))})))
+    Ok(Json(page("groups", out, &base, &format!("/v3/users/{}/groups", u.id), &q)?))
 }

@@ -169,7 +169,7 @@ pub async fn list(
         .filter(|u| enabled.is_none_or(|e| u.enabled == e))
         .map(|u| user_json(u, &base))
         .collect();
-    Ok(Json(json!({"users": out, "links": {"self": format!("{base}/v3/users"), "previous": null, "next": null}})))
+    Ok(Json(crate::http::pages::page("users", out, &base, "/v3/users", &q)?))
 }
 
 #[utoipa::path(

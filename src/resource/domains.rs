@@ -75,7 +75,7 @@ pub async fn list(
         .filter(|d| enabled.is_none_or(|e| d.enabled == e))
         .map(|d| domain_json(d, &base))
         .collect();
-    Ok(Json(json!({"domains": out, "links": {"self": format!("{base}/v3/domains"), "previous": null, "next": null}})))
+    Ok(Json(crate::http::pages::page("domains", out, &base, "/v3/domains", &q)?))
 }
 
 #[utoipa::path(

@@ -104,7 +104,7 @@ pub async fn list(
         .filter(|p| q.get("parent_id").is_none_or(|pid| p.parent_id.as_ref() == Some(pid)))
         .map(|p| project_json(p, &base))
         .collect();
-    Ok(Json(json!({"projects": out, "links": {"self": format!("{base}/v3/projects"), "previous": null, "next": null}})))
+    Ok(Json(crate::http::pages::page("projects", out, &base, "/v3/projects", &q)?))
 }
 
 /// Keystone's `GET /v3/users/{user_id}/projects`: every project on which the user holds a
@@ -156,8 +156,8 @@ pub async fn list_for_user(
         }
         out.push(project_json(&p, &base));
     }
-    let self_link = format!("{base}/v3/users/{user_id}/projects");
-    Ok(Json(json!({"projects": out, "links": {"self": self_link, "previous": null, "next": null}})))
+    let path = format!("/v3/users/{user_id}/projects");
+    Ok(Json(crate::http::pages::page("projects", out, &base, &path, &q)?))
 }
 
 #[utoipa::path(

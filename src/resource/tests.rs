@@ -101,3 +101,32 @@ async fn a_users_projects_are_those_it_holds_a_role_on() {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "but not another user's");
     assert_eq!(t.admin(Method::GET, "/v3/users/nobody/projects", None).await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_list_pages_by_limit_and_marker() {
+    let t = TestNode::start().await;
+    for i in 0..3 {
+        t.create("/v3/projects", "project", json!({"name": format!("paged-{i}")})).await;
+        t.create("/v3/users", "user", json!({"name": format!("paged-{i}")})).await;
+    }
+    for (path, key) in
+        [("/v3/projects", "projects"), ("/v3/users", "users"), ("/v3/roles", "roles"), ("/v3/domains", "domains")]
+    {
+        let all = t.admin(Method::GET, path, None).await.body[key].as_array().unwrap().len();
+        let mut seen = 0;
+        let mut next = Some(format!("{path}?limit=2"));
+        while let Some(url) = next {
+            let r = t.admin(Method::GET, &url, None).await;
+            assert_eq!(r.status, StatusCode::OK, "{url}: {}", r.body);
+            let n = r.body[key].as_array().unwrap().len();
+            assert!(n <= 2);
+            seen += n;
+            next = r.body["links"]["next"]
+                .as_str()
+                .map(|u| u.split_once("/v3/").map(|(_, p)| format!("/v3/{p}")).unwrap());
+        }
+        assert_eq!(seen, all, "{path}: the pages hold every item once");
+    }
+    let bad = t.admin(Method::GET, "/v3/projects?limit=0", None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
