@@ -144,14 +144,18 @@ pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemRe
 }
 
 /// Cases whose server CPU time per request is reported, one table row per group.
-const CPU_ROWS: [&[&str]; 2] =
-    [&["validate", "issue", "create"], &["validate_admin", "validate_rbac", "validate_rbac_nocat", "role_assignments"]];
+const CPU_ROWS: [&[&str]; 2] = [
+    &["validate", "issue", "issue_appcred", "create"],
+    &["validate_admin", "validate_rbac", "validate_rbac_nocat", "validate_trust", "role_assignments"],
+];
 
 fn short(case: &str) -> &str {
     match case {
         "validate_admin" => "validate admin",
         "validate_rbac" => "validate rbac",
         "validate_rbac_nocat" => "validate rbac ?nocatalog",
+        "validate_trust" => "validate trust",
+        "issue_appcred" => "issue app cred",
         "role_assignments" => "role assignments",
         other => other,
     }
@@ -217,11 +221,15 @@ fn rows() -> Vec<Row> {
         lat("token validation, group + implied-role user, with catalog p50 / p99 ms", "validate_rbac"),
         rps("token validation, group + implied-role user, ?nocatalog req/s", "validate_rbac_nocat", 0),
         lat("token validation, group + implied-role user, ?nocatalog p50 / p99 ms", "validate_rbac_nocat"),
+        rps("token validation, trust-scoped token, with catalog req/s", "validate_trust", 0),
+        lat("token validation, trust-scoped token p50 / p99 ms", "validate_trust"),
         rps("role assignments (effective, include_names, one project) req/s", "role_assignments", 0),
         lat("role assignments (effective, include_names, one project) p50 / p99 ms", "role_assignments"),
         rps("password token issue req/s", "issue", 1),
         val("password token issue p50 ms", case("issue", |w| w.p50_ms), 1),
         val("password token issue p99 ms", case("issue", |w| w.p99_ms), 1),
+        rps("application-credential token issue req/s", "issue_appcred", 1),
+        lat("application-credential token issue p50 / p99 ms", "issue_appcred"),
         rps("project create req/s", "create", 1),
         val("project create p50 ms", case("create", |w| w.p50_ms), 2),
         val("project create p99 ms", case("create", |w| w.p99_ms), 2),

@@ -4,7 +4,9 @@
 //!   validate_rbac        the same with bench-rbac's token (roles through groups + implications)
 //!   validate_rbac_nocat  the same with `?nocatalog`
 //!   role_assignments     GET  /v3/role_assignments?effective&include_names&scope.project.id=…
+//!   validate_trust       the same with a trust-scoped token (trustee: admin, not impersonating)
 //!   issue                POST /v3/auth/tokens, password, project-scoped
+//!   issue_appcred        POST /v3/auth/tokens, application credential (id + secret)
 //!   create               POST /v3/projects, unique names
 //! With a follower (3-node idnode), validate and create also run against it.
 
@@ -56,6 +58,10 @@ pub async fn run(
             w.case("validate_rbac_nocat", &format!("{base}{VALIDATE_NOCATALOG}"), &vars, pids).await?,
         );
     }
+    if let Some(trust) = &fx.trust_subject {
+        let vars = get(trust);
+        cases.insert("validate_trust", w.case("validate_trust", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+    }
     let list = vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
     let url = format!("{base}{}", role_assignments_path(&fx.project));
     cases.insert("role_assignments", w.case("role_assignments", &url, &list, pids).await?);
@@ -64,6 +70,12 @@ pub async fn run(
     std::fs::write(&issue_file, serde_json::to_vec(&fx.issue)?).context("write issue.json")?;
     let issue = [("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())];
     cases.insert("issue", w.case("issue", &format!("{base}{VALIDATE}"), &issue, pids).await?);
+    if let Some(body) = &fx.app_cred_issue {
+        let file = w.out.join("issue_appcred.json");
+        std::fs::write(&file, serde_json::to_vec(body)?).context("write issue_appcred.json")?;
+        let vars = [("MODE", "post".to_owned()), ("BODY_FILE", file.display().to_string())];
+        cases.insert("issue_appcred", w.case("issue_appcred", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+    }
     let create = [("MODE", "project".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
     cases.insert("create", w.case("create", &format!("{base}/v3/projects"), &create, pids).await?);
     if let Some(f) = follower {
