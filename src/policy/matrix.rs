@@ -118,6 +118,23 @@ const CASES: &[Case] = &[
     (Method::GET, "/v3/credentials/{cred_M}", None,                     [401, 403, 200, 403, 200, 403]),
     (Method::GET, "/v3/users/{self}/credentials/OS-EC2", None,          [401, 200, 200, 200, 200, 200]),
     (Method::GET, "/v3/users/{uM}/credentials/OS-EC2", None,            [401, 403, 200, 403, 200, 403]),
+    // Keystone's extensions: admins write and read the registries; owners their credentials.
+    (Method::GET, "/v3/policies", None,                                 [401, 403, 403, 403, 200, 403]),
+    (Method::POST, "/v3/policies", Some(r#"{"policy": {"blob": "{}", "type": "t"}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::GET, "/v3/OS-EP-FILTER/endpoint_groups", None,             [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/OS-FEDERATION/identity_providers", None,         [401, 403, 403, 403, 200, 403]),
+    (Method::PUT, "/v3/OS-FEDERATION/identity_providers/idp-{uniq}", Some(r#"{"identity_provider": {"domain_id": "{dA}"}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::GET, "/v3/OS-FEDERATION/mappings", None,                   [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/OS-FEDERATION/service_providers", None,          [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/OS-OAUTH1/consumers", None,                      [401, 403, 403, 403, 200, 403]),
+    (Method::POST, "/v3/OS-OAUTH1/consumers", Some(r#"{"consumer": {}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::GET, "/v3/domains/config/default", None,                   [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/domains/{dA}/config/security_compliance", None,  [401, 200, 200, 200, 200, 200]),
+    (Method::POST, "/v3/users/{self}/application_credentials", Some(r#"{"application_credential": {"name": "{uniq}"}}"#), [401, 201, 201, 403, 201, 403]),
+    (Method::GET, "/v3/users/{uM}/application_credentials", None,       [401, 403, 200, 403, 200, 403]),
+    (Method::GET, "/v3/users/{self}/access_rules", None,                [401, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v3/OS-TRUST/trusts", None,                          [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v3/OS-TRUST/trusts?trustor_user_id={self}", None,   [401, 200, 200, 200, 200, 200]),
 ];
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
