@@ -196,6 +196,10 @@ pub enum DocKind {
     ApplicationCredential,
     /// An access rule of a user's application credentials: id `{user_id}/{rule_id}`.
     AccessRule,
+    /// An OS-OAUTH1 request token: id `{consumer_id}/{token_id}`.
+    OAuthRequestToken,
+    /// An OS-OAUTH1 access token: id `{consumer_id}/{token_id}`.
+    OAuthAccessToken,
 }
 
 impl DocKind {
@@ -214,6 +218,8 @@ impl DocKind {
             DocKind::DomainConfig => "dcfg",
             DocKind::ApplicationCredential => "ac",
             DocKind::AccessRule => "ar",
+            DocKind::OAuthRequestToken => "oart",
+            DocKind::OAuthAccessToken => "oaat",
         }
     }
 
@@ -232,6 +238,8 @@ impl DocKind {
             DocKind::DomainConfig => "domain config",
             DocKind::ApplicationCredential => "Application Credential",
             DocKind::AccessRule => "Access Rule",
+            DocKind::OAuthRequestToken => "Request token",
+            DocKind::OAuthAccessToken => "Access token",
         }
     }
 
@@ -241,6 +249,7 @@ impl DocKind {
         match self {
             DocKind::EndpointGroup => &[DocKind::EndpointGroupProject],
             DocKind::IdentityProvider => &[DocKind::FederationProtocol],
+            DocKind::OAuthConsumer => &[DocKind::OAuthRequestToken, DocKind::OAuthAccessToken],
             _ => &[],
         }
     }
