@@ -69,7 +69,7 @@ impl Settings {
 
 /// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
 const SECTIONS: &[&str] =
-    &["token", "identity", "api", "resource", "raft", "log", "policy", "auth", "security_compliance"];
+    &["token", "identity", "api", "resource", "raft", "log", "policy", "auth", "security_compliance", "oauth1"];
 
 /// The resolved configuration of a node.
 #[derive(Debug, Clone)]
@@ -111,6 +111,9 @@ pub struct Config {
     pub auth_rate_limit_burst: u32,
     /// `[security_compliance]`: lockout, password history, age, expiry, pattern.
     pub security: crate::identity::compliance::Compliance,
+    /// `[oauth1]`: seconds an OAuth1 request / access token stays usable; 0 means no expiry.
+    pub oauth1_request_token_duration_s: i64,
+    pub oauth1_access_token_duration_s: i64,
 }
 
 impl Config {
@@ -170,6 +173,8 @@ impl Config {
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
             security: crate::identity::compliance::Compliance::from_settings(s)?,
+            oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
+            oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -45,7 +45,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "role_assignments", description = "Grants of roles and the role assignment listing"),
         (name = "catalog", description = "Regions, services and endpoints"),
         (name = "federation", description = "OS-FEDERATION identity providers, protocols, mappings and service providers"),
-        (name = "oauth1", description = "OS-OAUTH1 consumers"),
+        (name = "oauth1", description = "OS-OAUTH1 consumers, request and access tokens"),
         (name = "trusts", description = "OS-TRUST trusts: delegation of a user's roles to another user"),
         (name = "credentials", description = "Credentials, signature credentials (OS-EC2) and signed-request tokens"),
         (name = "meta", description = "This description"),

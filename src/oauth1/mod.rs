@@ -1,4 +1,14 @@
-//! OS-OAUTH1: consumers (third parties that act for users with delegated roles).
+//! OS-OAUTH1: consumers (third parties that act for users with delegated roles), and the
+//! delegation flow: request token, authorization by a user, access token.
 
+pub mod access_tokens;
 pub mod consumers;
+pub mod exchange;
+pub mod request_tokens;
 pub mod schemas;
+pub mod signature;
+pub mod signed;
+pub mod tokens;
+
+#[cfg(test)]
+mod tests;

@@ -163,6 +163,12 @@ pub const ACTIONS: &[&str] = &[
     "identity:create_consumer",
     "identity:update_consumer",
     "identity:delete_consumer",
+    "identity:authorize_request_token",
+    "identity:get_access_token",
+    "identity:get_access_token_role",
+    "identity:list_access_tokens",
+    "identity:list_access_token_roles",
+    "identity:delete_access_token",
     // token.rego
     "identity:validate_token",
     "identity:check_token",

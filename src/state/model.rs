@@ -198,6 +198,10 @@ pub enum DocKind {
     AccessRule,
     /// An OS-TRUST trust.
     Trust,
+    /// An OS-OAUTH1 request token: id `{consumer_id}/{token_id}`.
+    OAuthRequestToken,
+    /// An OS-OAUTH1 access token: id `{consumer_id}/{token_id}`.
+    OAuthAccessToken,
 }
 
 impl DocKind {
@@ -217,6 +221,8 @@ impl DocKind {
             DocKind::ApplicationCredential => "ac",
             DocKind::AccessRule => "ar",
             DocKind::Trust => "tr",
+            DocKind::OAuthRequestToken => "oart",
+            DocKind::OAuthAccessToken => "oaat",
         }
     }
 
@@ -236,6 +242,8 @@ impl DocKind {
             DocKind::ApplicationCredential => "Application Credential",
             DocKind::AccessRule => "Access Rule",
             DocKind::Trust => "trust",
+            DocKind::OAuthRequestToken => "Request token",
+            DocKind::OAuthAccessToken => "Access token",
         }
     }
 
@@ -245,6 +253,7 @@ impl DocKind {
         match self {
             DocKind::EndpointGroup => &[DocKind::EndpointGroupProject],
             DocKind::IdentityProvider => &[DocKind::FederationProtocol],
+            DocKind::OAuthConsumer => &[DocKind::OAuthRequestToken, DocKind::OAuthAccessToken],
             _ => &[],
         }
     }

@@ -30,6 +30,8 @@ pub struct TestNode {
 pub struct Reply {
     pub status: StatusCode,
     pub body: Value,
+    /// The body as text (for bodies that are not JSON).
+    pub text: String,
     pub headers: axum::http::HeaderMap,
 }
 
@@ -124,12 +126,27 @@ pub async fn send(router: &Router, method: Method, path: &str, token: Option<&st
         Some((p, s)) => (p, Some(s)),
         None => (path, None),
     };
-    let mut req = Request::builder().method(method).uri(path);
+    let mut headers = Vec::new();
     if let Some(t) = token {
-        req = req.header("x-auth-token", t);
+        headers.push(("x-auth-token", t));
     }
     if let Some(s) = subject {
-        req = req.header("x-subject-token", s);
+        headers.push(("x-subject-token", s));
+    }
+    send_with_headers(router, method, path, &headers, body).await
+}
+
+/// One request with exactly these headers (and a JSON content type when there is a body).
+pub async fn send_with_headers(
+    router: &Router,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> Reply {
+    let mut req = Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let mut req = match body {
         Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
@@ -141,5 +158,10 @@ pub async fn send(router: &Router, method: Method, path: &str, token: Option<&st
     let status = resp.status();
     let headers = resp.headers().clone();
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.expect("body");
-    Reply { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null), headers }
+    Reply {
+        status,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        headers,
+    }
 }

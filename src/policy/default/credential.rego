@@ -60,3 +60,17 @@ create_consumer if data.lib.admin_required
 update_consumer if data.lib.admin_required
 
 delete_consumer if data.lib.admin_required
+
+# OS-OAUTH1 request and access tokens (keystone/common/policies/access_token.py): rule:admin_required.
+# Deleting an access token is decided by ec2_delete_credential, as in Keystone.
+authorize_request_token if data.lib.admin_required
+
+get_access_token if data.lib.admin_required
+
+get_access_token_role if data.lib.admin_required
+
+list_access_tokens if data.lib.admin_required
+
+list_access_token_roles if data.lib.admin_required
+
+delete_access_token if data.lib.admin_required
