@@ -16,6 +16,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
+use crate::state::command::grant_not_found;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::{cf, Command, Reader};
@@ -131,10 +132,11 @@ pub async fn check(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Check, route.as_str(), &p)?;
-    let [key, ..] = keys::assignment_keys(&grant(&r, &role));
+    let a = grant(&r, &role);
+    let [key, ..] = keys::assignment_keys(&a);
     match node.engine.read().get_raw(cf::ASSIGNMENTS, &key)? {
         Some(_) => Ok(StatusCode::NO_CONTENT),
-        None => Err(ApiError::not_found("role assignment", &format!("role {} for {}", role.id, r.actor_id))),
+        None => Err(grant_not_found(&a).into()),
     }
 }
 

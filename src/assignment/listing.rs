@@ -1,14 +1,16 @@
 //! The role assignment listing behind `GET /v3/role_assignments`, as Keystone computes it.
 //! Direct mode returns the stored grants that match the filters. Effective mode expands
-//! group grants into one entry per member user, adds an entry per implication rule
-//! reachable from each granted role, drops domain-specific roles (they only ever serve to
-//! imply global roles), and filters by role last. Token roles are derived from the same
-//! expansion, so what a listing says and what a token carries cannot drift apart.
+//! group grants into one entry per member user, inherited grants onto the projects they reach
+//! (see `hierarchy`), adds an entry per implication rule reachable from each granted role,
+//! drops domain-specific roles (they only ever serve to imply global roles), and filters by
+//! role last. Token roles are derived from the same expansion, so what a listing says and
+//! what a token carries cannot drift apart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use idnode_storage::Result;
 
+use super::hierarchy;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::{cf, Reader};
@@ -20,10 +22,16 @@ pub struct Filter {
     pub target: Option<Target>,
     pub role: Option<String>,
     pub effective: bool,
+    /// `Some(true)`: only inherited grants, `Some(false)`: only the others, `None`: both.
+    pub inherited: Option<bool>,
+    /// With a project target, its descendants are targets too (`include_subtree`).
+    pub subtree: bool,
 }
 
 /// One listed assignment. In effective mode the actor is always a user; `via_group` names
 /// the group whose grant it came through, `prior_role` the role that implied `role_id`.
+/// An entry of an inherited grant has the grant's target in direct mode and the project it
+/// reaches in effective mode.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     pub actor_kind: ActorKind,
@@ -36,6 +44,8 @@ pub struct Entry {
     pub grant: Assignment,
 }
 
+type Actor = (ActorKind, String);
+
 /// Lists assignments matching `f`, sorted and without duplicates.
 pub fn list(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
     let mut out = if f.effective { effective(r, f)? } else { direct(r, f)? };
@@ -45,36 +55,70 @@ pub fn list(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
 }
 
 fn scan(r: &impl Reader, prefix: &[u8]) -> Result<Vec<Assignment>> {
-    Ok(r.scan::<Assignment>(cf::ASSIGNMENTS, prefix)?.into_iter().filter(|a| !a.inherited).collect())
+    r.scan::<Assignment>(cf::ASSIGNMENTS, prefix)
 }
 
-/// Grants of one actor, narrowed to a target when one is given.
-fn grants_of(r: &impl Reader, kind: ActorKind, id: &str, target: Option<&Target>) -> Result<Vec<Assignment>> {
-    match target {
-        Some(t) => scan(r, &keys::by_actor_target_prefix(kind, id, t)),
-        None => scan(r, &keys::by_actor_prefix(kind, id)),
+/// Stored grants (inherited or not) of some actors on some targets; `None` means any.
+fn stored(r: &impl Reader, actors: Option<&[Actor]>, targets: Option<&[Target]>) -> Result<Vec<Assignment>> {
+    let mut out = Vec::new();
+    match (actors, targets) {
+        (Some(actors), Some(targets)) => {
+            for (kind, id) in actors {
+                for t in targets {
+                    out.extend(scan(r, &keys::by_actor_target_prefix(*kind, id, t))?);
+                }
+            }
+        }
+        (Some(actors), None) => {
+            for (kind, id) in actors {
+                out.extend(scan(r, &keys::by_actor_prefix(*kind, id))?);
+            }
+        }
+        (None, Some(targets)) => {
+            for t in targets {
+                out.extend(scan(r, &keys::by_target_prefix(t))?);
+            }
+        }
+        (None, None) => out = scan(r, b"a/")?,
     }
+    Ok(out)
 }
 
-fn matches_target(a: &Assignment, t: Option<&Target>) -> bool {
-    t.is_none_or(|t| &a.target == t)
+/// The targets the filter names: its target and, with `subtree`, the project's descendants.
+fn targets_of_interest(r: &impl Reader, f: &Filter) -> Result<Option<Vec<Target>>> {
+    Ok(match &f.target {
+        None => None,
+        Some(Target::Project(p)) if f.subtree => {
+            let mut v = vec![Target::Project(p.clone())];
+            v.extend(hierarchy::descendants(r, p)?.into_iter().map(Target::Project));
+            Some(v)
+        }
+        Some(t) => Some(vec![t.clone()]),
+    })
+}
+
+fn in_targets(a: &Assignment, targets: &Option<Vec<Target>>) -> bool {
+    targets.as_ref().is_none_or(|ts| ts.contains(&a.target))
 }
 
 fn direct(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
-    let t = f.target.as_ref();
-    let grants = match (&f.user, &f.group, t, &f.role) {
-        (Some(u), _, _, _) => grants_of(r, ActorKind::User, u, t)?,
-        (None, Some(g), _, _) => grants_of(r, ActorKind::Group, g, t)?,
-        (None, None, Some(t), _) => scan(r, &keys::by_target_prefix(t))?,
-        (None, None, None, Some(role)) => scan(r, &keys::by_role_prefix(role))?,
-        (None, None, None, None) => scan(r, b"a/")?,
+    let targets = targets_of_interest(r, f)?;
+    let actors: Option<Vec<Actor>> = match (&f.user, &f.group) {
+        (Some(u), _) => Some(vec![(ActorKind::User, u.clone())]),
+        (None, Some(g)) => Some(vec![(ActorKind::Group, g.clone())]),
+        (None, None) => None,
+    };
+    let grants = match (&actors, &targets, &f.role) {
+        (None, None, Some(role)) => scan(r, &keys::by_role_prefix(role))?,
+        _ => stored(r, actors.as_deref(), targets.as_deref())?,
     };
     Ok(grants
         .into_iter()
         .filter(|a| f.user.as_ref().is_none_or(|u| a.actor_kind == ActorKind::User && &a.actor_id == u))
         .filter(|a| f.group.as_ref().is_none_or(|g| a.actor_kind == ActorKind::Group && &a.actor_id == g))
-        .filter(|a| matches_target(a, t))
+        .filter(|a| in_targets(a, &targets))
         .filter(|a| f.role.as_ref().is_none_or(|role| &a.role_id == role))
+        .filter(|a| f.inherited.is_none_or(|i| a.inherited == i))
         .map(|a| Entry {
             actor_kind: a.actor_kind,
             actor_id: a.actor_id.clone(),
@@ -87,29 +131,84 @@ fn direct(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
         .collect())
 }
 
+/// The stored grants that can produce an effective entry for the filter: the direct grants
+/// on the targets of interest, and the inherited grants that reach them.
+fn effective_sources(r: &impl Reader, f: &Filter, targets: &Option<Vec<Target>>) -> Result<Vec<Assignment>> {
+    // Only projects inherit: on a domain or the system only direct grants count.
+    let inherited = match &f.target {
+        None | Some(Target::Project(_)) => f.inherited,
+        Some(_) if f.inherited == Some(true) => return Ok(Vec::new()),
+        Some(_) => Some(false),
+    };
+    let actors: Option<Vec<Actor>> = match &f.user {
+        Some(u) => {
+            let mut a = vec![(ActorKind::User, u.clone())];
+            a.extend(r.group_ids_of_user(u)?.into_iter().map(|g| (ActorKind::Group, g)));
+            Some(a)
+        }
+        None => None,
+    };
+    let mut grants = Vec::new();
+    if inherited != Some(true) {
+        let found = stored(r, actors.as_deref(), targets.as_deref())?;
+        grants.extend(found.into_iter().filter(|a| !a.inherited && in_targets(a, targets)));
+    }
+    if inherited != Some(false) {
+        let sources = match &f.target {
+            Some(Target::Project(p)) => {
+                let mut s = hierarchy::inherited_sources(r, p)?;
+                if f.subtree {
+                    // Grants inside the subtree reach the part of it below them.
+                    s.extend(targets.iter().flatten().cloned());
+                }
+                Some(s)
+            }
+            _ => None,
+        };
+        grants.extend(stored(r, actors.as_deref(), sources.as_deref())?.into_iter().filter(|a| a.inherited));
+    }
+    Ok(grants)
+}
+
+/// The projects an inherited grant counts on in this listing: with a project filter, the
+/// targets of interest (with `subtree`, only the part below a grant inside the subtree, as
+/// Keystone); otherwise every project the grant reaches.
+fn inherited_targets(
+    r: &impl Reader,
+    f: &Filter,
+    targets: &Option<Vec<Target>>,
+    a: &Assignment,
+    memo: &mut BTreeMap<Target, Vec<Target>>,
+) -> Result<Vec<Target>> {
+    if let (Some(Target::Project(_)), Some(ts)) = (&f.target, targets) {
+        if !(f.subtree && ts.contains(&a.target)) {
+            return Ok(ts.clone());
+        }
+    }
+    if let Some(v) = memo.get(&a.target) {
+        return Ok(v.clone());
+    }
+    let v: Vec<Target> = hierarchy::reach(r, &a.target)?.into_iter().map(Target::Project).collect();
+    memo.insert(a.target.clone(), v.clone());
+    Ok(v)
+}
+
 fn effective(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
     // Group grants are always expanded into users, so a group filter can match nothing.
     if f.group.is_some() {
         return Ok(Vec::new());
     }
-    let t = f.target.as_ref();
-    let grants = match &f.user {
-        Some(u) => {
-            let mut g = grants_of(r, ActorKind::User, u, t)?;
-            for gid in r.group_ids_of_user(u)? {
-                g.extend(grants_of(r, ActorKind::Group, &gid, t)?);
-            }
-            g
-        }
-        None => match t {
-            Some(t) => scan(r, &keys::by_target_prefix(t))?,
-            None => scan(r, b"a/")?,
-        },
-    };
+    let targets = targets_of_interest(r, f)?;
     let graph = implication_graph(r)?;
     let mut global: BTreeMap<String, bool> = BTreeMap::new();
+    let mut reached: BTreeMap<Target, Vec<Target>> = BTreeMap::new();
     let mut out = Vec::new();
-    for a in grants.into_iter().filter(|a| matches_target(a, t)) {
+    for a in effective_sources(r, f, &targets)? {
+        let on: Vec<Target> =
+            if a.inherited { inherited_targets(r, f, &targets, &a, &mut reached)? } else { vec![a.target.clone()] };
+        if on.is_empty() {
+            continue;
+        }
         let users: Vec<(String, Option<String>)> = match a.actor_kind {
             ActorKind::User => vec![(a.actor_id.clone(), None)],
             ActorKind::Group => r
@@ -124,15 +223,17 @@ fn effective(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
                 continue;
             }
             for (user, via_group) in &users {
-                out.push(Entry {
-                    actor_kind: ActorKind::User,
-                    actor_id: user.clone(),
-                    target: a.target.clone(),
-                    role_id: role_id.clone(),
-                    via_group: via_group.clone(),
-                    prior_role: prior_role.clone(),
-                    grant: a.clone(),
-                });
+                for t in &on {
+                    out.push(Entry {
+                        actor_kind: ActorKind::User,
+                        actor_id: user.clone(),
+                        target: t.clone(),
+                        role_id: role_id.clone(),
+                        via_group: via_group.clone(),
+                        prior_role: prior_role.clone(),
+                        grant: a.clone(),
+                    });
+                }
             }
         }
     }

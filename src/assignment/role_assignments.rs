@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::{Query, RawQuery, State};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -20,48 +20,62 @@ use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
 use crate::token::TokenScope;
 
-/// Parses and checks the query (400 for combinations that can never match, as Keystone).
-fn filter(q: &HashMap<String, String>) -> ApiResult<Filter> {
+/// Parses and checks the query (400 for combinations that can never match, in Keystone's
+/// order and words).
+fn filter(q: &HashMap<String, String>, subtree: bool) -> ApiResult<Filter> {
     let get = |k: &str| q.get(k).filter(|v| !v.is_empty()).cloned();
     let (user, group) = (get("user.id"), get("group.id"));
-    let (project, domain) = (get("scope.project.id"), get("scope.domain.id"));
-    let system = get("scope.system").is_some_and(|s| s == "all");
+    let (project, domain, system) = (get("scope.project.id"), get("scope.domain.id"), get("scope.system"));
     let effective = q.contains_key("effective") && query_flag(q.get("effective"));
-    if user.is_some() && group.is_some() {
-        return Err(ApiError::bad_request("Specify a user or group, not both"));
-    }
+    // Present: inherited grants (`projects`) or only the others (any other value).
+    let inherited = q.get(INHERITED_TO).map(|v| v == "projects");
     if project.is_some() && domain.is_some() {
         return Err(ApiError::bad_request("Specify a domain or project, not both"));
     }
-    if system && (project.is_some() || domain.is_some()) {
-        return Err(ApiError::bad_request("Specify system or a domain or project, not both"));
+    if system.is_some() && domain.is_some() {
+        return Err(ApiError::bad_request("Specify system or domain, not both"));
+    }
+    if system.is_some() && project.is_some() {
+        return Err(ApiError::bad_request("Specify system or project, not both"));
+    }
+    if user.is_some() && group.is_some() {
+        return Err(ApiError::bad_request("Specify a user or group, not both"));
     }
     if effective && group.is_some() {
         return Err(ApiError::bad_request("Combining effective and group filter will always result in an empty list."));
     }
-    let target = match (project, domain, system) {
+    if effective && inherited == Some(true) && domain.is_some() {
+        return Err(ApiError::bad_request(
+            "Combining effective, domain and inherited filters will always result in an empty list.",
+        ));
+    }
+    let target = match (project, domain, system.as_deref()) {
         (Some(p), _, _) => Some(Target::Project(p)),
         (_, Some(d), _) => Some(Target::Domain(d)),
-        (_, _, true) => Some(Target::System),
+        (_, _, Some("all")) => Some(Target::System),
         _ => None,
     };
-    Ok(Filter { user, group, target, role: get("role.id"), effective })
+    Ok(Filter { user, group, target, role: get("role.id"), effective, inherited, subtree })
 }
+
+const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
 
 #[utoipa::path(
     get,
     path = "/v3/role_assignments",
     operation_id = "role_assignments_list",
     tag = "role_assignments",
-    description = "400 for a user and a group filter together, two scope filters together, or `effective` with a group filter.",
+    description = "400 for a user and a group filter together, two scope filters together, `effective` with a group filter, or `effective` with a domain and the inherited filter.",
     params(
         ("user.id" = Option<String>, Query, description = "Only assignments of this user."),
         ("group.id" = Option<String>, Query, description = "Only assignments of this group (not with `effective`)."),
         ("scope.project.id" = Option<String>, Query, description = "Only assignments on this project."),
         ("scope.domain.id" = Option<String>, Query, description = "Only assignments on this domain."),
         ("scope.system" = Option<String>, Query, description = "`all`: only assignments on the system."),
+        ("scope.OS-INHERIT:inherited_to" = Option<String>, Query, description = "`projects`: only inherited grants; any other value: only the others."),
         ("role.id" = Option<String>, Query, description = "Only assignments of this role."),
-        ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members and implied roles."),
+        ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members, inherited grants onto the projects below them, and implied roles."),
+        ("include_subtree" = Option<String>, Query, description = "Present (any value but 0/false/no/off): the descendants of `scope.project.id` count as targets too (required)."),
         ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes."),
     ),
     responses(
@@ -69,25 +83,36 @@ fn filter(q: &HashMap<String, String>) -> ApiResult<Filter> {
         E::BadRequest,
         E::Unauthorized,
         E::Forbidden,
+        E::NotFound,
         E::Internal,
     )
 )]
 pub async fn list(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
+    RawQuery(raw): RawQuery,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let f = filter(&q)?;
+    let subtree = q.contains_key("include_subtree") && query_flag(q.get("include_subtree"));
     let caller_domain = match &ctx.payload.scope {
         TokenScope::Domain(d) => Some(d.clone()),
         _ => None,
     };
-    enforce("identity:list_role_assignments", &ctx, &json!({"domain_id": caller_domain}))?;
+    if subtree {
+        authorize_tree(&node, &ctx, q.get("scope.project.id"))?;
+    } else {
+        enforce("identity:list_role_assignments", &ctx, &json!({"domain_id": caller_domain}))?;
+    }
+    let f = filter(&q, subtree)?;
+    let view = node.engine.snapshot();
+    if let (true, Some(Target::Project(p)), false) = (f.effective, &f.target, f.inherited == Some(false)) {
+        // Keystone looks the project up to find the inherited grants that reach it.
+        view.project(p)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", p))?;
+    }
     // Any value but 0, including none, asks for names (Keystone).
     let include_names = q.get("include_names").is_some_and(|v| v != "0");
-    let view = node.engine.snapshot();
     let mut entries = listing::list(&view, &f)?;
-    if let Some(d) = &caller_domain {
+    if let (Some(d), false) = (&caller_domain, subtree) {
         // A domain-scoped caller sees only its own domain's assignments.
         let mut kept = Vec::with_capacity(entries.len());
         for e in entries {
@@ -108,10 +133,33 @@ pub async fn list(
     for e in &entries {
         out.push(render(e, &base, include_names.then_some(&mut names))?);
     }
+    let query = raw.filter(|r| !r.is_empty()).map(|r| format!("?{r}")).unwrap_or_default();
     Ok(Json(json!({
         "role_assignments": out,
-        "links": {"self": format!("{base}/v3/role_assignments"), "previous": null, "next": null},
+        "links": {"self": format!("{base}/v3/role_assignments{query}"), "previous": null, "next": null},
     })))
+}
+
+/// `include_subtree`: the project (404 if unknown) is the policy target of
+/// `identity:list_role_assignments_for_tree`, and it is required (400).
+fn authorize_tree(node: &Node, ctx: &crate::token::ValidToken, project: Option<&String>) -> ApiResult<()> {
+    let target = match project.filter(|p| !p.is_empty()) {
+        Some(id) => {
+            let p = node
+                .engine
+                .read()
+                .project(id)?
+                .filter(|p| !p.is_domain)
+                .ok_or_else(|| ApiError::not_found("project", id))?;
+            json!({"project": {"id": p.id, "domain_id": p.domain_id}, "domain_id": p.domain_id})
+        }
+        None => json!({}),
+    };
+    enforce("identity:list_role_assignments_for_tree", ctx, &target)?;
+    if project.is_none_or(|p| p.is_empty()) {
+        return Err(ApiError::bad_request("scope.project.id must be specified if include_subtree is also specified"));
+    }
+    Ok(())
 }
 
 fn target_path(t: &Target) -> String {
@@ -129,9 +177,15 @@ fn actor_path(kind: ActorKind, id: &str) -> String {
     }
 }
 
-/// URL of the stored grant an entry derives from.
+/// URL of the stored grant an entry derives from (under OS-INHERIT for an inherited grant).
 pub fn grant_url(base: &str, a: &Assignment) -> String {
-    format!("{base}/v3{}{}/roles/{}", target_path(&a.target), actor_path(a.actor_kind, &a.actor_id), a.role_id)
+    let (prefix, suffix) = if a.inherited { ("/OS-INHERIT", "/inherited_to_projects") } else { ("", "") };
+    format!(
+        "{base}/v3{prefix}{}{}/roles/{}{suffix}",
+        target_path(&a.target),
+        actor_path(a.actor_kind, &a.actor_id),
+        a.role_id
+    )
 }
 
 fn render(e: &Entry, base: &str, names: Option<&mut Names<'_, '_>>) -> ApiResult<Value> {
@@ -149,6 +203,9 @@ fn render(e: &Entry, base: &str, names: Option<&mut Names<'_, '_>>) -> ApiResult
         Target::Domain(id) => json!({"domain": {"id": id}}),
         Target::System => json!({"system": {"all": true}}),
     };
+    if e.grant.inherited {
+        scope["OS-INHERIT:inherited_to"] = json!("projects");
+    }
     if let Some(n) = names {
         n.role(&mut role, &e.role_id)?;
         n.actor(&mut actor, e.actor_kind, &e.actor_id)?;

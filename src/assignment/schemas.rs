@@ -121,6 +121,9 @@ pub struct AssignmentScope {
     project: Option<NamedRef>,
     domain: Option<DomainRef>,
     system: Option<SystemAll>,
+    /// `projects` for an inherited grant (OS-INHERIT), or an assignment that comes from one.
+    #[schema(rename = "OS-INHERIT:inherited_to")]
+    inherited_to: Option<String>,
 }
 
 #[derive(ToSchema)]

@@ -36,7 +36,7 @@ pub fn api(node: Arc<Node>) -> Router {
 /// `#[utoipa::path]` annotation (path and methods included): the router and the OpenAPI
 /// description are two views of these declarations. Add routes here only through `routes!`.
 pub fn described() -> OpenApiRouter<Arc<Node>> {
-    use assignment::{grants, implied, role_assignments, roles};
+    use assignment::{grants, implied, inherited, role_assignments, roles};
     use catalog::{endpoint_groups as epf, endpoints, policies, regions, services};
     use credential::{credentials, ec2, sigtokens};
     use federation::{identity_providers as idps, mappings, protocols, service_providers as sps};
@@ -92,6 +92,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(implied::list_all))
         .routes(routes!(role_assignments::list))
         .merge(grants::routes())
+        .merge(inherited::routes())
         .routes(routes!(regions::list, regions::create))
         .routes(routes!(regions::get, regions::put, regions::update, regions::delete))
         .routes(routes!(services::list, services::create))

@@ -103,6 +103,11 @@ const CASES: &[Case] = &[
     (Method::PUT, "/v3/system/users/{scratch_user_A}/roles/{role_reader}", None, [401, 403, 403, 403, 204, 403]),
     (Method::GET, "/v3/system/users/{uM}/roles", None,                  [401, 403, 403, 403, 200, 403]),
     (Method::GET, "/v3/role_assignments", None,                         [401, 403, 403, 200, 200, 200]),
+    // OS-INHERIT: the grant policies; the policy decides before any 404.
+    (Method::PUT, "/v3/OS-INHERIT/domains/{dA}/users/{scratch_user_A}/roles/{role_reader}/inherited_to_projects", None, [401, 403, 403, 204, 204, 403]),
+    (Method::HEAD, "/v3/OS-INHERIT/domains/{dA}/users/{uM}/roles/{role_member}/inherited_to_projects", None, [401, 403, 403, 404, 404, 403]),
+    (Method::GET, "/v3/OS-INHERIT/domains/{dA}/users/{uM}/roles/inherited_to_projects", None, [401, 403, 403, 200, 200, 403]),
+    (Method::GET, "/v3/role_assignments?scope.project.id={pA}&include_subtree", None, [401, 403, 403, 200, 200, 403]),
     // Catalog: regions are readable by anyone authenticated; services and endpoints by system
     // readers; every write needs a system admin.
     (Method::GET, "/v3/regions", None,                                  [401, 200, 200, 200, 200, 200]),

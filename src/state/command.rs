@@ -187,3 +187,16 @@ pub type ApplyResult = Result<Applied, ApplyError>;
 pub fn not_found(kind: &str, id: &str) -> ApplyError {
     ApplyError::NotFound { kind: kind.to_string(), id: id.to_string() }
 }
+
+/// Keystone's `RoleAssignmentNotFound`: "Could not find role assignment with role: R, user or
+/// group: A, project, domain, or system: T."
+pub fn grant_not_found(a: &Assignment) -> ApplyError {
+    let target = match &a.target {
+        Target::Project(id) | Target::Domain(id) => id.as_str(),
+        Target::System => "system",
+    };
+    not_found(
+        "role assignment with role",
+        &format!("{}, user or group: {}, project, domain, or system: {target}", a.role_id, a.actor_id),
+    )
+}

@@ -1,6 +1,6 @@
 //! Role assignments (grants) and their cascades.
 
-use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::command::{grant_not_found, not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::{self, assignment_keys};
 use super::super::model::{ActorKind, Assignment, Role, Target};
 use super::super::{cf, Reader, Tx};
@@ -50,13 +50,14 @@ pub fn remove_roles_of_domain(tx: &mut Tx<'_>, domain_id: &str) -> Result<(), Fa
 
 /// Records a grant once its role, actor and target exist. A domain-specific role is only
 /// granted on projects of its domain (Keystone's `DomainSpecificRoleMismatch`, 403) and never
-/// on the system (400). Granting twice is a no-op.
+/// on the system (400); only domains and projects pass grants on to projects (OS-INHERIT).
+/// Granting twice is a no-op.
 pub fn create_grant(tx: &mut Tx<'_>, a: Assignment) -> Result<ApplyResult, Fatal> {
     if let Some(refusal) = check_refs(tx, &a)? {
         return Ok(Err(refusal));
     }
-    if a.inherited {
-        return Ok(Err(ApplyError::Invalid("Inherited role assignments are not supported.".into())));
+    if a.inherited && a.target == Target::System {
+        return Ok(Err(ApplyError::Invalid("Only domains and projects pass roles on to projects.".into())));
     }
     let Some(role) = tx.role(&a.role_id)? else {
         return Ok(Err(not_found("role", &a.role_id)));
@@ -91,24 +92,23 @@ pub fn delete_grant(tx: &mut Tx<'_>, a: Assignment) -> Result<ApplyResult, Fatal
     }
     let [by_actor, ..] = assignment_keys(&a);
     if tx.get_raw(cf::ASSIGNMENTS, &by_actor)?.is_none() {
-        return Ok(Err(ApplyError::NotFound {
-            kind: "role assignment".into(),
-            id: format!("role {} for {} on {}", a.role_id, a.actor_id, keys::target_part(&a.target)),
-        }));
+        return Ok(Err(grant_not_found(&a)));
     }
     remove(tx, &a);
     Ok(Ok(Applied::Done))
 }
 
-/// The first missing reference of a grant (role, actor, target), as a refusal.
+/// The first missing reference of a grant (role, actor, target), as a refusal. Keystone does
+/// not look the actor of an inherited grant up, so neither is it checked here.
 fn check_refs(tx: &Tx<'_>, a: &Assignment) -> Result<Option<ApplyError>, Fatal> {
     if tx.role(&a.role_id)?.is_none() {
         return Ok(Some(not_found("role", &a.role_id)));
     }
-    let actor_found = match a.actor_kind {
-        ActorKind::User => tx.user(&a.actor_id)?.is_some(),
-        ActorKind::Group => tx.group(&a.actor_id)?.is_some(),
-    };
+    let actor_found = a.inherited
+        || match a.actor_kind {
+            ActorKind::User => tx.user(&a.actor_id)?.is_some(),
+            ActorKind::Group => tx.group(&a.actor_id)?.is_some(),
+        };
     if !actor_found {
         let kind = if a.actor_kind == ActorKind::User { "user" } else { "group" };
         return Ok(Some(not_found(kind, &a.actor_id)));

@@ -148,6 +148,7 @@ fn revocations_expire() {
 
 mod assignments;
 mod effective_property;
+mod inherit_property;
 mod snapshot_property;
 fn region(id: &str, parent: Option<&str>) -> Region {
     Region { id: id.into(), description: None, parent_region_id: parent.map(str::to_string), extra: "{}".into() }

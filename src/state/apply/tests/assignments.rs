@@ -196,9 +196,9 @@ fn grants_need_existing_references() {
     assert!(forbidden(w.apply(Command::CreateGrant(d1_role_on_d2))), "domain role outside its domain");
     let sys = w.apply(Command::CreateGrant(grant(ActorKind::User, "u1", Target::System, "d")));
     assert!(matches!(sys, Err(ApplyError::Invalid(_))), "domain role on the system");
-    let mut inherited = grant(ActorKind::User, "u1", p1(), "a");
+    let mut inherited = grant(ActorKind::User, "u1", Target::System, "a");
     inherited.inherited = true;
-    assert!(matches!(w.apply(Command::CreateGrant(inherited)), Err(ApplyError::Invalid(_))));
+    assert!(matches!(w.apply(Command::CreateGrant(inherited)), Err(ApplyError::Invalid(_))), "system inherits not");
     assert!(crate::assignment::listing::list(&w.engine.read(), &Default::default()).unwrap().is_empty());
     w.apply(Command::CreateGrant(grant(ActorKind::User, "u1", p1(), "d"))).unwrap();
     w.apply(Command::CreateGrant(grant(ActorKind::Group, "g1", Target::Domain("d2".into()), "a"))).unwrap();
