@@ -57,6 +57,29 @@ impl Node {
         outcome.map(|a| (index, a)).map_err(ApiError::from)
     }
 
+    /// Waits (bounded) until every other reachable member applied `index`: what revokes a
+    /// credential (token revoke, password change, disable, delete) is acknowledged only then,
+    /// so no node that answers validates what the caller was told is gone. A member that does
+    /// not answer in time has missed word from the leader, and its freshness gate makes it
+    /// catch up before it validates anything (see `RaftNode::fresh`).
+    pub async fn wait_cluster_applied(&self, index: u64) {
+        let confirmed = self.raft.wait_cluster_applied(index, REVOKE_ACK_WAIT).await;
+        tracing::debug!(index, ?confirmed, "revocation applied on these members");
+    }
+
+    /// The gate in front of every token validation and credential check: a node that may have
+    /// missed entries (cut off, paused, just restarted) catches up with the leader first, or
+    /// answers 503 rather than from the past (see `RaftNode::ensure_fresh`).
+    pub async fn ensure_fresh(&self) -> ApiResult<()> {
+        self.raft.ensure_fresh(FRESHNESS_WAIT).await.map_err(|e| {
+            tracing::warn!(error = %e, "cannot catch up with the leader before checking a credential");
+            ApiError::unavailable(
+                "This node may have missed recent changes and cannot reach the cluster's leader to catch up. Try \
+                 again, or use another node.",
+            )
+        })
+    }
+
     /// Hashes a password off the async runtime.
     pub async fn hash_password(&self, password: String) -> ApiResult<String> {
         self.passwords.hash(password).await
@@ -67,6 +90,12 @@ impl Node {
         self.passwords.verify(password, phc).await
     }
 }
+
+/// How long a credential check waits for a stale node to catch up before it answers 503.
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+/// How long a revocation waits for the other members to apply it before it answers.
+const REVOKE_ACK_WAIT: Duration = Duration::from_secs(2);
 
 /// Opens keys, storage and raft for the configured data directory.
 pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {

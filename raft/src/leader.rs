@@ -21,7 +21,10 @@ impl RaftNode {
     /// forwarded request never bounces between nodes.
     pub(crate) async fn execute(&self, req: LeaderRequest) -> LeaderResult {
         match req {
-            LeaderRequest::Propose(p) => self.write(Request::App(p)).await,
+            LeaderRequest::Propose(p) => match self.app.check(&p.payload) {
+                Ok(()) => self.write(Request::App(p)).await,
+                Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
+            },
             LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
             LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
                 Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),

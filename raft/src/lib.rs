@@ -14,6 +14,7 @@ mod dedup;
 mod digests;
 mod error;
 mod forward;
+mod freshness;
 mod leader;
 mod log_store;
 mod metrics;
@@ -35,6 +36,7 @@ pub use auth::peer_auth_header;
 pub use consistency::{ConsistencyReport, MemberDigest};
 pub use digests::{DigestOutcome, Digests};
 pub use error::ProposeError;
+pub use freshness::Freshness;
 pub use idnode_storage as storage;
 pub use log_store::LogStore;
 pub use node::RaftNode;
@@ -56,6 +58,11 @@ pub trait StateApp: Send + Sync + 'static {
     /// Err = the command cannot be decoded/applied: the node stops loudly (raft fatal), it
     /// never skips a command (replicas would diverge).
     fn apply(&self, engine: &Engine, batch: &mut Batch, log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String>;
+    /// Checked by the leader before a proposal enters the log: a payload apply could not
+    /// decode would stop every replica, so it is refused here instead (Err: why).
+    fn check(&self, _payload: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
     /// Called after entries up to `index` are in the state (for cache invalidation).
     fn applied(&self, _index: u64) {}
     /// Called after a snapshot replaced the state in `engine` (caches must be dropped).

@@ -74,6 +74,13 @@ impl Collector for RaftCollector {
         gauge(&mut enc, "idnode_raft_committed_index", "Committed index", int(committed))?;
         gauge(&mut enc, "idnode_raft_applied_index", "Applied index", int(applied))?;
         gauge(&mut enc, "idnode_raft_apply_lag", "Committed minus applied", int(committed.saturating_sub(applied)))?;
+        gauge(&mut enc, "idnode_raft_fresh", "1 when this node may answer from its own state without a read barrier", i64::from(node.fresh()))?;
+        counter(
+            &mut enc,
+            "idnode_raft_freshness_barriers",
+            "Read barriers run because this node may have missed entries before validating a credential",
+            node.freshness.barriers_run(),
+        )?;
         {
             let g = ConstGauge::new(0i64);
             let mut family = enc.encode_descriptor(

@@ -1,5 +1,6 @@
 //! openraft's outgoing RPCs (append, vote, snapshot chunks) over the peer HTTP protocol.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{Infallible, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
@@ -13,18 +14,20 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::client::{CallError, PeerClient};
+use crate::freshness::Freshness;
 use crate::types::TypeConfig;
-use crate::wire::{PATH_APPEND, PATH_SNAPSHOT, PATH_VOTE};
+use crate::wire::{StampedAppend, StampedReply, PATH_APPEND_STAMPED, PATH_SNAPSHOT, PATH_VOTE};
 
 pub struct Network {
     pub(crate) client: PeerClient,
+    pub(crate) freshness: Arc<Freshness>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerConnection {
-        PeerConnection { client: self.client.clone(), target, addr: node.addr.clone() }
+        PeerConnection { client: self.client.clone(), target, addr: node.addr.clone(), freshness: self.freshness.clone() }
     }
 }
 
@@ -32,6 +35,7 @@ pub struct PeerConnection {
     client: PeerClient,
     target: u64,
     addr: String,
+    freshness: Arc<Freshness>,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>>;
@@ -58,7 +62,17 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>, Infallible> {
-        self.rpc(PATH_APPEND, &rpc, option.hard_ttl()).await
+        let sent = tokio::time::Instant::now();
+        let req = StampedAppend { echo: self.freshness.echo_for(self.target), rpc };
+        match self.client.call::<_, StampedReply>(&self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl()).await {
+            Ok(StampedReply { stamp, result }) => {
+                let accepted = matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_)));
+                self.freshness.replied(self.target, sent, stamp, accepted);
+                result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
+            Err(e @ CallError::Unreachable(_)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
+            Err(e) => Err(RPCError::Network(NetworkError::new(&e))),
+        }
     }
 
     async fn install_snapshot(

@@ -18,6 +18,7 @@ use crate::auth::Credential;
 use crate::client::PeerClient;
 use crate::consistency::Standing;
 use crate::digests::Digests;
+use crate::freshness::Freshness;
 use crate::log_store::LogStore;
 use crate::network::Network;
 use crate::state_machine::{SmLinks, SmStats, StateMachine};
@@ -44,6 +45,11 @@ pub struct RaftNode {
     pub(crate) standing: Mutex<Standing>,
     pub(crate) proposals: Counter,
     pub(crate) forwarded: Counter,
+    pub(crate) freshness: Arc<Freshness>,
+    /// For the leader's check of proposals before they enter the log.
+    pub(crate) app: Arc<dyn StateApp>,
+    /// One catch-up at a time: callers that find the node stale wait for the same barrier.
+    catching_up: tokio::sync::Mutex<()>,
 }
 
 impl RaftNode {
@@ -64,8 +70,9 @@ impl RaftNode {
         let committed = log.committed_cell();
         let links = SmLinks::new(opts.cluster_secret.as_deref());
         let (sm_stats, digests) = (links.stats.clone(), links.digests.clone());
-        let sm = StateMachine::new(engine.clone(), app, links)?;
-        let network = Network { client: client.clone() };
+        let sm = StateMachine::new(engine.clone(), app.clone(), links)?;
+        let freshness = Arc::new(Freshness::new(Duration::from_millis(opts.election_timeout_min_ms)));
+        let network = Network { client: client.clone(), freshness: freshness.clone() };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
         Ok(Arc::new(RaftNode {
             id: opts.node_id,
@@ -80,6 +87,9 @@ impl RaftNode {
             standing: Mutex::new(Standing::default()),
             proposals: Counter::default(),
             forwarded: Counter::default(),
+            freshness,
+            app,
+            catching_up: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -126,11 +136,63 @@ impl RaftNode {
     /// Linearizable read barrier: the leader confirms its leadership with a quorum and names
     /// its commit point; this node then waits until it has applied that far.
     pub async fn linearizable_barrier(&self) -> Result<(), ProposeError> {
-        let deadline = Instant::now() + self.opts.forward_timeout;
+        self.barrier_within(self.opts.forward_timeout).await
+    }
+
+    async fn barrier_within(&self, limit: Duration) -> Result<(), ProposeError> {
+        let started = Instant::now();
+        let deadline = started + limit;
         match self.leader_call(LeaderRequest::ReadIndex, deadline).await? {
-            LeaderReply::ReadIndex(index) => self.wait_applied(index, deadline).await,
+            LeaderReply::ReadIndex(index) => {
+                self.wait_applied(index, deadline).await?;
+                self.freshness.barrier_passed(started, index);
+                Ok(())
+            }
             other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
         }
+    }
+
+    /// Whether this node may answer from its own state (see `freshness`): it heard a leader
+    /// (or, leading, a quorum heard it) within the minimum election timeout, and it applied
+    /// everything it knows to be committed.
+    pub fn fresh(&self) -> bool {
+        let (contact, needed) = self.standing_now();
+        contact && self.applied_index() >= needed
+    }
+
+    /// (recent contact with a leader or, leading, with a quorum; the index to have applied).
+    fn standing_now(&self) -> (bool, u64) {
+        let committed = self.committed.load(Ordering::Acquire);
+        self.with_metrics(|m| {
+            if m.state == ServerState::Leader && m.current_leader == Some(self.id) {
+                let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
+                (self.freshness.leader_fresh(self.id, &voters), committed)
+            } else {
+                let (contact, heard) = self.freshness.follower_contact();
+                (contact, committed.max(heard))
+            }
+        })
+    }
+
+    /// Makes sure this node does not answer from the past: a node in recent contact with the
+    /// leader only waits to apply what it knows is committed; one that may have missed
+    /// entries (see [`RaftNode::fresh`]) catches up through a read barrier first. Err when it
+    /// cannot within `limit` (cut off from the leader): the caller answers 503.
+    pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
+        let deadline = Instant::now() + limit;
+        let (contact, needed) = self.standing_now();
+        if contact {
+            return self.wait_applied(needed, deadline).await;
+        }
+        let _turn = match tokio::time::timeout(limit, self.catching_up.lock()).await {
+            Ok(guard) => guard,
+            Err(_) => return Err(ProposeError::Timeout),
+        };
+        if self.fresh() {
+            return Ok(());
+        }
+        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
+        self.barrier_within(deadline.saturating_duration_since(Instant::now())).await
     }
 
     /// Adds a learner (returns once the membership change committed, not once it caught up).

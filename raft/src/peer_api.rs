@@ -9,7 +9,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{middleware, Router};
-use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -17,7 +17,10 @@ use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_
 use crate::auth;
 use crate::consistency::{CheckRequest, DigestRequest, PATH_CHECK, PATH_DIGEST, PATH_VERDICT};
 use crate::types::TypeConfig;
-use crate::wire::{LeaderError, LeaderRequest, LeaderResult, PATH_APPEND, PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE};
+use crate::wire::{
+    LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, PATH_APPEND, PATH_APPEND_STAMPED,
+    PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE,
+};
 use crate::RaftNode;
 
 /// Append batches and snapshot chunks (1 MiB) must fit with room to spare.
@@ -29,6 +32,7 @@ impl RaftNode {
     pub fn peer_router(self: &Arc<Self>) -> Router {
         Router::new()
             .route(PATH_APPEND, post(append))
+            .route(PATH_APPEND_STAMPED, post(append_stamped))
             .route(PATH_VOTE, post(vote))
             .route(PATH_SNAPSHOT, post(snapshot))
             .route(PATH_LEADER, post(leader))
@@ -60,6 +64,20 @@ async fn append(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
         Ok(req) => reply(&node.raft.append_entries(req).await),
         Err(resp) => resp,
     }
+}
+
+/// An append with freshness stamps: a leader this node accepts refreshes its freshness.
+async fn append_stamped(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    let StampedAppend { echo, rpc } = match decode::<StampedAppend>(&body) {
+        Ok(req) => req,
+        Err(resp) => return resp,
+    };
+    let commit = rpc.leader_commit.map_or(0, |l| l.index);
+    let result = node.raft.append_entries(rpc).await;
+    if matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+        node.freshness.heard(echo, commit);
+    }
+    reply(&StampedReply { stamp: node.freshness.stamp(), result })
 }
 
 async fn vote(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {

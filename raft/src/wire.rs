@@ -2,9 +2,29 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::Proposal;
+use openraft::error::{Infallible, RaftError};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse};
+
+use crate::freshness::Stamp;
+use crate::types::{Proposal, TypeConfig};
+
+/// An append with the latest stamp the target replied with.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StampedAppend {
+    pub echo: Option<Stamp>,
+    pub rpc: AppendEntriesRequest<TypeConfig>,
+}
+
+/// An append's answer with the replier's clock.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StampedReply {
+    pub stamp: Stamp,
+    pub result: Result<AppendEntriesResponse<u64>, RaftError<u64, Infallible>>,
+}
 
 pub const PATH_APPEND: &str = "/raft/append";
+/// Appends with the freshness stamps (see `freshness`); `PATH_APPEND` stays for older peers.
+pub const PATH_APPEND_STAMPED: &str = "/raft/append-stamped";
 pub const PATH_VOTE: &str = "/raft/vote";
 pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
 pub const PATH_LEADER: &str = "/raft/leader";

@@ -15,7 +15,7 @@ use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::Caller;
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
@@ -120,7 +120,9 @@ pub async fn create(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Create, route.as_str(), &p)?;
-    node.propose(Command::CreateGrant(grant(&r, &role))).await?;
+    let a = grant(&r, &role);
+    guard::change_grant(&node.engine.read(), &ctx, &a)?;
+    node.propose(Command::CreateGrant(a)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -147,7 +149,9 @@ pub async fn revoke(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Revoke, route.as_str(), &p)?;
-    node.propose(Command::DeleteGrant(grant(&r, &role))).await?;
+    let a = grant(&r, &role);
+    guard::change_grant(&node.engine.read(), &ctx, &a)?;
+    node.propose(Command::DeleteGrant(a)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

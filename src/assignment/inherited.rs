@@ -20,7 +20,7 @@ use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::Caller;
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Target};
@@ -110,6 +110,7 @@ pub async fn create(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:create_grant", route.as_str(), &p)?;
+    guard::change_grant(&node.engine.read(), &ctx, &a)?;
     node.propose(Command::CreateGrant(a)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -139,6 +140,7 @@ pub async fn revoke(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:revoke_grant", route.as_str(), &p)?;
+    guard::change_grant(&node.engine.read(), &ctx, &a)?;
     node.propose(Command::DeleteGrant(a)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -37,6 +37,7 @@ fn fail(node: &Node, method: &str) -> ApiError {
 }
 
 pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
+    node.ensure_fresh().await?;
     let methods = identity
         .get("methods")
         .and_then(Value::as_array)
@@ -87,28 +88,18 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("'password' is a required property."))?
         .to_string();
-    let found = match find_user(node, user)? {
-        Some(u) => Some(u),
-        // A user created on another node an instant ago may not be applied here yet: catch
-        // up with the leader once before saying no.
-        None if node.raft.linearizable_barrier().await.is_ok() => find_user(node, user)?,
-        None => None,
-    };
-    if let Some(u) = found.as_ref().filter(|u| u.enabled) {
-        node.refuse_if_locked(u).inspect_err(|_| {
-            fail(node, "password");
-        })?;
-    }
-    let (hash, candidate) = match &found {
-        Some(u) if u.enabled => match &u.password_hash {
-            Some(h) => (h.clone(), true),
-            None => (node.dummy_hash.clone(), false),
-        },
-        _ => (node.dummy_hash.clone(), false),
-    };
-    let ok = node.verify_password(pw, hash).await?;
+    // Known and unknown users take the same path: one lookup, one argon2 verification (of a
+    // dummy hash when there is no usable one), the lock check after it, and with lockout on
+    // one recorded failure (refused by apply for an unknown user), so neither the answer nor
+    // its timing says whether the user exists or is locked. Users are acknowledged once every
+    // reachable node applied them, so no catch-up with the leader is needed first.
+    let found = find_user(node, user)?.filter(|u| u.enabled);
+    let usable = found.as_ref().and_then(|u| u.password_hash.clone());
+    let candidate = usable.is_some();
+    let ok = node.verify_password(pw, usable.unwrap_or_else(|| node.dummy_hash.clone())).await?;
+    let locked = node.locked(found.as_ref().map_or("", |u| u.id.as_str()), found.as_ref())?;
     match found {
-        Some(u) if ok && candidate && domain_enabled(node, &u)? => {
+        Some(u) if ok && candidate && !locked && domain_enabled(node, &u)? => {
             if node.cfg.security.expired(&u, now_micros()) {
                 fail(node, "password");
                 return Err(ApiError::unauthorized(format!(
@@ -119,13 +110,23 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
             node.note_auth_success(&u).await?;
             Ok(Proven::of(u, Method::Password as u8, None))
         }
-        Some(u) if candidate => {
-            node.note_auth_failure(&u).await;
+        Some(u) if locked => {
+            tracing::info!(user_id = %u.id, "authentication refused: the account is locked");
             Err(fail(node, "password"))
         }
-        _ => Err(fail(node, "password")),
+        Some(u) if candidate => {
+            node.note_auth_failure(&u.id).await;
+            Err(fail(node, "password"))
+        }
+        _ => {
+            node.note_auth_failure(UNKNOWN_USER).await;
+            Err(fail(node, "password"))
+        }
     }
 }
+
+/// An id no user has (ids are uuid hex): a failure recorded for it is refused by apply.
+const UNKNOWN_USER: &str = "-";
 
 fn domain_enabled(node: &Node, u: &User) -> ApiResult<bool> {
     Ok(node.engine.read().domain(&u.domain_id)?.is_some_and(|d| d.enabled))

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -28,7 +27,7 @@ const MAX_TOKEN_LEN: usize = 4096;
 /// the rest of a validation, so the bytes are cached for exactly this validation result (same
 /// `ValidToken`, same applied index).
 fn token_body(node: &Node, token: &str, vt: &Arc<ValidToken>, nocatalog: bool) -> ApiResult<Bytes> {
-    let applied = node.app.applied_index();
+    let applied = node.app.state_version();
     let key = (token.to_string(), nocatalog);
     if let Some((cached_for, body)) = node.token_bodies.get(&key, applied) {
         if Arc::ptr_eq(&cached_for, vt) {
@@ -234,8 +233,13 @@ async fn issue_token(
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;
     let (mut expires_at, mut audit_ids) = match &proven.parent {
-        // A re-scoped token keeps its parent's expiry and audit chain.
-        Some(parent) => (parent.expires_at, vec![idnode_keys::random_bytes(), parent.audit_ids[0]]),
+        // A re-scoped token keeps its parent's expiry and its chain's root audit id (the
+        // parent's chain id, or the parent's own id when it is the root), so revoking the
+        // first token of a chain kills every token re-scoped from it, however deep.
+        Some(parent) => {
+            let root = parent.audit_ids.get(1).or(parent.audit_ids.first()).copied();
+            (parent.expires_at, std::iter::once(idnode_keys::random_bytes()).chain(root).collect())
+        }
         None => (now + lifetime, vec![idnode_keys::random_bytes()]),
     };
     if let Some(limit) = proven.expires_at {
@@ -298,8 +302,10 @@ async fn revoke_token(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiR
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, true).await?;
     let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();
-    let cmd = Command::RevokeToken { audit_ids, expires_at: vt.payload.expires_at, now: now_micros() };
+    // Kept as long as `allow_expired` could still validate the token.
+    let keep_until = vt.payload.expires_at.saturating_add(node.cfg.allow_expired_window_s.saturating_mul(1_000_000));
+    let cmd = Command::RevokeToken { audit_ids, expires_at: keep_until, now: now_micros() };
     let (index, _) = node.propose_at(cmd).await?;
-    node.raft.wait_cluster_applied(index, Duration::from_secs(2)).await;
+    node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)
 }

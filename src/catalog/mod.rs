@@ -64,7 +64,7 @@ impl Node {
 
     /// The catalog, rebuilt only when the state has moved.
     pub fn catalog(&self) -> ApiResult<Arc<Value>> {
-        let applied = self.app.applied_index();
+        let applied = self.app.state_version();
         if let Some(c) = self.catalog_cache.get(&(), applied) {
             return Ok(c);
         }

@@ -155,35 +155,42 @@ impl Compliance {
 }
 
 impl Node {
-    /// Refuses a password check on a locked account (before the password is even looked at,
-    /// as Keystone does); the answer does not say why.
+    /// Refuses a password check on a locked account; the answer does not say why.
     pub fn refuse_if_locked(&self, u: &User) -> ApiResult<()> {
-        let sc = &self.cfg.security;
-        if sc.lockout_failure_attempts == 0 {
-            return Ok(());
-        }
-        let st = self.engine.read().password_state(&u.id)?;
-        if sc.locked(u, st.as_ref(), now_micros()) {
+        if self.locked(&u.id, Some(u))? {
             tracing::info!(user_id = %u.id, "authentication refused: the account is locked");
             return Err(ApiError::unauthenticated());
         }
         Ok(())
     }
 
+    /// Whether lockout holds the account. The state is read even for an unknown user
+    /// (`user` None), so both cost the same.
+    pub fn locked(&self, user_id: &str, user: Option<&User>) -> ApiResult<bool> {
+        let sc = &self.cfg.security;
+        if sc.lockout_failure_attempts == 0 {
+            return Ok(false);
+        }
+        let st = self.engine.read().password_state(user_id)?;
+        Ok(user.is_some_and(|u| sc.locked(u, st.as_ref(), now_micros())))
+    }
+
     /// Counts a failed password check when lockout is on.
-    pub async fn note_auth_failure(&self, u: &User) {
+    pub async fn note_auth_failure(&self, user_id: &str) {
         let sc = &self.cfg.security;
         if sc.lockout_failure_attempts == 0 {
             return;
         }
         let cmd = Command::RecordAuthFailure {
-            user_id: u.id.clone(),
+            user_id: user_id.to_string(),
             at: now_micros(),
             limit: sc.lockout_failure_attempts,
             lockout_micros: sc.lockout_micros(),
         };
         if let Err(e) = self.propose(cmd).await {
-            tracing::warn!(user_id = %u.id, error = %e.message, "could not record a failed authentication");
+            if e.status != axum::http::StatusCode::NOT_FOUND {
+                tracing::warn!(user_id, error = %e.message, "could not record a failed authentication");
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::{enforce, Persona};
+use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::{self, ns};
 use crate::state::model::{Group, User};
 use crate::state::{cf, Applied, Command, Reader};
@@ -203,6 +203,7 @@ pub async fn update(
     let o = envelope(body, "group")?;
     let mut g = load(&node, &id)?;
     enforce("identity:update_group", &ctx, &target(&g))?;
+    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
     if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str()) {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
@@ -242,6 +243,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let g = load(&node, &id)?;
     enforce("identity:delete_group", &ctx, &target(&g))?;
+    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
     node.propose(Command::DeleteGroup { id: g.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -308,6 +310,7 @@ pub async fn add_user(
 ) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:add_user_to_group", &ctx, &membership_target(&g, &u))?;
+    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
     node.propose(Command::AddGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -372,6 +375,7 @@ pub async fn remove_user(
 ) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:remove_user_from_group", &ctx, &membership_target(&g, &u))?;
+    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
     node.propose(Command::RemoveGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

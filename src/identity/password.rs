@@ -73,7 +73,7 @@ pub async fn change(
     };
     node.refuse_if_locked(&user)?;
     if !node.verify_password(original, current.clone()).await? {
-        node.note_auth_failure(&user).await;
+        node.note_auth_failure(&user.id).await;
         return Err(ApiError::unauthenticated());
     }
     if !user.enabled {
@@ -106,10 +106,12 @@ pub async fn change(
     }
     let new_hash = node.hash_password(new).await?;
     let record = sc.record(&user, new_hash.clone(), now, true);
-    node.propose(Command::All(vec![
-        Command::ChangePassword { user_id: user.id, expected_hash: current, new_hash, now },
-        record,
-    ]))
-    .await?;
+    let (index, _) = node
+        .propose_at(Command::All(vec![
+            Command::ChangePassword { user_id: user.id, expected_hash: current, new_hash, now },
+            record,
+        ]))
+        .await?;
+    node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -15,9 +15,10 @@ use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
+use crate::state::command::UserPatch;
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::{now_micros, render::iso_micros_naive};
 
@@ -225,7 +226,11 @@ pub async fn create(
         cmds.push(node.cfg.security.record(&plain, hash, u.created_at, false));
     }
     cmds.insert(0, Command::CreateUser(u));
-    respond(&node, StatusCode::CREATED, node.propose(Command::All(cmds)).await?)
+    // Every reachable node knows the user before the caller hears of it, so a login through
+    // any of them needs no catch-up (which would make unknown users slower to refuse).
+    let (index, applied) = node.propose_at(Command::All(cmds)).await?;
+    node.wait_cluster_applied(index).await;
+    respond(&node, StatusCode::CREATED, applied)
 }
 
 #[utoipa::path(
@@ -278,33 +283,26 @@ pub async fn update(
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let o = envelope(body, "user")?;
-    let mut u = load(&node, &id)?;
+    let u = load(&node, &id)?;
     enforce("identity:update_user", &ctx, &target(&u))?;
+    guard::change_user(&node.engine.read(), &ctx, &u.id)?;
     if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str()) {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
-    if let Some(n) = opt_name(&o, "name", 255)? {
-        u.name = n;
-    }
-    if let Some(e) = opt_bool(&o, "enabled")? {
-        if !e && u.enabled {
-            u.tokens_valid_after = now_micros();
-        }
-        u.enabled = e;
-    }
+    let now = now_micros();
+    let mut patch = UserPatch { id: u.id.clone(), now, ..UserPatch::default() };
+    patch.name = opt_name(&o, "name", 255)?;
+    patch.enabled = opt_bool(&o, "enabled")?;
     if o.contains_key("default_project_id") {
-        u.default_project_id = opt_str(&o, "default_project_id", 64)?;
+        patch.default_project_id = Some(opt_str(&o, "default_project_id", 64)?);
     }
-    if let Some(opts) = opt_options(&o)? {
-        u.options = opts;
-    }
+    patch.options = opt_options(&o)?;
     if o.contains_key("federated") {
-        u.federated = federated(&o)?.unwrap_or_default();
+        patch.federated = Some(federated(&o)?.unwrap_or_default());
     }
     let mut cmds = Vec::new();
     if o.contains_key("password") {
-        let now = now_micros();
-        u.password_hash = match password(&o)? {
+        patch.password_hash = Some(match password(&o)? {
             Some(pw) => {
                 node.cfg.security.check_pattern(&pw)?;
                 let hash = node.hash_password(pw).await?;
@@ -312,16 +310,22 @@ pub async fn update(
                 Some(hash)
             }
             None => None,
-        };
-        u.tokens_valid_after = now;
+        });
     }
-    if u.enabled {
+    if patch.enabled.unwrap_or(u.enabled) {
         // As in Keystone, an administrator's update of an enabled user ends a lockout.
         cmds.push(Command::ClearAuthFailures { user_id: u.id.clone() });
     }
-    u.extra = extra(&o, KNOWN, &u.extra);
-    cmds.insert(0, Command::UpdateUser(u));
-    respond(&node, StatusCode::OK, node.propose(Command::All(cmds)).await?)
+    let set = extra(&o, KNOWN, "{}");
+    patch.extra = (set != "{}").then_some(set);
+    // Password set, disabled or deleted: acknowledged once every reachable node applied it.
+    let severs = patch.password_hash.is_some() || patch.enabled == Some(false);
+    cmds.insert(0, Command::PatchUser(patch));
+    let (index, applied) = node.propose_at(Command::All(cmds)).await?;
+    if severs {
+        node.wait_cluster_applied(index).await;
+    }
+    respond(&node, StatusCode::OK, applied)
 }
 
 #[utoipa::path(
@@ -350,6 +354,8 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let u = load(&node, &id)?;
     enforce("identity:delete_user", &ctx, &target(&u))?;
-    node.propose(Command::DeleteUser { id: u.id, now: now_micros() }).await?;
+    guard::change_user(&node.engine.read(), &ctx, &u.id)?;
+    let (index, _) = node.propose_at(Command::DeleteUser { id: u.id, now: now_micros() }).await?;
+    node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)
 }

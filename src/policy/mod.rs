@@ -9,6 +9,7 @@
 //! project) in the strict mode.
 
 mod actions;
+pub mod guard;
 mod input;
 #[cfg(test)]
 mod matrix;

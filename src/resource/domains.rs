@@ -15,7 +15,7 @@ use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
 use crate::state::{cf, Applied, Command, Reader};
@@ -194,6 +194,9 @@ pub async fn update(
         d.description = opt_str(&o, "description", 65535)?;
     }
     if let Some(e) = opt_bool(&o, "enabled")? {
+        if !e && d.enabled {
+            guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
+        }
         d.enabled = e;
     }
     if let Some(opts) = opt_options(&o)? {
@@ -229,6 +232,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let d = load(&node, &id)?;
     enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
     node.propose(Command::DeleteProject { id: d.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

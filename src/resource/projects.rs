@@ -29,6 +29,12 @@ fn load(node: &Node, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.ok_or_else(|| ApiError::not_found("project", id))
 }
 
+/// A project to change through `/v3/projects/{id}`: a project acting as a domain is not one
+/// (domains change only through `/v3/domains`, under domain policy).
+fn load_for_change(node: &Node, id: &str) -> ApiResult<Project> {
+    node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
+}
+
 fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Project(p) => Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())})))),
@@ -274,7 +280,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let o = envelope(body, "project")?;
-    let mut p = load(&node, &id)?;
+    let mut p = load_for_change(&node, &id)?;
     enforce("identity:update_project", &ctx, &target(&p))?;
     for (key, current) in [("domain_id", Some(p.domain_id.clone())), ("parent_id", p.parent_id.clone())] {
         if o.contains_key(key) && opt_str(&o, key, 64)? != current {
@@ -327,7 +333,7 @@ pub async fn delete(
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let p = load(&node, &id)?;
+    let p = load_for_change(&node, &id)?;
     enforce("identity:delete_project", &ctx, &target(&p))?;
     node.propose(Command::DeleteProject { id: p.id }).await?;
     Ok(StatusCode::NO_CONTENT)

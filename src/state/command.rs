@@ -22,6 +22,8 @@ pub enum Command {
         id: String,
         now: i64,
     },
+    /// Revokes tokens by audit id. `expires_at`: when the record may go (the token's expiry
+    /// plus the `allow_expired` window, stamped by the service).
     RevokeToken {
         audit_ids: Vec<String>,
         expires_at: i64,
@@ -131,6 +133,27 @@ pub enum Command {
     UseTrust {
         id: String,
     },
+    /// Changes only the fields a user update named; the others keep whatever they hold when
+    /// it applies (so an update racing a password change cannot restore the old hash).
+    PatchUser(UserPatch),
+}
+
+/// The fields of a user that an update names (`None`: left as stored).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UserPatch {
+    pub id: String,
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    pub default_project_id: Option<Option<String>>,
+    pub options: Option<String>,
+    pub federated: Option<Vec<FederatedIdentity>>,
+    /// `Some(None)` clears the password (a user without one cannot log in with one).
+    pub password_hash: Option<Option<String>>,
+    /// Extra attributes the request set (a JSON object), merged over the stored ones.
+    pub extra: Option<String>,
+    /// The service's clock when it built the patch: tokens issued before it die when the
+    /// password is set or the user is disabled.
+    pub now: i64,
 }
 
 /// Everything `idnode bootstrap` creates, in one atomic command.

@@ -8,6 +8,16 @@ pub const META_TOKEN_KEYS: &[u8] = b"token_keys";
 /// The cluster's index key (see `index_key.rs`).
 pub const META_INDEX_KEY: &[u8] = b"index_key";
 
+/// Revocations are keyed by audit id; their expiry index (`e/{expiry}{audit id}`, the expiry
+/// as order-preserving big-endian) shares the column family (audit ids never hold a `/`).
+pub const REVOCATION_EXPIRY: &[u8] = b"e/";
+pub fn revocation_expiry(expires_at: i64, audit_id: &str) -> Vec<u8> {
+    let mut k = REVOCATION_EXPIRY.to_vec();
+    k.extend_from_slice(&((expires_at as u64) ^ (1 << 63)).to_be_bytes());
+    k.extend_from_slice(audit_id.as_bytes());
+    k
+}
+
 pub fn role(id: &str) -> Vec<u8> {
     format!("r/{id}").into_bytes()
 }

@@ -204,6 +204,26 @@ impl Tx<'_> {
     }
 }
 
+impl Tx<'_> {
+    /// At most `limit` pairs with `start <= key < end`, this command's (and this batch's)
+    /// own writes included: bounded work whatever the column family holds, and the same
+    /// answer however a replica groups entries into batches.
+    pub fn scan_before(&self, cf: &'static str, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Pair>> {
+        let pending: Vec<(&[u8], Option<&[u8]>)> =
+            self.batch.pending_with_prefix(cf, start).filter(|(k, _)| *k < end).collect();
+        let deleted = pending.iter().filter(|(_, v)| v.is_none()).count();
+        let mut merged: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+            self.engine.read().scan_range(cf, start, Some(end), limit + deleted)?.into_iter().collect();
+        for (k, v) in pending {
+            match v {
+                Some(v) => merged.insert(k.to_vec(), v.to_vec()),
+                None => merged.remove(k),
+            };
+        }
+        Ok(merged.into_iter().take(limit).collect())
+    }
+}
+
 impl Reader for Tx<'_> {
     fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.batch.get(cf, key) {

@@ -1,10 +1,12 @@
 //! Keystone tokens: stateless, AEAD-sealed compact payloads under the replicated key ring.
 //! Validation = open + revocation check + entity checks + effective roles; the result is
-//! cached per node until the applied index moves.
+//! cached per node until the state changes (an applied entry or an installed snapshot).
 
 mod cache;
 mod payload;
 pub mod render;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use cache::AppliedCache;

@@ -86,7 +86,7 @@ pub fn now_micros() -> i64 {
 impl Node {
     /// The token key ring as of the current applied state.
     pub fn token_ring(&self) -> Result<Arc<TokenKeyRing>, TokenError> {
-        let applied = self.app.applied_index();
+        let applied = self.app.state_version();
         if let Some(r) = self.ring_cache.get(&(), applied) {
             return Ok(r);
         }
@@ -105,7 +105,8 @@ impl Node {
 
     /// Validates a token: 404 when it is not (or no longer) valid.
     pub async fn validate_token(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
-        let applied = self.app.applied_index();
+        self.ensure_fresh().await?;
+        let applied = self.app.state_version();
         let vt = match self.token_cache.get(&token.to_string(), applied) {
             Some(vt) => vt,
             None => {

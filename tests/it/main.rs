@@ -6,12 +6,14 @@
 //! * `catalog_credentials`: catalog, credentials, EC2 signatures and signed-request tokens
 //!   (botocore signs the requests, see `sig_client.py` next to this file);
 //! * `cluster_membership`: a node joins as a learner, is promoted and removed;
+//! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
 //! * `snapshot_consistency`: a follower that caught up by snapshot answers like the others;
+//! * `stale_reads`: a node that was stopped never validates a token revoked meanwhile;
 //! * `tempest`: the OpenStack identity conformance suites (tempest and keystone-tempest-plugin);
 //! * `token_cluster`: tokens validate everywhere, revocation is immediate.
 //!
@@ -22,10 +24,12 @@ mod support;
 mod blackbox_cluster;
 mod catalog_credentials;
 mod cluster_membership;
+mod escalation;
 mod fault_snapshot;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;
 mod snapshot_consistency;
+mod stale_reads;
 mod tempest;
 mod token_cluster;

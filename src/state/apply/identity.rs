@@ -1,6 +1,6 @@
 //! Users.
 
-use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::command::{not_found, Applied, ApplyError, ApplyResult, UserPatch};
 use super::super::keys::ns;
 use super::super::model::{ActorKind, DocKind, User};
 use super::super::{cf, Reader, Tx};
@@ -35,6 +35,48 @@ pub fn create(tx: &mut Tx<'_>, u: User) -> Result<ApplyResult, Fatal> {
     index_unique_ids(tx, &u);
     tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
     Ok(Ok(Applied::User(u)))
+}
+
+/// Applies the named fields over the user as stored now.
+pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
+    let Some(mut u) = tx.user(&p.id)? else {
+        return Ok(Err(not_found("user", &p.id)));
+    };
+    if let Some(name) = p.name {
+        u.name = name;
+    }
+    if let Some(enabled) = p.enabled {
+        if !enabled && u.enabled {
+            u.tokens_valid_after = u.tokens_valid_after.max(p.now);
+        }
+        u.enabled = enabled;
+    }
+    if let Some(d) = p.default_project_id {
+        u.default_project_id = d;
+    }
+    if let Some(o) = p.options {
+        u.options = o;
+    }
+    if let Some(f) = p.federated {
+        u.federated = f;
+    }
+    if let Some(h) = p.password_hash {
+        u.password_hash = h;
+        u.tokens_valid_after = u.tokens_valid_after.max(p.now);
+    }
+    if let Some(set) = p.extra {
+        u.extra = merge_objects(&u.extra, &set);
+    }
+    update(tx, u)
+}
+
+/// `base` with `set`'s keys written over it (both JSON objects; anything else counts as empty).
+fn merge_objects(base: &str, set: &str) -> String {
+    type Obj = serde_json::Map<String, serde_json::Value>;
+    let mut m: Obj = serde_json::from_str(base).unwrap_or_default();
+    let set: Obj = serde_json::from_str(set).unwrap_or_default();
+    m.extend(set);
+    serde_json::Value::Object(m).to_string()
 }
 
 /// `domain_id` and `created_at` are immutable; the rest is replaced.

@@ -28,18 +28,21 @@ pub(crate) type Fatal = StorageError;
 
 /// The identity state machine as the raft crate sees it.
 pub struct IdentityApp {
-    applied: AtomicU64,
+    /// Moves on every applied run of entries and every installed snapshot: what the caches
+    /// (`AppliedCache`) key their entries by, so any change of state empties them.
+    version: AtomicU64,
     on_applied: Vec<Box<dyn Fn(u64) + Send + Sync>>,
 }
 
 impl IdentityApp {
     pub fn new(on_applied: Vec<Box<dyn Fn(u64) + Send + Sync>>) -> Arc<Self> {
-        Arc::new(IdentityApp { applied: AtomicU64::new(0), on_applied })
+        Arc::new(IdentityApp { version: AtomicU64::new(0), on_applied })
     }
 
-    /// The last log index whose effects are visible to local reads.
-    pub fn applied_index(&self) -> u64 {
-        self.applied.load(Ordering::Acquire)
+    /// The version of the state local reads see. Not a log index: an installed snapshot
+    /// replaces the state without applying an entry, and must still invalidate every cache.
+    pub fn state_version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 }
 
@@ -119,6 +122,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         }
         Command::ClearAuthFailures { user_id } => password::clear_failures(tx, &user_id),
         Command::UseTrust { id } => doc::use_trust(tx, &id),
+        Command::PatchUser(p) => identity::patch(tx, p),
     }
 }
 
@@ -153,8 +157,19 @@ impl StateApp for IdentityApp {
         postcard::to_allocvec(&outcome).map_err(|e| e.to_string())
     }
 
+    /// A proposal must decode as exactly one command (no trailing bytes) of a kind this
+    /// version applies; anything else would stop every replica when it applied.
+    fn check(&self, payload: &[u8]) -> Result<(), String> {
+        match postcard::take_from_bytes::<Command>(payload) {
+            Ok((_, rest)) if !rest.is_empty() => Err(format!("{} trailing bytes after the command", rest.len())),
+            Ok((Command::Bootstrap(_), _)) => Err("bootstrap without a cluster index key is not accepted".into()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("not a command this version knows: {e}")),
+        }
+    }
+
     fn applied(&self, index: u64) {
-        self.applied.store(index, Ordering::Release);
+        self.version.fetch_add(1, Ordering::AcqRel);
         for f in &self.on_applied {
             f(index);
         }
@@ -163,6 +178,7 @@ impl StateApp for IdentityApp {
     fn installed_snapshot(&self, engine: &Engine) {
         // The snapshot's state is the authority for the index key from now on.
         index_key::forget(engine);
+        self.version.fetch_add(1, Ordering::AcqRel);
         for f in &self.on_applied {
             f(u64::MAX);
         }

@@ -6,7 +6,7 @@ use idnode_keys::{DataKeys, IndexKey};
 use idnode_storage::Engine;
 
 use super::apply_to;
-use crate::state::command::{Applied, ApplyError, ApplyResult, Command};
+use crate::state::command::{Applied, ApplyError, ApplyResult, Command, UserPatch};
 use crate::state::keys::ns;
 use crate::state::model::*;
 use crate::state::{Reader, STATE_CFS};
@@ -144,6 +144,99 @@ fn revocations_expire() {
     w.apply(Command::RevokeToken { audit_ids: vec!["b".into()], expires_at: 30, now: 20 }).unwrap();
     assert!(!w.engine.read().exists(crate::state::cf::REVOCATIONS, b"a").unwrap(), "expired entry pruned");
     assert!(w.engine.read().exists(crate::state::cf::REVOCATIONS, b"b").unwrap());
+}
+
+/// Keys of the revocations column family: (audit ids, expiry index entries).
+fn revocation_keys(w: &World) -> (Vec<String>, usize) {
+    let all = w.engine.read().scan_prefix(crate::state::cf::REVOCATIONS, b"", usize::MAX).unwrap();
+    let index = all.iter().filter(|(k, _)| k.starts_with(crate::state::keys::REVOCATION_EXPIRY)).count();
+    let ids = all
+        .iter()
+        .filter(|(k, _)| !k.starts_with(crate::state::keys::REVOCATION_EXPIRY))
+        .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    (ids, index)
+}
+
+#[test]
+fn revocations_are_pruned_earliest_expiry_first_in_bounded_steps() {
+    let w = World::new();
+    // Audit ids in the opposite order of their expiry: a scan in key order would prune the
+    // latest expiries first.
+    for i in 0..100i64 {
+        let id = format!("id{:03}", 999 - i);
+        w.apply(Command::RevokeToken { audit_ids: vec![id], expires_at: 1_000 + i, now: 0 }).unwrap();
+    }
+    // Re-revoking moves the entry's expiry; its old index entry goes.
+    w.apply(Command::RevokeToken { audit_ids: vec!["id999".into()], expires_at: 5_000, now: 0 }).unwrap();
+    assert_eq!(revocation_keys(&w).1, 100, "one index entry per revocation");
+    // At 1_070 the entries expiring 1_001..=1_069 are due (69 of them), at most 64 go.
+    w.apply(Command::RevokeToken { audit_ids: vec!["late".into()], expires_at: 9_000, now: 1_070 }).unwrap();
+    let (ids, index) = revocation_keys(&w);
+    assert_eq!(ids.len(), 101 - 64);
+    assert_eq!(index, ids.len(), "records and index entries go together");
+    for i in 1..=64 {
+        assert!(!ids.contains(&format!("id{:03}", 999 - i)), "expiry {} should be pruned first", 1_000 + i);
+    }
+    for i in 65..100 {
+        assert!(ids.contains(&format!("id{:03}", 999 - i)), "expiry {} is not due", 1_000 + i);
+    }
+    assert!(ids.contains(&"id999".to_string()), "its expiry moved to 5000");
+}
+
+#[test]
+fn revocation_pruning_does_not_depend_on_how_entries_are_batched() {
+    let cmds: Vec<Command> = (0..80i64)
+        .map(|i| Command::RevokeToken { audit_ids: vec![format!("t{i:02}")], expires_at: 100 + i, now: 90 + 2 * i })
+        .collect();
+    let one_by_one = World::new();
+    for c in cmds.clone() {
+        one_by_one.apply(c).unwrap();
+    }
+    let batched = World::new();
+    let mut batch = batched.engine.batch();
+    for c in cmds {
+        apply_to(&batched.engine, &mut batch, c).unwrap().unwrap();
+    }
+    batched.engine.write(batch, false).unwrap();
+    assert_eq!(revocation_keys(&one_by_one), revocation_keys(&batched));
+}
+
+#[test]
+fn a_user_patch_keeps_what_it_does_not_name() {
+    let w = World::new();
+    w.apply(Command::CreateProject(project("d1", "Dom", "d1", true))).unwrap();
+    let mut u = user("u1", "alice", "d1");
+    u.password_hash = Some("old-hash".into());
+    w.apply(Command::CreateUser(u)).unwrap();
+    // An update built while the old hash was stored, applied after a password change.
+    let patch = UserPatch { id: "u1".into(), name: Some("alicia".into()), now: 50, ..UserPatch::default() };
+    w.apply(Command::ChangePassword {
+        user_id: "u1".into(),
+        expected_hash: "old-hash".into(),
+        new_hash: "new-hash".into(),
+        now: 40,
+    })
+    .unwrap();
+    let Ok(Applied::User(after)) = w.apply(Command::PatchUser(patch)) else { panic!("patch refused") };
+    assert_eq!(after.name, "alicia");
+    assert_eq!(after.password_hash.as_deref(), Some("new-hash"), "the patch must not restore the old hash");
+    assert_eq!(after.tokens_valid_after, 40, "only the password change moved it");
+    // Disabling moves tokens_valid_after; extra attributes merge.
+    let patch = UserPatch {
+        id: "u1".into(),
+        enabled: Some(false),
+        extra: Some(r#"{"team":"blue"}"#.into()),
+        now: 60,
+        ..UserPatch::default()
+    };
+    let Ok(Applied::User(after)) = w.apply(Command::PatchUser(patch)) else { panic!("patch refused") };
+    assert!(!after.enabled);
+    assert_eq!(after.tokens_valid_after, 60);
+    assert_eq!(after.extra, r#"{"team":"blue"}"#);
+    assert_eq!(after.password_hash.as_deref(), Some("new-hash"));
+    let missing = w.apply(Command::PatchUser(UserPatch { id: "nobody".into(), ..UserPatch::default() }));
+    assert!(matches!(missing, Err(ApplyError::NotFound { .. })), "{missing:?}");
 }
 
 mod assignments;

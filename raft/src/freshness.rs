@@ -1,0 +1,193 @@
+//! Whether this node may answer from its own state without first asking the leader: the gate
+//! in front of every token validation and password check. A node that was cut off (paused,
+//! partitioned, just restarted) may have missed a revocation; it must catch up through a
+//! read barrier before it answers, or say it cannot (503).
+//!
+//! A node is fresh when the leader has certainly spoken to it recently and it has applied
+//! everything the leader said was committed:
+//! - A follower stamps every append reply with its own clock; the leader echoes the latest
+//!   stamp it received in its next append. An append carrying echo `t` was sent after `t` (on
+//!   the follower's clock, so no clocks are compared across machines). A request that sat in a
+//!   socket buffer while the process was stopped carries an echo from before the pause, so it
+//!   cannot make the node look fresh after it.
+//! - A leader counts the appends a quorum accepted, by the instant it sent them: followers
+//!   refuse to vote for anyone else for the leader lease after accepting one, so no other
+//!   leader can have committed anything since.
+//!
+//! Either way "recently" is within the minimum election timeout, and the applied index must
+//! have reached the highest commit index heard of. A successful read barrier refreshes the
+//! same state. The bound on staleness is that timeout plus the time the revoking side waits
+//! for every reachable member to apply (see `wait_cluster_applied`): a node that did not
+//! confirm in time is not fresh again before it has heard the leader after the revocation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+/// A reading of one process's clock: `epoch` tells processes (and restarts) apart, so an echo
+/// from a previous life of the node is never taken for a recent one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub epoch: u64,
+    pub micros: u64,
+}
+
+/// What a follower last heard from a leader it accepted.
+#[derive(Debug, Default)]
+struct Heard {
+    /// The latest echoed stamp of this process (or barrier start), in micros since `origin`.
+    at_micros: Option<u64>,
+    /// The highest commit index a leader named.
+    commit: u64,
+}
+
+pub struct Freshness {
+    epoch: u64,
+    origin: Instant,
+    /// Staleness allowed: the minimum election timeout.
+    window: Duration,
+    heard: Mutex<Heard>,
+    /// Leader side, per member: the send instant of its latest accepted append.
+    acks: Mutex<HashMap<u64, Instant>>,
+    /// Leader side, per member: the latest stamp it replied with (echoed in the next append).
+    echoes: Mutex<HashMap<u64, Stamp>>,
+    /// Read barriers this gate ran, for the metrics.
+    pub(crate) barriers: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Freshness {
+    pub fn new(window: Duration) -> Freshness {
+        Freshness {
+            epoch: u64::from_le_bytes(idnode_keys::random_bytes::<8>()),
+            origin: Instant::now(),
+            window,
+            heard: Mutex::new(Heard::default()),
+            acks: Mutex::new(HashMap::new()),
+            echoes: Mutex::new(HashMap::new()),
+            barriers: AtomicU64::new(0),
+        }
+    }
+
+    fn micros(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// This process's clock now, for an append reply.
+    pub fn stamp(&self) -> Stamp {
+        Stamp { epoch: self.epoch, micros: self.micros(Instant::now()) }
+    }
+
+    /// Follower: an append a leader sent was accepted; it named `commit` as committed and
+    /// echoed `echo`.
+    pub fn heard(&self, echo: Option<Stamp>, commit: u64) {
+        let mut h = lock(&self.heard);
+        h.commit = h.commit.max(commit);
+        if let Some(e) = echo.filter(|e| e.epoch == self.epoch) {
+            h.at_micros = Some(h.at_micros.map_or(e.micros, |a| a.max(e.micros)));
+        }
+    }
+
+    /// A read barrier that started at `started` brought this node to the leader's commit
+    /// point `commit` as of then.
+    pub fn barrier_passed(&self, started: Instant, commit: u64) {
+        self.heard(Some(Stamp { epoch: self.epoch, micros: self.micros(started) }), commit);
+    }
+
+    /// Follower: (heard a leader within the window, the highest commit index heard of).
+    pub fn follower_contact(&self) -> (bool, u64) {
+        let h = lock(&self.heard);
+        let now = self.micros(Instant::now());
+        let window = u64::try_from(self.window.as_micros()).unwrap_or(u64::MAX);
+        (h.at_micros.is_some_and(|at| now.saturating_sub(at) < window), h.commit)
+    }
+
+    /// Follower: heard a leader within the window and applied all it said was committed.
+    pub fn follower_fresh(&self, applied: u64) -> bool {
+        let (contact, commit) = self.follower_contact();
+        contact && applied >= commit
+    }
+
+    /// Leader side: the stamp to echo to `target` in the next append.
+    pub fn echo_for(&self, target: u64) -> Option<Stamp> {
+        lock(&self.echoes).get(&target).copied()
+    }
+
+    /// Leader side: `target` replied to an append sent at `sent` with `stamp`; `accepted`
+    /// when it acknowledged this node as its leader.
+    pub fn replied(&self, target: u64, sent: Instant, stamp: Stamp, accepted: bool) {
+        lock(&self.echoes).insert(target, stamp);
+        if accepted {
+            let mut acks = lock(&self.acks);
+            let e = acks.entry(target).or_insert(sent);
+            *e = (*e).max(sent);
+        }
+    }
+
+    /// Leader: together with itself, a quorum of `voters` accepted an append sent within the
+    /// window.
+    pub fn leader_fresh(&self, me: u64, voters: &[u64]) -> bool {
+        let now = Instant::now();
+        let acks = lock(&self.acks);
+        let recent = voters
+            .iter()
+            .filter(|v| **v == me || acks.get(v).is_some_and(|sent| now.saturating_duration_since(*sent) < self.window))
+            .count();
+        voters.contains(&me) && recent > voters.len() / 2
+    }
+
+    pub fn barriers_run(&self) -> u64 {
+        self.barriers.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WINDOW: Duration = Duration::from_millis(150);
+
+    #[test]
+    fn a_follower_is_fresh_only_while_echoes_are_recent_and_applied_caught_up() {
+        let f = Freshness::new(WINDOW);
+        assert!(!f.follower_fresh(10), "a node that never heard a leader is not fresh");
+        let s = f.stamp();
+        f.heard(Some(s), 7);
+        assert!(f.follower_fresh(7));
+        assert!(!f.follower_fresh(6), "behind the commit index it heard of");
+        std::thread::sleep(WINDOW + Duration::from_millis(20));
+        assert!(!f.follower_fresh(7), "no recent echo");
+        // A request that waited out a pause in a socket buffer echoes an old stamp.
+        f.heard(Some(s), 7);
+        assert!(!f.follower_fresh(7));
+        let other_life = Stamp { epoch: s.epoch.wrapping_add(1), micros: u64::MAX };
+        f.heard(Some(other_life), 7);
+        assert!(!f.follower_fresh(7), "an echo from a previous process is ignored");
+        f.barrier_passed(Instant::now(), 9);
+        assert!(!f.follower_fresh(8));
+        assert!(f.follower_fresh(9));
+    }
+
+    #[test]
+    fn a_leader_is_fresh_while_a_quorum_accepted_recent_appends() {
+        let f = Freshness::new(WINDOW);
+        assert!(f.leader_fresh(1, &[1]), "a single voter is its own quorum");
+        assert!(!f.leader_fresh(1, &[1, 2, 3]));
+        let sent = Instant::now();
+        f.replied(2, sent, f.stamp(), false);
+        assert!(!f.leader_fresh(1, &[1, 2, 3]), "a refusal is no acknowledgement");
+        f.replied(2, sent, f.stamp(), true);
+        assert!(f.leader_fresh(1, &[1, 2, 3]));
+        assert!(!f.leader_fresh(1, &[1, 2, 3, 4, 5]));
+        std::thread::sleep(WINDOW + Duration::from_millis(20));
+        assert!(!f.leader_fresh(1, &[1, 2, 3]));
+        assert_eq!(f.echo_for(2).map(|s| s.epoch), Some(f.stamp().epoch));
+    }
+}

@@ -1,0 +1,131 @@
+//! Guard rails on delegated administration. Keystone's personas let a domain manager manage
+//! the users, groups, projects and grants of its domain; nothing in the policy files stops
+//! that authority from reaching the cloud's own administrators (reset the bootstrap admin's
+//! password, grant oneself a role on the admin project, which the strict mode treats as system
+//! scope). These checks run after `enforce`, in every `[policy] admin_scope`, whatever the
+//! policy files say, and only a cloud administrator (`Persona::cloud_admin`) passes them. They
+//! run before anything is proposed, so a refused request changes nothing.
+
+use std::collections::BTreeSet;
+
+use crate::assignment::{hierarchy, listing};
+use crate::http::error::{ApiError, ApiResult};
+use crate::policy::Persona;
+use crate::state::model::{Assignment, Target};
+use crate::state::Reader;
+use crate::token::{TokenScope, ValidToken};
+
+/// Roles only a cloud administrator may hand out, or hold and still be managed by others.
+const GUARDED_ROLES: [&str; 2] = ["admin", "service"];
+
+/// Who passes the guard rails: a cloud administrator (`Persona::cloud_admin`), but never by
+/// way of a domain-scoped token. In Keystone's mode (`admin_scope = any`) an admin of a
+/// domain is a cloud administrator for policy; the guard rails keep that authority from
+/// climbing out of the domain (it cannot hand out `admin` or `service`, touch the admin
+/// project or the cloud's administrators).
+fn cloud_admin(ctx: &ValidToken) -> bool {
+    Persona { ctx }.cloud_admin() && !matches!(ctx.payload.scope, TokenScope::Domain(_))
+}
+
+fn refuse(what: &str) -> ApiError {
+    ApiError::forbidden(format!("Only a cloud administrator may {what}."))
+}
+
+/// Ids of the roles that are, or imply, `admin` or `service`.
+fn guarded_role_ids(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
+    let closure = listing::implied_closure(r, role_ids)?;
+    for id in closure {
+        if r.role(&id)?.is_some_and(|role| role.domain_id.is_none() && GUARDED_ROLES.contains(&role.name.as_str())) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The configured admin project (Keystone's `is_admin_project`), once bootstrapped.
+fn admin_project(r: &impl Reader) -> ApiResult<Option<String>> {
+    Ok(r.bootstrap_info()?.map(|b| b.admin_project_id))
+}
+
+/// Whether a grant of this shape lands on the admin project: directly, or inherited onto it.
+fn reaches_admin_project(r: &impl Reader, target: &Target, inherited: bool) -> ApiResult<bool> {
+    let Some(admin) = admin_project(r)? else { return Ok(false) };
+    Ok(match target {
+        Target::Project(p) if *p == admin && !inherited => true,
+        Target::System => false,
+        t if inherited => hierarchy::reach(r, t)?.contains(&admin),
+        _ => false,
+    })
+}
+
+/// A user holding `admin` or `service` anywhere (directly, through a group, inherited or
+/// implied) or any role on the system.
+pub fn privileged_user(r: &impl Reader, user_id: &str) -> ApiResult<bool> {
+    let f = listing::Filter { user: Some(user_id.to_string()), effective: true, ..Default::default() };
+    let entries = listing::list(r, &f)?;
+    if entries.iter().any(|e| e.target == Target::System) {
+        return Ok(true);
+    }
+    let roles: BTreeSet<String> = entries.into_iter().map(|e| e.role_id).collect();
+    guarded_role_ids(r, &roles.into_iter().collect::<Vec<_>>())
+}
+
+/// A group whose grants make its members privileged, or that reach the admin project.
+pub fn privileged_group(r: &impl Reader, group_id: &str) -> ApiResult<bool> {
+    let f = listing::Filter { group: Some(group_id.to_string()), ..Default::default() };
+    let grants: Vec<Assignment> = listing::list(r, &f)?.into_iter().map(|e| e.grant).collect();
+    for a in &grants {
+        if a.target == Target::System || reaches_admin_project(r, &a.target, a.inherited)? {
+            return Ok(true);
+        }
+    }
+    let roles: Vec<String> = grants.into_iter().map(|a| a.role_id).collect();
+    guarded_role_ids(r, &roles)
+}
+
+/// Update, disable, delete or set the password of `user_id`.
+pub fn change_user(r: &impl Reader, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || !privileged_user(r, user_id)? {
+        return Ok(());
+    }
+    Err(refuse("change, disable or delete a user who holds the admin or service role or a system role"))
+}
+
+/// Update or delete a group, or change its members.
+pub fn change_group(r: &impl Reader, ctx: &ValidToken, group_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || !privileged_group(r, group_id)? {
+        return Ok(());
+    }
+    Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))
+}
+
+/// Create or revoke a grant (direct or inherited).
+pub fn change_grant(r: &impl Reader, ctx: &ValidToken, a: &Assignment) -> ApiResult<()> {
+    if cloud_admin(ctx) {
+        return Ok(());
+    }
+    if a.target == Target::System {
+        return Err(refuse("grant or revoke a role on the system"));
+    }
+    if reaches_admin_project(r, &a.target, a.inherited)? {
+        return Err(refuse("grant or revoke a role on the admin project"));
+    }
+    if guarded_role_ids(r, std::slice::from_ref(&a.role_id))? {
+        return Err(refuse("grant or revoke the admin or service role, or a role that implies one"));
+    }
+    Ok(())
+}
+
+/// Disable or delete a domain: the one holding the bootstrap administrator is the cloud
+/// administrators' own, and losing it locks everyone out.
+pub fn disable_domain(r: &impl Reader, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) {
+        return Ok(());
+    }
+    let Some(b) = r.bootstrap_info()? else { return Ok(()) };
+    let admin_domain = r.user(&b.admin_user_id)?.map(|u| u.domain_id);
+    if admin_domain.as_deref() == Some(domain_id) {
+        return Err(refuse("disable or delete the domain of the bootstrap administrator"));
+    }
+    Ok(())
+}
