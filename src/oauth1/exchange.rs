@@ -32,6 +32,7 @@ pub async fn create(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    node.ensure_fresh().await?;
     let req = SignedRequest::of(&node, &headers, &uri);
     let p = &req.oauth;
     let consumer_id = p.get("oauth_consumer_key").ok_or_else(|| expecting("oauth_consumer_key"))?;

@@ -67,6 +67,7 @@ pub async fn create(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    node.ensure_fresh().await?;
     let req = SignedRequest::of(&node, &headers, &uri);
     let consumer_id = req.oauth.get("oauth_consumer_key").ok_or_else(|| expecting("oauth_consumer_key"))?.to_string();
     let project_id = headers
