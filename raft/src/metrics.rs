@@ -74,7 +74,12 @@ impl Collector for RaftCollector {
         gauge(&mut enc, "idnode_raft_committed_index", "Committed index", int(committed))?;
         gauge(&mut enc, "idnode_raft_applied_index", "Applied index", int(applied))?;
         gauge(&mut enc, "idnode_raft_apply_lag", "Committed minus applied", int(committed.saturating_sub(applied)))?;
-        gauge(&mut enc, "idnode_raft_fresh", "1 when this node may answer from its own state without a read barrier", i64::from(node.fresh()))?;
+        gauge(
+            &mut enc,
+            "idnode_raft_fresh",
+            "1 when this node may answer from its own state without a read barrier",
+            i64::from(node.fresh()),
+        )?;
         counter(
             &mut enc,
             "idnode_raft_freshness_barriers",

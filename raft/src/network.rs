@@ -27,7 +27,12 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerConnection {
-        PeerConnection { client: self.client.clone(), target, addr: node.addr.clone(), freshness: self.freshness.clone() }
+        PeerConnection {
+            client: self.client.clone(),
+            target,
+            addr: node.addr.clone(),
+            freshness: self.freshness.clone(),
+        }
     }
 }
 

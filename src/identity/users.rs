@@ -16,9 +16,9 @@ use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, guard};
+use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
-use crate::state::command::UserPatch;
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::{now_micros, render::iso_micros_naive};
 

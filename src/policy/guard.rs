@@ -116,6 +116,14 @@ pub fn change_grant(r: &impl Reader, ctx: &ValidToken, a: &Assignment) -> ApiRes
     Ok(())
 }
 
+/// Update or delete a project: the admin project is the cloud administrators' own.
+pub fn change_project(r: &impl Reader, ctx: &ValidToken, project_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || admin_project(r)?.as_deref() != Some(project_id) {
+        return Ok(());
+    }
+    Err(refuse("change or delete the admin project"))
+}
+
 /// Disable or delete a domain: the one holding the bootstrap administrator is the cloud
 /// administrators' own, and losing it locks everyone out.
 pub fn disable_domain(r: &impl Reader, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {

@@ -16,7 +16,7 @@ use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
 use crate::state::{cf, Applied, Command, Reader};
@@ -29,10 +29,33 @@ fn load(node: &Node, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.ok_or_else(|| ApiError::not_found("project", id))
 }
 
-/// A project to change through `/v3/projects/{id}`: a project acting as a domain is not one
-/// (domains change only through `/v3/domains`, under domain policy).
-fn load_for_change(node: &Node, id: &str) -> ApiResult<Project> {
-    node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
+/// Authorizes a change of `p` through `/v3/projects/{id}`. A project acting as a domain
+/// changes only under the domain policies and guard rails, exactly as through `/v3/domains`
+/// (Keystone lets the projects API create and delete them, and tempest does): the project
+/// policies would let a domain manager disable its own domain. `disabling`: the change
+/// disables or deletes it.
+fn authorize_change(
+    node: &Node,
+    ctx: &ValidToken,
+    p: &Project,
+    project_action: &str,
+    disabling: bool,
+) -> ApiResult<()> {
+    let view = node.engine.read();
+    if p.is_domain {
+        let action = if project_action == "identity:delete_project" {
+            "identity:delete_domain"
+        } else {
+            "identity:update_domain"
+        };
+        enforce(action, ctx, &json!({"domain": {"id": p.id}}))?;
+        if disabling {
+            guard::disable_domain(&view, ctx, &p.id)?;
+        }
+        return Ok(());
+    }
+    enforce(project_action, ctx, &target(p))?;
+    guard::change_project(&view, ctx, &p.id)
 }
 
 fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -280,8 +303,9 @@ pub async fn update(
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let o = envelope(body, "project")?;
-    let mut p = load_for_change(&node, &id)?;
-    enforce("identity:update_project", &ctx, &target(&p))?;
+    let mut p = load(&node, &id)?;
+    let disabling = p.enabled && opt_bool(&o, "enabled")? == Some(false);
+    authorize_change(&node, &ctx, &p, "identity:update_project", disabling)?;
     for (key, current) in [("domain_id", Some(p.domain_id.clone())), ("parent_id", p.parent_id.clone())] {
         if o.contains_key(key) && opt_str(&o, key, 64)? != current {
             return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
@@ -333,8 +357,8 @@ pub async fn delete(
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let p = load_for_change(&node, &id)?;
-    enforce("identity:delete_project", &ctx, &target(&p))?;
+    let p = load(&node, &id)?;
+    authorize_change(&node, &ctx, &p, "identity:delete_project", true)?;
     node.propose(Command::DeleteProject { id: p.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -48,7 +48,8 @@ async fn revocations_are_kept_through_the_allow_expired_window() {
     let r = t.admin(Method::DELETE, &format!("/v3/auth/tokens#{subject}"), None).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
     let audit = vt.payload.audit_id_strings()[0].clone();
-    let rec: Revocation = Reader::get(&t.node.engine.read(), cf::REVOCATIONS, audit.as_bytes()).unwrap().expect("recorded");
+    let rec: Revocation =
+        Reader::get(&t.node.engine.read(), cf::REVOCATIONS, audit.as_bytes()).unwrap().expect("recorded");
     assert_eq!(rec.expires_at, vt.payload.expires_at + 3600 * 1_000_000, "kept while allow_expired could accept it");
 }
 

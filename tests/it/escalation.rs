@@ -88,7 +88,8 @@ async fn escalation_is_refused(mode: &str) {
     let svc = api
         .create("/v3/users", "user", json!({"name": "svc", "domain_id": "default", "password": "svc-pw-1"}), &admin)
         .await;
-    let service_project = api.create("/v3/projects", "project", json!({"name": "service", "domain_id": "default"}), &admin).await;
+    let service_project =
+        api.create("/v3/projects", "project", json!({"name": "service", "domain_id": "default"}), &admin).await;
     api.ok(M::PUT, &format!("/v3/projects/{service_project}/users/{svc}/roles/{service}"), &admin, None).await;
     let plain = api
         .create("/v3/users", "user", json!({"name": "plain", "domain_id": "default", "password": "plain-pw-1"}), &admin)
@@ -111,15 +112,23 @@ async fn escalation_is_refused(mode: &str) {
         refused(&r, &format!("[{mode}] domain manager may not {what}"));
     }
     // 2. A service user likewise.
-    let r = api.call(M::PATCH, &format!("/v3/users/{svc}"), &dm_token, Some(json!({"user": {"password": "x-1"}}))).await;
+    let r =
+        api.call(M::PATCH, &format!("/v3/users/{svc}"), &dm_token, Some(json!({"user": {"password": "x-1"}}))).await;
     refused(&r, &format!("[{mode}] domain manager may not reset a service user's password"));
     // 3. Anything on the admin project, directly or inherited from the domain.
     for role_id in [&reader, &member] {
-        let r = api.call(M::PUT, &format!("/v3/projects/{admin_project}/users/{dm}/roles/{role_id}"), &dm_token, None).await;
+        let r = api
+            .call(M::PUT, &format!("/v3/projects/{admin_project}/users/{dm}/roles/{role_id}"), &dm_token, None)
+            .await;
         refused(&r, &format!("[{mode}] domain manager may not grant itself a role on the admin project"));
     }
     let r = api
-        .call(M::PUT, &format!("/v3/OS-INHERIT/domains/default/users/{dm}/roles/{member}/inherited_to_projects"), &dm_token, None)
+        .call(
+            M::PUT,
+            &format!("/v3/OS-INHERIT/domains/default/users/{dm}/roles/{member}/inherited_to_projects"),
+            &dm_token,
+            None,
+        )
         .await;
     refused(&r, &format!("[{mode}] an inherited grant on the admin project's domain reaches the admin project"));
     // 4. The Default domain through the projects API, and through the domains API.
@@ -129,13 +138,23 @@ async fn escalation_is_refused(mode: &str) {
     refused(&r, &format!("[{mode}] DELETE /v3/projects/default"));
     let r = api.call(M::PATCH, "/v3/domains/default", &dm_token, Some(json!({"domain": {"enabled": false}}))).await;
     refused(&r, &format!("[{mode}] domain manager may not disable the Default domain"));
+    let r = api
+        .call(
+            M::PATCH,
+            &format!("/v3/projects/{admin_project}"),
+            &dm_token,
+            Some(json!({"project": {"enabled": false}})),
+        )
+        .await;
+    refused(&r, &format!("[{mode}] domain manager may not disable the admin project"));
+    let r = api.call(M::DELETE, &format!("/v3/projects/{admin_project}"), &dm_token, None).await;
+    refused(&r, &format!("[{mode}] domain manager may not delete the admin project"));
 
     // 5. An admin of another domain cannot hand out `service` or `admin`, nor reach the admin
     //    project or the Default domain's administrators.
     let d2 = api.create("/v3/domains", "domain", json!({"name": format!("d2-{mode}")}), &admin).await;
-    let da = api
-        .create("/v3/users", "user", json!({"name": "da", "domain_id": d2, "password": "da-pw-1"}), &admin)
-        .await;
+    let da =
+        api.create("/v3/users", "user", json!({"name": "da", "domain_id": d2, "password": "da-pw-1"}), &admin).await;
     let admin_role = api.id_of("/v3/roles", "roles", "admin", &admin).await;
     api.ok(M::PUT, &format!("/v3/domains/{d2}/users/{da}/roles/{admin_role}"), &admin, None).await;
     let da_token = api.token(&da, "da-pw-1", json!({"domain": {"id": d2}})).await;
@@ -150,7 +169,9 @@ async fn escalation_is_refused(mode: &str) {
     }
     let r = api.call(M::PUT, &format!("/v3/projects/{admin_project}/users/{da}/roles/{reader}"), &da_token, None).await;
     refused(&r, &format!("[{mode}] domain admin may not grant on the admin project"));
-    let r = api.call(M::PATCH, &format!("/v3/users/{admin_id}"), &da_token, Some(json!({"user": {"password": "x-2"}}))).await;
+    let r = api
+        .call(M::PATCH, &format!("/v3/users/{admin_id}"), &da_token, Some(json!({"user": {"password": "x-2"}})))
+        .await;
     refused(&r, &format!("[{mode}] domain admin may not change the bootstrap admin's password"));
     let r = api.call(M::PATCH, "/v3/domains/default", &da_token, Some(json!({"domain": {"enabled": false}}))).await;
     refused(&r, &format!("[{mode}] domain admin may not disable the bootstrap admin's domain"));
@@ -166,8 +187,12 @@ async fn escalation_is_refused(mode: &str) {
     let d = api.get("/v3/domains/default", &again).await;
     assert_eq!(d.json["domain"]["enabled"], json!(true), "[{mode}] {}", d.text);
     let on_admin = api.get(&format!("/v3/role_assignments?scope.project.id={admin_project}&effective"), &again).await;
-    let holders: Vec<&str> =
-        on_admin.json["role_assignments"].as_array().into_iter().flatten().filter_map(|a| a["user"]["id"].as_str()).collect();
+    let holders: Vec<&str> = on_admin.json["role_assignments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["user"]["id"].as_str())
+        .collect();
     assert!(!holders.contains(&dm.as_str()) && !holders.contains(&da.as_str()), "[{mode}] {}", on_admin.text);
     let u2_roles = api.get(&format!("/v3/role_assignments?user.id={u2}"), &again).await;
     let roles: Vec<&str> = u2_roles.json["role_assignments"]

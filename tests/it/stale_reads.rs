@@ -56,16 +56,16 @@ async fn a_node_that_was_cut_off_never_validates_a_revoked_token() {
         let (subject, _) = cluster.issue_token(other, "admin", &pw, "admin", Duration::from_secs(30)).await;
         // The victim validates (and caches) both before it is cut off.
         let victim_api = cluster.api(victim);
-        let r = until(Duration::from_secs(20), StatusCode::OK, || http.validate_token(&victim_api, &auth, &subject)).await;
+        let r =
+            until(Duration::from_secs(20), StatusCode::OK, || http.validate_token(&victim_api, &auth, &subject)).await;
         assert_eq!(r.map(|r| r.status), Some(StatusCode::OK), "round {round}: victim did not validate a fresh token");
 
         cluster.pause(victim);
         let revoker = (0..3).filter(|i| *i != victim).nth(round % 2).unwrap_or(other);
         let revoker_api = cluster.api(revoker);
-        let revoked = until(Duration::from_secs(30), StatusCode::NO_CONTENT, || {
-            http.revoke_token(&revoker_api, &auth, &subject)
-        })
-        .await;
+        let revoked =
+            until(Duration::from_secs(30), StatusCode::NO_CONTENT, || http.revoke_token(&revoker_api, &auth, &subject))
+                .await;
         assert_eq!(
             revoked.as_ref().map(|r| r.status),
             Some(StatusCode::NO_CONTENT),
@@ -76,7 +76,9 @@ async fn a_node_that_was_cut_off_never_validates_a_revoked_token() {
         let name = format!("stale-{round}");
         let body = json!({"user": {"name": name, "domain_id": "default", "password": "pw-stale-1"}});
         let url = format!("{}/v3/users", cluster.api(revoker));
-        if let Some(r) = until(Duration::from_secs(30), StatusCode::CREATED, || http.post(&url, Some(&auth), &body)).await {
+        if let Some(r) =
+            until(Duration::from_secs(30), StatusCode::CREATED, || http.post(&url, Some(&auth), &body)).await
+        {
             if r.status == StatusCode::CREATED {
                 created.push(r.json["user"]["id"].as_str().unwrap_or_default().to_string());
             }
@@ -84,8 +86,7 @@ async fn a_node_that_was_cut_off_never_validates_a_revoked_token() {
 
         // A validation waiting in the stopped victim's socket, then the victim resumes.
         let early = {
-            let (http, url, auth, subject) =
-                (http.clone(), cluster.api(victim), auth.clone(), subject.clone());
+            let (http, url, auth, subject) = (http.clone(), cluster.api(victim), auth.clone(), subject.clone());
             tokio::spawn(async move { http.validate_token(&url, &auth, &subject).await })
         };
         tokio::time::sleep(Duration::from_millis(200 + 150 * (round as u64 % 4))).await;

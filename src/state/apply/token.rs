@@ -19,7 +19,8 @@ pub fn revoke(tx: &mut Tx<'_>, audit_ids: Vec<String>, keep_until: i64, now: i64
         tx.put(cf::REVOCATIONS, id.clone().into_bytes(), &Revocation { expires_at: keep_until, revoked_at: now })?;
         tx.batch.put(cf::REVOCATIONS, keys::revocation_expiry(keep_until, &id), &[]);
     }
-    let due = tx.scan_before(cf::REVOCATIONS, keys::REVOCATION_EXPIRY, &keys::revocation_expiry(now, ""), PRUNE_PER_COMMAND)?;
+    let due =
+        tx.scan_before(cf::REVOCATIONS, keys::REVOCATION_EXPIRY, &keys::revocation_expiry(now, ""), PRUNE_PER_COMMAND)?;
     for (key, _) in due {
         if let Some(id) = key.get(keys::REVOCATION_EXPIRY.len() + 8..) {
             tx.delete(cf::REVOCATIONS, id.to_vec());
