@@ -39,6 +39,8 @@ pub struct Node {
     pub token_bodies: AppliedCache<(String, bool), (Arc<ValidToken>, axum::body::Bytes)>,
     pub metrics: Metrics,
     pub registry: Registry,
+    /// Signed requests already exchanged for a token (`/v3/sigtokens`), per node.
+    pub signed_requests: crate::credential::replay::ReplayGuard,
     /// Per-source limit on token issue; None when disabled.
     pub token_rate_limit: Option<crate::http::ratelimit::TokenRateLimit>,
 }
@@ -118,6 +120,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         token_bodies: AppliedCache::new(100_000),
         metrics,
         registry,
+        signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
         token_rate_limit,
     }))
 }
