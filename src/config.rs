@@ -106,9 +106,12 @@ pub struct Config {
     pub policy_directory: Option<PathBuf>,
     /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
     pub policy_admin_scope: crate::policy::AdminScope,
-    /// Token issue requests per second and source IP; 0 disables the limit.
+    /// Token issue (and password change, signed-request token) requests per second and
+    /// source IP, each class its own bucket; 0 disables the limits.
     pub auth_rate_limit_per_second: u32,
     pub auth_rate_limit_burst: u32,
+    /// Proxies whose `X-Forwarded-For` names the source of a request (`[api] trusted_proxies`).
+    pub api_trusted_proxies: Vec<crate::http::client_ip::Cidr>,
     /// `[security_compliance]`: lockout, password history, age, expiry, pattern.
     pub security: crate::identity::compliance::Compliance,
     /// `[oauth1]`: seconds an OAuth1 request / access token stays usable; 0 means no expiry.
@@ -172,6 +175,8 @@ impl Config {
                 .unwrap_or_default(),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
+            api_trusted_proxies: crate::http::client_ip::parse_list(s.get("api", "trusted_proxies").unwrap_or(""))
+                .map_err(|e| anyhow!("[api] trusted_proxies: {e}"))?,
             security: crate::identity::compliance::Compliance::from_settings(s)?,
             oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
@@ -278,6 +283,14 @@ mod tests {
         let c = Config::from_settings(&s).unwrap();
         assert_eq!(c.policy_directory, Some(PathBuf::from("/etc/idnode/policy.d")));
         assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (0, 7));
+        assert!(c.api_trusted_proxies.is_empty());
+        s.apply_env([("IDNODE_API_TRUSTED_PROXIES".to_string(), "10.0.0.0/8,192.0.2.7".to_string())].into_iter());
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.api_trusted_proxies, crate::http::client_ip::parse_list("10.0.0.0/8 192.0.2.7").unwrap());
+        s.set("api", "trusted_proxies", "10.0.0.0/40");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("trusted_proxies"), "{err}");
+        s.set("api", "trusted_proxies", "");
         s.set("auth", "rate_limit_burst", "-1");
         assert!(Config::from_settings(&s).is_err());
     }

@@ -41,8 +41,8 @@ pub struct Node {
     pub registry: Registry,
     /// Signed requests already exchanged for a token (`/v3/sigtokens`), per node.
     pub signed_requests: crate::credential::replay::ReplayGuard,
-    /// Per-source limit on token issue; None when disabled.
-    pub token_rate_limit: Option<crate::http::ratelimit::TokenRateLimit>,
+    /// Per-source limits on token issue, password change and signed-request tokens.
+    pub rate_limits: crate::http::ratelimit::RateLimits,
 }
 
 impl Node {
@@ -99,8 +99,11 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
     // A directory that does not compile leaves the bundled defaults in force and fails /health.
     let _ = crate::policy::global().configure(cfg.policy_directory.clone());
-    let token_rate_limit =
-        crate::http::ratelimit::TokenRateLimit::new(cfg.auth_rate_limit_per_second, cfg.auth_rate_limit_burst);
+    let rate_limits = crate::http::ratelimit::RateLimits::new(
+        cfg.auth_rate_limit_per_second,
+        cfg.auth_rate_limit_burst,
+        cfg.api_trusted_proxies.clone(),
+    );
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     raft.register_metrics(&mut registry);
@@ -121,7 +124,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         metrics,
         registry,
         signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
-        token_rate_limit,
+        rate_limits,
     }))
 }
 
@@ -238,10 +241,12 @@ async fn reload_policy_on_sighup() {
 
 /// Drops rate-limit buckets of sources that went quiet, once a minute.
 async fn forget_idle_rate_limits(node: Arc<Node>) {
-    let Some(limit) = node.token_rate_limit.as_ref() else { return };
+    if !node.rate_limits.enabled() {
+        return;
+    }
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;
-        limit.housekeep();
+        node.rate_limits.housekeep();
     }
 }
 

@@ -144,6 +144,7 @@ fn once(node: &Node, r: &SignedRequest, until: i64, now: i64) -> ApiResult<()> {
         E::BadRequest,
         E::Unauthorized,
         E::PayloadTooLarge,
+        E::TooManyRequests,
         E::Internal,
         E::Unavailable,
     )
@@ -214,6 +215,7 @@ pub async fn issue(
         E::BadRequest,
         E::Unauthorized,
         E::PayloadTooLarge,
+        E::TooManyRequests,
         E::Internal,
         E::Unavailable,
     )
