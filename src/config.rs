@@ -93,6 +93,10 @@ pub struct Config {
     pub allow_expired_window_s: i64,
     pub password: idnode_keys::PasswordParams,
     pub keystone_compat_status: bool,
+    /// Seconds a public API request may take, waiting for a slot included (then 503).
+    pub api_request_timeout_s: u64,
+    /// Public API requests handled at once; more wait for a slot.
+    pub api_max_concurrent_requests: usize,
     pub admin_project_name: String,
     pub raft_heartbeat_ms: u64,
     pub raft_election_min_ms: u64,
@@ -160,6 +164,8 @@ impl Config {
                 parallelism: s.parse("identity", "password_hash_parallelism", 1)?,
             },
             keystone_compat_status: s.flag("api", "keystone_compat_status", false)?,
+            api_request_timeout_s: s.parse("api", "request_timeout_s", 30)?,
+            api_max_concurrent_requests: s.parse("api", "max_concurrent_requests", 1024)?,
             admin_project_name: s.get("resource", "admin_project_name").unwrap_or("admin").to_string(),
             raft_heartbeat_ms: s.parse("raft", "heartbeat_ms", 100)?,
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
@@ -188,6 +194,9 @@ impl Config {
     fn validate(&self) -> anyhow::Result<()> {
         if self.token_expiration_s <= 0 {
             bail!("[token] expiration must be positive");
+        }
+        if self.api_request_timeout_s == 0 || self.api_max_concurrent_requests == 0 {
+            bail!("[api] request_timeout_s and max_concurrent_requests must be positive");
         }
         if !self.initial_cluster.is_empty() && !self.initial_cluster.contains_key(&self.node_id) {
             bail!("--initial-cluster does not name this node (--node-id {})", self.node_id);
@@ -267,6 +276,9 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:5000");
         assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (50, 100));
         assert_eq!(c.policy_directory, None);
+        assert_eq!((c.api_request_timeout_s, c.api_max_concurrent_requests), (30, 1024));
+        s.apply_env([("IDNODE_API_REQUEST_TIMEOUT_S".to_string(), "0".to_string())].into_iter());
+        assert!(Config::from_settings(&s).is_err(), "a zero timeout would refuse every request");
     }
 
     #[test]

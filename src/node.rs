@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::guard::ListenerLimits;
 use crate::http::metrics::Metrics;
 use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
@@ -132,7 +133,9 @@ async fn bind(addr: &str, what: &str) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
 }
 
-fn spawn_server(listener: TcpListener, router: axum::Router, what: &'static str) {
+/// Serves `router` on `listener` within `limits` (request timeout, requests in flight).
+fn spawn_server(listener: TcpListener, router: axum::Router, limits: ListenerLimits, what: &'static str) {
+    let router = crate::http::guard::bounded(router, limits);
     tokio::spawn(async move {
         let svc = router.into_make_service_with_connect_info::<SocketAddr>();
         if let Err(e) = axum::serve(listener, svc).await {
@@ -148,12 +151,13 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let api = bind(&cfg.listen, "API").await?;
     let ops = bind(&cfg.ops_listen, "ops").await?;
     let node = open(cfg).await?;
-    spawn_server(peer, node.raft.peer_router(), "peer");
+    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
+    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
     if node.cfg.form_cluster {
         node.raft.initialize(node.cfg.members()).await?;
     }
-    spawn_server(api, crate::http::router::api(node.clone()), "API");
-    spawn_server(ops, crate::http::ops::router(node.clone()), "ops");
+    spawn_server(api, crate::http::router::api(node.clone()), ListenerLimits::api(&node.cfg), "API");
+    spawn_server(ops, crate::http::ops::router(node.clone()), ListenerLimits::ops(), "ops");
     tracing::info!(
         node_id = node.cfg.node_id,
         api = %node.cfg.listen,
@@ -186,7 +190,8 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
     let peer = bind(&cfg.peer_listen, "peer").await?;
     let node = open(cfg).await?;
-    spawn_server(peer, node.raft.peer_router(), "peer");
+    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
+    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
     node.raft.initialize(node.cfg.members()).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {

@@ -7,6 +7,7 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod guard;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;
