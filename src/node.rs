@@ -20,7 +20,13 @@ use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
 use crate::state::command::ApplyResult;
 use crate::state::{Applied, Command, Reader, STATE_CFS};
-use crate::token::{AppliedCache, ValidToken};
+use crate::token::{footprint, AppliedCache, ValidToken};
+
+/// Byte budgets of the per-node token caches. A validated token carries its user, projects and
+/// roles (free-form attributes up to 64 KiB each), a body its catalog: counted in entries
+/// alone, 100,000 of them could hold gigabytes.
+const TOKEN_CACHE_BYTES: usize = 64 << 20;
+const TOKEN_BODIES_BYTES: usize = 128 << 20;
 
 /// Everything a request handler needs, shared by all handlers of a node.
 pub struct Node {
@@ -54,6 +60,8 @@ impl Node {
 
     /// Like [`Node::propose`], also returning the command's log index.
     pub async fn propose_at(&self, cmd: Command) -> ApiResult<(u64, Applied)> {
+        // Free-form attributes are bounded here, where every create and update passes.
+        crate::http::limits::check_command(&cmd)?;
         let bytes = postcard::to_allocvec(&cmd).map_err(ApiError::internal)?;
         let (index, reply) = self.raft.propose(bytes).await?;
         let outcome: ApplyResult = postcard::from_bytes(&reply).map_err(ApiError::internal)?;
@@ -118,10 +126,10 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         app,
         passwords: HashPool::start(hasher, threads, 256)?,
         dummy_hash,
-        token_cache: AppliedCache::new(100_000),
+        token_cache: AppliedCache::with_budget(100_000, TOKEN_CACHE_BYTES, footprint::valid_token),
         ring_cache: AppliedCache::new(1),
         catalog_cache: AppliedCache::new(1),
-        token_bodies: AppliedCache::new(100_000),
+        token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body),
         metrics,
         registry,
         signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod fields;
 pub mod guard;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;

@@ -3,6 +3,7 @@
 //! cached per node until the applied index moves.
 
 mod cache;
+pub mod footprint;
 mod payload;
 pub mod render;
 mod validate;
