@@ -201,13 +201,18 @@ impl Config {
         if !self.initial_cluster.is_empty() && !self.initial_cluster.contains_key(&self.node_id) {
             bail!("--initial-cluster does not name this node (--node-id {})", self.node_id);
         }
-        let others = self.initial_cluster.keys().any(|id| *id != self.node_id) || !self.form_cluster;
-        if others && self.cluster_secret.is_none() {
+        if self.multi_node() && self.cluster_secret.is_none() {
             bail!(
                 "--initial-cluster names other nodes, so a cluster secret is required: set IDNODE_CLUSTER_SECRET or cluster_secret_file"
             );
         }
         Ok(())
+    }
+
+    /// True when the node has (or will have) other members: `initial_cluster` names them, or
+    /// it joins a running cluster.
+    pub fn multi_node(&self) -> bool {
+        self.initial_cluster.keys().any(|id| *id != self.node_id) || !self.form_cluster
     }
 
     /// The address other nodes dial for this node's peer listener.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher, TokenKeyRing};
+use idnode_keys::{DataKeys, KekSource, PasswordHasher, TokenKeyRing};
 use idnode_raft::{RaftNode, RaftOptions};
 use idnode_storage::Engine;
 use prometheus_client::registry::Registry;
@@ -82,7 +82,7 @@ impl Node {
 /// Opens keys, storage and raft for the configured data directory.
 pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let (kek, source) = Kek::load(cfg.kek.as_deref(), &cfg.kek_file, true)?;
+    let (kek, source) = crate::kek::load(&cfg)?;
     if let KekSource::Generated(path) = &source {
         tracing::warn!(
             "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \

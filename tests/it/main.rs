@@ -8,6 +8,7 @@
 //! * `cluster_membership`: a node joins as a learner, is promoted and removed;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
+//! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
@@ -23,6 +24,7 @@ mod blackbox_cluster;
 mod catalog_credentials;
 mod cluster_membership;
 mod fault_snapshot;
+mod kek_startup;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;
