@@ -93,6 +93,10 @@ pub struct Config {
     pub allow_expired_window_s: i64,
     pub password: idnode_keys::PasswordParams,
     pub keystone_compat_status: bool,
+    /// Seconds a public API request may take, waiting for a slot included (then 503).
+    pub api_request_timeout_s: u64,
+    /// Public API requests handled at once; more wait for a slot.
+    pub api_max_concurrent_requests: usize,
     pub admin_project_name: String,
     pub raft_heartbeat_ms: u64,
     pub raft_election_min_ms: u64,
@@ -106,9 +110,12 @@ pub struct Config {
     pub policy_directory: Option<PathBuf>,
     /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
     pub policy_admin_scope: crate::policy::AdminScope,
-    /// Token issue requests per second and source IP; 0 disables the limit.
+    /// Token issue (and password change, signed-request token) requests per second and
+    /// source IP, each class its own bucket; 0 disables the limits.
     pub auth_rate_limit_per_second: u32,
     pub auth_rate_limit_burst: u32,
+    /// Proxies whose `X-Forwarded-For` names the source of a request (`[api] trusted_proxies`).
+    pub api_trusted_proxies: Vec<crate::http::client_ip::Cidr>,
     /// `[security_compliance]`: lockout, password history, age, expiry, pattern.
     pub security: crate::identity::compliance::Compliance,
     /// `[oauth1]`: seconds an OAuth1 request / access token stays usable; 0 means no expiry.
@@ -157,6 +164,8 @@ impl Config {
                 parallelism: s.parse("identity", "password_hash_parallelism", 1)?,
             },
             keystone_compat_status: s.flag("api", "keystone_compat_status", false)?,
+            api_request_timeout_s: s.parse("api", "request_timeout_s", 30)?,
+            api_max_concurrent_requests: s.parse("api", "max_concurrent_requests", 1024)?,
             admin_project_name: s.get("resource", "admin_project_name").unwrap_or("admin").to_string(),
             raft_heartbeat_ms: s.parse("raft", "heartbeat_ms", 100)?,
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
@@ -172,6 +181,8 @@ impl Config {
                 .unwrap_or_default(),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,
             auth_rate_limit_burst: s.parse("auth", "rate_limit_burst", 100)?,
+            api_trusted_proxies: crate::http::client_ip::parse_list(s.get("api", "trusted_proxies").unwrap_or(""))
+                .map_err(|e| anyhow!("[api] trusted_proxies: {e}"))?,
             security: crate::identity::compliance::Compliance::from_settings(s)?,
             oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
@@ -184,16 +195,24 @@ impl Config {
         if self.token_expiration_s <= 0 {
             bail!("[token] expiration must be positive");
         }
+        if self.api_request_timeout_s == 0 || self.api_max_concurrent_requests == 0 {
+            bail!("[api] request_timeout_s and max_concurrent_requests must be positive");
+        }
         if !self.initial_cluster.is_empty() && !self.initial_cluster.contains_key(&self.node_id) {
             bail!("--initial-cluster does not name this node (--node-id {})", self.node_id);
         }
-        let others = self.initial_cluster.keys().any(|id| *id != self.node_id) || !self.form_cluster;
-        if others && self.cluster_secret.is_none() {
+        if self.multi_node() && self.cluster_secret.is_none() {
             bail!(
                 "--initial-cluster names other nodes, so a cluster secret is required: set IDNODE_CLUSTER_SECRET or cluster_secret_file"
             );
         }
         Ok(())
+    }
+
+    /// True when the node has (or will have) other members: `initial_cluster` names them, or
+    /// it joins a running cluster.
+    pub fn multi_node(&self) -> bool {
+        self.initial_cluster.keys().any(|id| *id != self.node_id) || !self.form_cluster
     }
 
     /// The address other nodes dial for this node's peer listener.
@@ -262,6 +281,9 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:5000");
         assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (50, 100));
         assert_eq!(c.policy_directory, None);
+        assert_eq!((c.api_request_timeout_s, c.api_max_concurrent_requests), (30, 1024));
+        s.apply_env([("IDNODE_API_REQUEST_TIMEOUT_S".to_string(), "0".to_string())].into_iter());
+        assert!(Config::from_settings(&s).is_err(), "a zero timeout would refuse every request");
     }
 
     #[test]
@@ -278,6 +300,14 @@ mod tests {
         let c = Config::from_settings(&s).unwrap();
         assert_eq!(c.policy_directory, Some(PathBuf::from("/etc/idnode/policy.d")));
         assert_eq!((c.auth_rate_limit_per_second, c.auth_rate_limit_burst), (0, 7));
+        assert!(c.api_trusted_proxies.is_empty());
+        s.apply_env([("IDNODE_API_TRUSTED_PROXIES".to_string(), "10.0.0.0/8,192.0.2.7".to_string())].into_iter());
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.api_trusted_proxies, crate::http::client_ip::parse_list("10.0.0.0/8 192.0.2.7").unwrap());
+        s.set("api", "trusted_proxies", "10.0.0.0/40");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("trusted_proxies"), "{err}");
+        s.set("api", "trusted_proxies", "");
         s.set("auth", "rate_limit_burst", "-1");
         assert!(Config::from_settings(&s).is_err());
     }

@@ -13,6 +13,7 @@ mod credential;
 mod federation;
 mod http;
 mod identity;
+mod kek;
 mod node;
 mod oauth1;
 mod policy;

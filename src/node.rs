@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher, TokenKeyRing};
+use idnode_keys::{DataKeys, KekSource, PasswordHasher, TokenKeyRing};
 use idnode_raft::{RaftNode, RaftOptions};
 use idnode_storage::Engine;
 use prometheus_client::registry::Registry;
@@ -14,12 +14,19 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::guard::ListenerLimits;
 use crate::http::metrics::Metrics;
 use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
 use crate::state::command::ApplyResult;
 use crate::state::{Applied, Command, Reader, STATE_CFS};
-use crate::token::{AppliedCache, ValidToken};
+use crate::token::{footprint, AppliedCache, ValidToken};
+
+/// Byte budgets of the per-node token caches. A validated token carries its user, projects and
+/// roles (free-form attributes up to 64 KiB each), a body its catalog: counted in entries
+/// alone, 100,000 of them could hold gigabytes.
+const TOKEN_CACHE_BYTES: usize = 64 << 20;
+const TOKEN_BODIES_BYTES: usize = 128 << 20;
 
 /// Everything a request handler needs, shared by all handlers of a node.
 pub struct Node {
@@ -39,8 +46,10 @@ pub struct Node {
     pub token_bodies: AppliedCache<(String, bool), (Arc<ValidToken>, axum::body::Bytes)>,
     pub metrics: Metrics,
     pub registry: Registry,
-    /// Per-source limit on token issue; None when disabled.
-    pub token_rate_limit: Option<crate::http::ratelimit::TokenRateLimit>,
+    /// Signed requests already exchanged for a token (`/v3/sigtokens`), per node.
+    pub signed_requests: crate::credential::replay::ReplayGuard,
+    /// Per-source limits on token issue, password change and signed-request tokens.
+    pub rate_limits: crate::http::ratelimit::RateLimits,
 }
 
 impl Node {
@@ -51,6 +60,8 @@ impl Node {
 
     /// Like [`Node::propose`], also returning the command's log index.
     pub async fn propose_at(&self, cmd: Command) -> ApiResult<(u64, Applied)> {
+        // Free-form attributes are bounded here, where every create and update passes.
+        crate::http::limits::check_command(&cmd)?;
         let bytes = postcard::to_allocvec(&cmd).map_err(ApiError::internal)?;
         let (index, reply) = self.raft.propose(bytes).await?;
         let outcome: ApplyResult = postcard::from_bytes(&reply).map_err(ApiError::internal)?;
@@ -100,7 +111,7 @@ const REVOKE_ACK_WAIT: Duration = Duration::from_secs(2);
 /// Opens keys, storage and raft for the configured data directory.
 pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let (kek, source) = Kek::load(cfg.kek.as_deref(), &cfg.kek_file, true)?;
+    let (kek, source) = crate::kek::load(&cfg)?;
     if let KekSource::Generated(path) = &source {
         tracing::warn!(
             "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \
@@ -126,8 +137,11 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
     // A directory that does not compile leaves the bundled defaults in force and fails /health.
     let _ = crate::policy::global().configure(cfg.policy_directory.clone());
-    let token_rate_limit =
-        crate::http::ratelimit::TokenRateLimit::new(cfg.auth_rate_limit_per_second, cfg.auth_rate_limit_burst);
+    let rate_limits = crate::http::ratelimit::RateLimits::new(
+        cfg.auth_rate_limit_per_second,
+        cfg.auth_rate_limit_burst,
+        cfg.api_trusted_proxies.clone(),
+    );
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     raft.register_metrics(&mut registry);
@@ -141,13 +155,14 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         app,
         passwords: HashPool::start(hasher, threads, 256)?,
         dummy_hash,
-        token_cache: AppliedCache::new(100_000),
+        token_cache: AppliedCache::with_budget(100_000, TOKEN_CACHE_BYTES, footprint::valid_token),
         ring_cache: AppliedCache::new(1),
         catalog_cache: AppliedCache::new(1),
-        token_bodies: AppliedCache::new(100_000),
+        token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body),
         metrics,
         registry,
-        token_rate_limit,
+        signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
+        rate_limits,
     }))
 }
 
@@ -155,7 +170,9 @@ async fn bind(addr: &str, what: &str) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
 }
 
-fn spawn_server(listener: TcpListener, router: axum::Router, what: &'static str) {
+/// Serves `router` on `listener` within `limits` (request timeout, requests in flight).
+fn spawn_server(listener: TcpListener, router: axum::Router, limits: ListenerLimits, what: &'static str) {
+    let router = crate::http::guard::bounded(router, limits);
     tokio::spawn(async move {
         let svc = router.into_make_service_with_connect_info::<SocketAddr>();
         if let Err(e) = axum::serve(listener, svc).await {
@@ -171,12 +188,13 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let api = bind(&cfg.listen, "API").await?;
     let ops = bind(&cfg.ops_listen, "ops").await?;
     let node = open(cfg).await?;
-    spawn_server(peer, node.raft.peer_router(), "peer");
+    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
+    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
     if node.cfg.form_cluster {
         node.raft.initialize(node.cfg.members()).await?;
     }
-    spawn_server(api, crate::http::router::api(node.clone()), "API");
-    spawn_server(ops, crate::http::ops::router(node.clone()), "ops");
+    spawn_server(api, crate::http::router::api(node.clone()), ListenerLimits::api(&node.cfg), "API");
+    spawn_server(ops, crate::http::ops::router(node.clone()), ListenerLimits::ops(), "ops");
     tracing::info!(
         node_id = node.cfg.node_id,
         api = %node.cfg.listen,
@@ -209,7 +227,8 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
     let peer = bind(&cfg.peer_listen, "peer").await?;
     let node = open(cfg).await?;
-    spawn_server(peer, node.raft.peer_router(), "peer");
+    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
+    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
     node.raft.initialize(node.cfg.members()).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -264,10 +283,12 @@ async fn reload_policy_on_sighup() {
 
 /// Drops rate-limit buckets of sources that went quiet, once a minute.
 async fn forget_idle_rate_limits(node: Arc<Node>) {
-    let Some(limit) = node.token_rate_limit.as_ref() else { return };
+    if !node.rate_limits.enabled() {
+        return;
+    }
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;
-        limit.housekeep();
+        node.rate_limits.housekeep();
     }
 }
 

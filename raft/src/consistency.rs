@@ -109,7 +109,7 @@ fn judge(digests: &BTreeMap<u64, String>, leader: Option<u64>) -> (Option<String
 impl RaftNode {
     /// This node's digest at `index`, waiting (bounded) for it to apply that far.
     pub(crate) async fn digest_at(&self, req: DigestRequest) -> DigestReply {
-        let deadline = Instant::now() + Duration::from_millis(req.wait_ms.min(60_000));
+        let deadline = Instant::now() + Duration::from_millis(req.wait_ms).min(crate::options::CHECK_MAX_WAIT);
         let wait = deadline.saturating_duration_since(Instant::now());
         let _ = self.raft.wait(Some(wait)).applied_index_at_least(Some(req.index), "checkpoint").await;
         let outcome = self.digests.wait(req.index, deadline).await;

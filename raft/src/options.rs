@@ -2,6 +2,17 @@
 
 use std::time::Duration;
 
+/// How long one snapshot chunk may take to install (openraft's `install_snapshot_timeout`).
+/// A chunk must cross a real network in time; loopback needs far less.
+pub const INSTALL_SNAPSHOT_TIMEOUT: Duration = Duration::from_millis(3000);
+/// The longest a consistency check waits for members to digest its checkpoint (a member's
+/// digest request waits no longer than this either).
+pub const CHECK_MAX_WAIT: Duration = Duration::from_secs(60);
+/// The admin client's bound on a membership change (`idnode cluster add-learner` etc.).
+pub const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Slack on top of the longest legitimate peer request.
+const PEER_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
+
 #[derive(Debug, Clone)]
 pub struct RaftOptions {
     pub node_id: u64,
@@ -38,19 +49,44 @@ impl Default for RaftOptions {
 }
 
 impl RaftOptions {
+    /// The peer listener's bound on one request. It must outlast every legitimate one, or the
+    /// listener would cut raft off mid-way: a snapshot chunk, a forwarded write (bounded by
+    /// `forward_timeout`), a membership change, and the longest, a consistency check (a
+    /// forwarded checkpoint, then the members' digests, then the verdicts).
+    pub fn peer_request_timeout(&self) -> Duration {
+        let check = self.forward_timeout + CHECK_MAX_WAIT + Duration::from_secs(4);
+        [INSTALL_SNAPSHOT_TIMEOUT, self.forward_timeout, ADMIN_CALL_TIMEOUT, check].into_iter().max().unwrap_or(check)
+            + PEER_TIMEOUT_SLACK
+    }
+
     pub(crate) fn raft_config(&self) -> anyhow::Result<openraft::Config> {
         let config = openraft::Config {
             cluster_name: "idnode".to_string(),
             heartbeat_interval: self.heartbeat_ms,
             election_timeout_min: self.election_timeout_min_ms,
             election_timeout_max: self.election_timeout_max_ms,
-            // A chunk must cross a real network in time; loopback needs far less.
-            install_snapshot_timeout: 3000,
+            install_snapshot_timeout: INSTALL_SNAPSHOT_TIMEOUT.as_millis() as u64,
             snapshot_max_chunk_size: 1 << 20,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_logs_since_last),
             max_in_snapshot_log_to_keep: self.max_in_snapshot_log_to_keep,
             ..Default::default()
         };
         Ok(config.validate()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_timeout_outlasts_every_peer_request() {
+        for forward in [Duration::from_secs(5), Duration::from_secs(120)] {
+            let o = RaftOptions { forward_timeout: forward, ..RaftOptions::default() };
+            let t = o.peer_request_timeout();
+            let snapshot_chunk = Duration::from_millis(o.raft_config().unwrap().install_snapshot_timeout);
+            assert!(t > snapshot_chunk && t > forward && t > ADMIN_CALL_TIMEOUT, "{t:?}");
+            assert!(t > forward + CHECK_MAX_WAIT + Duration::from_secs(4), "a consistency check fits: {t:?}");
+        }
     }
 }

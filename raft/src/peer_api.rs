@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
 use crate::auth;
 use crate::consistency::{CheckRequest, DigestRequest, PATH_CHECK, PATH_DIGEST, PATH_VERDICT};
+use crate::options::CHECK_MAX_WAIT;
 use crate::types::TypeConfig;
 use crate::wire::{
     LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, PATH_APPEND, PATH_APPEND_STAMPED,
@@ -45,6 +46,11 @@ impl RaftNode {
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
             .with_state(self.clone())
+    }
+
+    /// How long the peer listener lets one request run ([`crate::RaftOptions::peer_request_timeout`]).
+    pub fn peer_request_timeout(&self) -> std::time::Duration {
+        self.opts.peer_request_timeout()
     }
 }
 
@@ -131,7 +137,8 @@ async fn digest(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
 async fn check(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<CheckRequest>(&body) {
         Ok(req) => {
-            let wait = std::time::Duration::from_millis(req.wait_ms.min(300_000));
+            // Capped so the whole check stays inside the listener's request timeout.
+            let wait = std::time::Duration::from_millis(req.wait_ms).min(CHECK_MAX_WAIT);
             reply(&node.check_consistency(wait).await.map_err(|e| e.to_string()))
         }
         Err(resp) => resp,

@@ -3,6 +3,7 @@
 
 pub mod credentials;
 pub mod ec2;
+pub mod replay;
 pub mod schemas;
 mod signer;
 pub mod sigtokens;
@@ -36,3 +37,6 @@ pub fn credential_json(c: &Credential, base: &str) -> Value {
 pub fn blob_field(c: &Credential, key: &str) -> Option<String> {
     serde_json::from_str::<Value>(&c.blob).ok()?.get(key)?.as_str().map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests;

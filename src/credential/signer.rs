@@ -79,6 +79,19 @@ pub fn signature(secret: &str, r: &SignedRequest) -> Result<String, Unverifiable
     }
 }
 
+/// The timestamp the signature covers, exactly as the signer wrote it: the `Timestamp`
+/// parameter of versions 0 to 2 (version 0 signs it with the action, 1 and 2 sign every
+/// parameter), or the `X-Amz-Date` that version 4 puts in its string to sign (header first,
+/// then query parameter, as [`signature`] reads it). A timestamp the signature does not cover
+/// (an `X-Amz-Date` header on a version 2 request) is not returned: anyone could change it.
+pub fn signed_timestamp(r: &SignedRequest) -> Option<&str> {
+    match r.params.get("SignatureVersion").map(String::as_str) {
+        Some("0" | "1" | "2") => r.params.get("Timestamp").map(String::as_str),
+        _ if is_v4(r) => r.header("X-Amz-Date").or_else(|| r.params.get("X-Amz-Date").map(String::as_str)),
+        _ => None,
+    }
+}
+
 // HMAC takes keys of any length; the error arm exists only in the type.
 const BAD_KEY: Unverifiable = Unverifiable("unusable key");
 
@@ -343,6 +356,23 @@ mod tests {
         assert_eq!(verify(SECRET, &with_port), Ok(true));
         assert_eq!(bare_host("[::1]:5000"), "::1");
         assert_eq!(bare_host("Example.COM:80"), "example.com");
+    }
+
+    #[test]
+    fn the_signed_timestamp_is_the_one_the_signature_covers() {
+        assert_eq!(signed_timestamp(&v2_request("HmacSHA256")), Some("2024-05-01T12:00:00Z"));
+        assert_eq!(signed_timestamp(&v4_header_request()), Some("20150830T123600Z"));
+        let mut query = v4_header_request();
+        query.headers.clear();
+        query.params.insert("X-Amz-Algorithm".into(), V4_ALGORITHM.into());
+        query.params.insert("X-Amz-Date".into(), "20150830T000000Z".into());
+        assert_eq!(signed_timestamp(&query), Some("20150830T000000Z"));
+        // Version 2 signs no header: an X-Amz-Date header there is no signed timestamp.
+        let mut v2 = v2_request("HmacSHA256");
+        v2.params.remove("Timestamp");
+        v2.headers.push(("X-Amz-Date".into(), "20240501T120000Z".into()));
+        assert_eq!(signed_timestamp(&v2), None);
+        assert_eq!(signed_timestamp(&SignedRequest::default()), None);
     }
 
     #[test]

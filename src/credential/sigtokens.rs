@@ -1,7 +1,12 @@
 //! `POST /v3/sigtokens` (also `/v3/ec2tokens`, Keystone's path): a token for the user and
 //! project of a signature credential, in exchange for a request signed with its secret. No
-//! `X-Auth-Token`: the signature is the proof. Every refusal is 401 without saying which
-//! check failed.
+//! `X-Auth-Token`: the signature is the proof. Refusals are 401; those about the credential or
+//! the signature do not say which check failed, those about the timestamp or a replay do (that
+//! tells an honest client how to fix its signer and reveals nothing about the secret).
+//!
+//! Unlike Keystone, a request must carry a signed timestamp within [`AUTH_TTL_MICROS`] of
+//! the node's clock (in either direction), and each signature buys one token per node: a
+//! replayed request is refused while its timestamp is inside the window ([`super::replay`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,6 +16,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
+use super::replay::Refused;
 use super::schemas as s;
 use super::signer::{self, SignedRequest};
 use super::{blob_field, ec2_id, EC2};
@@ -24,7 +30,8 @@ use crate::node::Node;
 use crate::state::Reader;
 use crate::token::{now_micros, Delegation, Method, TokenPayload, TokenScope};
 
-/// How long a signed request stays usable after its timestamp (Keystone's `auth_ttl`).
+/// How far a signed timestamp may be from the node's clock, either way (Keystone's
+/// `auth_ttl`, which Keystone applies to the past only).
 const AUTH_TTL_MICROS: i64 = 15 * 60 * 1_000_000;
 
 fn refuse(node: &Node, why: &str) -> ApiError {
@@ -85,21 +92,39 @@ fn parse_timestamp(t: &str) -> Option<i64> {
         .map(|d| d.and_utc().timestamp_micros())
 }
 
-/// Keystone's staleness check: a request without a timestamp is accepted (its signer left it
-/// out), one older than the TTL is not.
-fn fresh(r: &SignedRequest, now: i64) -> Result<(), &'static str> {
-    let ts = r
-        .params
-        .get("Timestamp")
-        .map(String::as_str)
-        .or(r.header("X-Amz-Date"))
-        .or(r.params.get("X-Amz-Date").map(String::as_str));
-    let Some(ts) = ts else { return Ok(()) };
+/// The freshness check: the timestamp the signature covers must exist and lie within the TTL
+/// of `now` in either direction. Keystone accepts a request without one, which makes a
+/// captured request usable forever; a timestamp far ahead would do the same for as long as it
+/// is ahead. Returns the moment the request leaves the window (Unix micros).
+fn fresh(r: &SignedRequest, now: i64) -> Result<i64, &'static str> {
+    let ts = signer::signed_timestamp(r).ok_or(
+        "The signed request carries no signed timestamp: sign it with a Timestamp parameter (versions 0 to 2) \
+         or X-Amz-Date (version 4).",
+    )?;
     let at = parse_timestamp(ts).ok_or("Credential timestamp is invalid.")?;
     if now > at + AUTH_TTL_MICROS {
         return Err("Credential is expired.");
     }
-    Ok(())
+    if at > now + AUTH_TTL_MICROS {
+        return Err("Credential timestamp is in the future by more than the allowed clock skew.");
+    }
+    Ok(at + AUTH_TTL_MICROS)
+}
+
+/// Records the accepted signature; a second use inside its window is refused.
+fn once(node: &Node, r: &SignedRequest, until: i64, now: i64) -> ApiResult<()> {
+    match node.signed_requests.remember(&r.access, &r.signature, until, now) {
+        Ok(()) => Ok(()),
+        Err(Refused::Replayed) => {
+            Err(refuse(node, "This signed request was already exchanged for a token; sign every request anew."))
+        }
+        Err(Refused::Full { retry_after_s }) => {
+            tracing::warn!("the signed-request replay table is full; refusing signed-request tokens for now");
+            let mut e = ApiError::unavailable("Too many signed requests in the replay window; retry later.");
+            e.retry_after = Some(retry_after_s);
+            Err(e)
+        }
+    }
 }
 
 #[utoipa::path(
@@ -107,7 +132,7 @@ fn fresh(r: &SignedRequest, now: i64) -> Result<(), &'static str> {
     path = "/v3/sigtokens",
     tag = "credentials",
     operation_id = "sigtokens_issue",
-    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a stale timestamp, or a disabled user or project.",
+    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
     security(()),
     params(
         ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
@@ -119,7 +144,9 @@ fn fresh(r: &SignedRequest, now: i64) -> Result<(), &'static str> {
         E::BadRequest,
         E::Unauthorized,
         E::PayloadTooLarge,
+        E::TooManyRequests,
         E::Internal,
+        E::Unavailable,
     )
 )]
 pub async fn issue(
@@ -140,6 +167,8 @@ pub async fn issue(
     if !signer::verify(&secret, &request).unwrap_or(false) {
         return Err(refuse(&node, "Invalid EC2 signature."));
     }
+    let now = now_micros();
+    let until = fresh(&request, now).map_err(|why| refuse(&node, why))?;
     let user = view.user(&cred.user_id)?.filter(|u| u.enabled);
     let project = match &cred.project_id {
         Some(p) => view.project(p)?.filter(|p| p.enabled && !p.is_domain),
@@ -148,8 +177,7 @@ pub async fn issue(
     let (Some(user), Some(project)) = (user, project) else {
         return Err(refuse(&node, "The request you have made requires authentication."));
     };
-    let now = now_micros();
-    fresh(&request, now).map_err(|why| refuse(&node, why))?;
+    once(&node, &request, until, now)?;
     let payload = TokenPayload {
         version: 2,
         user_id: user.id,
@@ -175,7 +203,7 @@ pub async fn issue(
     path = "/v3/ec2tokens",
     tag = "credentials",
     operation_id = "ec2tokens_issue",
-    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a stale timestamp, or a disabled user or project.",
+    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
     security(()),
     params(
         ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
@@ -187,7 +215,9 @@ pub async fn issue(
         E::BadRequest,
         E::Unauthorized,
         E::PayloadTooLarge,
+        E::TooManyRequests,
         E::Internal,
+        E::Unavailable,
     )
 )]
 pub async fn issue_ec2tokens(
@@ -213,18 +243,36 @@ mod tests {
     }
 
     #[test]
-    fn stale_requests_are_refused() {
+    fn the_signed_timestamp_is_required_within_the_skew_both_ways() {
         let now = parse_timestamp("2024-05-01T12:00:00Z").unwrap();
         let at = |ts: &str| SignedRequest {
-            params: [("Timestamp".to_string(), ts.to_string())].into_iter().collect(),
+            params: [("SignatureVersion", "2"), ("Timestamp", ts)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Default::default()
         };
-        assert!(fresh(&at("2024-05-01T11:50:00Z"), now).is_ok());
-        assert!(fresh(&at("2024-05-01T11:40:00Z"), now).is_err());
+        let window_end = parse_timestamp("2024-05-01T12:05:00Z").unwrap();
+        assert_eq!(fresh(&at("2024-05-01T11:50:00Z"), now), Ok(window_end));
+        assert!(fresh(&at("2024-05-01T12:14:00Z"), now).is_ok(), "a client clock slightly ahead");
+        assert_eq!(fresh(&at("2024-05-01T11:40:00Z"), now), Err("Credential is expired."));
+        let ahead = fresh(&at("2024-05-01T12:20:00Z"), now).unwrap_err();
+        assert!(ahead.contains("future"), "{ahead}");
         assert!(fresh(&at("garbage"), now).is_err());
-        assert!(fresh(&SignedRequest::default(), now).is_ok(), "no timestamp signed, none checked");
-        let v4 =
-            SignedRequest { headers: vec![("x-amz-date".into(), "20240501T100000Z".into())], ..Default::default() };
-        assert!(fresh(&v4, now).is_err());
+        let missing = fresh(&SignedRequest::default(), now).unwrap_err();
+        assert!(missing.contains("no signed timestamp"), "{missing}");
+        let mut unsigned = at("2024-05-01T12:00:00Z");
+        unsigned.params.remove("Timestamp");
+        unsigned.headers.push(("X-Amz-Date".into(), "20240501T120000Z".into()));
+        assert!(fresh(&unsigned, now).is_err(), "version 2 does not sign an X-Amz-Date header");
+        let v4 = |date: &str| SignedRequest {
+            headers: vec![
+                ("Authorization".into(), "AWS4-HMAC-SHA256 Credential=a/20240501/r/ec2/aws4_request".into()),
+                ("x-amz-date".into(), date.into()),
+            ],
+            ..Default::default()
+        };
+        assert!(fresh(&v4("20240501T115500Z"), now).is_ok());
+        assert!(fresh(&v4("20240501T100000Z"), now).is_err());
     }
 }

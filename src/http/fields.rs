@@ -69,11 +69,16 @@ pub fn opt_str_list(o: &Obj, key: &str) -> Result<Option<Vec<String>>, ApiError>
     }
 }
 
-/// `options` must be an object; stored as JSON text.
+/// `options` must be an object of bounded size ([`super::limits::MAX_OPTIONS_BYTES`]);
+/// stored as JSON text.
 pub fn opt_options(o: &Obj) -> Result<Option<String>, ApiError> {
     match o.get("options") {
         None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => Ok(Some(v.to_string())),
+        Some(v @ Value::Object(_)) => {
+            let text = v.to_string();
+            super::limits::check_options(&text)?;
+            Ok(Some(text))
+        }
         Some(_) => Err(invalid("options", "must be an object")),
     }
 }

@@ -1,11 +1,14 @@
 //! HTTP: router assembly, the caller's auth context, error rendering, discovery and the ops
 //! listener.
 
+pub mod client_ip;
 pub mod discovery;
 pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod guard;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;

@@ -27,7 +27,8 @@ pub const UI_PATH: &str = "/swagger-ui";
         version = "4.0.1",
         description = "A Keystone v3 compatible identity service. Every operation except discovery, \
                        token issue and revocation, signed-request tokens and this description needs \
-                       a token in `X-Auth-Token`.",
+                       a token in `X-Auth-Token`. Any operation answers 503 with `Retry-After` when it \
+                       does not complete within the node's request timeout (`[api] request_timeout_s`).",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     modifiers(&TokenHeader),

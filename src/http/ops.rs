@@ -1,6 +1,11 @@
 //! The ops listener: `/health` (liveness: fails only on fatal states), `/ready` (serving
 //! traffic is safe) and `/metrics` (Prometheus text). A policy set that failed to load fails
 //! both probes (the previous set keeps serving) until a reload succeeds.
+//!
+//! The probes name the failing component and a short generic reason, never file paths,
+//! policy source or error text: the ops listener is often reachable by more people than the
+//! node's log, and a compile error quotes paths and Rego. The detail is in the log, written
+//! once where the failure happened (the policy store logs each failed load).
 
 use std::sync::Arc;
 
@@ -12,7 +17,13 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::node::Node;
+use crate::policy::PolicyStore;
 use crate::state::Reader;
+
+/// What the probes say about a policy set that did not compile.
+const POLICY_FAILED: &str = "the policy set failed to compile; the previous set is still in force; see the node's log";
+/// What they say about a stopped consensus core (its error names storage paths).
+const CONSENSUS_STOPPED: &str = "the consensus core stopped on a fatal error; see the node's log";
 
 pub fn router(node: Arc<Node>) -> Router {
     Router::new()
@@ -30,7 +41,11 @@ fn components(node: &Node) -> (serde_json::Value, bool, bool) {
     let bootstrap = node.engine.read().bootstrap_info();
     let db_ok = bootstrap.is_ok();
     let bootstrapped = matches!(bootstrap, Ok(Some(_)));
-    let mut reasons = r.reasons.clone();
+    // Raft words a fatal stop as "raft stopped: <error>"; the error is replaced, not shown.
+    let mut reasons: Vec<String> = r.reasons.iter().filter(|why| !why.starts_with("raft stopped")).cloned().collect();
+    if r.fatal {
+        reasons.insert(0, CONSENSUS_STOPPED.to_string());
+    }
     if !bootstrapped {
         reasons.push("the cluster is not bootstrapped yet".to_string());
     }
@@ -39,19 +54,25 @@ fn components(node: &Node) -> (serde_json::Value, bool, bool) {
         (false, true) => "ok",
         (false, false) => "warn",
     };
-    let store = crate::policy::global();
-    let policy = store.status();
+    let (policy, policy_ok) = policy_component(crate::policy::global());
     let body = json!({
         "database": {"status": if db_ok { "ok" } else { "error" }},
-        "policy": match &policy {
-            Ok(()) => json!({"status": "ok", "files": store.files()}),
-            Err(message) => json!({"status": "error", "message": message, "files": store.files()}),
-        },
+        "policy": policy,
         "consensus": {"status": consensus, "reasons": reasons},
     });
-    let healthy = db_ok && policy.is_ok() && !r.fatal;
+    let healthy = db_ok && policy_ok && !r.fatal;
     let ready = healthy && r.ok && bootstrapped;
     (body, healthy, ready)
+}
+
+/// The policy component and whether it is healthy. How many operator files are in force is
+/// shown (a probe can confirm an override directory was loaded); which ones, only in the log.
+fn policy_component(store: &PolicyStore) -> (serde_json::Value, bool) {
+    let operator_files = store.files().iter().filter(|f| !f.starts_with("bundled:")).count();
+    match store.status() {
+        Ok(()) => (json!({"status": "ok", "operator_files": operator_files}), true),
+        Err(_) => (json!({"status": "error", "reason": POLICY_FAILED}), false),
+    }
 }
 
 async fn health(State(node): State<Arc<Node>>) -> Response {
@@ -72,5 +93,32 @@ async fn metrics(State(node): State<Arc<Node>>) -> Response {
         Ok(()) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)
             .into_response(),
         Err(e) => crate::http::ApiError::internal(e).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_policy_directory_is_named_without_paths_or_policy_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret_rule = "list_widgets_for_team_falcon";
+        std::fs::write(dir.path().join("falcon.rego"), format!("package identity\n\n{secret_rule} := if {{\n"))
+            .unwrap();
+        let store = PolicyStore::bundled();
+        assert_eq!(policy_component(&store), (json!({"status": "ok", "operator_files": 0}), true));
+        let detail = store.configure(Some(dir.path().to_path_buf())).unwrap_err();
+        assert!(detail.contains("falcon.rego"), "the store itself keeps the detail for the log: {detail}");
+
+        let (component, ok) = policy_component(&store);
+        assert!(!ok);
+        assert_eq!(component["status"], "error");
+        assert_eq!(component["reason"], POLICY_FAILED);
+        let text = component.to_string();
+        let dir_text = dir.path().display().to_string();
+        for leak in [dir_text.as_str(), "falcon", "rego", "package identity", secret_rule, "bundled:"] {
+            assert!(!text.contains(leak), "{leak:?} in {text}");
+        }
     }
 }

@@ -1,32 +1,68 @@
-//! Per-source rate limit on token issue (`POST /v3/auth/tokens`, `/v4/auth/tokens`): password
-//! guessing and hashing load are bounded per client before any work is done. GCRA buckets
-//! from `governor`, keyed by source IP (IPv6 by /64, since a host usually owns a whole /64).
+//! Per-source rate limits on the routes that cost the server a password hash or let a client
+//! guess secrets: token issue (`POST /v3/auth/tokens`, `/v4/auth/tokens`), password change
+//! (`POST /v3/users/{id}/password`) and signed-request tokens (`POST /v3/sigtokens`,
+//! `/v3/ec2tokens`). Each class has its own buckets, so a client busy changing passwords
+//! still gets tokens. GCRA buckets from `governor`, keyed by source IP (IPv6 by /64, since a
+//! host usually owns a whole /64); the source is chosen by [`super::client_ip`].
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
+use super::client_ip::{self, Cidr};
 use super::metrics::labels;
 use super::ApiError;
 use crate::node::Node;
 
-pub struct TokenRateLimit {
+/// The request classes that are limited, each with its own buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    TokenIssue,
+    PasswordChange,
+    SignedToken,
+}
+
+impl Class {
+    /// The class of a request, by method and matched route template.
+    pub fn of(method: &Method, route: &str) -> Option<Class> {
+        if method != Method::POST {
+            return None;
+        }
+        match route {
+            "/v3/auth/tokens" | "/v4/auth/tokens" => Some(Class::TokenIssue),
+            "/v3/users/{id}/password" => Some(Class::PasswordChange),
+            "/v3/sigtokens" | "/v3/ec2tokens" => Some(Class::SignedToken),
+            _ => None,
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Class::TokenIssue => "Too many token requests; retry later.",
+            Class::PasswordChange => "Too many password change requests; retry later.",
+            Class::SignedToken => "Too many signed-request token requests; retry later.",
+        }
+    }
+}
+
+/// One class's buckets, one per source.
+pub struct SourceRateLimit {
     limiter: DefaultKeyedRateLimiter<IpAddr>,
 }
 
-impl TokenRateLimit {
+impl SourceRateLimit {
     /// None when `per_second` is 0 (disabled). A burst of 0 means one second's worth.
     pub fn new(per_second: u32, burst: u32) -> Option<Self> {
         let rate = NonZeroU32::new(per_second)?;
         let burst = NonZeroU32::new(burst).unwrap_or(rate);
-        Some(TokenRateLimit { limiter: DefaultKeyedRateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)) })
+        Some(SourceRateLimit { limiter: DefaultKeyedRateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)) })
     }
 
     /// Ok, or the whole seconds (at least 1) until the source may try again.
@@ -44,6 +80,43 @@ impl TokenRateLimit {
     }
 }
 
+/// The node's limits: the same quota (`[auth] rate_limit_per_second`, `rate_limit_burst`) for
+/// every class, separate buckets per class, and the proxies whose `X-Forwarded-For` counts.
+pub struct RateLimits {
+    token: Option<SourceRateLimit>,
+    password: Option<SourceRateLimit>,
+    signed: Option<SourceRateLimit>,
+    trusted_proxies: Vec<Cidr>,
+}
+
+impl RateLimits {
+    pub fn new(per_second: u32, burst: u32, trusted_proxies: Vec<Cidr>) -> Self {
+        RateLimits {
+            token: SourceRateLimit::new(per_second, burst),
+            password: SourceRateLimit::new(per_second, burst),
+            signed: SourceRateLimit::new(per_second, burst),
+            trusted_proxies,
+        }
+    }
+
+    /// False when the limits are off (`rate_limit_per_second = 0`).
+    pub fn enabled(&self) -> bool {
+        self.token.is_some()
+    }
+
+    fn class(&self, class: Class) -> Option<&SourceRateLimit> {
+        match class {
+            Class::TokenIssue => self.token.as_ref(),
+            Class::PasswordChange => self.password.as_ref(),
+            Class::SignedToken => self.signed.as_ref(),
+        }
+    }
+
+    pub fn housekeep(&self) {
+        [&self.token, &self.password, &self.signed].into_iter().flatten().for_each(SourceRateLimit::housekeep);
+    }
+}
+
 fn bucket(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
@@ -54,23 +127,28 @@ fn bucket(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Route layer for the token routes: only POST (issue) is limited.
-pub async fn limit_token_issue(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
-    let issuing = req.method() == Method::POST && matches!(req.uri().path(), "/v3/auth/tokens" | "/v4/auth/tokens");
-    let Some(limit) = node.token_rate_limit.as_ref().filter(|_| issuing) else {
+/// Layer over the public API: requests of a limited class are counted against their source
+/// before any work is done; 429 with `Retry-After` beyond the limit.
+pub async fn limit(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let limited = route.as_deref().and_then(|r| Class::of(req.method(), r));
+    let (Some(route), Some(class)) = (route, limited) else {
         return next.run(req).await;
     };
-    let source = req
+    let Some(limit) = node.rate_limits.class(class) else {
+        return next.run(req).await;
+    };
+    let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
         .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    let source = client_ip::source(peer, req.headers(), &node.rate_limits.trusted_proxies);
     match limit.check(source) {
         Ok(()) => next.run(req).await,
         Err(retry_after) => {
-            let route = if req.uri().path().starts_with("/v4") { "/v4/auth/tokens" } else { "/v3/auth/tokens" };
-            node.metrics.rate_limited.get_or_create(&labels(&[("route", route)])).inc();
-            let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "Too many token requests; retry later.");
+            node.metrics.rate_limited.get_or_create(&labels(&[("route", &route)])).inc();
+            let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, class.message());
             err.retry_after = Some(retry_after);
             err.into_response()
         }
@@ -83,7 +161,7 @@ mod tests {
 
     #[test]
     fn burst_then_refused_per_source() {
-        let limit = TokenRateLimit::new(1, 3).unwrap();
+        let limit = SourceRateLimit::new(1, 3).unwrap();
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         for _ in 0..3 {
@@ -92,16 +170,96 @@ mod tests {
         let retry = limit.check(a).unwrap_err();
         assert!((1..=2).contains(&retry), "{retry}");
         assert_eq!(limit.check(b), Ok(()), "other sources have their own bucket");
-        assert!(TokenRateLimit::new(0, 10).is_none(), "0 disables");
+        assert!(SourceRateLimit::new(0, 10).is_none(), "0 disables");
     }
 
     #[test]
     fn ipv6_sources_share_their_64() {
-        let limit = TokenRateLimit::new(1, 1).unwrap();
+        let limit = SourceRateLimit::new(1, 1).unwrap();
         assert_eq!(limit.check("2001:db8:1:2::1".parse().unwrap()), Ok(()));
         assert!(limit.check("2001:db8:1:2:ffff::9".parse().unwrap()).is_err(), "same /64");
         assert_eq!(limit.check("2001:db8:1:3::1".parse().unwrap()), Ok(()), "next /64");
         assert_eq!(limit.check("::ffff:192.0.2.7".parse().unwrap()), Ok(()));
         assert!(limit.check("192.0.2.7".parse().unwrap()).is_err(), "v4-mapped is the v4 source");
+    }
+
+    #[test]
+    fn classes_by_method_and_route() {
+        assert_eq!(Class::of(&Method::POST, "/v4/auth/tokens"), Some(Class::TokenIssue));
+        assert_eq!(Class::of(&Method::POST, "/v3/users/{id}/password"), Some(Class::PasswordChange));
+        assert_eq!(Class::of(&Method::POST, "/v3/ec2tokens"), Some(Class::SignedToken));
+        assert_eq!(Class::of(&Method::GET, "/v3/auth/tokens"), None, "validation is not limited");
+        assert_eq!(Class::of(&Method::POST, "/v3/users"), None);
+    }
+
+    /// Through the real router: the password change and signed-token routes answer 429 with
+    /// `Retry-After` once their source is over the limit, each class on its own buckets, and a
+    /// trusted proxy's `X-Forwarded-For` names the source.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn password_change_and_signed_tokens_are_limited_per_source() {
+        use crate::state::Reader;
+        use crate::testkit::{send_with_headers, TestNode};
+        use serde_json::json;
+
+        // The test client's address is 192.0.2.1 (see testkit), listed here as a proxy.
+        let t = TestNode::start_with(&[
+            ("auth", "rate_limit_per_second", "1"),
+            ("auth", "rate_limit_burst", "2"),
+            ("api", "trusted_proxies", "192.0.2.1"),
+        ])
+        .await;
+        let user = t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+        let path = format!("/v3/users/{user}/password");
+        let change = json!({"user": {"original_password": "wrong", "password": "another-password"}});
+        let send = |headers: &'static [(&'static str, &'static str)]| {
+            send_with_headers(&t.router, Method::POST, &path, headers, Some(change.clone()))
+        };
+        // The burst passes, then 429 (a slow machine may refill one token in between).
+        let mut passed = 0;
+        let limited = loop {
+            let r = send(&[]).await;
+            if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
+                break r;
+            }
+            passed += 1;
+        };
+        assert!((2..10).contains(&passed), "{passed} requests passed");
+        assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.body);
+        assert_eq!(limited.body["error"]["message"], "Too many password change requests; retry later.");
+        let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=2).contains(&retry), "{retry}");
+        // Behind the trusted proxy, the forwarded client has its own bucket.
+        let r = send(&[("x-forwarded-for", "203.0.113.50, 198.51.100.9")]).await;
+        assert_ne!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+
+        // Another class, another bucket: token issue still works for this source.
+        let scope = json!({"project": {"name": "admin", "domain": {"id": "default"}}});
+        assert_eq!(t.try_token("admin", "secret", scope).await.status, StatusCode::OK);
+
+        let unsigned = json!({"credentials": {"access": "nope", "signature": "x", "params": {}}});
+        let mut limited = None;
+        for i in 0..10 {
+            let route = if i % 2 == 0 { "/v3/sigtokens" } else { "/v3/ec2tokens" };
+            let r = t.call(Method::POST, route, None, Some(unsigned.clone())).await;
+            if r.status == StatusCode::TOO_MANY_REQUESTS {
+                limited = Some((i, r));
+                break;
+            }
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{route}: {}", r.body);
+        }
+        let (i, r) = limited.expect("signed-request tokens are limited");
+        assert!(i >= 2, "the burst passes first");
+        assert!(r.headers.contains_key("retry-after"));
+    }
+
+    #[test]
+    fn classes_have_their_own_buckets() {
+        let limits = RateLimits::new(1, 1, Vec::new());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(limits.class(Class::PasswordChange).unwrap().check(a), Ok(()));
+        assert!(limits.class(Class::PasswordChange).unwrap().check(a).is_err());
+        assert_eq!(limits.class(Class::TokenIssue).unwrap().check(a), Ok(()));
+        assert_eq!(limits.class(Class::SignedToken).unwrap().check(a), Ok(()));
+        assert!(!RateLimits::new(0, 5, Vec::new()).enabled());
     }
 }

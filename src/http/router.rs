@@ -25,7 +25,7 @@ pub fn api(node: Arc<Node>) -> Router {
     router
         .merge(openapi::swagger_ui())
         .layer(Extension(SpecJson(Arc::new(json))))
-        .layer(middleware::from_fn_with_state(node.clone(), super::ratelimit::limit_token_issue))
+        .layer(middleware::from_fn_with_state(node.clone(), super::ratelimit::limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(node.clone(), observe))

@@ -50,6 +50,7 @@ fn required_password(o: &Obj, key: &str) -> ApiResult<String> {
         E::NotFound,
         E::Conflict,
         E::PayloadTooLarge,
+        E::TooManyRequests,
         E::Internal,
         E::Unavailable,
     )

@@ -3,6 +3,7 @@
 //! cached per node until the state changes (an applied entry or an installed snapshot).
 
 mod cache;
+pub mod footprint;
 mod payload;
 pub mod render;
 #[cfg(test)]

@@ -406,9 +406,11 @@ async fn ec2_credentials_and_signed_request_tokens() {
         let token = r.subject.unwrap();
         let v = s.call_subject(&admin, &token).await;
         assert_eq!((code(&v), &v.body["token"]["methods"]), (200, &json!(["ec2credential"])), "{mode}");
-        let alias =
-            sigtoken(if i % 2 == 0 { "/v3/ec2tokens" } else { "/v3/sigtokens" }, json!({"ec2Credentials": signed}))
-                .await;
+        let other_endpoint = if i % 2 == 0 { "/v3/ec2tokens" } else { "/v3/sigtokens" };
+        let replay = sigtoken(other_endpoint, json!({"ec2Credentials": signed})).await;
+        assert_eq!(code(&replay), 401, "{mode}: a signature buys one token: {:?}", replay.body);
+        let again = sign(&python, &s.base, &access, &secret, mode);
+        let alias = sigtoken(other_endpoint, json!({"ec2Credentials": again})).await;
         assert_eq!(code(&alias), 200, "{mode}: the ec2Credentials envelope");
 
         let mut changed_param = signed.clone();
@@ -442,6 +444,7 @@ async fn ec2_credentials_and_signed_request_tokens() {
     assert_eq!(code(&s.call(Method::POST, "/v3/auth/tokens", None, Some(rescope)).await), 403);
 
     // A deleted credential signs nothing.
+    let fresh = sign(&python, &s.base, &access, &secret, "v4");
     assert_eq!(code(&s.call(Method::DELETE, &format!("{path}/{access}"), a, None).await), 204);
-    assert_eq!(code(&sigtoken("/v3/sigtokens", json!({"credentials": signed})).await), 401);
+    assert_eq!(code(&sigtoken("/v3/sigtokens", json!({"credentials": fresh})).await), 401);
 }

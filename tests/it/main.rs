@@ -9,6 +9,7 @@
 //! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
+//! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
@@ -26,6 +27,7 @@ mod catalog_credentials;
 mod cluster_membership;
 mod escalation;
 mod fault_snapshot;
+mod kek_startup;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;

@@ -5,6 +5,7 @@ usage: sig_client.py BASE_URL ACCESS SECRET MODE   (MODE: v4 | v4query | v2post 
 """
 import json
 import sys
+import uuid
 from urllib.parse import parse_qsl, urlsplit
 
 from botocore.auth import SigV2Auth, SigV4Auth, SigV4QueryAuth
@@ -13,7 +14,11 @@ from botocore.credentials import Credentials
 
 base, access, secret, mode = sys.argv[1:5]
 creds = Credentials(access, secret)
-ops = {"Action": "DescribeInstances", "Version": "2016-11-15", "Filter.1.Name": "tag:Name", "Filter.1.Value.1": "web a/b"}
+# Every signer here adds its timestamp (X-Amz-Date for V4, Timestamp for V2), which idnode
+# requires. ClientToken (EC2's idempotency token) makes two requests signed within the same
+# second differ: idnode accepts each signature once.
+ops = {"Action": "DescribeInstances", "Version": "2016-11-15", "Filter.1.Name": "tag:Name", "Filter.1.Value.1": "web a/b",
+       "ClientToken": uuid.uuid4().hex}
 
 if mode in ("v4", "v4query"):
     req = AWSRequest(method="GET", url=base + "/", params=dict(ops))

@@ -1,0 +1,130 @@
+//! Where a node's key-encryption key may come from. A KEK kept inside the data directory
+//! protects nothing once the directory leaks: it is copied, backed up, mounted and snapshotted
+//! with the data it encrypts. The single-node development default (`idnode serve` with no
+//! configuration, README's first command) still generates `DATA_DIR/kek.key`, with a warning,
+//! so a first start needs nothing. A node of a multi-node cluster (other members in
+//! `initial_cluster`, or joining one) is by definition not that: it must be given its KEK
+//! (`IDNODE_KEK`, or a `kek_file` outside the data directory) and refuses to start otherwise.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use idnode_keys::{Kek, KekSource};
+
+use crate::config::Config;
+
+/// The node's KEK under the rules above.
+pub fn load(cfg: &Config) -> anyhow::Result<(Kek, KekSource)> {
+    let supplied = cfg.kek.as_deref().is_some_and(|k| !k.trim().is_empty());
+    if supplied || !cfg.multi_node() {
+        return Ok(Kek::load(cfg.kek.as_deref(), &cfg.kek_file, true)?);
+    }
+    if !cfg.kek_file.exists() {
+        bail!(
+            "no key-encryption key: this node is a member of a multi-node cluster, where idnode does not generate \
+             one. Supply it with IDNODE_KEK (base64 of 32 random bytes, from a secret store) or with \
+             IDNODE_KEK_FILE / [idnode] kek_file naming a file outside the data directory {} (e.g. \
+             `head -c 32 /dev/urandom | base64 > /etc/idnode/kek`). A key kept inside the data directory \
+             leaks with it.",
+            cfg.data_dir.display()
+        );
+    }
+    if inside(&cfg.kek_file, &cfg.data_dir)? {
+        bail!(
+            "the key-encryption key file {} is inside the data directory {}: on a multi-node cluster the key must \
+             be kept apart from the data it protects. Move the file out of the data directory and point \
+             IDNODE_KEK_FILE / [idnode] kek_file at it, or supply the key with IDNODE_KEK.",
+            cfg.kek_file.display(),
+            cfg.data_dir.display()
+        );
+    }
+    Ok(Kek::load(None, &cfg.kek_file, false)?)
+}
+
+/// True when `file` (which exists) lies under `dir`, links resolved.
+fn inside(file: &Path, dir: &Path) -> anyhow::Result<bool> {
+    let real = |p: &Path| -> anyhow::Result<PathBuf> {
+        p.canonicalize().with_context(|| format!("resolving {}", p.display()))
+    };
+    Ok(real(file)?.starts_with(real(dir)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    fn config(dir: &Path, settings: &[(&str, &str)]) -> Config {
+        let mut s = Settings::default();
+        s.set("idnode", "data_dir", &dir.join("data").display().to_string());
+        for (k, v) in settings {
+            s.set("idnode", k, v);
+        }
+        let cfg = Config::from_settings(&s).unwrap();
+        std::fs::create_dir_all(&cfg.data_dir).unwrap();
+        cfg
+    }
+
+    const THREE: &[(&str, &str)] =
+        &[("initial_cluster", "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003"), ("cluster_secret", "s")];
+
+    /// Node 1 of a three-member cluster with one more `[idnode]` setting.
+    fn three_with<'a>(key: &'a str, value: &'a str) -> Vec<(&'a str, &'a str)> {
+        THREE.iter().copied().chain([(key, value)]).collect()
+    }
+
+    #[test]
+    fn a_three_member_node_without_a_kek_does_not_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), THREE);
+        let err = load(&cfg).err().expect("refused").to_string();
+        assert!(err.contains("IDNODE_KEK") && err.contains("outside the data directory"), "{err}");
+        assert!(!cfg.kek_file.exists(), "nothing generated");
+        // A joining node is a member of a multi-node cluster too.
+        let joining = config(dir.path(), &[("initial_cluster_state", "existing"), ("cluster_secret", "s")]);
+        assert!(load(&joining).is_err());
+    }
+
+    #[test]
+    fn a_kek_file_inside_the_data_dir_of_a_cluster_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Kek::generate().to_base64();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("keys")).unwrap();
+        std::fs::write(data.join("keys/kek"), &key).unwrap();
+        let inside_file = data.join("keys/kek").display().to_string();
+        let cfg = config(dir.path(), &three_with("kek_file", &inside_file));
+        let err = load(&cfg).err().expect("refused").to_string();
+        assert!(err.contains("inside the data directory"), "{err}");
+        // The same file reached through a link from outside is still inside.
+        let link = dir.path().join("kek-link");
+        std::os::unix::fs::symlink(data.join("keys/kek"), &link).unwrap();
+        let cfg = config(dir.path(), &three_with("kek_file", &link.display().to_string()));
+        assert!(load(&cfg).is_err());
+        // A key generated by an earlier single-node start is refused once the node has peers.
+        std::fs::write(data.join("kek.key"), &key).unwrap();
+        assert!(load(&config(dir.path(), THREE)).err().expect("refused").to_string().contains("inside"));
+    }
+
+    #[test]
+    fn a_cluster_node_takes_its_kek_from_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Kek::generate().to_base64();
+        let outside = dir.path().join("node1.kek");
+        std::fs::write(&outside, &key).unwrap();
+        let cfg = config(dir.path(), &three_with("kek_file", &outside.display().to_string()));
+        let (kek, source) = load(&cfg).unwrap();
+        assert_eq!((kek.to_base64(), source), (key.clone(), KekSource::File(outside)));
+        let cfg = config(dir.path(), &three_with("kek", &key));
+        assert_eq!(load(&cfg).unwrap().1, KekSource::Environment);
+    }
+
+    #[test]
+    fn a_single_node_still_generates_its_development_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), &[]);
+        let (_, source) = load(&cfg).unwrap();
+        assert_eq!(source, KekSource::Generated(cfg.kek_file.clone()));
+        assert!(cfg.kek_file.starts_with(&cfg.data_dir));
+    }
+}
