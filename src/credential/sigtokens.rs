@@ -154,6 +154,7 @@ pub async fn issue(
     Query(q): Query<HashMap<String, String>>,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<Response> {
+    node.ensure_fresh().await?;
     let request = parse(&body)?.ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
     if request.signature.is_empty() {
         return Err(refuse(&node, "EC2 signature not supplied."));
