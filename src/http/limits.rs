@@ -15,8 +15,9 @@ use serde_json::{Map, Value};
 use super::ApiError;
 use crate::state::Command;
 
-/// Serialized bytes a resource's `extra` attributes may take.
-pub const MAX_EXTRA_BYTES: usize = 64 * 1024;
+/// Serialized bytes a resource's `extra` attributes may take (apply holds a `PatchUser` to it
+/// too, since it merges at apply time).
+pub use crate::state::model::MAX_EXTRA_BYTES;
 /// Serialized bytes of `options`: Keystone's options are a handful of flags and short lists.
 pub const MAX_OPTIONS_BYTES: usize = 16 * 1024;
 
@@ -29,6 +30,7 @@ pub fn check_command(cmd: &Command) -> Result<(), ApiError> {
             check_extra(if p.is_domain { "domain" } else { "project" }, &p.extra)
         }
         Command::CreateUser(u) | Command::UpdateUser(u) => check_extra("user", &u.extra),
+        Command::PatchUser(p) => check_extra("user", p.extra.as_deref().unwrap_or("{}")),
         Command::CreateGroup(g) | Command::UpdateGroup(g) => check_extra("group", &g.extra),
         Command::CreateRole(r) | Command::UpdateRole(r) => check_extra("role", &r.extra),
         Command::CreateRegion(r) | Command::UpdateRegion(r) => check_extra("region", &r.extra),

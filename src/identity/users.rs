@@ -316,6 +316,9 @@ pub async fn update(
         // As in Keystone, an administrator's update of an enabled user ends a lockout.
         cmds.push(Command::ClearAuthFailures { user_id: u.id.clone() });
     }
+    // The merged attributes as they stand now, for the size limit's message (apply holds
+    // the limit against the record as it stands then).
+    crate::http::limits::check_extra("user", &extra(&o, KNOWN, &u.extra))?;
     let set = extra(&o, KNOWN, "{}");
     patch.extra = (set != "{}").then_some(set);
     // Password set, disabled or deleted: acknowledged once every reachable node applied it.

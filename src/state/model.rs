@@ -22,6 +22,9 @@ pub struct Project {
     pub created_at: i64,
 }
 
+/// Serialized bytes a resource's `extra` attributes may take.
+pub const MAX_EXTRA_BYTES: usize = 64 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct User {
     pub id: String,

@@ -2,7 +2,7 @@
 
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult, UserPatch};
 use super::super::keys::ns;
-use super::super::model::{ActorKind, DocKind, User};
+use super::super::model::{ActorKind, DocKind, User, MAX_EXTRA_BYTES};
 use super::super::{cf, Reader, Tx};
 use super::{assignment, credential, group, Fatal};
 
@@ -66,6 +66,13 @@ pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
     }
     if let Some(set) = p.extra {
         u.extra = merge_objects(&u.extra, &set);
+        if u.extra.len() > MAX_EXTRA_BYTES {
+            return Ok(Err(ApplyError::Invalid(format!(
+                "Invalid input for field 'extra': the user's attributes outside its schema would take {} bytes \
+                 serialized, more than the {MAX_EXTRA_BYTES} allowed.",
+                u.extra.len()
+            ))));
+        }
     }
     update(tx, u)
 }
