@@ -1,6 +1,7 @@
 //! Tokens across a 3-node cluster: a token issued on node 1 validates on nodes 2 and 3; once
 //! node 2 has answered 204 to its revocation, nodes 1 and 3 answer 404 for it at once (no wait
-//! between the revocation and the validations).
+//! between the revocation and the validations). Password changes, disables and deletes of a
+//! user hold on every node once acknowledged too.
 
 use std::time::Duration;
 
@@ -88,6 +89,90 @@ async fn token_issued_on_one_node_validates_everywhere_and_revocation_is_immedia
                 node + 1,
                 r.text
             );
+        }
+    }
+}
+
+/// A password change, a disable and a delete through one node hold on every node the moment
+/// they are acknowledged: the old password, and tokens issued before, stop working everywhere
+/// with no pause in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_changes_hold_on_every_node_once_acknowledged() {
+    let cluster = Cluster::start(3).await;
+    cluster.wait_leader(Duration::from_secs(30)).await;
+    let http = &cluster.http;
+    let admin = cluster.admin_token(0).await;
+    let project = cluster.list_ids(0, &admin, "/v3/projects?name=admin", "projects").await;
+    let project = project.into_iter().next().expect("admin project");
+    let member = cluster.list_ids(0, &admin, "/v3/roles?name=member", "roles").await;
+    let member = member.into_iter().next().expect("member role");
+    for round in 0..3 {
+        let name = format!("changing-{round}");
+        let body = serde_json::json!({"user": {"name": name, "domain_id": "default", "password": "first-pw-1"}});
+        let r = http.post(&format!("{}/v3/users", cluster.api(0)), Some(&admin), &body).await.expect("create user");
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        let id = r.json["user"]["id"].as_str().expect("id").to_string();
+        let url = format!("{}/v3/projects/{project}/users/{id}/roles/{member}", cluster.api(0));
+        let r = http.request(reqwest::Method::PUT, &url, Some(&admin), &[], None).await.expect("grant");
+        assert!(r.status.is_success(), "{}", r.text);
+        // Created through node 1: it logs in on node 3 at once.
+        let r = cluster.login(2, &id, true, "first-pw-1", "admin").await;
+        assert!(r.status.is_success(), "round {round}: new user cannot log in on node 3: {}", r.text);
+        let token = r.header("X-Subject-Token").expect("token");
+
+        // Password reset through node 2: the old password and the old token fail on 1 and 3.
+        let patch = serde_json::json!({"user": {"password": "second-pw-2"}});
+        let r = http
+            .request(
+                reqwest::Method::PATCH,
+                &format!("{}/v3/users/{id}", cluster.api(1)),
+                Some(&admin),
+                &[],
+                Some(&patch),
+            )
+            .await
+            .expect("reset");
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        for node in [0usize, 2] {
+            let r = cluster.login(node, &id, true, "first-pw-1", "admin").await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "round {round}: old password works on node {}", node + 1);
+            let r = http.validate_token(&cluster.api(node), &admin, &token).await.expect("validate");
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "round {round}: pre-reset token valid on node {}", node + 1);
+        }
+        let r = cluster.login(2, &id, true, "second-pw-2", "admin").await;
+        assert!(r.status.is_success(), "round {round}: new password fails on node 3: {}", r.text);
+        let token = r.header("X-Subject-Token").expect("token");
+
+        // Disabled through node 3, then deleted through node 2.
+        let patch = serde_json::json!({"user": {"enabled": false}});
+        let r = http
+            .request(
+                reqwest::Method::PATCH,
+                &format!("{}/v3/users/{id}", cluster.api(2)),
+                Some(&admin),
+                &[],
+                Some(&patch),
+            )
+            .await
+            .expect("disable");
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        for node in [0usize, 1] {
+            let r = http.validate_token(&cluster.api(node), &admin, &token).await.expect("validate");
+            assert_eq!(
+                r.status,
+                StatusCode::NOT_FOUND,
+                "round {round}: disabled user's token valid on node {}",
+                node + 1
+            );
+        }
+        let r = http
+            .request(reqwest::Method::DELETE, &format!("{}/v3/users/{id}", cluster.api(1)), Some(&admin), &[], None)
+            .await
+            .expect("delete");
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+        for node in [0usize, 2] {
+            let r = cluster.login(node, &id, true, "second-pw-2", "admin").await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "round {round}: deleted user logs in on node {}", node + 1);
         }
     }
 }
