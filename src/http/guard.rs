@@ -62,11 +62,12 @@ pub fn bounded(router: Router, limits: ListenerLimits) -> Router {
 }
 
 async fn answer_within(State(limit): State<Duration>, req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_string();
+    // A cheap handle (shared bytes), read only when the request timed out.
+    let uri = req.uri().clone();
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => {
-            tracing::warn!(%path, "request timed out after {limit:?}");
+            tracing::warn!(path = uri.path(), "request timed out after {limit:?}");
             ApiError::unavailable(format!(
                 "The server did not answer within {} s (a write may still take effect); retry later.",
                 limit.as_secs_f64()
