@@ -46,6 +46,7 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         let follower = (n > 1).then(|| c.nodes[follower].api.as_str());
         res.cases = workloads::run(&wrk.in_dir(&dir), &c.nodes[leader].api, follower, &fx, &pids).await?;
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
+        res.notes.push(freshness_note(&c).await);
 
         if n == 1 {
             // restart on the existing data dir (now holding the fixture and the created projects)
@@ -78,4 +79,25 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
     };
     c.kill_all().await;
     result.map(|_| res)
+}
+
+/// The read barriers each node's freshness gate ran during the workloads (see docs/raft.md):
+/// each one is a validation that waited for a round trip to the leader because the node had
+/// not heard from it within the minimum election timeout.
+async fn freshness_note(c: &IdCluster) -> String {
+    let mut parts = Vec::new();
+    for n in &c.nodes {
+        let text = match c.http.get(format!("{}/metrics", n.ops)).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let count = text
+            .lines()
+            .find(|l| l.starts_with("idnode_raft_freshness_barriers_total"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or("?")
+            .to_owned();
+        parts.push(format!("node {} {count}", n.id));
+    }
+    format!("freshness read barriers during the workloads: {}", parts.join(", "))
 }
