@@ -110,6 +110,7 @@ impl Freshness {
     }
 
     /// Follower: heard a leader within the window and applied all it said was committed.
+    #[cfg(test)]
     pub fn follower_fresh(&self, applied: u64) -> bool {
         let (contact, commit) = self.follower_contact();
         contact && applied >= commit

@@ -31,8 +31,8 @@ fn refuse(what: &str) -> ApiError {
     ApiError::forbidden(format!("Only a cloud administrator may {what}."))
 }
 
-/// Ids of the roles that are, or imply, `admin` or `service`.
-fn guarded_role_ids(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
+/// Whether any of `role_ids` is, or implies, `admin` or `service`.
+fn holds_guarded_role(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
     let closure = listing::implied_closure(r, role_ids)?;
     for id in closure {
         if r.role(&id)?.is_some_and(|role| role.domain_id.is_none() && GUARDED_ROLES.contains(&role.name.as_str())) {
@@ -67,7 +67,7 @@ pub fn privileged_user(r: &impl Reader, user_id: &str) -> ApiResult<bool> {
         return Ok(true);
     }
     let roles: BTreeSet<String> = entries.into_iter().map(|e| e.role_id).collect();
-    guarded_role_ids(r, &roles.into_iter().collect::<Vec<_>>())
+    holds_guarded_role(r, &roles.into_iter().collect::<Vec<_>>())
 }
 
 /// A group whose grants make its members privileged, or that reach the admin project.
@@ -80,7 +80,7 @@ pub fn privileged_group(r: &impl Reader, group_id: &str) -> ApiResult<bool> {
         }
     }
     let roles: Vec<String> = grants.into_iter().map(|a| a.role_id).collect();
-    guarded_role_ids(r, &roles)
+    holds_guarded_role(r, &roles)
 }
 
 /// Update, disable, delete or set the password of `user_id`.
@@ -110,7 +110,7 @@ pub fn change_grant(r: &impl Reader, ctx: &ValidToken, a: &Assignment) -> ApiRes
     if reaches_admin_project(r, &a.target, a.inherited)? {
         return Err(refuse("grant or revoke a role on the admin project"));
     }
-    if guarded_role_ids(r, std::slice::from_ref(&a.role_id))? {
+    if holds_guarded_role(r, std::slice::from_ref(&a.role_id))? {
         return Err(refuse("grant or revoke the admin or service role, or a role that implies one"));
     }
     Ok(())

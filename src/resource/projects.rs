@@ -33,22 +33,17 @@ fn load(node: &Node, id: &str) -> ApiResult<Project> {
 /// changes only under the domain policies and guard rails, exactly as through `/v3/domains`
 /// (Keystone lets the projects API create and delete them, and tempest does): the project
 /// policies would let a domain manager disable its own domain. `disabling`: the change
-/// disables or deletes it.
+/// disables or deletes it. `actions`: the (project, domain) policy names of the change.
 fn authorize_change(
     node: &Node,
     ctx: &ValidToken,
     p: &Project,
-    project_action: &str,
+    (project_action, domain_action): (&str, &str),
     disabling: bool,
 ) -> ApiResult<()> {
     let view = node.engine.read();
     if p.is_domain {
-        let action = if project_action == "identity:delete_project" {
-            "identity:delete_domain"
-        } else {
-            "identity:update_domain"
-        };
-        enforce(action, ctx, &json!({"domain": {"id": p.id}}))?;
+        enforce(domain_action, ctx, &json!({"domain": {"id": p.id}}))?;
         if disabling {
             guard::disable_domain(&view, ctx, &p.id)?;
         }
@@ -305,7 +300,7 @@ pub async fn update(
     let o = envelope(body, "project")?;
     let mut p = load(&node, &id)?;
     let disabling = p.enabled && opt_bool(&o, "enabled")? == Some(false);
-    authorize_change(&node, &ctx, &p, "identity:update_project", disabling)?;
+    authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
     for (key, current) in [("domain_id", Some(p.domain_id.clone())), ("parent_id", p.parent_id.clone())] {
         if o.contains_key(key) && opt_str(&o, key, 64)? != current {
             return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
@@ -358,7 +353,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
-    authorize_change(&node, &ctx, &p, "identity:delete_project", true)?;
+    authorize_change(&node, &ctx, &p, ("identity:delete_project", "identity:delete_domain"), true)?;
     node.propose(Command::DeleteProject { id: p.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
