@@ -31,6 +31,27 @@ pub enum Cmd {
         #[arg(long, global = true, default_value = "127.0.0.1:5099", env = "IDNODE_PEER_ENDPOINT")]
         endpoint: String,
     },
+    /// Key rotation through a node's public API, as a cloud administrator: the token in
+    /// `OS_TOKEN`, or a password login from `OS_USERNAME` (default admin), `OS_PASSWORD`,
+    /// `OS_PROJECT_NAME` (default admin), `OS_USER_DOMAIN_ID`/`OS_PROJECT_DOMAIN_ID` (default).
+    Keys {
+        #[command(subcommand)]
+        action: KeysCmd,
+        /// The node's public API base URL.
+        #[arg(long, global = true, default_value = "http://127.0.0.1:5000", env = "OS_AUTH_URL")]
+        url: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCmd {
+    /// Rotate a domain's OAuth2/OIDC signing keys: the staged key (published in /jwks since it
+    /// was made) starts signing, the old one stays published until its tokens expire, and a new
+    /// key is staged.
+    RotateOidc {
+        #[arg(long)]
+        domain: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -68,8 +68,19 @@ impl Settings {
 }
 
 /// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
-const SECTIONS: &[&str] =
-    &["token", "identity", "api", "resource", "raft", "log", "policy", "auth", "security_compliance", "oauth1"];
+const SECTIONS: &[&str] = &[
+    "token",
+    "identity",
+    "api",
+    "resource",
+    "raft",
+    "log",
+    "policy",
+    "auth",
+    "security_compliance",
+    "oauth1",
+    "oauth2",
+];
 
 /// The resolved configuration of a node.
 #[derive(Debug, Clone)]
@@ -121,6 +132,52 @@ pub struct Config {
     /// `[oauth1]`: seconds an OAuth1 request / access token stays usable; 0 means no expiry.
     pub oauth1_request_token_duration_s: i64,
     pub oauth1_access_token_duration_s: i64,
+    /// `[oauth2]`: the OAuth2 / OpenID Connect provider (see `OAuth2Settings`).
+    pub oauth2: OAuth2Settings,
+}
+
+/// `[oauth2]` settings.
+#[derive(Debug, Clone)]
+pub struct OAuth2Settings {
+    /// Seconds an access or id token lives (`access_token_lifetime`, default 900).
+    pub access_token_lifetime_s: i64,
+    /// Days a refresh family lives at most, however often it rotates (default 90).
+    pub refresh_token_absolute_lifetime_days: i64,
+    /// Seconds a device code stays usable (`device_code_lifetime`, default 600).
+    pub device_code_lifetime_s: i64,
+    /// Seconds a device client waits between polls at first (`device_poll_interval`, 5).
+    pub device_poll_interval_s: i64,
+    /// Seconds a staged signing key must have been published before a rotation promotes it
+    /// (`key_publish_delay`, default 300: the `/jwks` cache lifetime).
+    pub key_publish_delay_s: i64,
+    /// Requests per second and source IP on token, revoke, introspect and userinfo (and per
+    /// client on introspect); 0 disables (`rate_limit_per_second`, `rate_limit_burst`).
+    pub rate_limit_per_second: u32,
+    pub rate_limit_burst: u32,
+}
+
+impl OAuth2Settings {
+    fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let o = "oauth2";
+        let out = OAuth2Settings {
+            access_token_lifetime_s: s.parse(o, "access_token_lifetime", 900)?,
+            refresh_token_absolute_lifetime_days: s.parse(o, "refresh_token_absolute_lifetime_days", 90)?,
+            device_code_lifetime_s: s.parse(o, "device_code_lifetime", 600)?,
+            device_poll_interval_s: s.parse(o, "device_poll_interval", 5)?,
+            key_publish_delay_s: s.parse(o, "key_publish_delay", 300)?,
+            rate_limit_per_second: s.parse(o, "rate_limit_per_second", 5000)?,
+            rate_limit_burst: s.parse(o, "rate_limit_burst", 10000)?,
+        };
+        if out.access_token_lifetime_s <= 0
+            || out.refresh_token_absolute_lifetime_days <= 0
+            || out.device_code_lifetime_s <= 0
+            || out.device_poll_interval_s <= 0
+            || out.key_publish_delay_s < 0
+        {
+            bail!("[oauth2] lifetimes and intervals must be positive");
+        }
+        Ok(out)
+    }
 }
 
 impl Config {
@@ -186,6 +243,7 @@ impl Config {
             security: crate::identity::compliance::Compliance::from_settings(s)?,
             oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
+            oauth2: OAuth2Settings::from_settings(s)?,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -16,6 +16,7 @@ mod identity;
 mod kek;
 mod node;
 mod oauth1;
+mod oauth2;
 mod policy;
 mod resource;
 mod state;
@@ -73,6 +74,7 @@ fn main() -> std::process::ExitCode {
                     Cmd::Serve(args) => node::serve(load_config(cli.config, &args)?).await,
                     Cmd::Bootstrap(args) => node::bootstrap_only(load_config(cli.config, &args)?).await,
                     Cmd::Cluster { action, endpoint } => cluster_cli::run(action, &endpoint).await,
+                    Cmd::Keys { action, url } => oauth2::rotate_cli::run(action, &url).await,
                 }
             })
         });

@@ -50,6 +50,8 @@ pub struct Node {
     pub signed_requests: crate::credential::replay::ReplayGuard,
     /// Per-source limits on token issue, password change and signed-request tokens.
     pub rate_limits: crate::http::ratelimit::RateLimits,
+    /// The OAuth2 / OpenID Connect provider's per-node state (parsed keys, metrics).
+    pub oauth2: crate::oauth2::Provider,
 }
 
 impl Node {
@@ -140,11 +142,14 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     let rate_limits = crate::http::ratelimit::RateLimits::new(
         cfg.auth_rate_limit_per_second,
         cfg.auth_rate_limit_burst,
+        (cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst),
         cfg.api_trusted_proxies.clone(),
     );
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     raft.register_metrics(&mut registry);
+    let oauth2 = crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst);
+    oauth2.metrics.register(&mut registry);
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -163,6 +168,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         registry,
         signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
         rate_limits,
+        oauth2,
     }))
 }
 
@@ -283,12 +289,10 @@ async fn reload_policy_on_sighup() {
 
 /// Drops rate-limit buckets of sources that went quiet, once a minute.
 async fn forget_idle_rate_limits(node: Arc<Node>) {
-    if !node.rate_limits.enabled() {
-        return;
-    }
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;
         node.rate_limits.housekeep();
+        node.oauth2.housekeep();
     }
 }
 

@@ -139,3 +139,13 @@ pub fn future_time(s: &str, now: i64) -> Result<i64, ApiError> {
     }
     Ok(t)
 }
+
+/// For typed bodies: a field that is present deserializes to `Some(value)`, `null`
+/// included (`Some(None)`), so `#[serde(default)]` leaves an absent one `None`.
+pub fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}

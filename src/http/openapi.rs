@@ -49,6 +49,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "oauth1", description = "OS-OAUTH1 consumers, request and access tokens"),
         (name = "trusts", description = "OS-TRUST trusts: delegation of a user's roles to another user"),
         (name = "credentials", description = "Credentials, signature credentials (OS-EC2) and signed-request tokens"),
+        (name = "oauth2", description = "The OAuth2 authorization server and OpenID Connect provider of each domain"),
         (name = "meta", description = "This description"),
     )
 )]

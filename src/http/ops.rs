@@ -88,6 +88,7 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
 }
 
 async fn metrics(State(node): State<Arc<Node>>) -> Response {
+    crate::oauth2::metrics::count_live_families(&node);
     let mut out = String::new();
     match prometheus_client::encoding::text::encode(&mut out, &node.registry) {
         Ok(()) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)

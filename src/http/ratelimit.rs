@@ -27,11 +27,21 @@ pub enum Class {
     TokenIssue,
     PasswordChange,
     SignedToken,
+    /// The OAuth2 provider's token, revoke, introspect and userinfo endpoints (answered with
+    /// the RFC 6749 error body).
+    OAuth2,
 }
 
 impl Class {
     /// The class of a request, by method and matched route template.
     pub fn of(method: &Method, route: &str) -> Option<Class> {
+        if let Some(endpoint) = route.strip_prefix("/v4/oauth2/{domain_id}/") {
+            return match endpoint {
+                "token" | "revoke" | "introspect" if method == Method::POST => Some(Class::OAuth2),
+                "userinfo" if method == Method::POST || method == Method::GET => Some(Class::OAuth2),
+                _ => None,
+            };
+        }
         if method != Method::POST {
             return None;
         }
@@ -48,6 +58,7 @@ impl Class {
             Class::TokenIssue => "Too many token requests; retry later.",
             Class::PasswordChange => "Too many password change requests; retry later.",
             Class::SignedToken => "Too many signed-request token requests; retry later.",
+            Class::OAuth2 => "Too many requests; retry later.",
         }
     }
 }
@@ -86,22 +97,20 @@ pub struct RateLimits {
     token: Option<SourceRateLimit>,
     password: Option<SourceRateLimit>,
     signed: Option<SourceRateLimit>,
+    oauth2: Option<SourceRateLimit>,
     trusted_proxies: Vec<Cidr>,
 }
 
 impl RateLimits {
-    pub fn new(per_second: u32, burst: u32, trusted_proxies: Vec<Cidr>) -> Self {
+    /// `oauth2`: the `[oauth2]` quota (per second, burst) of the provider's endpoints.
+    pub fn new(per_second: u32, burst: u32, oauth2: (u32, u32), trusted_proxies: Vec<Cidr>) -> Self {
         RateLimits {
             token: SourceRateLimit::new(per_second, burst),
             password: SourceRateLimit::new(per_second, burst),
             signed: SourceRateLimit::new(per_second, burst),
+            oauth2: SourceRateLimit::new(oauth2.0, oauth2.1),
             trusted_proxies,
         }
-    }
-
-    /// False when the limits are off (`rate_limit_per_second = 0`).
-    pub fn enabled(&self) -> bool {
-        self.token.is_some()
     }
 
     fn class(&self, class: Class) -> Option<&SourceRateLimit> {
@@ -109,11 +118,15 @@ impl RateLimits {
             Class::TokenIssue => self.token.as_ref(),
             Class::PasswordChange => self.password.as_ref(),
             Class::SignedToken => self.signed.as_ref(),
+            Class::OAuth2 => self.oauth2.as_ref(),
         }
     }
 
     pub fn housekeep(&self) {
-        [&self.token, &self.password, &self.signed].into_iter().flatten().for_each(SourceRateLimit::housekeep);
+        [&self.token, &self.password, &self.signed, &self.oauth2]
+            .into_iter()
+            .flatten()
+            .for_each(SourceRateLimit::housekeep);
     }
 }
 
@@ -148,6 +161,9 @@ pub async fn limit(State(node): State<Arc<Node>>, req: Request, next: Next) -> R
         Ok(()) => next.run(req).await,
         Err(retry_after) => {
             node.metrics.rate_limited.get_or_create(&labels(&[("route", &route)])).inc();
+            if class == Class::OAuth2 {
+                return crate::oauth2::error::OAuthError::rate_limited(retry_after).into_response();
+            }
             let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, class.message());
             err.retry_after = Some(retry_after);
             err.into_response()
@@ -254,12 +270,12 @@ mod tests {
 
     #[test]
     fn classes_have_their_own_buckets() {
-        let limits = RateLimits::new(1, 1, Vec::new());
+        let limits = RateLimits::new(1, 1, (1, 1), Vec::new());
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(limits.class(Class::PasswordChange).unwrap().check(a), Ok(()));
         assert!(limits.class(Class::PasswordChange).unwrap().check(a).is_err());
         assert_eq!(limits.class(Class::TokenIssue).unwrap().check(a), Ok(()));
         assert_eq!(limits.class(Class::SignedToken).unwrap().check(a), Ok(()));
-        assert!(!RateLimits::new(0, 5, Vec::new()).enabled());
+        assert!(RateLimits::new(0, 5, (0, 0), Vec::new()).token.is_none());
     }
 }

@@ -15,7 +15,7 @@ use super::metrics::labels;
 use super::openapi::{self, ApiDoc, SpecJson};
 use super::{discovery, ApiError};
 use crate::node::Node;
-use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, resource, trust};
+use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, oauth2, resource, trust};
 
 /// The public API: the described operations, the description itself and Swagger UI.
 pub fn api(node: Arc<Node>) -> Router {
@@ -139,6 +139,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         // The spec's path, and Keystone's, where existing clients send signed requests.
         .routes(routes!(sigtokens::issue))
         .routes(routes!(sigtokens::issue_ec2tokens))
+        .merge(oauth2::routes())
 }
 
 async fn not_found() -> ApiError {

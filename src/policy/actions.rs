@@ -177,6 +177,16 @@ pub const ACTIONS: &[&str] = &[
     "identity:get_auth_projects",
     "identity:get_auth_domains",
     "identity:get_auth_system",
+    // oauth2*.rego
+    "identity/oauth2_client/create",
+    "identity/oauth2_client/list",
+    "identity/oauth2_client/show",
+    "identity/oauth2_client/update",
+    "identity/oauth2_client/delete",
+    "identity/oauth2_key/list",
+    "identity/oauth2_key/rotate",
+    "identity/oauth2_consent/list",
+    "identity/oauth2_consent/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

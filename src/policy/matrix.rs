@@ -140,6 +140,11 @@ const CASES: &[Case] = &[
     (Method::GET, "/v3/users/{self}/access_rules", None,                [401, 200, 200, 200, 200, 200]),
     (Method::GET, "/v3/OS-TRUST/trusts", None,                          [401, 403, 403, 403, 200, 403]),
     (Method::GET, "/v3/OS-TRUST/trusts?trustor_user_id={self}", None,   [401, 200, 200, 200, 200, 200]),
+    // OAuth2 consents: the user's own (with an ordinary token), or an admin.
+    (Method::GET, "/v4/users/{self}/oauth2/consents", None,             [401, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v4/users/{uM}/oauth2/consents", None,               [401, 403, 200, 403, 200, 403]),
+    (Method::DELETE, "/v4/users/{self}/oauth2/consents/no-such-client", None, [401, 404, 404, 404, 404, 404]),
+    (Method::DELETE, "/v4/users/{uM}/oauth2/consents/no-such-client", None, [401, 403, 404, 403, 404, 403]),
 ];
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {

@@ -32,6 +32,10 @@ const BUNDLED: &[(&str, &str)] = &[
     ("federation.rego", include_str!("default/federation.rego")),
     ("credential.rego", include_str!("default/credential.rego")),
     ("token.rego", include_str!("default/token.rego")),
+    ("oauth2.rego", include_str!("default/oauth2.rego")),
+    ("oauth2_client.rego", include_str!("default/oauth2_client.rego")),
+    ("oauth2_key.rego", include_str!("default/oauth2_key.rego")),
+    ("oauth2_consent.rego", include_str!("default/oauth2_consent.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

@@ -136,6 +136,8 @@ pub enum Command {
     /// Changes only the fields a user update named; the others keep whatever they hold when
     /// it applies (so an update racing a password change cannot restore the old hash).
     PatchUser(UserPatch),
+    /// The OAuth2 / OpenID Connect provider's state (see `state::oauth2`).
+    OAuth2(super::oauth2::OAuth2Command),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -190,6 +192,7 @@ pub enum Applied {
     Endpoint(Endpoint),
     Credential(Credential),
     Doc(Doc),
+    OAuth2(super::oauth2::OAuth2Applied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

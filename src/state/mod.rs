@@ -7,6 +7,7 @@ pub mod command;
 pub mod index_key;
 pub mod keys;
 pub mod model;
+pub mod oauth2;
 pub mod read;
 
 pub use command::{Applied, ApplyError, Command};
@@ -27,6 +28,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::CREDENTIALS,
     cf::DOCS,
     cf::PASSWORDS,
+    cf::OAUTH2,
 ];
 
 pub mod cf {
@@ -55,4 +57,7 @@ pub mod cf {
     pub const DOCS: &str = "docs";
     /// Password history and failed attempts of local users (`model::PasswordState`), by user id.
     pub const PASSWORDS: &str = "passwords";
+    /// The OAuth2 provider's records (`state::oauth2`): keys, clients, codes, device
+    /// grants, refresh families, consents, revoked access-token ids.
+    pub const OAUTH2: &str = "oauth2";
 }

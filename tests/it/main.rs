@@ -10,6 +10,7 @@
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
+//! * `oauth2_clients`: the OAuth2/OIDC provider judged by authlib, PyJWT and headless Chromium;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
@@ -28,6 +29,7 @@ mod cluster_membership;
 mod escalation;
 mod fault_snapshot;
 mod kek_startup;
+mod oauth2_clients;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;

@@ -8,6 +8,7 @@ pub mod credential;
 mod doc;
 mod group;
 mod identity;
+mod oauth2;
 mod password;
 mod resource;
 mod role;
@@ -123,6 +124,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::ClearAuthFailures { user_id } => password::clear_failures(tx, &user_id),
         Command::UseTrust { id } => doc::use_trust(tx, &id),
         Command::PatchUser(p) => identity::patch(tx, p),
+        Command::OAuth2(c) => oauth2::apply(tx, c),
     }
 }
 

@@ -11,13 +11,13 @@ use crate::state::keys::ns;
 use crate::state::model::*;
 use crate::state::{Reader, STATE_CFS};
 
-struct World {
+pub(crate) struct World {
     _dir: tempfile::TempDir,
-    engine: Engine,
+    pub(crate) engine: Engine,
 }
 
 impl World {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), STATE_CFS, Arc::new(DataKeys::ephemeral())).unwrap();
         // The cluster's index key, as bootstrap would have installed it.
@@ -35,7 +35,7 @@ impl World {
         self.apply(Command::DeleteProject { id: id.into() })
     }
 
-    fn apply(&self, cmd: Command) -> ApplyResult {
+    pub(crate) fn apply(&self, cmd: Command) -> ApplyResult {
         let mut batch = self.engine.batch();
         let out = apply_to(&self.engine, &mut batch, cmd).unwrap();
         self.engine.write(batch, false).unwrap();
@@ -43,7 +43,7 @@ impl World {
     }
 }
 
-fn project(id: &str, name: &str, domain: &str, is_domain: bool) -> Project {
+pub(crate) fn project(id: &str, name: &str, domain: &str, is_domain: bool) -> Project {
     Project {
         id: id.into(),
         name: name.into(),
@@ -59,7 +59,7 @@ fn project(id: &str, name: &str, domain: &str, is_domain: bool) -> Project {
     }
 }
 
-fn user(id: &str, name: &str, domain: &str) -> User {
+pub(crate) fn user(id: &str, name: &str, domain: &str) -> User {
     User {
         id: id.into(),
         name: name.into(),

@@ -1,0 +1,555 @@
+//! `GET /v4/oauth2/{domain_id}/authorize` and its pages: the authorization code flow's
+//! browser side (RFC 6749 §4.1, PKCE RFC 7636, OpenID Connect Core §3.1.2).
+//!
+//! The client and the redirect URI are checked first; while either is in doubt nothing is
+//! redirected (an error page, 400), so the endpoint can never be turned into an open
+//! redirector. Every later error goes back to the client RFC 6749 §4.1.2.1 style. Then the
+//! login page, then the consent page (skipped for a pre-authorized client, or when a
+//! remembered consent covers the scopes and `prompt=consent` does not force it), then a
+//! code, single use and valid 60 s, replicated with `IssueCode` so any node redeems it.
+//! The pending request travels sealed between the pages (`page_state`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::html::{self, Html, Page, PageError, PageResult, Val};
+use super::page_state::{self, AuthRequest, Flow, Login, PageState};
+use super::secrets::{keyed_hash, new_secret, CODE};
+use super::{client_auth, issuer, now, scopes};
+use crate::node::Node;
+use crate::state::model::User;
+use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Command};
+use crate::state::{cf, Command, Reader};
+
+/// Seconds an authorization code is valid.
+pub const CODE_LIFETIME_S: i64 = 60;
+/// Longest `state` and `nonce` accepted (they travel back in URLs and tokens).
+const MAX_STATE: usize = 2048;
+const MAX_NONCE: usize = 512;
+/// Bodies of page posts larger than this are refused.
+const MAX_FORM: usize = 32 * 1024;
+
+/// The login form (`/authorize/login`, `/device/login`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LoginForm {
+    /// The sealed pending request from the page.
+    page_state: String,
+    username: String,
+    password: String,
+}
+
+/// The consent form (`/authorize/consent`, `/device/consent`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ConsentForm {
+    page_state: String,
+    /// `approve` or `deny`.
+    decision: String,
+    /// `on` to remember the decision for the same or fewer scopes.
+    remember: Option<String>,
+}
+
+/// Query or form parameters, each at most once (RFC 6749 §3.1); the names sent twice.
+pub(super) fn params(raw: &[u8]) -> (HashMap<String, String>, Vec<String>) {
+    let mut out = HashMap::new();
+    let mut repeated = Vec::new();
+    for (k, v) in url::form_urlencoded::parse(raw) {
+        if out.insert(k.to_string(), v.into_owned()).is_some() && !repeated.contains(&k.to_string()) {
+            repeated.push(k.into_owned());
+        }
+    }
+    (out, repeated)
+}
+
+/// A page post's form: bounded, each field once.
+pub(super) fn page_form(body: &[u8]) -> PageResult<HashMap<String, String>> {
+    if body.len() > MAX_FORM {
+        return Err(PageError::bad_request("The form is too large."));
+    }
+    let (form, repeated) = params(body);
+    if let Some(name) = repeated.first() {
+        return Err(PageError::bad_request(format!("The field {name} is included more than once.")));
+    }
+    Ok(form)
+}
+
+/// A parameter, empty counting as absent.
+pub(super) fn get<'a>(p: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
+    p.get(name).map(String::as_str).filter(|v| !v.is_empty())
+}
+
+/// The pages are served only for an existing, enabled domain.
+pub(super) fn domain_enabled(node: &Node, domain_id: &str) -> PageResult<()> {
+    if node.engine.read().domain(domain_id)?.is_some_and(|d| d.enabled) {
+        Ok(())
+    } else {
+        Err(PageError { status: StatusCode::NOT_FOUND, message: "There is no such sign-in service.".into() })
+    }
+}
+
+/// The path of the domain's provider (the issuer's path: right behind a path-prefix proxy).
+pub(super) fn base_path(node: &Node, domain_id: &str) -> String {
+    let iss = issuer(node, domain_id);
+    match url::Url::parse(&iss) {
+        Ok(u) => u.path().trim_end_matches('/').to_string(),
+        Err(_) => format!("/v4/oauth2/{domain_id}"),
+    }
+}
+
+/// `uri` with the response parameters appended to its query (RFC 6749 §4.1.2).
+pub fn redirect_with(uri: &str, pairs: &[(&str, Option<&str>)]) -> String {
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        if let Some(v) = v {
+            q.append_pair(k, v);
+        }
+    }
+    let q = q.finish();
+    let sep = match uri.find('?') {
+        None => "?",
+        Some(_) if uri.ends_with('?') || uri.ends_with('&') => "",
+        Some(_) => "&",
+    };
+    format!("{uri}{sep}{q}")
+}
+
+/// The client of a pending request, still enabled, registered for `grant` and (with
+/// `redirect_uri`) still registered for that URI: it may have changed between pages.
+pub(super) fn live_client(
+    node: &Node,
+    domain_id: &str,
+    client_id: &str,
+    grant: &str,
+    redirect_uri: Option<&str>,
+) -> PageResult<Client> {
+    let client = client_auth::load(node, domain_id, client_id)?
+        .filter(|c| c.enabled && c.allows_grant(grant))
+        .filter(|c| redirect_uri.is_none_or(|u| c.redirect_uris.iter().any(|r| r == u)));
+    client.ok_or_else(|| PageError::bad_request("The application is unknown, disabled, or not allowed to do this."))
+}
+
+/// The login page; `error` when the last attempt failed.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn login_page(
+    client_name: &str,
+    action: &str,
+    sealed: &str,
+    username: &str,
+    error: Option<&str>,
+    redirect_origin: Option<String>,
+    cookie: Option<String>,
+) -> Response {
+    let err = html::error_note(error);
+    let body = html::render(
+        html::LOGIN,
+        &[
+            ("client_name", Val::Text(client_name)),
+            ("error", Val::Html(&err)),
+            ("action", Val::Text(action)),
+            ("page_state", Val::Text(sealed)),
+            ("username", Val::Text(username)),
+        ],
+    );
+    let mut page = Page::new(StatusCode::OK, "Sign in", body);
+    page.redirect_origin = redirect_origin;
+    page.set_cookie = cookie;
+    page.into_response()
+}
+
+/// The consent page; `user_code`: the device flow's code, shown for the user to compare.
+pub(super) fn consent_page(
+    client_name: &str,
+    user_name: &str,
+    scopes: &[String],
+    action: &str,
+    sealed: &str,
+    user_code: Option<&str>,
+    redirect_origin: Option<String>,
+) -> Response {
+    let list = html::scope_list(scopes);
+    let note = match user_code {
+        Some(c) => html::render(html::DEVICE_NOTE, &[("user_code", Val::Text(c))]),
+        None => Html::default(),
+    };
+    let body = html::render(
+        html::CONSENT,
+        &[
+            ("client_name", Val::Text(client_name)),
+            ("user_name", Val::Text(user_name)),
+            ("scopes", Val::Html(&list)),
+            ("device_note", Val::Html(&note)),
+            ("action", Val::Text(action)),
+            ("page_state", Val::Text(sealed)),
+        ],
+    );
+    let mut page = Page::new(StatusCode::OK, "Allow access?", body);
+    page.redirect_origin = redirect_origin;
+    page.into_response()
+}
+
+/// The user the login form names, in the issuer's domain, if the password is right. Every
+/// failure looks the same (the caller shows one generic message).
+pub(super) async fn check_password(
+    node: &Node,
+    domain_id: &str,
+    username: Option<&str>,
+    password: Option<&str>,
+) -> PageResult<Option<User>> {
+    let (Some(name), Some(pw)) = (username, password) else { return Ok(None) };
+    if name.len() > 255 || pw.len() > 4096 {
+        return Ok(None);
+    }
+    let identity = json!({"methods": ["password"],
+        "password": {"user": {"name": name, "domain": {"id": domain_id}, "password": pw}}});
+    match crate::auth::methods::authenticate(node, &identity).await {
+        Ok(p) if p.user.domain_id == domain_id => Ok(Some(p.user)),
+        Ok(_) => Ok(None),
+        Err(e) if e.status.is_client_error() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) const BAD_LOGIN: &str = "Invalid username or password.";
+
+/// The consent to remember with an approval: the scopes approved now plus those remembered
+/// before (a narrower request never shrinks what the user granted).
+pub(super) fn remembered_consent(
+    node: &Node,
+    domain_id: &str,
+    user_id: &str,
+    client_id: &str,
+    scopes: &[String],
+) -> PageResult<Consent> {
+    let at = now();
+    let mut all: Vec<String> = node
+        .engine
+        .read()
+        .get_t::<Consent>(cf::OAUTH2, &keys::consent(user_id, client_id))?
+        .filter(|c| c.domain_id == domain_id)
+        .map(|c| c.scopes)
+        .unwrap_or_default();
+    for s in scopes {
+        if !all.contains(s) {
+            all.push(s.clone());
+        }
+    }
+    Ok(Consent {
+        user_id: user_id.to_string(),
+        domain_id: domain_id.to_string(),
+        client_id: client_id.to_string(),
+        scopes: all,
+        granted_at: at,
+        updated_at: at,
+    })
+}
+
+/// Whether a remembered consent covers `scopes`.
+fn consent_covers(node: &Node, domain_id: &str, user_id: &str, client_id: &str, scopes: &[String]) -> PageResult<bool> {
+    let c = node.engine.read().get_t::<Consent>(cf::OAUTH2, &keys::consent(user_id, client_id))?;
+    Ok(c.is_some_and(|c| c.domain_id == domain_id && scopes.iter().all(|s| c.scopes.contains(s))))
+}
+
+fn valid_challenge(c: &str) -> bool {
+    c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The request of `GET /authorize`, validated: the client and redirect URI (errors are
+/// pages), then the rest (errors are redirects to the client).
+fn validate(node: &Node, domain_id: &str, raw_query: &str) -> PageResult<Result<(AuthRequest, Client), Response>> {
+    let (p, repeated) = params(raw_query.as_bytes());
+    if repeated.iter().any(|n| n == "client_id" || n == "redirect_uri") {
+        return Err(PageError::bad_request("client_id and redirect_uri may be given only once."));
+    }
+    let client_id =
+        get(&p, "client_id").ok_or_else(|| PageError::bad_request("The client_id parameter is missing."))?;
+    let client = client_auth::load(node, domain_id, client_id)?
+        .filter(|c| c.enabled && c.allows_grant(scopes::AUTHORIZATION_CODE))
+        .ok_or_else(|| {
+            PageError::bad_request("The application is unknown, disabled, or not registered for this flow.")
+        })?;
+    let redirect_uri = match get(&p, "redirect_uri") {
+        Some(u) if client.redirect_uris.iter().any(|r| r == u) => u.to_string(),
+        Some(_) => return Err(PageError::bad_request("The redirect_uri is not registered for this application.")),
+        None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
+        None => return Err(PageError::bad_request("The redirect_uri parameter is missing.")),
+    };
+    // From here on, errors go back to the client.
+    let state = get(&p, "state").filter(|s| s.len() <= MAX_STATE);
+    let fail = |error: &str, description: &str| {
+        html::see_other(&redirect_with(
+            &redirect_uri,
+            &[("error", Some(error)), ("error_description", Some(description)), ("state", state)],
+        ))
+    };
+    if let Some(name) = repeated.first() {
+        return Ok(Err(fail("invalid_request", &format!("The parameter {name} is included more than once."))));
+    }
+    if p.get("state").is_some_and(|s| s.len() > MAX_STATE) {
+        return Ok(Err(fail("invalid_request", "The state parameter is too long.")));
+    }
+    match get(&p, "response_type") {
+        Some("code") => {}
+        None => return Ok(Err(fail("invalid_request", "The response_type parameter is missing."))),
+        Some(_) => return Ok(Err(fail("unsupported_response_type", "Only response_type=code is supported."))),
+    }
+    let granted = match scopes::granted(&client, get(&p, "scope"), true) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(fail("invalid_scope", &e.description))),
+    };
+    let method = get(&p, "code_challenge_method");
+    let challenge = get(&p, "code_challenge");
+    if method.is_some_and(|m| m != "S256") {
+        return Ok(Err(fail("invalid_request", "Only code_challenge_method=S256 is supported.")));
+    }
+    match (challenge, method) {
+        (Some(_), None) => {
+            return Ok(Err(fail("invalid_request", "code_challenge_method=S256 is required with code_challenge.")))
+        }
+        (Some(c), Some(_)) if !valid_challenge(c) => {
+            return Ok(Err(fail("invalid_request", "The code_challenge must be 43 base64url characters (S256).")))
+        }
+        (None, Some(_)) => return Ok(Err(fail("invalid_request", "The code_challenge parameter is missing."))),
+        (None, None) if !client.confidential || client.require_pkce => {
+            return Ok(Err(fail(
+                "invalid_request",
+                "PKCE is required: send code_challenge with code_challenge_method=S256.",
+            )))
+        }
+        _ => {}
+    }
+    let nonce = get(&p, "nonce");
+    if nonce.is_some_and(|n| n.len() > MAX_NONCE) {
+        return Ok(Err(fail("invalid_request", "The nonce parameter is too long.")));
+    }
+    let prompts: Vec<&str> =
+        get(&p, "prompt").map(|s| s.split(' ').filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+    if prompts.contains(&"none") {
+        // No sessions here: every authorization needs the login page.
+        return Ok(Err(fail("login_required", "The user must sign in.")));
+    }
+    Ok(Ok((
+        AuthRequest {
+            client_id: client.client_id.clone(),
+            redirect_uri,
+            scopes: granted,
+            state: state.map(str::to_string),
+            code_challenge: challenge.map(str::to_string),
+            nonce: nonce.map(str::to_string),
+            force_consent: prompts.contains(&"consent"),
+        },
+        client,
+    )))
+}
+
+#[utoipa::path(get, path = "/v4/oauth2/{domain_id}/authorize", operation_id = "oauth2_authorize", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain whose provider it is."),
+           ("response_type" = String, Query, description = "`code`."),
+           ("client_id" = String, Query, description = "The client."),
+           ("redirect_uri" = Option<String>, Query, description = "One of the client's registered redirect URIs (optional when it has exactly one)."),
+           ("scope" = Option<String>, Query, description = "Space-separated scopes (`openid`, `profile`, `email`); default: the client's allowed scopes without `platform:api`."),
+           ("state" = Option<String>, Query, description = "Echoed back to the client."),
+           ("code_challenge" = Option<String>, Query, description = "PKCE S256 challenge (43 base64url characters); required for public clients and clients registered with require_pkce."),
+           ("code_challenge_method" = Option<String>, Query, description = "`S256`."),
+           ("nonce" = Option<String>, Query, description = "Echoed in the id_token."),
+           ("prompt" = Option<String>, Query, description = "`consent` forces the consent page; `none` answers `login_required`.")),
+    responses((status = 200, description = "The login page (HTML); sets the CSRF cookie.", content_type = "text/html", body = String),
+              (status = 303, description = "A request error, RFC 6749 §4.1.2.1 style, to the redirect URI (`error`, `error_description`, `state`)."),
+              (status = 400, description = "Unknown or disabled client, or a redirect URI that is not registered (an HTML page; never a redirect).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn authorize(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> PageResult {
+    domain_enabled(&node, &domain_id)?;
+    let (req, client) = match validate(&node, &domain_id, query.as_deref().unwrap_or(""))? {
+        Ok(v) => v,
+        Err(redirect) => return Ok(redirect),
+    };
+    let origin = html::origin_of(&req.redirect_uri);
+    let csrf = page_state::csrf_for(&node, &headers);
+    let cookie = page_state::set_cookie(&node, &domain_id, &csrf);
+    let sealed = page_state::seal(&node, &page_state::fresh(&domain_id, csrf, Flow::Authorize(req)))?;
+    let action = format!("{}/authorize/login", base_path(&node, &domain_id));
+    Ok(login_page(&client.name, &action, &sealed, "", None, origin, Some(cookie)))
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/login", operation_id = "oauth2_authorize_login", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
+              (status = 303, description = "Consent not needed (pre-authorized client, or remembered): to the redirect URI with `code` and `state`."),
+              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the client changed (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn authorize_login(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    domain_enabled(&node, &domain_id)?;
+    let form = page_form(&body)?;
+    let sealed = get(&form, "page_state");
+    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
+    let Flow::Authorize(req) = st.flow.clone() else {
+        return Err(PageError::bad_request("The form is not valid; start again from the application."));
+    };
+    if st.login.is_some() {
+        return Err(PageError::bad_request("You are signed in already; start again from the application."));
+    }
+    let client = live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    let username = get(&form, "username");
+    let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
+        let action = format!("{}/authorize/login", base_path(&node, &domain_id));
+        return Ok(login_page(
+            &client.name,
+            &action,
+            sealed.unwrap_or_default(),
+            username.unwrap_or_default(),
+            Some(BAD_LOGIN),
+            html::origin_of(&req.redirect_uri),
+            None,
+        ));
+    };
+    let at = now();
+    let login = Login { user_id: user.id.clone(), auth_time: at };
+    st.login = Some(login.clone());
+    st.exp = at + page_state::LIFETIME_S;
+    let skip = client.pre_authorized
+        || (!req.force_consent && consent_covers(&node, &domain_id, &user.id, &client.client_id, &req.scopes)?);
+    if skip {
+        return issue(&node, &domain_id, &req, &login, None).await;
+    }
+    let action = format!("{}/authorize/consent", base_path(&node, &domain_id));
+    let sealed = page_state::seal(&node, &st)?;
+    Ok(consent_page(&client.name, &user.name, &req.scopes, &action, &sealed, None, html::origin_of(&req.redirect_uri)))
+}
+
+/// A consent post's decision.
+pub(super) fn decision(form: &HashMap<String, String>) -> PageResult<bool> {
+    match get(form, "decision") {
+        Some("approve") => Ok(true),
+        Some("deny") => Ok(false),
+        _ => Err(PageError::bad_request("Choose Allow or Deny.")),
+    }
+}
+
+/// The signed-in state of a consent post.
+pub(super) fn signed_in(st: &PageState) -> PageResult<Login> {
+    st.login.clone().ok_or_else(|| PageError::bad_request("Sign in first; start again from the application."))
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/consent", operation_id = "oauth2_authorize_consent", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = ConsentForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 303, description = "To the redirect URI: with `code` and `state` on approval, `error=access_denied` on denial."),
+              (status = 400, description = "Expired or altered form, no login, CSRF cookie mismatch, or the user or client is disabled (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn authorize_consent(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    domain_enabled(&node, &domain_id)?;
+    let form = page_form(&body)?;
+    let st = page_state::open(&node, &domain_id, get(&form, "page_state"), &headers)?;
+    let Flow::Authorize(req) = &st.flow else {
+        return Err(PageError::bad_request("The form is not valid; start again from the application."));
+    };
+    let login = signed_in(&st)?;
+    live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    if !decision(&form)? {
+        return Ok(html::see_other(&redirect_with(
+            &req.redirect_uri,
+            &[
+                ("error", Some("access_denied")),
+                ("error_description", Some("The user denied the request.")),
+                ("state", req.state.as_deref()),
+            ],
+        )));
+    }
+    let consent = match get(&form, "remember") {
+        Some("on") => Some(remembered_consent(&node, &domain_id, &login.user_id, &req.client_id, &req.scopes)?),
+        _ => None,
+    };
+    issue(&node, &domain_id, req, &login, consent).await
+}
+
+/// Draws a code for an approved request, replicates it (with the consent to remember) and
+/// sends the browser back to the client with it.
+async fn issue(node: &Node, domain_id: &str, req: &AuthRequest, login: &Login, consent: Option<Consent>) -> PageResult {
+    let mut attempt = 0;
+    loop {
+        let code = new_secret();
+        let hash = keyed_hash(node, CODE, &code)?;
+        let record = AuthCode {
+            domain_id: domain_id.to_string(),
+            client_id: req.client_id.clone(),
+            user_id: login.user_id.clone(),
+            redirect_uri: req.redirect_uri.clone(),
+            scopes: req.scopes.clone(),
+            code_challenge: req.code_challenge.clone(),
+            nonce: req.nonce.clone(),
+            auth_time: login.auth_time,
+            expires_at: now() + CODE_LIFETIME_S,
+            redeemed: None,
+        };
+        let cmd = OAuth2Command::IssueCode { hash, code: record, consent: consent.clone() };
+        match node.propose(Command::OAuth2(cmd)).await {
+            Ok(_) => {
+                return Ok(html::see_other(&redirect_with(
+                    &req.redirect_uri,
+                    &[("code", Some(&code)), ("state", req.state.as_deref())],
+                )))
+            }
+            // A hash collision of 256-bit codes: practically never; draw again once.
+            Err(e) if e.status == StatusCode::CONFLICT && attempt == 0 => attempt += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_parameters_are_appended_and_encoded() {
+        assert_eq!(
+            redirect_with("https://a.example/cb", &[("code", Some("x y")), ("state", None)]),
+            "https://a.example/cb?code=x+y"
+        );
+        assert_eq!(
+            redirect_with("https://a.example/cb?k=v", &[("error", Some("access_denied")), ("state", Some("s&t"))]),
+            "https://a.example/cb?k=v&error=access_denied&state=s%26t"
+        );
+        assert_eq!(redirect_with("https://a.example/cb?", &[("code", Some("c"))]), "https://a.example/cb?code=c");
+    }
+
+    #[test]
+    fn params_report_repeated_names_and_challenges_are_checked() {
+        let (p, rep) = params(b"a=1&b=2&a=3&a=4");
+        assert_eq!(p.get("b").map(String::as_str), Some("2"));
+        assert_eq!(rep, vec!["a".to_string()]);
+        assert!(page_form(b"x=1&x=2").is_err());
+        assert!(valid_challenge("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"));
+        assert!(!valid_challenge("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw+cM"));
+        assert!(!valid_challenge("short"));
+    }
+}

@@ -1,0 +1,354 @@
+//! The device authorization grant's start and browser side (RFC 8628):
+//! `POST /device_authorization` hands a device a device code (a bearer secret, stored as a
+//! keyed hash) and a short user code; on `GET /device` the user types that code, signs in
+//! and approves or denies on the consent page, which always shows (and asks the user to
+//! compare) the code: a user code is easy to relay to a victim (RFC 8628 §5.4), so a
+//! remembered consent or a pre-authorized client does not skip it here. The decision is
+//! replicated (`DecideDevice`); the device learns it by polling `/token`.
+//!
+//! User codes: 8 characters from `ABCDEFGHJKMNPQRSTUVWXYZ23456789` (A-Z and 0-9 without
+//! the look-alikes O 0 I L 1), shown as `XXXX-XXXX`, stored upper case without the dash;
+//! typed in any case, with or without the dash.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::authorize::{self as az, get, ConsentForm, LoginForm};
+use super::error::{OAuthError, OAuthResult};
+use super::form::OAuthForm;
+use super::html::{self, Page, PageError, PageResult, Val};
+use super::page_state::{self, Flow, Login};
+use super::secrets::{self, keyed_hash, new_secret};
+use super::{client_auth, issuer, now, scopes};
+use crate::node::Node;
+use crate::state::oauth2::{keys, DeviceGrant, DeviceStatus, OAuth2Command};
+use crate::state::{cf, Command, Reader};
+
+/// The characters of user codes.
+pub const USER_CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+pub const USER_CODE_LEN: usize = 8;
+
+/// RFC 8628 §3.2 device authorization response.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct DeviceAuthorization {
+    /// Bearer secret for polling `/token`; shown only here.
+    device_code: String,
+    /// For the user to type, `XXXX-XXXX`.
+    #[schema(example = "WDJB-MJHT")]
+    user_code: String,
+    verification_uri: String,
+    verification_uri_complete: String,
+    /// Seconds.
+    expires_in: i64,
+    /// Seconds between polls.
+    interval: i64,
+}
+
+/// The device_authorization form.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct DeviceAuthorizationForm {
+    client_id: String,
+    /// Confidential clients (or HTTP Basic).
+    client_secret: Option<String>,
+    scope: Option<String>,
+}
+
+/// A fresh user code (normalized), uniformly from the alphabet.
+pub fn new_user_code() -> String {
+    let n = USER_CODE_ALPHABET.len();
+    // Bytes at or above the largest multiple of the alphabet's size are dropped (no bias).
+    let limit = (256 / n * n) as u8;
+    let mut out = String::with_capacity(USER_CODE_LEN);
+    while out.len() < USER_CODE_LEN {
+        for b in idnode_keys::random_bytes::<32>() {
+            if b < limit && out.len() < USER_CODE_LEN {
+                out.push(USER_CODE_ALPHABET[b as usize % n] as char);
+            }
+        }
+    }
+    out
+}
+
+/// A typed user code normalized (upper case; dashes and spaces dropped), if it can be one.
+pub fn normalize_user_code(input: &str) -> Option<String> {
+    if input.len() > 32 {
+        return None;
+    }
+    let code: String =
+        input.chars().filter(|c| *c != '-' && !c.is_whitespace()).collect::<String>().to_ascii_uppercase();
+    (code.len() == USER_CODE_LEN && code.bytes().all(|b| USER_CODE_ALPHABET.contains(&b))).then_some(code)
+}
+
+/// A normalized user code as shown: `XXXX-XXXX`.
+pub fn display_user_code(code: &str) -> String {
+    match (code.get(..4), code.get(4..)) {
+        (Some(a), Some(b)) if !b.is_empty() => format!("{a}-{b}"),
+        _ => code.to_string(),
+    }
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device_authorization", operation_id = "oauth2_device_authorization", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain whose provider it is.")),
+    request_body(content = DeviceAuthorizationForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Device and user codes (RFC 8628 §3.2); `Cache-Control: no-store`.", body = DeviceAuthorization),
+              (status = 400, description = "`invalid_request`, `unauthorized_client` (not registered for the device grant) or `invalid_scope`.", body = super::schemas::OAuthErrorBody),
+              (status = 401, description = "`invalid_client`.", body = super::schemas::OAuthErrorBody),
+              (status = 404, description = "No such enabled domain.", body = super::schemas::OAuthErrorBody),
+              (status = 503, description = "`temporarily_unavailable`.", body = super::schemas::OAuthErrorBody)))]
+pub async fn device_authorization(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    form: OAuthForm,
+) -> OAuthResult<Response> {
+    if !node.engine.read().domain(&domain_id)?.is_some_and(|d| d.enabled) {
+        return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
+    }
+    let client = client_auth::authenticate(&node, &domain_id, &headers, &form.single)?;
+    if !client.allows_grant(scopes::DEVICE_CODE) {
+        return Err(OAuthError::unauthorized_client("The client is not registered for the device_code grant."));
+    }
+    let granted = scopes::granted(&client, form.get("scope"), true)?;
+    let lifetime = node.cfg.oauth2.device_code_lifetime_s;
+    let interval = node.cfg.oauth2.device_poll_interval_s;
+    let mut attempt = 0;
+    let (device_code, user_code) = loop {
+        let device_code = new_secret();
+        let user_code = new_user_code();
+        let grant = DeviceGrant {
+            domain_id: domain_id.clone(),
+            client_id: client.client_id.clone(),
+            scopes: granted.clone(),
+            user_code: user_code.clone(),
+            expires_at: now() + lifetime,
+            interval,
+            last_poll: None,
+            status: DeviceStatus::Pending,
+        };
+        let hash = keyed_hash(&node, secrets::DEVICE_CODE, &device_code)?;
+        match node.propose(Command::OAuth2(OAuth2Command::StartDevice { hash, grant })).await {
+            Ok(_) => break (device_code, user_code),
+            // A user code already pending (about 1 in 10^11 per pending code): draw again.
+            Err(e) if e.status == StatusCode::CONFLICT && attempt == 0 => attempt += 1,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let shown = display_user_code(&user_code);
+    let verification_uri = format!("{}/device", issuer(&node, &domain_id));
+    let complete = format!(
+        "{verification_uri}?{}",
+        url::form_urlencoded::Serializer::new(String::new()).append_pair("user_code", &shown).finish()
+    );
+    let mut resp = Json(json!({
+        "device_code": device_code,
+        "user_code": shown,
+        "verification_uri": verification_uri,
+        "verification_uri_complete": complete,
+        "expires_in": lifetime,
+        "interval": interval,
+    }))
+    .into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    Ok(resp)
+}
+
+/// The pending, unexpired device grant of `domain_id` with this (normalized) user code.
+fn pending_grant(node: &Node, domain_id: &str, user_code: &str) -> PageResult<Option<DeviceGrant>> {
+    let read = node.engine.read();
+    let Some(hash) = read.get_raw(cf::OAUTH2, &keys::user_code(user_code))? else { return Ok(None) };
+    let Ok(hash) = String::from_utf8(hash) else { return Ok(None) };
+    let grant = read.get_t::<DeviceGrant>(cf::OAUTH2, &keys::device(&hash))?;
+    Ok(grant.filter(|g| {
+        g.domain_id == domain_id
+            && g.user_code == user_code
+            && g.status == DeviceStatus::Pending
+            && now() < g.expires_at
+    }))
+}
+
+const UNKNOWN_CODE: &str = "That code is not valid, has expired, or has been used. Check the code your device shows.";
+
+/// The code entry page; `error` after a code that did not work.
+fn code_page(node: &Node, domain_id: &str, typed: &str, error: Option<&str>) -> Response {
+    let err = html::error_note(error);
+    let action = format!("{}/device", az::base_path(node, domain_id));
+    let body = html::render(
+        html::DEVICE_CODE,
+        &[("error", Val::Html(&err)), ("action", Val::Text(&action)), ("user_code", Val::Text(typed))],
+    );
+    let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    Page::new(status, "Connect a device", body).into_response()
+}
+
+#[utoipa::path(get, path = "/v4/oauth2/{domain_id}/device", operation_id = "oauth2_device_page", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain."),
+           ("user_code" = Option<String>, Query, description = "The code the device shows (any case, with or without the dash).")),
+    responses((status = 200, description = "The code entry page (no code), or the login page for the code (HTML; sets the CSRF cookie).", content_type = "text/html", body = String),
+              (status = 400, description = "The code is unknown, expired or used: the code entry page again (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn device_page(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> PageResult {
+    az::domain_enabled(&node, &domain_id)?;
+    let (p, _) = az::params(query.as_deref().unwrap_or("").as_bytes());
+    let Some(typed) = get(&p, "user_code") else {
+        return Ok(code_page(&node, &domain_id, "", None));
+    };
+    let typed_shown: String = typed.chars().take(16).collect();
+    let Some(user_code) = normalize_user_code(typed) else {
+        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+    };
+    let Some(grant) = pending_grant(&node, &domain_id, &user_code)? else {
+        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+    };
+    let Ok(client) = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None) else {
+        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+    };
+    let csrf = page_state::csrf_for(&node, &headers);
+    let cookie = page_state::set_cookie(&node, &domain_id, &csrf);
+    let sealed = page_state::seal(&node, &page_state::fresh(&domain_id, csrf, Flow::Device { user_code }))?;
+    let action = format!("{}/device/login", az::base_path(&node, &domain_id));
+    Ok(az::login_page(&client.name, &action, &sealed, "", None, None, Some(cookie)))
+}
+
+fn device_flow(st: &page_state::PageState) -> PageResult<String> {
+    match &st.flow {
+        Flow::Device { user_code } => Ok(user_code.clone()),
+        Flow::Authorize(_) => Err(PageError::bad_request("The form is not valid; start again.")),
+    }
+}
+
+fn code_gone() -> PageError {
+    PageError::bad_request(UNKNOWN_CODE)
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/login", operation_id = "oauth2_device_login", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "The consent page (naming the client, the scopes and the code), or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
+              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the code is no longer pending (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn device_login(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    az::domain_enabled(&node, &domain_id)?;
+    let form = az::page_form(&body)?;
+    let sealed = get(&form, "page_state");
+    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
+    let user_code = device_flow(&st)?;
+    if st.login.is_some() {
+        return Err(PageError::bad_request("You are signed in already; start again."));
+    }
+    let grant = pending_grant(&node, &domain_id, &user_code)?.ok_or_else(code_gone)?;
+    let client = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None)?;
+    let username = get(&form, "username");
+    let Some(user) = az::check_password(&node, &domain_id, username, get(&form, "password")).await? else {
+        let action = format!("{}/device/login", az::base_path(&node, &domain_id));
+        return Ok(az::login_page(
+            &client.name,
+            &action,
+            sealed.unwrap_or_default(),
+            username.unwrap_or_default(),
+            Some(az::BAD_LOGIN),
+            None,
+            None,
+        ));
+    };
+    let at = now();
+    st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
+    st.exp = at + page_state::LIFETIME_S;
+    let sealed = page_state::seal(&node, &st)?;
+    let action = format!("{}/device/consent", az::base_path(&node, &domain_id));
+    let shown = display_user_code(&user_code);
+    Ok(az::consent_page(&client.name, &user.name, &grant.scopes, &action, &sealed, Some(&shown), None))
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/consent", operation_id = "oauth2_device_consent", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = ConsentForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "Decided: the user may return to the device (HTML).", content_type = "text/html", body = String),
+              (status = 400, description = "Expired or altered form, no login, CSRF cookie mismatch, the code is no longer pending, or the user or client is disabled (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn device_consent(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    az::domain_enabled(&node, &domain_id)?;
+    let form = az::page_form(&body)?;
+    let st = page_state::open(&node, &domain_id, get(&form, "page_state"), &headers)?;
+    let user_code = device_flow(&st)?;
+    let login = az::signed_in(&st)?;
+    let approve = az::decision(&form)?;
+    let grant = pending_grant(&node, &domain_id, &user_code)?.ok_or_else(code_gone)?;
+    let consent = match (approve, get(&form, "remember")) {
+        (true, Some("on")) => {
+            Some(az::remembered_consent(&node, &domain_id, &login.user_id, &grant.client_id, &grant.scopes)?)
+        }
+        _ => None,
+    };
+    let cmd = OAuth2Command::DecideDevice {
+        domain_id: domain_id.clone(),
+        user_code,
+        approve: approve.then(|| (login.user_id.clone(), login.auth_time)),
+        consent,
+        at: now(),
+    };
+    node.propose(Command::OAuth2(cmd)).await?;
+    Ok(if approve {
+        html::message(StatusCode::OK, "Device connected", "You may return to your device.")
+    } else {
+        html::message(StatusCode::OK, "Request denied", "The device was not given access. You may close this window.")
+    }
+    .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_codes_use_the_unambiguous_alphabet_and_normalize() {
+        assert_eq!(USER_CODE_ALPHABET.len(), 31);
+        for c in b"O0IL1" {
+            assert!(!USER_CODE_ALPHABET.contains(c));
+        }
+        for _ in 0..200 {
+            let c = new_user_code();
+            assert_eq!(c.len(), 8);
+            assert!(c.bytes().all(|b| USER_CODE_ALPHABET.contains(&b)), "{c}");
+            assert_eq!(normalize_user_code(&display_user_code(&c).to_lowercase()), Some(c.clone()));
+        }
+        assert_eq!(display_user_code("WDJBMJHT"), "WDJB-MJHT");
+        assert_eq!(normalize_user_code("wdjb-mjht").as_deref(), Some("WDJBMJHT"));
+        assert_eq!(normalize_user_code(" WDJB MJHT ").as_deref(), Some("WDJBMJHT"));
+        assert_eq!(normalize_user_code("WDJB-MJH"), None, "too short");
+        assert_eq!(normalize_user_code("WDJB-MJH0"), None, "0 is not in the alphabet");
+        assert_eq!(normalize_user_code("wdjb-mjhl"), None, "l is not in the alphabet");
+        assert_eq!(normalize_user_code("WDJB-MJHTT"), None, "too long");
+    }
+}

@@ -1,0 +1,149 @@
+//! `POST /v4/oauth2/{domain_id}/introspect` (RFC 7662): a confidential client of the same
+//! domain asks whether a token is live. Anything not live — unknown, malformed, expired,
+//! revoked, spent, of another domain — is exactly `{"active": false}`.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::{OAuthError, OAuthResult};
+use super::form::OAuthForm;
+use super::keys::{self, DomainKeys};
+use super::secrets::{keyed_hash, same_hash, REFRESH};
+use super::{client_auth, now, tokens};
+use crate::http::metrics::labels;
+use crate::node::Node;
+use crate::state::oauth2::{keys as k, Client, RefreshFamily};
+use crate::state::{cf, Reader};
+
+/// The claims of an access token of `domain_id` that is live now: signed by one of the
+/// domain's keys, unexpired, its id not revoked, its refresh family (if any) live, its user
+/// (if any) and client existing and enabled.
+pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token: &str) -> OAuthResult<Option<Value>> {
+    let Some(claims) = keys.verify(token) else { return Ok(None) };
+    if claims.get("token_use").and_then(Value::as_str) != Some("access") {
+        return Ok(None);
+    }
+    let iss_ok =
+        claims.get("iss").and_then(Value::as_str).is_some_and(|i| i.ends_with(&format!("/v4/oauth2/{domain_id}")));
+    let (Some(jti), Some(client_id), Some(sub)) = (
+        claims.get("jti").and_then(Value::as_str),
+        claims.get("client_id").and_then(Value::as_str),
+        claims.get("sub").and_then(Value::as_str),
+    ) else {
+        return Ok(None);
+    };
+    if !iss_ok {
+        return Ok(None);
+    }
+    let read = node.engine.read();
+    if read.get_raw(cf::OAUTH2, &k::revoked_jti(domain_id, jti))?.is_some() {
+        return Ok(None);
+    }
+    let at = now();
+    if let Some(sid) = claims.get("sid").and_then(Value::as_str) {
+        if !Reader::get::<RefreshFamily>(&read, cf::OAUTH2, &k::family(sid))?.is_some_and(|f| f.live(at)) {
+            return Ok(None);
+        }
+    }
+    let client_ok =
+        Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, client_id))?.is_some_and(|c| c.enabled);
+    // A client principal is its own subject; a user's token needs the user.
+    let subject_ok = sub == client_id && claims.get("platform_context").is_some()
+        || read.user(sub)?.is_some_and(|u| u.enabled && u.domain_id == domain_id);
+    let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
+    Ok((client_ok && subject_ok && domain_ok).then_some(claims))
+}
+
+/// The live refresh family a presented refresh token is the current token of.
+pub fn live_refresh_family(node: &Node, domain_id: &str, token: &str) -> OAuthResult<Option<RefreshFamily>> {
+    let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
+    let Some(f) = Reader::get::<RefreshFamily>(&node.engine.read(), cf::OAUTH2, &k::family(family_id))? else {
+        return Ok(None);
+    };
+    let hash = keyed_hash(node, REFRESH, secret)?;
+    Ok((f.domain_id == domain_id && f.live(now()) && same_hash(&f.current, &hash)).then_some(f))
+}
+
+fn answer(v: Value) -> Response {
+    let mut resp = Json(v).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/introspect", operation_id = "oauth2_introspect", tag = "oauth2",
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "token, token_type_hint (access_token | refresh_token); a confidential client of the domain authenticates."),
+    responses((status = 200, description = "`{\"active\": false}` for anything not live; else the token's claims (RFC 7662).", body = Object),
+              (status = 400, description = "invalid_request: no token.", body = super::schemas::OAuthErrorBody),
+              (status = 401, description = "invalid_client (public clients included).", body = super::schemas::OAuthErrorBody),
+              (status = 429, description = "Rate limited (per source and per client).", body = super::schemas::OAuthErrorBody)))]
+pub async fn introspect(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    form: OAuthForm,
+) -> OAuthResult<Response> {
+    let keys = keys::for_domain(&node, &domain_id).await?;
+    let client = client_auth::authenticate(&node, &domain_id, &headers, &form.single)?;
+    if !client.confidential {
+        return Err(OAuthError::invalid_client("Introspection needs a confidential client."));
+    }
+    node.oauth2.limit_client(&client.client_id)?;
+    let token = form.require("token")?;
+    node.ensure_fresh().await?;
+    let refresh_first = form.get("token_type_hint") == Some("refresh_token");
+    let mut found = None;
+    for kind in if refresh_first { ["refresh", "access"] } else { ["access", "refresh"] } {
+        found = match kind {
+            "access" => live_access_claims(&node, &keys, &domain_id, token)?.map(|c| access_view(&c)),
+            _ => live_refresh_family(&node, &domain_id, token)?.map(|f| refresh_view(&f)),
+        };
+        if found.is_some() {
+            break;
+        }
+    }
+    let result = if found.is_some() { "active" } else { "inactive" };
+    node.oauth2.metrics.introspections.get_or_create(&labels(&[("result", result)])).inc();
+    Ok(answer(found.unwrap_or_else(|| json!({"active": false}))))
+}
+
+fn access_view(c: &Value) -> Value {
+    let mut out = json!({"active": true, "token_type": "Bearer"});
+    for key in [
+        "scope",
+        "client_id",
+        "sub",
+        "exp",
+        "iat",
+        "nbf",
+        "aud",
+        "iss",
+        "jti",
+        "token_use",
+        "platform_context",
+        "delegation_context",
+        "act",
+    ] {
+        if let Some(v) = c.get(key) {
+            out[key] = v.clone();
+        }
+    }
+    out
+}
+
+fn refresh_view(f: &RefreshFamily) -> Value {
+    json!({
+        "active": true,
+        "scope": f.scopes.join(" "),
+        "client_id": f.client_id,
+        "sub": f.user_id,
+        "exp": f.expires_at,
+        "iat": f.created_at,
+        "token_use": "refresh",
+    })
+}

@@ -1,0 +1,3 @@
+//! In-process tests of the OAuth2 provider through the real router.
+
+mod pages;

@@ -1,0 +1,370 @@
+//! `POST /v4/oauth2/{domain_id}/token`: every grant of the spec. The client authenticates
+//! (HTTP Basic or form), the grant is checked against the client's registration, scope rules
+//! apply, and whatever must be single-use (codes, refresh tokens, device codes) is decided by
+//! a replicated command, so a replay on another node is caught like one on this node.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::error::{OAuthError, OAuthResult};
+use super::form::OAuthForm;
+use super::keys::{self, DomainKeys};
+use super::scopes::{self, PLATFORM};
+use super::secrets::{keyed_hash, new_secret, CODE, DEVICE_CODE, REFRESH};
+use super::tokens::{self, mint, Subject};
+use super::{client_auth, issuer, now};
+use crate::node::Node;
+use crate::state::model::User;
+use crate::state::oauth2::{
+    keys as k, AuthCode, Client, DeviceGrant, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command,
+    RefreshFamily,
+};
+use crate::state::{cf, Applied, ApplyError, Command, Reader};
+
+fn json_no_store(v: Value) -> Response {
+    let mut resp = Json(v).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/token", operation_id = "oauth2_token", tag = "oauth2",
+    params(("domain_id" = String, Path, description = "The domain whose authorization server it is.")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "grant_type (authorization_code | client_credentials | refresh_token | urn:ietf:params:oauth:grant-type:device_code | urn:ietf:params:oauth:grant-type:token-exchange) and its parameters; client authentication by HTTP Basic or client_id/client_secret."),
+    responses((status = 200, description = "The token response (RFC 6749 §5.1).", body = Object),
+              (status = 400, description = "invalid_request, invalid_grant, invalid_scope, invalid_target, unauthorized_client, unsupported_grant_type, authorization_pending, slow_down, access_denied, expired_token.", body = super::schemas::OAuthErrorBody),
+              (status = 401, description = "invalid_client.", body = super::schemas::OAuthErrorBody),
+              (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody),
+              (status = 429, description = "Rate limited; see Retry-After.", body = super::schemas::OAuthErrorBody)))]
+pub async fn token(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    form: OAuthForm,
+) -> OAuthResult<Response> {
+    let grant_type = form.require("grant_type")?.to_string();
+    let outcome = grant(&node, &domain_id, &headers, &form, &grant_type).await;
+    let label = if scopes::GRANT_TYPES.contains(&grant_type.as_str()) { grant_type.as_str() } else { "other" };
+    match &outcome {
+        Ok(_) => node.oauth2.metrics.grant(label, "issued"),
+        Err(e) => node.oauth2.metrics.grant(label, e.error),
+    }
+    outcome.map(json_no_store)
+}
+
+async fn grant(
+    node: &Node,
+    domain_id: &str,
+    headers: &HeaderMap,
+    form: &OAuthForm,
+    grant_type: &str,
+) -> OAuthResult<Value> {
+    let keys = keys::for_domain(node, domain_id).await?;
+    node.ensure_fresh().await?;
+    let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
+    if !scopes::GRANT_TYPES.contains(&grant_type) {
+        return Err(OAuthError::unsupported_grant_type(format!("The grant type {grant_type} is not supported.")));
+    }
+    if !client.allows_grant(grant_type) {
+        return Err(OAuthError::unauthorized_client(format!("The client is not registered for {grant_type}.")));
+    }
+    let iss = issuer(node, domain_id);
+    match grant_type {
+        scopes::CLIENT_CREDENTIALS => client_credentials(node, &keys, &iss, &client, form),
+        scopes::AUTHORIZATION_CODE => authorization_code(node, &keys, &iss, &client, form).await,
+        scopes::REFRESH_TOKEN => refresh(node, &keys, &iss, &client, form).await,
+        scopes::DEVICE_CODE => device_code(node, &keys, &iss, &client, form).await,
+        _ => exchange(node, &keys, &client, form),
+    }
+}
+
+fn client_credentials(
+    node: &Node,
+    keys: &DomainKeys,
+    iss: &str,
+    client: &Client,
+    form: &OAuthForm,
+) -> OAuthResult<Value> {
+    // The token is a platform token whatever the scope (the client is its own principal).
+    let granted = scopes::granted(client, form.get("scope"), false)?;
+    let minted = mint(node, keys, iss, client, &Subject::Client, &granted, None, None, None)?;
+    Ok(tokens::response(node, &minted, &granted, None))
+}
+
+/// The user a grant is for, if it still exists and is enabled in an enabled domain.
+fn live_user(node: &Node, domain_id: &str, user_id: &str) -> OAuthResult<User> {
+    let read = node.engine.read();
+    let user = read.user(user_id)?.filter(|u| u.enabled && u.domain_id == domain_id);
+    let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
+    match user {
+        Some(u) if domain_ok => Ok(u),
+        _ => Err(OAuthError::invalid_grant("The user or the domain is disabled.")),
+    }
+}
+
+/// A fresh refresh family (and its first token) when the client may refresh.
+fn new_family(
+    node: &Node,
+    client: &Client,
+    user_id: &str,
+    scopes: &[String],
+    auth_time: i64,
+) -> OAuthResult<Option<(RefreshFamily, String)>> {
+    if !client.allows_grant(scopes::REFRESH_TOKEN) {
+        return Ok(None);
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let secret = new_secret();
+    let at = now();
+    let family = RefreshFamily {
+        id: id.clone(),
+        domain_id: client.domain_id.clone(),
+        client_id: client.client_id.clone(),
+        user_id: user_id.to_string(),
+        scopes: scopes.to_vec(),
+        auth_time,
+        created_at: at,
+        expires_at: at + node.cfg.oauth2.refresh_token_absolute_lifetime_days * 86_400,
+        current: keyed_hash(node, REFRESH, &secret)?,
+        spent: Vec::new(),
+        revoked_at: None,
+    };
+    Ok(Some((family, tokens::refresh_token(&id, &secret))))
+}
+
+fn refused(e: crate::http::ApiError) -> OAuthError {
+    if e.status.is_client_error() {
+        OAuthError::invalid_grant(e.message)
+    } else {
+        e.into()
+    }
+}
+
+async fn authorization_code(
+    node: &Node,
+    keys: &DomainKeys,
+    iss: &str,
+    client: &Client,
+    form: &OAuthForm,
+) -> OAuthResult<Value> {
+    let code = form.require("code")?;
+    let hash = keyed_hash(node, CODE, code)?;
+    let stored = Reader::get::<AuthCode>(&node.engine.read(), cf::OAUTH2, &k::code(&hash))?
+        .filter(|c| c.client_id == client.client_id)
+        .ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or expired."))?;
+    if form.get("redirect_uri").unwrap_or(&stored.redirect_uri) != stored.redirect_uri {
+        return Err(OAuthError::invalid_grant("redirect_uri differs from the authorization request's."));
+    }
+    match (&stored.code_challenge, form.get("code_verifier")) {
+        (Some(challenge), Some(verifier)) => {
+            let ok_len = (43..=128).contains(&verifier.len());
+            let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+            if !ok_len || !idnode_keys::constant_time_eq(computed.as_bytes(), challenge.as_bytes()) {
+                return Err(OAuthError::invalid_grant("The PKCE code_verifier does not match the code_challenge."));
+            }
+        }
+        (Some(_), None) => return Err(OAuthError::invalid_grant("The PKCE code_verifier is missing.")),
+        (None, Some(_)) => return Err(OAuthError::invalid_grant("The authorization request had no code_challenge.")),
+        (None, None) => {}
+    }
+    let user = live_user(node, &client.domain_id, &stored.user_id)?;
+    let family = new_family(node, client, &user.id, &stored.scopes, stored.auth_time)?;
+    let subject = Subject::User { user: &user, auth_time: stored.auth_time };
+    let family_id = family.as_ref().map(|(f, _)| f.id.clone());
+    let minted =
+        mint(node, keys, iss, client, &subject, &stored.scopes, stored.nonce.as_deref(), family_id.as_deref(), None)?;
+    let cmd = OAuth2Command::RedeemCode {
+        hash,
+        client_id: client.client_id.clone(),
+        at: now(),
+        issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
+        family: family.as_ref().map(|(f, _)| f.clone()),
+    };
+    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+        Applied::OAuth2(OAuth2Applied::Redeemed(_)) => {}
+        Applied::OAuth2(OAuth2Applied::CodeReplayed) => {
+            return Err(OAuthError::invalid_grant(
+                "The authorization code was used already; the tokens it gave are revoked.",
+            ))
+        }
+        _ => return Err(crate::http::ApiError::internal("unexpected outcome of a code redemption").into()),
+    }
+    Ok(tokens::response(node, &minted, &stored.scopes, family.map(|(_, t)| t)))
+}
+
+async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+    let presented = form.require("refresh_token")?;
+    let (family_id, secret) =
+        tokens::split_refresh(presented).ok_or_else(|| OAuthError::invalid_grant("The refresh token is invalid."))?;
+    let next_secret = new_secret();
+    let cmd = OAuth2Command::Refresh {
+        family_id: family_id.to_string(),
+        client_id: client.client_id.clone(),
+        presented: keyed_hash(node, REFRESH, secret)?,
+        next: keyed_hash(node, REFRESH, &next_secret)?,
+        at: now(),
+    };
+    let family = match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+        Applied::OAuth2(OAuth2Applied::Family(f)) => f,
+        Applied::OAuth2(OAuth2Applied::FamilyReused) => {
+            return Err(OAuthError::invalid_grant(
+                "The refresh token was used already; every token of its family is revoked.",
+            ))
+        }
+        Applied::OAuth2(OAuth2Applied::FamilyRevoked) => {
+            return Err(OAuthError::invalid_grant(
+                "The user, the client or the domain is disabled; the refresh token is revoked.",
+            ))
+        }
+        _ => return Err(crate::http::ApiError::internal("unexpected outcome of a refresh").into()),
+    };
+    // A narrower scope may be asked for (RFC 6749 §6); never a wider one.
+    let granted = match form.get("scope") {
+        None => family.scopes.clone(),
+        Some(req) => {
+            let asked: Vec<String> = req.split(' ').filter(|s| !s.is_empty()).map(str::to_string).collect();
+            if let Some(s) = asked.iter().find(|s| !family.scopes.contains(s)) {
+                return Err(OAuthError::invalid_scope(format!("The scope {s} was not granted originally.")));
+            }
+            asked
+        }
+    };
+    let user = live_user(node, &client.domain_id, &family.user_id)?;
+    let subject = Subject::User { user: &user, auth_time: family.auth_time };
+    let minted = mint(node, keys, iss, client, &subject, &granted, None, Some(&family.id), None)?;
+    Ok(tokens::response(node, &minted, &granted, Some(tokens::refresh_token(&family.id, &next_secret))))
+}
+
+async fn device_code(
+    node: &Node,
+    keys: &DomainKeys,
+    iss: &str,
+    client: &Client,
+    form: &OAuthForm,
+) -> OAuthResult<Value> {
+    let device_code = form.require("device_code")?;
+    let hash = keyed_hash(node, DEVICE_CODE, device_code)?;
+    let grant = Reader::get::<DeviceGrant>(&node.engine.read(), cf::OAUTH2, &k::device(&hash))?
+        .filter(|g| g.client_id == client.client_id)
+        .ok_or_else(|| OAuthError::invalid_grant("The device code is invalid."))?;
+    // Minted ahead (signing is not deterministic), used only if the grant was approved.
+    let approved = match &grant.status {
+        DeviceStatus::Approved { user_id, auth_time } => {
+            Some((live_user(node, &client.domain_id, user_id)?, *auth_time))
+        }
+        _ => None,
+    };
+    let (minted, family) = match &approved {
+        Some((user, auth_time)) => {
+            let family = new_family(node, client, &user.id, &grant.scopes, *auth_time)?;
+            let fid = family.as_ref().map(|(f, _)| f.id.clone());
+            let subject = Subject::User { user, auth_time: *auth_time };
+            (Some(mint(node, keys, iss, client, &subject, &grant.scopes, None, fid.as_deref(), None)?), family)
+        }
+        None => (None, None),
+    };
+    let issued = Issued {
+        jti: minted.as_ref().map(|m| m.jti.clone()).unwrap_or_default(),
+        access_exp: minted.as_ref().map_or(0, |m| m.exp),
+        family_id: family.as_ref().map(|(f, _)| f.id.clone()),
+    };
+    let cmd = OAuth2Command::PollDevice {
+        hash,
+        client_id: client.client_id.clone(),
+        at: now(),
+        issued,
+        family: family.as_ref().map(|(f, _)| f.clone()),
+    };
+    let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
+    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+        Applied::OAuth2(OAuth2Applied::Device(poll)) => match poll {
+            DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
+            DevicePoll::SlowDown { interval } => {
+                Err(bad("slow_down", &format!("Polling too fast; wait {interval} s between requests.")))
+            }
+            DevicePoll::Denied => Err(bad("access_denied", "The user denied the request.")),
+            DevicePoll::Expired => Err(bad("expired_token", "The device code has expired; start again.")),
+            DevicePoll::Issued(_) => match minted {
+                Some(m) => Ok(tokens::response(node, &m, &grant.scopes, family.map(|(_, t)| t))),
+                // Approved between our read and the command: poll again.
+                None => Err(bad("authorization_pending", "The user has just decided; poll again.")),
+            },
+        },
+        _ => Err(crate::http::ApiError::internal("unexpected outcome of a device poll").into()),
+    }
+}
+
+/// RFC 8693: a platform access token of this domain, narrowed to the requested
+/// `platform-apis:<service_type>` audiences (service types of the catalog).
+fn exchange(node: &Node, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+    let subject_token = form.require("subject_token")?;
+    if let Some(t) = form.get("subject_token_type") {
+        if t != "urn:ietf:params:oauth:token-type:access_token" && t != "urn:ietf:params:oauth:token-type:jwt" {
+            return Err(OAuthError::invalid_request("subject_token_type must be an access token."));
+        }
+    }
+    let claims = super::introspect::live_access_claims(node, keys, &client.domain_id, subject_token)?
+        .ok_or_else(|| OAuthError::invalid_grant("The subject token is not an active access token of this domain."))?;
+    if claims.get("platform_context").is_none() {
+        return Err(OAuthError::invalid_grant("Only platform access tokens can be exchanged."));
+    }
+    let audiences: Vec<String> = form.all("audience").map(str::to_string).collect();
+    if audiences.is_empty() {
+        return Err(OAuthError::invalid_request("The parameter audience is missing."));
+    }
+    let types: Vec<String> = Reader::scan::<crate::state::model::Service>(
+        &node.engine.read(),
+        cf::CATALOG,
+        crate::state::keys::SERVICE_PREFIX,
+    )?
+    .into_iter()
+    .filter(|s| s.enabled)
+    .map(|s| s.service_type)
+    .collect();
+    for a in &audiences {
+        let known = a.strip_prefix("platform-apis:").is_some_and(|t| types.iter().any(|x| x == t));
+        if !known {
+            return Err(OAuthError::invalid_target(format!(
+                "{a} is not platform-apis:<service type> of a catalog service."
+            )));
+        }
+    }
+    // The exchanged token keeps the subject, scope and context; it is narrowed to the
+    // audiences, lives no longer than the subject token, and names the exchanging client
+    // as its actor (RFC 8693 §4.1).
+    let now = now();
+    let exp =
+        claims.get("exp").and_then(Value::as_i64).unwrap_or(now).min(now + node.cfg.oauth2.access_token_lifetime_s);
+    let mut c = claims;
+    c["aud"] = json!(audiences);
+    c["jti"] = json!(uuid::Uuid::new_v4().simple().to_string());
+    c["iat"] = json!(now);
+    c["nbf"] = json!(now);
+    c["exp"] = json!(exp);
+    c["client_id"] = json!(client.client_id);
+    c["act"] = json!({"sub": client.client_id});
+    let scope = c.get("scope").and_then(Value::as_str).unwrap_or(PLATFORM).to_string();
+    let access_token = keys.sign(&c)?;
+    Ok(json!({
+        "access_token": access_token,
+        "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        "token_type": "Bearer",
+        "expires_in": exp - now,
+        "scope": scope,
+    }))
+}
+
+impl From<ApplyError> for OAuthError {
+    fn from(e: ApplyError) -> Self {
+        crate::http::ApiError::from(e).into()
+    }
+}

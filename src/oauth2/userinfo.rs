@@ -1,0 +1,105 @@
+//! `GET|POST /v4/oauth2/{domain_id}/userinfo` (OIDC Core §5.3) with RFC 6750's errors: no
+//! token -> 401 `Bearer`; a bad, expired, revoked or foreign token, a platform token, a
+//! disabled user or client -> 401 `Bearer error="invalid_token"`; no `openid` -> 403
+//! `insufficient_scope`.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::{OAuthError, OAuthResult};
+use super::introspect::live_access_claims;
+use super::keys;
+use super::tokens::{render_template, user_email};
+use crate::node::Node;
+use crate::state::oauth2::{keys as k, Client};
+use crate::state::{cf, Reader};
+
+fn no_token() -> OAuthError {
+    let mut e = OAuthError::new(StatusCode::UNAUTHORIZED, "invalid_request", "A bearer access token is required.");
+    e.www_authenticate = Some("Bearer".into());
+    e
+}
+
+async fn userinfo(node: &Node, domain_id: &str, headers: &HeaderMap) -> OAuthResult<Response> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(no_token)?;
+    let keys = keys::for_domain(node, domain_id).await?;
+    node.ensure_fresh().await?;
+    let bad = || OAuthError::invalid_token("The access token is invalid, expired or revoked.");
+    let claims = live_access_claims(node, &keys, domain_id, token)?.ok_or_else(bad)?;
+    if claims.get("platform_context").is_some() {
+        return Err(OAuthError::invalid_token("Platform access tokens are not accepted here."));
+    }
+    let scopes: Vec<&str> = claims.get("scope").and_then(Value::as_str).unwrap_or("").split(' ').collect();
+    if !scopes.contains(&"openid") {
+        let mut e = OAuthError::new(StatusCode::FORBIDDEN, "insufficient_scope", "The token lacks the openid scope.");
+        e.www_authenticate = Some("Bearer error=\"insufficient_scope\", scope=\"openid\"".into());
+        return Err(e);
+    }
+    let sub = claims.get("sub").and_then(Value::as_str).ok_or_else(bad)?;
+    let client_id = claims.get("client_id").and_then(Value::as_str).ok_or_else(bad)?;
+    let read = node.engine.read();
+    let user = read.user(sub)?.filter(|u| u.enabled).ok_or_else(bad)?;
+    let client = Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, client_id))?
+        .filter(|c| c.enabled)
+        .ok_or_else(bad)?;
+    let mut out = json!({"sub": user.id});
+    if scopes.contains(&"profile") {
+        out["name"] = json!(user.name);
+        out["preferred_username"] = json!(user.name);
+        out["updated_at"] = json!(user.created_at / 1_000_000);
+    }
+    if scopes.contains(&"email") {
+        if let Some(email) = user_email(&user) {
+            let extra: Value = serde_json::from_str(&user.extra).unwrap_or_default();
+            out["email"] = json!(email);
+            out["email_verified"] = json!(extra.get("email_verified").and_then(Value::as_bool).unwrap_or(false));
+        }
+    }
+    for (claim, template) in &client.claims_template {
+        out[claim] = json!(render_template(template, &user));
+    }
+    let mut resp = Json(out).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+#[utoipa::path(get, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = "oauth2_userinfo_get", tag = "oauth2",
+    params(("domain_id" = String, Path, description = "The domain.")),
+    responses((status = 200, description = "The user's claims for the token's scopes.", body = Object),
+              (status = 401, description = "No token (`WWW-Authenticate: Bearer`) or `invalid_token`.", body = super::schemas::OAuthErrorBody),
+              (status = 403, description = "`insufficient_scope`: no openid.", body = super::schemas::OAuthErrorBody),
+              (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+) -> OAuthResult<Response> {
+    userinfo(&node, &domain_id, &headers).await
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = "oauth2_userinfo_post", tag = "oauth2",
+    params(("domain_id" = String, Path, description = "The domain.")),
+    responses((status = 200, description = "The user's claims for the token's scopes.", body = Object),
+              (status = 401, description = "No token (`WWW-Authenticate: Bearer`) or `invalid_token`.", body = super::schemas::OAuthErrorBody),
+              (status = 403, description = "`insufficient_scope`: no openid.", body = super::schemas::OAuthErrorBody),
+              (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
+    security(("bearer" = [])))]
+pub async fn post(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+) -> OAuthResult<Response> {
+    userinfo(&node, &domain_id, &headers).await
+}

@@ -1,0 +1,349 @@
+//! The OAuth2 provider's apply invariants, against a real engine.
+
+use crate::state::apply::tests::{project, user, World};
+use crate::state::command::{Applied, ApplyError, Command};
+use crate::state::oauth2::*;
+use crate::state::{cf, Reader};
+
+fn key(kid: &str, state: SigningKeyState) -> SigningKey {
+    SigningKey {
+        kid: kid.into(),
+        state,
+        pkcs8: vec![1, 2, 3],
+        x: "x".into(),
+        y: "y".into(),
+        created_at: 0,
+        retire_at: None,
+    }
+}
+
+fn client(id: &str) -> Client {
+    Client {
+        client_id: id.into(),
+        domain_id: "d".into(),
+        name: "app".into(),
+        description: None,
+        provider_id: None,
+        confidential: true,
+        token_endpoint_auth_method: "client_secret_basic".into(),
+        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        redirect_uris: vec!["https://app.example/cb".into()],
+        require_pkce: true,
+        allowed_scopes: vec!["openid".into()],
+        claims_template: Default::default(),
+        pre_authorized: false,
+        enabled: true,
+        secret_hash: Some("h".into()),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+fn family(id: &str, current: &str) -> RefreshFamily {
+    RefreshFamily {
+        id: id.into(),
+        domain_id: "d".into(),
+        client_id: "c".into(),
+        user_id: "u".into(),
+        scopes: vec!["openid".into()],
+        auth_time: 10,
+        created_at: 10,
+        expires_at: 10_000,
+        current: current.into(),
+        spent: vec![],
+        revoked_at: None,
+    }
+}
+
+fn o(c: OAuth2Command) -> Command {
+    Command::OAuth2(c)
+}
+
+/// A domain `d` with user `u` and client `c`.
+fn world() -> World {
+    let w = World::new();
+    w.apply(Command::CreateProject(project("d", "D", "d", true))).unwrap();
+    w.apply(Command::CreateUser(user("u", "alice", "d"))).unwrap();
+    w.apply(o(OAuth2Command::PutClient { client: client("c"), create: true })).unwrap();
+    w
+}
+
+fn code(expires_at: i64) -> AuthCode {
+    AuthCode {
+        domain_id: "d".into(),
+        client_id: "c".into(),
+        user_id: "u".into(),
+        redirect_uri: "https://app.example/cb".into(),
+        scopes: vec!["openid".into()],
+        code_challenge: Some("chal".into()),
+        nonce: None,
+        auth_time: 10,
+        expires_at,
+        redeemed: None,
+    }
+}
+
+fn issued(jti: &str, family: Option<&str>) -> Issued {
+    Issued { jti: jti.into(), access_exp: 1000, family_id: family.map(str::to_string) }
+}
+
+fn revoked(w: &World, jti: &str) -> bool {
+    w.engine.read().get_raw(cf::OAUTH2, &keys::revoked_jti("d", jti)).unwrap().is_some()
+}
+
+fn stored_family(w: &World, id: &str) -> RefreshFamily {
+    Reader::get(&w.engine.read(), cf::OAUTH2, &keys::family(id)).unwrap().unwrap()
+}
+
+#[test]
+fn first_key_set_wins_and_rotation_retires_the_primary() {
+    let w = world();
+    let first = o(OAuth2Command::InstallKeys {
+        domain_id: "d".into(),
+        primary: key("k1", SigningKeyState::Primary),
+        staged: key("k2", SigningKeyState::Staged),
+    });
+    w.apply(first).unwrap();
+    let racing = o(OAuth2Command::InstallKeys {
+        domain_id: "d".into(),
+        primary: key("k9", SigningKeyState::Primary),
+        staged: key("k8", SigningKeyState::Staged),
+    });
+    let Applied::OAuth2(OAuth2Applied::Keys(set)) = w.apply(racing).unwrap() else { panic!() };
+    assert_eq!(set.primary().unwrap().kid, "k1", "the first set stays");
+    let rotate = |expected: &str, new: &str, at: i64| {
+        o(OAuth2Command::RotateKeys {
+            domain_id: "d".into(),
+            expected_staged: expected.into(),
+            staged: key(new, SigningKeyState::Staged),
+            retire_at: at + 100,
+            at,
+        })
+    };
+    let Applied::OAuth2(OAuth2Applied::Keys(set)) = w.apply(rotate("k2", "k3", 50)).unwrap() else { panic!() };
+    assert_eq!(set.primary().unwrap().kid, "k2");
+    assert_eq!(set.staged().unwrap().kid, "k3");
+    assert!(set.keys.iter().any(|k| k.kid == "k1" && k.state == SigningKeyState::Retired));
+    assert_eq!(set.epoch, 2);
+    // A rotation that lost a race changes nothing.
+    assert!(matches!(w.apply(rotate("k2", "k4", 60)), Err(ApplyError::Conflict(_))));
+    // Once its time is over, a retired key is no longer published.
+    let Applied::OAuth2(OAuth2Applied::Keys(set)) = w.apply(rotate("k3", "k5", 500)).unwrap() else { panic!() };
+    let kids: Vec<&str> = set.keys.iter().map(|k| k.kid.as_str()).collect();
+    assert_eq!(kids, vec!["k2", "k3", "k5"]);
+}
+
+#[test]
+fn a_code_redeems_once_and_a_replay_revokes_what_it_issued() {
+    let w = world();
+    w.apply(o(OAuth2Command::IssueCode { hash: "h1".into(), code: code(100), consent: None })).unwrap();
+    let redeem = |client: &str, at: i64, jti: &str, fam: Option<RefreshFamily>| {
+        o(OAuth2Command::RedeemCode {
+            hash: "h1".into(),
+            client_id: client.into(),
+            at,
+            issued: issued(jti, fam.as_ref().map(|f| f.id.as_str())),
+            family: fam,
+        })
+    };
+    assert!(matches!(w.apply(redeem("other", 20, "j0", None)), Err(ApplyError::Invalid(_))));
+    let first = w.apply(redeem("c", 20, "j1", Some(family("f1", "r1")))).unwrap();
+    assert!(matches!(first, Applied::OAuth2(OAuth2Applied::Redeemed(_))));
+    assert!(!revoked(&w, "j1"));
+    let second = w.apply(redeem("c", 21, "j2", Some(family("f2", "r2")))).unwrap();
+    assert!(matches!(second, Applied::OAuth2(OAuth2Applied::CodeReplayed)));
+    assert!(revoked(&w, "j1"), "the first access token is revoked");
+    assert_eq!(stored_family(&w, "f1").revoked_at, Some(21), "and its refresh family");
+    assert!(w.engine.read().get_raw(cf::OAUTH2, &keys::family("f2")).unwrap().is_none(), "nothing new issued");
+}
+
+#[test]
+fn an_expired_code_or_a_disabled_user_redeems_nothing() {
+    let w = world();
+    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
+    let redeem = |at| {
+        o(OAuth2Command::RedeemCode {
+            hash: "h".into(),
+            client_id: "c".into(),
+            at,
+            issued: issued("j", None),
+            family: None,
+        })
+    };
+    assert!(matches!(w.apply(redeem(100)), Err(ApplyError::Invalid(_))));
+    w.apply(o(OAuth2Command::IssueCode { hash: "h2".into(), code: code(100), consent: None })).unwrap();
+    let mut u = user("u", "alice", "d");
+    u.enabled = false;
+    w.apply(Command::UpdateUser(u)).unwrap();
+    let r = o(OAuth2Command::RedeemCode {
+        hash: "h2".into(),
+        client_id: "c".into(),
+        at: 20,
+        issued: issued("j", None),
+        family: None,
+    });
+    assert!(matches!(w.apply(r), Err(ApplyError::Invalid(_))));
+}
+
+#[test]
+fn refresh_rotates_and_a_spent_token_revokes_the_family() {
+    let w = world();
+    w.apply(o(OAuth2Command::RedeemCode {
+        hash: "none".into(),
+        client_id: "c".into(),
+        at: 1,
+        issued: issued("j", None),
+        family: None,
+    }))
+    .unwrap_err();
+    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
+    w.apply(o(OAuth2Command::RedeemCode {
+        hash: "h".into(),
+        client_id: "c".into(),
+        at: 20,
+        issued: issued("j1", Some("f")),
+        family: Some(family("f", "r1")),
+    }))
+    .unwrap();
+    let refresh = |presented: &str, next: &str, at: i64| {
+        o(OAuth2Command::Refresh {
+            family_id: "f".into(),
+            client_id: "c".into(),
+            presented: presented.into(),
+            next: next.into(),
+            at,
+        })
+    };
+    // A guess that was never issued is refused and revokes nothing.
+    assert!(matches!(w.apply(refresh("guess", "x", 30)), Err(ApplyError::Invalid(_))));
+    let Applied::OAuth2(OAuth2Applied::Family(f)) = w.apply(refresh("r1", "r2", 30)).unwrap() else { panic!() };
+    assert_eq!((f.current.as_str(), f.spent.clone()), ("r2", vec!["r1".to_string()]));
+    let reused = w.apply(refresh("r1", "r3", 40)).unwrap();
+    assert!(matches!(reused, Applied::OAuth2(OAuth2Applied::FamilyReused)));
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(40));
+    // The current token of a revoked family is refused too.
+    assert!(matches!(w.apply(refresh("r2", "r4", 41)), Err(ApplyError::Invalid(_))));
+}
+
+#[test]
+fn refresh_after_the_absolute_lifetime_or_for_a_disabled_user_fails() {
+    let w = world();
+    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
+    w.apply(o(OAuth2Command::RedeemCode {
+        hash: "h".into(),
+        client_id: "c".into(),
+        at: 20,
+        issued: issued("j1", Some("f")),
+        family: Some(family("f", "r1")),
+    }))
+    .unwrap();
+    let refresh = |at: i64| {
+        o(OAuth2Command::Refresh {
+            family_id: "f".into(),
+            client_id: "c".into(),
+            presented: "r1".into(),
+            next: "r2".into(),
+            at,
+        })
+    };
+    assert!(matches!(w.apply(refresh(10_000)), Err(ApplyError::Invalid(_))), "absolute lifetime over");
+    let mut u = user("u", "alice", "d");
+    u.enabled = false;
+    w.apply(Command::UpdateUser(u)).unwrap();
+    assert!(matches!(w.apply(refresh(50)).unwrap(), Applied::OAuth2(OAuth2Applied::FamilyRevoked)));
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(50));
+}
+
+#[test]
+fn device_grant_pending_slow_down_approve_then_issue_once() {
+    let w = world();
+    let grant = DeviceGrant {
+        domain_id: "d".into(),
+        client_id: "c".into(),
+        scopes: vec!["openid".into()],
+        user_code: "BCDFGHJK".into(),
+        expires_at: 600,
+        interval: 5,
+        last_poll: None,
+        status: DeviceStatus::Pending,
+    };
+    w.apply(o(OAuth2Command::StartDevice { hash: "dh".into(), grant })).unwrap();
+    let poll = |at: i64| {
+        o(OAuth2Command::PollDevice {
+            hash: "dh".into(),
+            client_id: "c".into(),
+            at,
+            issued: issued("j", None),
+            family: None,
+        })
+    };
+    let outcome = |at| match w.apply(poll(at)) {
+        Ok(Applied::OAuth2(OAuth2Applied::Device(p))) => format!("{p:?}"),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(outcome(10), "Pending");
+    assert_eq!(outcome(12), "SlowDown { interval: 10 }");
+    assert_eq!(outcome(30), "Pending");
+    let decide = |approve: Option<(String, i64)>| {
+        o(OAuth2Command::DecideDevice {
+            domain_id: "d".into(),
+            user_code: "BCDFGHJK".into(),
+            approve,
+            consent: None,
+            at: 31,
+        })
+    };
+    w.apply(decide(Some(("u".into(), 31)))).unwrap();
+    assert!(w.apply(decide(None)).is_err(), "decided once");
+    assert!(outcome(45).starts_with("Issued"));
+    assert!(outcome(60).contains("used already"));
+    assert_eq!(outcome(600), "Expired");
+}
+
+#[test]
+fn consent_withdrawal_revokes_the_users_families_of_that_client() {
+    let w = world();
+    let consent = Consent {
+        user_id: "u".into(),
+        domain_id: "d".into(),
+        client_id: "c".into(),
+        scopes: vec!["openid".into()],
+        granted_at: 5,
+        updated_at: 5,
+    };
+    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: Some(consent.clone()) })).unwrap();
+    w.apply(o(OAuth2Command::PutConsent(Consent { granted_at: 9, updated_at: 9, ..consent }))).unwrap();
+    let stored: Consent = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::consent("u", "c")).unwrap().unwrap();
+    assert_eq!((stored.granted_at, stored.updated_at), (5, 9), "granted_at stays");
+    w.apply(o(OAuth2Command::RedeemCode {
+        hash: "h".into(),
+        client_id: "c".into(),
+        at: 20,
+        issued: issued("j1", Some("f")),
+        family: Some(family("f", "r1")),
+    }))
+    .unwrap();
+    let delete = || o(OAuth2Command::DeleteConsent { user_id: "u".into(), client_id: "c".into(), at: 30 });
+    w.apply(delete()).unwrap();
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(30));
+    assert!(matches!(w.apply(delete()), Err(ApplyError::NotFound { .. })), "neither left: 404");
+}
+
+#[test]
+fn expired_records_are_pruned_through_the_expiry_index() {
+    let w = world();
+    w.apply(o(OAuth2Command::RevokeJti { domain_id: "d".into(), jti: "old".into(), exp: 50, family_id: None, at: 10 }))
+        .unwrap();
+    w.apply(o(OAuth2Command::RevokeJti {
+        domain_id: "d".into(),
+        jti: "new".into(),
+        exp: 500,
+        family_id: None,
+        at: 10,
+    }))
+    .unwrap();
+    assert!(revoked(&w, "old"));
+    w.apply(o(OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: "c".into(), at: 60 })).unwrap();
+    assert!(!revoked(&w, "old"), "pruned after its exp");
+    assert!(revoked(&w, "new"));
+}
