@@ -38,6 +38,8 @@ impl Class {
         if let Some(endpoint) = route.strip_prefix("/v4/oauth2/{domain_id}/") {
             return match endpoint {
                 "token" | "revoke" | "introspect" if method == Method::POST => Some(Class::OAuth2),
+                // The sign-in pages check passwords: the token-issue limit applies.
+                "authorize/login" | "device/login" if method == Method::POST => Some(Class::TokenIssue),
                 "userinfo" if method == Method::POST || method == Method::GET => Some(Class::OAuth2),
                 _ => None,
             };

@@ -137,7 +137,6 @@ pub(super) fn live_client(
 }
 
 /// The login page; `error` when the last attempt failed.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn login_page(
     client_name: &str,
     action: &str,

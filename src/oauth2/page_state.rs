@@ -177,12 +177,15 @@ pub fn csrf_for(node: &Node, headers: &HeaderMap) -> String {
         .unwrap_or_else(|| idnode_keys::random_token(32))
 }
 
-/// The `Set-Cookie` value that hands `csrf` to the browser for the domain's provider paths.
+/// The `Set-Cookie` value that hands `csrf` to the browser for the domain's provider paths;
+/// it outlives the login page's state and the consent page's after it.
 pub fn set_cookie(node: &Node, domain_id: &str, csrf: &str) -> String {
     let secure = if secure(node) { "; Secure" } else { "" };
     format!(
-        "{}={csrf}; Path=/v4/oauth2/{domain_id}; HttpOnly; SameSite=Strict; Max-Age={LIFETIME_S}{secure}",
-        cookie_name(node)
+        "{}={csrf}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        cookie_name(node),
+        super::authorize::base_path(node, domain_id),
+        2 * LIFETIME_S
     )
 }
 
