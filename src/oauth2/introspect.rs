@@ -52,9 +52,12 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
     }
     let client_ok =
         Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, client_id))?.is_some_and(|c| c.enabled);
-    // A client principal is its own subject; a user's token needs the user.
-    let subject_ok = sub == client_id && claims.get("platform_context").is_some()
-        || read.user(sub)?.is_some_and(|u| u.enabled && u.domain_id == domain_id);
+    // The subject is a user of the domain, or a client principal (client_credentials, and
+    // tokens exchanged from one, whose `client_id` is the exchanging client).
+    let subject_ok = match Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, sub))? {
+        Some(c) => c.enabled,
+        None => read.user(sub)?.is_some_and(|u| u.enabled && u.domain_id == domain_id),
+    };
     let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
     Ok((client_ok && subject_ok && domain_ok).then_some(claims))
 }

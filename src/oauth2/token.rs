@@ -141,6 +141,21 @@ fn new_family(
     Ok(Some((family, tokens::refresh_token(&id, &secret))))
 }
 
+/// Replicates a grant's command: its log index and outcome; a refusal is `invalid_grant`.
+async fn decide(node: &Node, cmd: OAuth2Command) -> OAuthResult<(u64, OAuth2Applied)> {
+    match node.propose_at(Command::OAuth2(cmd)).await.map_err(refused)? {
+        (index, Applied::OAuth2(outcome)) => Ok((index, outcome)),
+        _ => Err(crate::http::ApiError::internal("unexpected outcome of an OAuth2 command").into()),
+    }
+}
+
+/// The answer to a replay that revoked what it found: sent once every reachable node has
+/// applied the revocation, so the revoked tokens are dead wherever they are presented next.
+async fn revoked(node: &Node, index: u64, why: &str) -> OAuthError {
+    node.wait_cluster_applied(index).await;
+    OAuthError::invalid_grant(why)
+}
+
 fn refused(e: crate::http::ApiError) -> OAuthError {
     if e.status.is_client_error() {
         OAuthError::invalid_grant(e.message)
@@ -189,12 +204,15 @@ async fn authorization_code(
         issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
-    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
-        Applied::OAuth2(OAuth2Applied::Redeemed(_)) => {}
-        Applied::OAuth2(OAuth2Applied::CodeReplayed) => {
-            return Err(OAuthError::invalid_grant(
+    match decide(node, cmd).await? {
+        (_, OAuth2Applied::Redeemed(_)) => {}
+        (index, OAuth2Applied::CodeReplayed) => {
+            return Err(revoked(
+                node,
+                index,
                 "The authorization code was used already; the tokens it gave are revoked.",
-            ))
+            )
+            .await)
         }
         _ => return Err(crate::http::ApiError::internal("unexpected outcome of a code redemption").into()),
     }
@@ -213,17 +231,15 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         next: keyed_hash(node, REFRESH, &next_secret)?,
         at: now(),
     };
-    let family = match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
-        Applied::OAuth2(OAuth2Applied::Family(f)) => f,
-        Applied::OAuth2(OAuth2Applied::FamilyReused) => {
-            return Err(OAuthError::invalid_grant(
-                "The refresh token was used already; every token of its family is revoked.",
-            ))
+    let family = match decide(node, cmd).await? {
+        (_, OAuth2Applied::Family(f)) => f,
+        (index, OAuth2Applied::FamilyReused) => {
+            let why = "The refresh token was used already; every token of its family is revoked.";
+            return Err(revoked(node, index, why).await);
         }
-        Applied::OAuth2(OAuth2Applied::FamilyRevoked) => {
-            return Err(OAuthError::invalid_grant(
-                "The user, the client or the domain is disabled; the refresh token is revoked.",
-            ))
+        (index, OAuth2Applied::FamilyRevoked) => {
+            let why = "The user, the client or the domain is disabled; the refresh token is revoked.";
+            return Err(revoked(node, index, why).await);
         }
         _ => return Err(crate::http::ApiError::internal("unexpected outcome of a refresh").into()),
     };
@@ -285,8 +301,8 @@ async fn device_code(
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
     let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
-    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
-        Applied::OAuth2(OAuth2Applied::Device(poll)) => match poll {
+    match decide(node, cmd).await? {
+        (_, OAuth2Applied::Device(poll)) => match poll {
             DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
             DevicePoll::SlowDown { interval } => {
                 Err(bad("slow_down", &format!("Polling too fast; wait {interval} s between requests.")))

@@ -267,6 +267,10 @@ async fn authlib_token_exchange() {
     let x = p.run(&c, "exchange", &["--subject-token", subject.as_str(), "--audience", "platform-apis:identity"]).await;
     assert_eq!(x["access_claims"]["aud"], json!(["platform-apis:identity"]), "{x}");
     assert_eq!(x["aud_matches_request"], true, "{x}");
+    let exchanged = s(&x["token"]["access_token"]).to_string();
+    let i = p.run(&c, "introspect", &["--token", exchanged.as_str()]).await;
+    assert_eq!(i["body"]["active"], true, "the exchanged token is live: {i}");
+    assert_eq!(i["body"]["aud"], json!(["platform-apis:identity"]), "{i}");
 
     let e = p
         .run(
