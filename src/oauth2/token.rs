@@ -20,7 +20,7 @@ use super::keys::{self, DomainKeys};
 use super::scopes::{self, PLATFORM};
 use super::secrets::{keyed_hash, new_secret, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
-use super::{client_auth, issuer, now};
+use super::{client_auth, issuer, now, propose_everywhere};
 use crate::node::Node;
 use crate::state::model::User;
 use crate::state::oauth2::{
@@ -189,7 +189,7 @@ async fn authorization_code(
         issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
-    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+    match propose_everywhere(node, cmd).await.map_err(refused)? {
         Applied::OAuth2(OAuth2Applied::Redeemed(_)) => {}
         Applied::OAuth2(OAuth2Applied::CodeReplayed) => {
             return Err(OAuthError::invalid_grant(
@@ -213,7 +213,7 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         next: keyed_hash(node, REFRESH, &next_secret)?,
         at: now(),
     };
-    let family = match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+    let family = match propose_everywhere(node, cmd).await.map_err(refused)? {
         Applied::OAuth2(OAuth2Applied::Family(f)) => f,
         Applied::OAuth2(OAuth2Applied::FamilyReused) => {
             return Err(OAuthError::invalid_grant(
@@ -285,7 +285,13 @@ async fn device_code(
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
     let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
-    match node.propose(Command::OAuth2(cmd)).await.map_err(refused)? {
+    // Only an issuing poll waits for the other members (a pending one merely notes the time).
+    let issuing = minted.is_some();
+    let (index, applied) = node.propose_at(Command::OAuth2(cmd)).await.map_err(refused)?;
+    if issuing {
+        node.wait_cluster_applied(index).await;
+    }
+    match applied {
         Applied::OAuth2(OAuth2Applied::Device(poll)) => match poll {
             DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
             DevicePoll::SlowDown { interval } => {
