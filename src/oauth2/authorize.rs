@@ -26,7 +26,7 @@ use super::{client_auth, issuer, now, scopes};
 use crate::node::Node;
 use crate::state::model::User;
 use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Command};
-use crate::state::{cf, Command, Reader};
+use crate::state::{cf, Reader};
 
 /// Seconds an authorization code is valid.
 pub const CODE_LIFETIME_S: i64 = 60;
@@ -510,7 +510,8 @@ async fn issue(node: &Node, domain_id: &str, req: &AuthRequest, login: &Login, c
             redeemed: None,
         };
         let cmd = OAuth2Command::IssueCode { hash, code: record, consent: consent.clone() };
-        match node.propose(Command::OAuth2(cmd)).await {
+        // The client may redeem the code at any node the moment it has it.
+        match super::propose_everywhere(node, cmd).await {
             Ok(_) => {
                 return Ok(html::see_other(&redirect_with(
                     &req.redirect_uri,

@@ -309,7 +309,8 @@ fn load(node: &Node, domain_id: &str, client_id: &str) -> ApiResult<Client> {
 }
 
 async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
-    match node.propose(Command::OAuth2(OAuth2Command::PutClient { client, create })).await? {
+    // Every node knows the client (and its new secret) before its creator does.
+    match super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await? {
         Applied::OAuth2(OAuth2Applied::Client(c)) => Ok(c),
         _ => Err(ApiError::internal("unexpected outcome of a client write")),
     }

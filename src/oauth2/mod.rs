@@ -34,7 +34,9 @@ use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::http::error::ApiResult;
 use crate::node::Node;
+use crate::state::{Applied, Command};
 use crate::token::AppliedCache;
 
 /// Per-node state of the provider: parsed key sets, cached per state version.
@@ -74,6 +76,17 @@ impl Provider {
             l.shrink_to_fit();
         }
     }
+}
+
+/// Proposes `cmd` and answers once every reachable member has applied it, as a revocation
+/// does: what it issues (a code, a refresh family, a client) or revokes (a replay's tokens)
+/// holds on whichever node the client turns to next, with no catch-up there. Without it a
+/// follower that has not yet heard of the commit answers from before it (a fresh access token
+/// `{"active": false}`, a replayed code's token still active, a new code or client unknown).
+pub async fn propose_everywhere(node: &Node, cmd: crate::state::oauth2::OAuth2Command) -> ApiResult<Applied> {
+    let (index, applied) = node.propose_at(Command::OAuth2(cmd)).await?;
+    node.wait_cluster_applied(index).await;
+    Ok(applied)
 }
 
 /// Unix seconds: the time unit of every OAuth2 record and JWT claim.

@@ -149,11 +149,12 @@ async fn decide(node: &Node, cmd: OAuth2Command) -> OAuthResult<(u64, OAuth2Appl
     }
 }
 
-/// The answer to a replay that revoked what it found: sent once every reachable node has
-/// applied the revocation, so the revoked tokens are dead wherever they are presented next.
-async fn revoked(node: &Node, index: u64, why: &str) -> OAuthError {
+/// [`decide`], answering once every reachable node has applied the command: the tokens it
+/// issued (or revoked, on a replay) hold wherever they are presented next.
+async fn decide_everywhere(node: &Node, cmd: OAuth2Command) -> OAuthResult<OAuth2Applied> {
+    let (index, outcome) = decide(node, cmd).await?;
     node.wait_cluster_applied(index).await;
-    OAuthError::invalid_grant(why)
+    Ok(outcome)
 }
 
 fn refused(e: crate::http::ApiError) -> OAuthError {
@@ -204,15 +205,12 @@ async fn authorization_code(
         issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
-    match decide(node, cmd).await? {
-        (_, OAuth2Applied::Redeemed(_)) => {}
-        (index, OAuth2Applied::CodeReplayed) => {
-            return Err(revoked(
-                node,
-                index,
+    match decide_everywhere(node, cmd).await? {
+        OAuth2Applied::Redeemed(_) => {}
+        OAuth2Applied::CodeReplayed => {
+            return Err(OAuthError::invalid_grant(
                 "The authorization code was used already; the tokens it gave are revoked.",
-            )
-            .await)
+            ))
         }
         _ => return Err(crate::http::ApiError::internal("unexpected outcome of a code redemption").into()),
     }
@@ -231,15 +229,17 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         next: keyed_hash(node, REFRESH, &next_secret)?,
         at: now(),
     };
-    let family = match decide(node, cmd).await? {
-        (_, OAuth2Applied::Family(f)) => f,
-        (index, OAuth2Applied::FamilyReused) => {
-            let why = "The refresh token was used already; every token of its family is revoked.";
-            return Err(revoked(node, index, why).await);
+    let family = match decide_everywhere(node, cmd).await? {
+        OAuth2Applied::Family(f) => f,
+        OAuth2Applied::FamilyReused => {
+            return Err(OAuthError::invalid_grant(
+                "The refresh token was used already; every token of its family is revoked.",
+            ))
         }
-        (index, OAuth2Applied::FamilyRevoked) => {
-            let why = "The user, the client or the domain is disabled; the refresh token is revoked.";
-            return Err(revoked(node, index, why).await);
+        OAuth2Applied::FamilyRevoked => {
+            return Err(OAuthError::invalid_grant(
+                "The user, the client or the domain is disabled; the refresh token is revoked.",
+            ))
         }
         _ => return Err(crate::http::ApiError::internal("unexpected outcome of a refresh").into()),
     };
@@ -288,11 +288,11 @@ async fn device_code(
         }
         None => (None, None),
     };
-    let issued = Issued {
-        jti: minted.as_ref().map(|m| m.jti.clone()).unwrap_or_default(),
-        access_exp: minted.as_ref().map_or(0, |m| m.exp),
+    let issued = minted.as_ref().map(|m| Issued {
+        jti: m.jti.clone(),
+        access_exp: m.exp,
         family_id: family.as_ref().map(|(f, _)| f.id.clone()),
-    };
+    });
     let cmd = OAuth2Command::PollDevice {
         hash,
         client_id: client.client_id.clone(),
@@ -301,8 +301,14 @@ async fn device_code(
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
     let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
-    match decide(node, cmd).await? {
-        (_, OAuth2Applied::Device(poll)) => match poll {
+    // Only an issuing poll waits for the other members (a pending one merely notes the time).
+    let issuing = minted.is_some();
+    let (index, outcome) = decide(node, cmd).await?;
+    if issuing {
+        node.wait_cluster_applied(index).await;
+    }
+    match outcome {
+        OAuth2Applied::Device(poll) => match poll {
             DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
             DevicePoll::SlowDown { interval } => {
                 Err(bad("slow_down", &format!("Polling too fast; wait {interval} s between requests.")))
@@ -311,8 +317,7 @@ async fn device_code(
             DevicePoll::Expired => Err(bad("expired_token", "The device code has expired; start again.")),
             DevicePoll::Issued(_) => match minted {
                 Some(m) => Ok(tokens::response(node, &m, &grant.scopes, family.map(|(_, t)| t))),
-                // Approved between our read and the command: poll again.
-                None => Err(bad("authorization_pending", "The user has just decided; poll again.")),
+                None => Err(crate::http::ApiError::internal("a device grant issued without tokens").into()),
             },
         },
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a device poll").into()),

@@ -310,11 +310,14 @@ pub enum OAuth2Command {
         consent: Option<Consent>,
         at: i64,
     },
+    /// A poll of the device client. `issued`: the tokens the service minted, having read the
+    /// grant as approved; without them an approved grant answers pending (it was approved
+    /// after the service read it), so it is never spent without tokens.
     PollDevice {
         hash: String,
         client_id: String,
         at: i64,
-        issued: Issued,
+        issued: Option<Issued>,
         family: Option<RefreshFamily>,
     },
     PutConsent(Consent),

@@ -11,6 +11,8 @@
 //!   snapshot installs) ends with identical replicas;
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `oauth2_clients`: the OAuth2/OIDC provider judged by authlib, PyJWT and headless Chromium;
+//! * `oauth2_cluster`: OAuth2 flows across a 3-node cluster (pages, code, refresh, revocation
+//!   and key rotation on different nodes), over HTTP only;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
@@ -30,6 +32,7 @@ mod escalation;
 mod fault_snapshot;
 mod kek_startup;
 mod oauth2_clients;
+mod oauth2_cluster;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;

@@ -364,7 +364,7 @@ fn poll_device(
     hash: &str,
     client_id: &str,
     at: i64,
-    issued: Issued,
+    issued: Option<Issued>,
     family: Option<RefreshFamily>,
 ) -> Result<ApplyResult, Fatal> {
     let key = keys::device(hash);
@@ -390,6 +390,11 @@ fn poll_device(
                 DevicePoll::Pending
             }
         }
+        // Approved after the service read the grant: nothing minted yet, poll again.
+        DeviceStatus::Approved { .. } if issued.is_none() => {
+            grant.last_poll = Some(at);
+            DevicePoll::Pending
+        }
         DeviceStatus::Approved { user_id, .. } => {
             if !parties_enabled(tx, &grant.domain_id, &grant.client_id, &user_id)? {
                 return invalid("The user, the client or the domain is disabled.");
@@ -398,6 +403,7 @@ fn poll_device(
                 store_family(tx, f)?;
             }
             let approved = grant.clone();
+            let Some(issued) = issued else { return invalid("no tokens to issue") };
             grant.status = DeviceStatus::Redeemed(issued);
             DevicePoll::Issued(approved)
         }

@@ -268,19 +268,20 @@ fn device_grant_pending_slow_down_approve_then_issue_once() {
         status: DeviceStatus::Pending,
     };
     w.apply(o(OAuth2Command::StartDevice { hash: "dh".into(), grant })).unwrap();
-    let poll = |at: i64| {
+    let poll = |at: i64, minted: bool| {
         o(OAuth2Command::PollDevice {
             hash: "dh".into(),
             client_id: "c".into(),
             at,
-            issued: issued("j", None),
+            issued: minted.then(|| issued("j", None)),
             family: None,
         })
     };
-    let outcome = |at| match w.apply(poll(at)) {
+    let polled = |at, minted| match w.apply(poll(at, minted)) {
         Ok(Applied::OAuth2(OAuth2Applied::Device(p))) => format!("{p:?}"),
         other => format!("{other:?}"),
     };
+    let outcome = |at| polled(at, true);
     assert_eq!(outcome(10), "Pending");
     assert_eq!(outcome(12), "SlowDown { interval: 10 }");
     assert_eq!(outcome(30), "Pending");
@@ -295,6 +296,7 @@ fn device_grant_pending_slow_down_approve_then_issue_once() {
     };
     w.apply(decide(Some(("u".into(), 31)))).unwrap();
     assert!(w.apply(decide(None)).is_err(), "decided once");
+    assert_eq!(polled(40, false), "Pending", "approved after the service read it: nothing minted, nothing spent");
     assert!(outcome(45).starts_with("Issued"));
     assert!(outcome(60).contains("used already"));
     assert_eq!(outcome(600), "Expired");
