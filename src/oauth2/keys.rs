@@ -133,7 +133,8 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
     }
 }
 
-/// Promotes the staged key and stages a new one. Refused (409) while the staged key is
+/// Promotes the staged key and stages a new one, answering once every reachable node signs
+/// with the new primary. Refused (409) while the staged key is
 /// younger than `[oauth2] key_publish_delay`: relying parties that cached `/jwks` before it
 /// appeared would reject what it signs.
 pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
@@ -158,7 +159,7 @@ pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
         retire_at: at + node.cfg.oauth2.access_token_lifetime_s + 60,
         at,
     };
-    match node.propose(Command::OAuth2(cmd)).await? {
+    match super::propose_everywhere(node, cmd).await? {
         Applied::OAuth2(OAuth2Applied::Keys(set)) => Ok(set),
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a key rotation").into()),
     }
