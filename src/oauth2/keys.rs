@@ -93,6 +93,15 @@ fn new_key(state: SigningKeyState, at: i64) -> OAuthResult<SigningKey> {
     })
 }
 
+/// Publishes the domain's key epoch (`idnode_oauth2_key_epoch`).
+fn note_epoch(node: &Node, set: &SigningKeys) {
+    node.oauth2
+        .metrics
+        .key_epoch
+        .get_or_create(&crate::http::metrics::labels(&[("domain_id", &set.domain_id)]))
+        .set(set.epoch as i64);
+}
+
 /// The stored key set of a domain, parsed (cached per state version).
 pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys>>> {
     let version = node.app.state_version();
@@ -102,11 +111,7 @@ pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys
     let Some(set) = Reader::get::<SigningKeys>(&node.engine.read(), cf::OAUTH2, &keys::signing_keys(domain_id))? else {
         return Ok(None);
     };
-    node.oauth2
-        .metrics
-        .key_epoch
-        .get_or_create(&crate::http::metrics::labels(&[("domain_id", domain_id)]))
-        .set(set.epoch as i64);
+    note_epoch(node, &set);
     let parsed = Arc::new(DomainKeys::build(set)?);
     node.oauth2.keys.insert(domain_id.to_string(), parsed.clone(), version);
     Ok(Some(parsed))
@@ -128,7 +133,10 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
         staged: new_key(SigningKeyState::Staged, at)?,
     };
     match node.propose(Command::OAuth2(cmd)).await? {
-        Applied::OAuth2(OAuth2Applied::Keys(set)) => Ok(Arc::new(DomainKeys::build(set)?)),
+        Applied::OAuth2(OAuth2Applied::Keys(set)) => {
+            note_epoch(node, &set);
+            Ok(Arc::new(DomainKeys::build(set)?))
+        }
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a key install").into()),
     }
 }
@@ -160,7 +168,10 @@ pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
         at,
     };
     match super::propose_everywhere(node, cmd).await? {
-        Applied::OAuth2(OAuth2Applied::Keys(set)) => Ok(set),
+        Applied::OAuth2(OAuth2Applied::Keys(set)) => {
+            note_epoch(node, &set);
+            Ok(set)
+        }
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a key rotation").into()),
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -18,7 +18,7 @@ use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
 use super::scopes::{self, PLATFORM};
-use super::secrets::{keyed_hash, new_secret, CODE, DEVICE_CODE, REFRESH};
+use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
 use super::{client_auth, issuer, now};
 use crate::node::Node;
@@ -68,15 +68,16 @@ async fn grant(
     form: &OAuthForm,
     grant_type: &str,
 ) -> OAuthResult<Value> {
-    let keys = keys::for_domain(node, domain_id).await?;
+    let keys = match keys::for_domain(node, domain_id).await {
+        Ok(keys) => keys,
+        Err(e) if e.status == StatusCode::NOT_FOUND && node.engine.read().domain(domain_id)?.is_some() => {
+            return disabled_domain(node, domain_id, headers, form, grant_type).await;
+        }
+        Err(e) => return Err(e),
+    };
     node.ensure_fresh().await?;
     let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
-    if !scopes::GRANT_TYPES.contains(&grant_type) {
-        return Err(OAuthError::unsupported_grant_type(format!("The grant type {grant_type} is not supported.")));
-    }
-    if !client.allows_grant(grant_type) {
-        return Err(OAuthError::unauthorized_client(format!("The client is not registered for {grant_type}.")));
-    }
+    check_grant_type(&client, grant_type)?;
     let iss = issuer(node, domain_id);
     match grant_type {
         scopes::CLIENT_CREDENTIALS => client_credentials(node, &keys, &iss, &client, form),
@@ -85,6 +86,39 @@ async fn grant(
         scopes::DEVICE_CODE => device_code(node, &keys, &iss, &client, form).await,
         _ => exchange(node, &keys, &client, form),
     }
+}
+
+/// The grant type is known and registered for the client.
+fn check_grant_type(client: &Client, grant_type: &str) -> OAuthResult<()> {
+    if !scopes::GRANT_TYPES.contains(&grant_type) {
+        return Err(OAuthError::unsupported_grant_type(format!("The grant type {grant_type} is not supported.")));
+    }
+    if !client.allows_grant(grant_type) {
+        return Err(OAuthError::unauthorized_client(format!("The client is not registered for {grant_type}.")));
+    }
+    Ok(())
+}
+
+/// A disabled domain's grants: its clients still authenticate, and every grant is
+/// `invalid_grant` (spec: "user or domain disabled"). A presented refresh token goes through
+/// the replicated refresh, which revokes its family, so re-enabling the domain does not bring
+/// it back (as for a disabled user).
+async fn disabled_domain(
+    node: &Node,
+    domain_id: &str,
+    headers: &HeaderMap,
+    form: &OAuthForm,
+    grant_type: &str,
+) -> OAuthResult<Value> {
+    node.ensure_fresh().await?;
+    let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
+    check_grant_type(&client, grant_type)?;
+    if grant_type == scopes::REFRESH_TOKEN {
+        if let Some(keys) = keys::stored(node, domain_id)? {
+            refresh(node, &keys, &issuer(node, domain_id), &client, form).await?;
+        }
+    }
+    Err(OAuthError::invalid_grant("The domain is disabled."))
 }
 
 fn client_credentials(
@@ -221,11 +255,22 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
     let presented = form.require("refresh_token")?;
     let (family_id, secret) =
         tokens::split_refresh(presented).ok_or_else(|| OAuthError::invalid_grant("The refresh token is invalid."))?;
+    let presented = keyed_hash(node, REFRESH, secret)?;
+    // A wider scope is refused before the token rotates: a refused request must not spend it.
+    if let Some(req) = form.get("scope") {
+        let stored = Reader::get::<RefreshFamily>(&node.engine.read(), cf::OAUTH2, &k::family(family_id))?
+            .filter(|f| f.client_id == client.client_id && same_hash(&f.current, &presented));
+        if let Some(f) = stored {
+            if let Some(s) = req.split(' ').filter(|s| !s.is_empty()).find(|s| !f.scopes.iter().any(|x| x == s)) {
+                return Err(OAuthError::invalid_scope(format!("The scope {s} was not granted originally.")));
+            }
+        }
+    }
     let next_secret = new_secret();
     let cmd = OAuth2Command::Refresh {
         family_id: family_id.to_string(),
         client_id: client.client_id.clone(),
-        presented: keyed_hash(node, REFRESH, secret)?,
+        presented,
         next: keyed_hash(node, REFRESH, &next_secret)?,
         at: now(),
     };

@@ -12,8 +12,10 @@
 //! Path and body placeholders: `{dA}` `{dB}` `{pA}` `{pB}` fixtures; `{uM}` the member user
 //! (domain A); `{self}` the caller's user id; `{self_token}` the caller's token (anonymous:
 //! the member's); `{member_token}`; `{uniq}` a fresh name; `{scratch_project_A}`,
-//! `{scratch_user_A}`, `{scratch_domain}` (disabled), `{scratch_token}`: created by the admin
-//! just before the call, so allowed deletions do not disturb later rows.
+//! `{scratch_user_A}`, `{scratch_domain}` (disabled), `{scratch_token}`,
+//! `{scratch_client_A}`, `{scratch_client_B}` (OAuth2 clients): created by the admin just
+//! before the call, so allowed deletions do not disturb later rows. `{client_A}`,
+//! `{client_B}`: OAuth2 clients of domains A and B made by the admin with the fixtures.
 
 use std::collections::HashMap;
 
@@ -145,6 +147,24 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/users/{uM}/oauth2/consents", None,               [401, 403, 200, 403, 200, 403]),
     (Method::DELETE, "/v4/users/{self}/oauth2/consents/no-such-client", None, [401, 404, 404, 404, 404, 404]),
     (Method::DELETE, "/v4/users/{uM}/oauth2/consents/no-such-client", None, [401, 403, 404, 403, 404, 403]),
+    // OAuth2 client registry: an admin, or a manager of the client's domain.
+    (Method::GET, "/v4/oauth2/{dA}/clients", None,                      [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/oauth2/{dA}/clients", Some(r#"{"oauth2_client": {"name": "{uniq}", "grant_types": ["client_credentials"]}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/oauth2/{dA}/clients/{client_A}", None,           [401, 403, 403, 200, 200, 403]),
+    (Method::PATCH, "/v4/oauth2/{dA}/clients/{client_A}", Some(r#"{"oauth2_client": {"description": "x"}}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/oauth2/{dA}/clients/{client_A}/rotate-secret", None, [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v4/oauth2/{dA}/clients/{scratch_client_A}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v4/oauth2/{dB}/clients", None,                      [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v4/oauth2/{dB}/clients", Some(r#"{"oauth2_client": {"name": "{uniq}", "grant_types": ["client_credentials"]}}"#), [401, 403, 403, 403, 201, 201]),
+    (Method::GET, "/v4/oauth2/{dB}/clients/{client_B}", None,           [401, 403, 403, 403, 200, 200]),
+    (Method::PATCH, "/v4/oauth2/{dB}/clients/{client_B}", Some(r#"{"oauth2_client": {"description": "x"}}"#), [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v4/oauth2/{dB}/clients/{client_B}/rotate-secret", None, [401, 403, 403, 403, 200, 200]),
+    (Method::DELETE, "/v4/oauth2/{dB}/clients/{scratch_client_B}", None, [401, 403, 403, 403, 204, 204]),
+    // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
+    // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
+    // policy lets the admin reach.
+    (Method::GET, "/v4/oauth2/{dA}/keys", None,                         [401, 403, 403, 403, 200, 403]),
+    (Method::POST, "/v4/oauth2/{dA}/keys/rotate", None,                 [401, 403, 403, 403, 409, 403]),
 ];
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
@@ -203,6 +223,16 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
     let r_x = t.create("/v3/roles", "role", json!({"name": "role-x"})).await;
     let rule = t.call(Method::PUT, &format!("/v3/roles/{r_x}/implies/{role_reader}"), Some(admin), None).await;
     assert_eq!(rule.status, StatusCode::CREATED, "implication rule: {}", rule.body);
+    let oauth2_client = |domain: &str| {
+        let path = format!("/v4/oauth2/{domain}/clients");
+        let t = &t;
+        async move {
+            let body = json!({"name": "matrix", "grant_types": ["client_credentials"]});
+            t.create(&path, "oauth2_client", body).await
+        }
+    };
+    let client_a = oauth2_client(&d_a).await;
+    let client_b = oauth2_client(&d_b).await;
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let on_pa = json!({"project": {"id": p_a}});
@@ -241,6 +271,8 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
                 ("role_member", role_member.clone()),
                 ("role_reader", role_reader.clone()),
                 ("cred_M", cred_m.clone()),
+                ("client_A", client_a.clone()),
+                ("client_B", client_b.clone()),
             ]);
             let text = format!("{path} {}", body.unwrap_or(""));
             if text.contains("{scratch_project_A}") {
@@ -265,6 +297,11 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
             if text.contains("{scratch_service}") {
                 let id = t.create("/v3/services", "service", json!({"type": format!("s{n}")}));
                 vars.insert("scratch_service", id.await);
+            }
+            for (placeholder, domain) in [("scratch_client_A", &d_a), ("scratch_client_B", &d_b)] {
+                if text.contains(&format!("{{{placeholder}}}")) {
+                    vars.insert(placeholder, oauth2_client(domain).await);
+                }
             }
             if text.contains("{granted_user_A}") {
                 let id = t.create("/v3/users", "user", json!({"name": format!("g{n}"), "domain_id": d_a})).await;
