@@ -286,6 +286,11 @@ fn rows() -> Vec<Row> {
             "OAuth2 client_credentials on a follower p50 / p99 ms (idnode only)",
             "oauth2_client_credentials_follower",
         ),
+        solo(
+            "OAuth2 client_credentials on a follower grants per server CPU-second (idnode only)",
+            per_cpu_s("oauth2_client_credentials_follower"),
+            0,
+        ),
         solo("OAuth2 introspection req/s (idnode only)", case("oauth2_introspect", |w| w.rps), 0),
         solo_lat("OAuth2 introspection p50 / p99 ms (idnode only)", "oauth2_introspect"),
         solo("OAuth2 introspections per server CPU-second (idnode only)", per_cpu_s("oauth2_introspect"), 0),
@@ -295,6 +300,11 @@ fn rows() -> Vec<Row> {
             0,
         ),
         solo_lat("OAuth2 introspection on a follower p50 / p99 ms (idnode only)", "oauth2_introspect_follower"),
+        solo(
+            "OAuth2 introspections on a follower per server CPU-second (idnode only)",
+            per_cpu_s("oauth2_introspect_follower"),
+            0,
+        ),
         val("idle RSS MiB after the fixture (all processes)", Box::new(move |r: &SystemResult| mib(r.idle_rss_kib)), 1),
         val("RSS after load MiB (all processes)", Box::new(move |r: &SystemResult| mib(r.load_rss_kib)), 1),
         val(
