@@ -39,4 +39,8 @@ pub struct Args {
     /// Extra fixture users and projects (the reference fixture's N_EXTRA).
     #[arg(long, default_value_t = 10)]
     pub n_extra: u32,
+    /// Run only these workloads, comma separated: a workload runs when its name equals or
+    /// starts with one of them (`--only oauth2`, `--only validate,create`). Default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }

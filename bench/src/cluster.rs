@@ -105,6 +105,8 @@ impl IdCluster {
             // The load generator is one source address: measure capacity, not the per-source
             // token-issue rate limit (the reference Keystone has none).
             .env("IDNODE_AUTH_RATE_LIMIT_PER_SECOND", "0")
+            // the same for the OAuth2 endpoints' per-source and per-client limits
+            .env("IDNODE_OAUTH2_RATE_LIMIT_PER_SECOND", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use crate::args::Args;
 use crate::cluster::{IdCluster, READY_TIMEOUT};
 use crate::fixture::{describe, fixture};
+use crate::oauth2;
 use crate::probe::{drain, host_busy_pct, rss_kib};
 use crate::report::SystemResult;
 use crate::util::progress;
@@ -44,7 +45,10 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
 
         let pids = c.pids();
         let follower = (n > 1).then(|| c.nodes[follower].api.as_str());
-        res.cases = workloads::run(&wrk.in_dir(&dir), &c.nodes[leader].api, follower, &fx, &pids).await?;
+        let w = wrk.in_dir(&dir);
+        res.cases = workloads::run(&w, &c.nodes[leader].api, follower, &fx, &pids).await?;
+        let oauth2 = oauth2::run(&w, &c.http, &c.nodes[leader].api, follower, &fx.admin, &pids, &mut res.notes).await?;
+        res.cases.extend(oauth2);
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
         res.notes.push(freshness_note(&c).await);
 

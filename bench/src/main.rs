@@ -9,7 +9,12 @@
 //!   validate  GET  /v3/auth/tokens   X-Auth-Token=admin, X-Subject-Token=bench-user token
 //!   issue     POST /v3/auth/tokens   password, project-scoped (bench-user on bench-project)
 //!   create    POST /v3/projects      unique names (lua MODE=project)
-//! On the 3-node cluster validate and create also run against a follower.
+//!   oauth2_client_credentials  POST /v4/oauth2/default/token, client_credentials, HTTP Basic
+//!   oauth2_introspect          POST /v4/oauth2/default/introspect, a fixed access token
+//!                              (idnode only: the reference Keystone has no OAuth2 provider;
+//!                              form posts through bench/lua/form.lua, MODE=form)
+//! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
+//! `--only oauth2` (name prefixes, comma separated) runs a subset.
 //! Besides: idle RSS (VmRSS of the node processes, summed), RSS after load, cold start (spawn to
 //! first `/ready` 200; for Keystone: run.sh's `cold_start_s`, start to first `GET /v3` 200).
 
@@ -18,6 +23,7 @@ mod args;
 mod cluster;
 mod fixture;
 mod idnode;
+mod oauth2;
 mod probe;
 mod reference;
 mod report;
@@ -38,6 +44,9 @@ use crate::reference::bench_reference;
 use crate::report::report;
 use crate::util::progress;
 use crate::wrk::{ensure_wrk, Wrk};
+
+/// The form-post wrk script (the shared script plus `MODE=form`), written next to the output.
+const FORM_LUA: &str = include_str!("../lua/form.lua");
 
 fn find_idnode(arg: Option<&PathBuf>) -> Result<PathBuf> {
     let mut candidates = Vec::new();
@@ -87,8 +96,12 @@ async fn main() -> Result<()> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
     progress(format!("idnode binary {}, output in {}", bin.display(), out.display()));
+    let form_lua = out.join("form.lua");
+    std::fs::write(&form_lua, FORM_LUA).with_context(|| format!("write {}", form_lua.display()))?;
     let wrk = Wrk {
         lua: refdir.join("lua/keystone.lua"),
+        form_lua,
+        only: args.only.clone(),
         out: out.clone(),
         threads: args.threads,
         conns: args.conns,

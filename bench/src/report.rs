@@ -96,9 +96,13 @@ pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemRe
         s.push('\n');
     }
     let mut text_row = |name: &str, cell: &dyn Fn(&SystemResult) -> String| {
+        let cells: Vec<String> = cols.iter().map(|c| cell(c)).collect();
+        if cells.iter().all(|c| c.split(" / ").all(|v| v == "—")) {
+            return;
+        }
         s.push_str(&format!("| {name} |"));
-        for c in &cols {
-            s.push_str(&format!(" {} |", cell(c)));
+        for c in cells {
+            s.push_str(&format!(" {c} |"));
         }
         if reference.is_some() {
             for _ in systems {
@@ -122,6 +126,18 @@ pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemRe
                 .join(" / ")
         });
     }
+    let oauth2 = CPU_ROWS[2];
+    let name = format!(
+        "server CPU cores used during the run: {}",
+        oauth2.iter().map(|k| short(k)).collect::<Vec<_>>().join(" / ")
+    );
+    text_row(&name, &|c| {
+        oauth2
+            .iter()
+            .map(|k| c.cases.get(k).and_then(|w| w.cores_used).map_or_else(|| "—".to_owned(), |v| format!("{v:.2}")))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    });
     let mut notes: Vec<String> =
         cols.iter().flat_map(|c| c.notes.iter().map(move |n| format!("- {}: {n}", c.label))).collect();
     for c in &cols {
@@ -144,9 +160,15 @@ pub fn report(args: &Args, systems: &[SystemResult], reference: Option<&SystemRe
 }
 
 /// Cases whose server CPU time per request is reported, one table row per group.
-const CPU_ROWS: [&[&str]; 2] = [
+const CPU_ROWS: [&[&str]; 3] = [
     &["validate", "issue", "issue_appcred", "create"],
     &["validate_admin", "validate_rbac", "validate_rbac_nocat", "validate_trust", "role_assignments"],
+    &[
+        "oauth2_client_credentials",
+        "oauth2_client_credentials_follower",
+        "oauth2_introspect",
+        "oauth2_introspect_follower",
+    ],
 ];
 
 fn short(case: &str) -> &str {
@@ -157,6 +179,10 @@ fn short(case: &str) -> &str {
         "validate_trust" => "validate trust",
         "issue_appcred" => "issue app cred",
         "role_assignments" => "role assignments",
+        "oauth2_client_credentials" => "OAuth2 client_credentials",
+        "oauth2_client_credentials_follower" => "client_credentials on a follower",
+        "oauth2_introspect" => "introspect",
+        "oauth2_introspect_follower" => "introspect on a follower",
         other => other,
     }
 }
@@ -209,6 +235,14 @@ fn rows() -> Vec<Row> {
     let lat = |name, k: &'static str| Row { name, what: What::Latency(k), no_ratio: false };
     let val = |name, get: Get, prec| Row { name, what: What::Value(get, prec), no_ratio: false };
     let mib = |kib: Option<u64>| kib.map(|k| k as f64 / 1024.0);
+    let solo = |name, get: Get, prec| Row { name, what: What::Value(get, prec), no_ratio: true };
+    let solo_lat = |name, k: &'static str| Row { name, what: What::Latency(k), no_ratio: true };
+    // requests per CPU-second of the server processes (1000 / CPU ms per request)
+    let per_cpu_s = |k: &'static str| -> Get {
+        Box::new(move |r: &SystemResult| {
+            r.cases.get(k).and_then(|w| w.cpu_ms_per_req).filter(|ms| *ms > 0.0).map(|ms| 1000.0 / ms)
+        })
+    };
     vec![
         rps("token validation req/s (bench-user: direct role, with catalog)", "validate", 0),
         val("token validation p50 ms", case("validate", |w| w.p50_ms), 2),
@@ -235,6 +269,42 @@ fn rows() -> Vec<Row> {
         val("project create p99 ms", case("create", |w| w.p99_ms), 2),
         rps("project create via a follower req/s", "create_follower", 1),
         lat("project create via a follower p50 / p99 ms", "create_follower"),
+        // idnode only: the reference Keystone has no OAuth2 provider (no ratio)
+        solo("OAuth2 client_credentials grants/s (idnode only)", case("oauth2_client_credentials", |w| w.rps), 0),
+        solo_lat("OAuth2 client_credentials p50 / p99 ms (idnode only)", "oauth2_client_credentials"),
+        solo(
+            "OAuth2 client_credentials grants per server CPU-second (per core used; idnode only)",
+            per_cpu_s("oauth2_client_credentials"),
+            0,
+        ),
+        solo(
+            "OAuth2 client_credentials on a follower grants/s (idnode only)",
+            case("oauth2_client_credentials_follower", |w| w.rps),
+            0,
+        ),
+        solo_lat(
+            "OAuth2 client_credentials on a follower p50 / p99 ms (idnode only)",
+            "oauth2_client_credentials_follower",
+        ),
+        solo(
+            "OAuth2 client_credentials on a follower grants per server CPU-second (idnode only)",
+            per_cpu_s("oauth2_client_credentials_follower"),
+            0,
+        ),
+        solo("OAuth2 introspection req/s (idnode only)", case("oauth2_introspect", |w| w.rps), 0),
+        solo_lat("OAuth2 introspection p50 / p99 ms (idnode only)", "oauth2_introspect"),
+        solo("OAuth2 introspections per server CPU-second (idnode only)", per_cpu_s("oauth2_introspect"), 0),
+        solo(
+            "OAuth2 introspection on a follower req/s (idnode only)",
+            case("oauth2_introspect_follower", |w| w.rps),
+            0,
+        ),
+        solo_lat("OAuth2 introspection on a follower p50 / p99 ms (idnode only)", "oauth2_introspect_follower"),
+        solo(
+            "OAuth2 introspections on a follower per server CPU-second (idnode only)",
+            per_cpu_s("oauth2_introspect_follower"),
+            0,
+        ),
         val("idle RSS MiB after the fixture (all processes)", Box::new(move |r: &SystemResult| mib(r.idle_rss_kib)), 1),
         val("RSS after load MiB (all processes)", Box::new(move |r: &SystemResult| mib(r.load_rss_kib)), 1),
         val(

@@ -39,47 +39,41 @@ pub async fn run(
         vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone()), ("SUBJECT_TOKEN", subject.to_owned())]
     };
     let validate = get(&fx.subject);
-    cases.insert("validate", w.case("validate", &format!("{base}{VALIDATE}"), &validate, pids).await?);
+    w.add(&mut cases, "validate", &format!("{base}{VALIDATE}"), &validate, pids).await?;
     if let Some(f) = follower {
-        cases.insert(
-            "validate_follower",
-            w.case("validate_follower", &format!("{f}{VALIDATE}"), &validate, pids).await?,
-        );
+        w.add(&mut cases, "validate_follower", &format!("{f}{VALIDATE}"), &validate, pids).await?;
     }
     if fx.subject != fx.admin {
         let vars = get(&fx.admin);
-        cases.insert("validate_admin", w.case("validate_admin", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+        w.add(&mut cases, "validate_admin", &format!("{base}{VALIDATE}"), &vars, pids).await?;
     }
     if let Some(rbac) = &fx.rbac_subject {
         let vars = get(rbac);
-        cases.insert("validate_rbac", w.case("validate_rbac", &format!("{base}{VALIDATE}"), &vars, pids).await?);
-        cases.insert(
-            "validate_rbac_nocat",
-            w.case("validate_rbac_nocat", &format!("{base}{VALIDATE_NOCATALOG}"), &vars, pids).await?,
-        );
+        w.add(&mut cases, "validate_rbac", &format!("{base}{VALIDATE}"), &vars, pids).await?;
+        w.add(&mut cases, "validate_rbac_nocat", &format!("{base}{VALIDATE_NOCATALOG}"), &vars, pids).await?;
     }
     if let Some(trust) = &fx.trust_subject {
         let vars = get(trust);
-        cases.insert("validate_trust", w.case("validate_trust", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+        w.add(&mut cases, "validate_trust", &format!("{base}{VALIDATE}"), &vars, pids).await?;
     }
     let list = vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
     let url = format!("{base}{}", role_assignments_path(&fx.project));
-    cases.insert("role_assignments", w.case("role_assignments", &url, &list, pids).await?);
+    w.add(&mut cases, "role_assignments", &url, &list, pids).await?;
 
     let issue_file = w.out.join("issue.json");
     std::fs::write(&issue_file, serde_json::to_vec(&fx.issue)?).context("write issue.json")?;
     let issue = [("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())];
-    cases.insert("issue", w.case("issue", &format!("{base}{VALIDATE}"), &issue, pids).await?);
+    w.add(&mut cases, "issue", &format!("{base}{VALIDATE}"), &issue, pids).await?;
     if let Some(body) = &fx.app_cred_issue {
         let file = w.out.join("issue_appcred.json");
         std::fs::write(&file, serde_json::to_vec(body)?).context("write issue_appcred.json")?;
         let vars = [("MODE", "post".to_owned()), ("BODY_FILE", file.display().to_string())];
-        cases.insert("issue_appcred", w.case("issue_appcred", &format!("{base}{VALIDATE}"), &vars, pids).await?);
+        w.add(&mut cases, "issue_appcred", &format!("{base}{VALIDATE}"), &vars, pids).await?;
     }
     let create = [("MODE", "project".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
-    cases.insert("create", w.case("create", &format!("{base}/v3/projects"), &create, pids).await?);
+    w.add(&mut cases, "create", &format!("{base}/v3/projects"), &create, pids).await?;
     if let Some(f) = follower {
-        cases.insert("create_follower", w.case("create_follower", &format!("{f}/v3/projects"), &create, pids).await?);
+        w.add(&mut cases, "create_follower", &format!("{f}/v3/projects"), &create, pids).await?;
     }
     Ok(cases)
 }

@@ -21,6 +21,8 @@ pub struct WrkResult {
     pub sock_err: u64,
     /// CPU milliseconds of the server processes per completed request.
     pub cpu_ms_per_req: Option<f64>,
+    /// Server CPU seconds per wall-clock second of the measured run (cores the server used).
+    pub cores_used: Option<f64>,
     /// RSS of the server processes right after the measured run, KiB.
     pub rss_after_kib: Option<u64>,
 }
@@ -37,12 +39,19 @@ pub fn parse_wrkresult(out: &str) -> Option<WrkResult> {
         non2xx: f("non2xx").unwrap_or(0.0) as u64,
         sock_err: f("sock_err").unwrap_or(0.0) as u64,
         cpu_ms_per_req: None,
+        cores_used: None,
         rss_after_kib: None,
     })
 }
 
 pub struct Wrk {
+    /// The shared Keystone script.
     pub lua: PathBuf,
+    /// The bench's form-post script (`bench/lua/form.lua`, written to the output directory):
+    /// the shared script plus `MODE=form`; used for the cases whose vars say `MODE=form`.
+    pub form_lua: PathBuf,
+    /// `--only`: the workloads to run (empty: all).
+    pub only: Vec<String>,
     pub out: PathBuf,
     pub threads: u32,
     pub conns: u32,
@@ -53,7 +62,33 @@ pub struct Wrk {
 impl Wrk {
     /// The same settings, writing its output to `out`.
     pub fn in_dir(&self, out: &Path) -> Wrk {
-        Wrk { lua: self.lua.clone(), out: out.to_path_buf(), ..*self }
+        Wrk {
+            lua: self.lua.clone(),
+            form_lua: self.form_lua.clone(),
+            only: self.only.clone(),
+            out: out.to_path_buf(),
+            ..*self
+        }
+    }
+
+    /// Whether `--only` selects the workload `label`.
+    pub fn wants(&self, label: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| label.starts_with(o.as_str()))
+    }
+
+    /// Runs the case `label` into `cases` when `--only` selects it.
+    pub async fn add(
+        &self,
+        cases: &mut BTreeMap<&'static str, WrkResult>,
+        label: &'static str,
+        url: &str,
+        vars: &[(&str, String)],
+        pids: &[u32],
+    ) -> Result<()> {
+        if self.wants(label) {
+            cases.insert(label, self.case(label, url, vars, pids).await?);
+        }
+        Ok(())
     }
 
     pub async fn run_once(
@@ -64,6 +99,7 @@ impl Wrk {
         vars: &[(&str, String)],
         tag: &str,
     ) -> Result<String> {
+        let form = vars.iter().any(|(k, v)| *k == "MODE" && v == "form");
         let mut cmd = tokio::process::Command::new("wrk");
         cmd.arg(format!("-t{}", self.threads))
             .arg(format!("-c{}", self.conns))
@@ -72,9 +108,10 @@ impl Wrk {
             .arg("30s")
             .arg("--latency")
             .arg("-s")
-            .arg(&self.lua)
+            .arg(if form { &self.form_lua } else { &self.lua })
             .arg(url)
             .env("RUN_TAG", tag)
+            .env("KEYSTONE_LUA", &self.lua)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -103,10 +140,12 @@ impl Wrk {
             drain(pids).await;
         }
         let t0: u64 = pids.iter().filter_map(|p| cpu_ticks(*p)).sum();
+        let started = std::time::Instant::now();
         let text = self
             .run_once(&self.out.join(format!("{label}.txt")), self.duration, url, vars, &format!("r{stamp}"))
             .await?;
         let t1: u64 = pids.iter().filter_map(|p| cpu_ticks(*p)).sum();
+        let wall = started.elapsed().as_secs_f64();
         let rss_after: u64 = pids.iter().filter_map(|p| rss_kib(*p)).sum();
         drain(pids).await;
         let mut r =
@@ -118,7 +157,11 @@ impl Wrk {
             r.rss_after_kib = Some(rss_after);
         }
         if r.requests > 0 && !pids.is_empty() {
-            r.cpu_ms_per_req = Some(1000.0 * (t1.saturating_sub(t0)) as f64 / tck / r.requests as f64);
+            let cpu_s = t1.saturating_sub(t0) as f64 / tck;
+            r.cpu_ms_per_req = Some(1000.0 * cpu_s / r.requests as f64);
+            if wall > 0.0 {
+                r.cores_used = Some(cpu_s / wall);
+            }
         }
         progress(format!(
             "    {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, non-2xx {}, socket errors {}",

@@ -19,7 +19,7 @@ pub use derive::derive_key;
 pub use error::KeyError;
 pub use index::{IndexHasher, IndexKey};
 pub use kek::{Kek, KekSource};
-pub use oidc::{generate_es256, Es256Key};
+pub use oidc::{generate_es256, Es256Key, Es256Signer};
 pub use password::{PasswordHasher, PasswordParams};
 pub use random::{constant_time_eq, random_bytes, random_token};
 pub use sealer::{DataKeys, SealStats, KEY_RING_VERSION};

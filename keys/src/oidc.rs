@@ -4,9 +4,10 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use p256::ecdsa::SigningKey;
+use p256::ecdsa::signature::Signer;
+use p256::ecdsa::{Signature, SigningKey};
 use p256::elliptic_curve::sec1::Coordinates;
-use p256::pkcs8::EncodePrivateKey;
+use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
 use zeroize::Zeroizing;
 
 use crate::KeyError;
@@ -35,6 +36,27 @@ pub fn generate_es256() -> Result<Es256Key, KeyError> {
     })
 }
 
+/// A private key parsed for signing. Parse once and keep it: decoding PKCS#8 derives the public
+/// key and checks it against the stored one, two scalar multiplications, twice the cost of a
+/// signature. Signing lives in this crate so that the generic ECDSA code is compiled with its
+/// optimisation level (the dev profile builds the idnode crate itself unoptimised).
+pub struct Es256Signer(SigningKey);
+
+impl Es256Signer {
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, KeyError> {
+        SigningKey::from_pkcs8_der(der).map(Es256Signer).map_err(|_| KeyError::Malformed)
+    }
+
+    /// ECDSA P-256 with SHA-256 over `msg`, deterministic (RFC 6979): `r || s`, as a JWS
+    /// ES256 signature.
+    pub fn sign(&self, msg: &[u8]) -> Result<[u8; 64], KeyError> {
+        let sig: Signature = self.0.try_sign(msg).map_err(|_| KeyError::Malformed)?;
+        let mut out = [0u8; 64];
+        out.copy_from_slice(&sig.to_bytes());
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +69,20 @@ mod tests {
         assert_eq!(URL_SAFE_NO_PAD.decode(&a.x).unwrap().len(), 32);
         assert_eq!(URL_SAFE_NO_PAD.decode(&a.y).unwrap().len(), 32);
         assert!(a.pkcs8.len() > 100);
+    }
+
+    #[test]
+    fn signatures_verify_under_the_public_coordinates_and_are_deterministic() {
+        use p256::ecdsa::signature::Verifier;
+        let k = generate_es256().unwrap();
+        let signer = Es256Signer::from_pkcs8(&k.pkcs8).unwrap();
+        let sig = signer.sign(b"header.claims").unwrap();
+        assert_eq!(sig, signer.sign(b"header.claims").unwrap(), "RFC 6979");
+        let mut sec1 = vec![4u8];
+        sec1.extend(URL_SAFE_NO_PAD.decode(&k.x).unwrap());
+        sec1.extend(URL_SAFE_NO_PAD.decode(&k.y).unwrap());
+        let vk = p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1).unwrap();
+        vk.verify(b"header.claims", &Signature::from_slice(&sig).unwrap()).unwrap();
+        assert!(Es256Signer::from_pkcs8(b"not a key").is_err());
     }
 }

@@ -3,10 +3,13 @@
 //! state version, and rotated online (the staged key, published in `/jwks` since it was
 //! made, starts signing; the old primary stays published until its tokens have expired).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -16,43 +19,89 @@ use crate::node::Node;
 use crate::state::oauth2::{keys, OAuth2Applied, OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
 use crate::state::{cf, Applied, Command, Reader};
 
+/// Verified tokens remembered per key set (see `DomainKeys::verify`); at this many the
+/// memory is cleared and starts again.
+const VERIFIED_CAPACITY: usize = 4096;
+
+/// The primary key, ready to sign: the P-256 key parsed once per key set (parsing PKCS#8
+/// derives and checks the public key, two scalar multiplications: twice the cost of the
+/// signature itself when `jsonwebtoken::encode` did it per token), and the encoded JOSE header.
+struct Signer {
+    kid: String,
+    /// None when the stored key does not parse: signing fails, as it did per token before.
+    key: Option<idnode_keys::Es256Signer>,
+    /// base64url of the header `jsonwebtoken` writes for ES256 and this kid.
+    header_b64: String,
+}
+
 /// A domain's key set, parsed: the signer and every published verifier.
 pub struct DomainKeys {
     pub set: SigningKeys,
-    signer: Option<(String, EncodingKey)>,
+    signer: Option<Signer>,
     verifiers: Vec<(String, DecodingKey)>,
+    /// Tokens whose signature and claims `verify` accepted, with their `exp`: the signature
+    /// check (an ES256 verification, most of an introspection's cost) is a pure function of the
+    /// token and this key set, so a token seen again only needs its expiry checked again.
+    verified: Mutex<HashMap<String, (u64, Value)>>,
+}
+
+fn internal(msg: String) -> OAuthError {
+    OAuthError::from(crate::http::ApiError::internal(msg))
 }
 
 impl DomainKeys {
     fn build(set: SigningKeys) -> OAuthResult<Self> {
-        let signer = set.primary().map(|k| (k.kid.clone(), EncodingKey::from_ec_der(&k.pkcs8)));
+        let signer = match set.primary() {
+            Some(k) => {
+                let mut header = Header::new(Algorithm::ES256);
+                header.kid = Some(k.kid.clone());
+                let json = serde_json::to_vec(&header).map_err(|e| internal(format!("JOSE header: {e}")))?;
+                Some(Signer {
+                    kid: k.kid.clone(),
+                    key: idnode_keys::Es256Signer::from_pkcs8(&k.pkcs8).ok(),
+                    header_b64: URL_SAFE_NO_PAD.encode(json),
+                })
+            }
+            None => None,
+        };
         let mut verifiers = Vec::new();
         for k in &set.keys {
-            let key = DecodingKey::from_ec_components(&k.x, &k.y).map_err(|e| {
-                OAuthError::from(crate::http::ApiError::internal(format!("signing key {}: {e}", k.kid)))
-            })?;
+            let key = DecodingKey::from_ec_components(&k.x, &k.y)
+                .map_err(|e| internal(format!("signing key {}: {e}", k.kid)))?;
             verifiers.push((k.kid.clone(), key));
         }
-        Ok(DomainKeys { set, signer, verifiers })
+        Ok(DomainKeys { set, signer, verifiers, verified: Mutex::new(HashMap::new()) })
     }
 
-    /// Signs `claims` as an ES256 JWT with the primary key.
+    /// Signs `claims` as an ES256 JWT with the primary key: the same token, byte for byte, as
+    /// `jsonwebtoken::encode` with this kid (deterministic RFC 6979 signatures; a test checks).
     pub fn sign<T: Serialize>(&self, claims: &T) -> OAuthResult<String> {
-        let (kid, key) = self
-            .signer
+        let signer = self.signer.as_ref().ok_or_else(|| internal("no primary signing key".to_string()))?;
+        let key = signer
+            .key
             .as_ref()
-            .ok_or_else(|| OAuthError::from(crate::http::ApiError::internal("no primary signing key")))?;
-        let mut header = Header::new(Algorithm::ES256);
-        header.kid = Some(kid.clone());
-        jsonwebtoken::encode(&header, claims, key)
-            .map_err(|e| OAuthError::from(crate::http::ApiError::internal(format!("signing a token: {e}"))))
+            .ok_or_else(|| internal(format!("signing a token: the key {} does not parse", signer.kid)))?;
+        let json = serde_json::to_vec(claims).map_err(|e| internal(format!("signing a token: {e}")))?;
+        let mut token = String::with_capacity(signer.header_b64.len() + json.len() * 4 / 3 + 92);
+        token.push_str(&signer.header_b64);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(json, &mut token);
+        let signature = key.sign(token.as_bytes()).map_err(|e| internal(format!("signing a token: {e}")))?;
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature, &mut token);
+        Ok(token)
     }
 
     /// The claims of a JWT signed by one of this domain's published keys and not expired;
-    /// None for anything else (callers answer without saying why).
+    /// None for anything else (callers answer without saying why). A token verified before by
+    /// this key set is answered from memory, its expiry checked again as `jsonwebtoken` does.
     pub fn verify(&self, token: &str) -> Option<Value> {
         if token.len() > 8192 {
             return None;
+        }
+        if let Some((exp, claims)) = self.verified.lock().unwrap_or_else(|e| e.into_inner()).get(token) {
+            // jsonwebtoken (leeway 0): expired when exp < now
+            return (*exp >= jsonwebtoken::get_current_timestamp()).then(|| claims.clone());
         }
         let header = jsonwebtoken::decode_header(token).ok()?;
         if header.alg != Algorithm::ES256 {
@@ -64,7 +113,16 @@ impl DomainKeys {
         v.leeway = 0;
         v.validate_aud = false;
         v.set_required_spec_claims(&["exp", "iat", "iss", "sub"]);
-        jsonwebtoken::decode::<Value>(token, key, &v).ok().map(|d| d.claims)
+        let claims = jsonwebtoken::decode::<Value>(token, key, &v).ok().map(|d| d.claims)?;
+        // Only an integral exp is remembered (anything else is verified every time).
+        if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
+            let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+            if verified.len() >= VERIFIED_CAPACITY {
+                verified.clear();
+            }
+            verified.insert(token.to_string(), (exp, claims.clone()));
+        }
+        Some(claims)
     }
 
     /// The JWK Set of every published key (staged, primary and retired).
@@ -173,5 +231,59 @@ pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
             Ok(set)
         }
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a key rotation").into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_set() -> SigningKeys {
+        let at = now();
+        SigningKeys {
+            domain_id: "d".to_string(),
+            epoch: 1,
+            keys: vec![new_key(SigningKeyState::Primary, at).unwrap(), new_key(SigningKeyState::Staged, at).unwrap()],
+        }
+    }
+
+    #[test]
+    fn tokens_are_those_jsonwebtoken_signs_and_verify_the_same_from_memory() {
+        let set = key_set();
+        let primary = set.primary().unwrap().clone();
+        let keys = DomainKeys::build(set).unwrap();
+        let claims = json!({"iss": "https://x/v4/oauth2/d", "sub": "s", "iat": now(), "exp": now() + 60, "n": "é\"/"});
+        let token = keys.sign(&claims).unwrap();
+        // byte for byte what jsonwebtoken::encode makes (RFC 6979: deterministic)
+        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(primary.kid.clone());
+        let reference =
+            jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_ec_der(&primary.pkcs8)).unwrap();
+        assert_eq!(token, reference);
+        assert_eq!(keys.verify(&token), Some(claims.clone()));
+        assert_eq!(keys.verified.lock().unwrap().len(), 1);
+        assert_eq!(keys.verify(&token), Some(claims), "answered from memory");
+        // a changed signature is refused (and not remembered)
+        let mut forged = token.clone();
+        let last = forged.pop().unwrap();
+        forged.push(if last == 'A' { 'B' } else { 'A' });
+        assert_eq!(keys.verify(&forged), None);
+        assert_eq!(keys.verified.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_remembered_token_expires_as_jsonwebtoken_says() {
+        let keys = DomainKeys::build(key_set()).unwrap();
+        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let claims = json!({"iss": "i", "sub": "s", "iat": now, "exp": now});
+        let token = keys.sign(&claims).unwrap();
+        assert!(keys.verify(&token).is_some(), "exp == now is still valid");
+        // pretend it was remembered long ago with an exp now past
+        keys.verified.lock().unwrap().get_mut(&token).unwrap().0 = (now - 1) as u64;
+        assert_eq!(keys.verify(&token), None);
+        let expired = keys.sign(&json!({"iss": "i", "sub": "s", "iat": now, "exp": now - 1})).unwrap();
+        assert_eq!(keys.verify(&expired), None);
     }
 }

@@ -1,0 +1,19 @@
+-- idnode-bench's wrk script for form posts (the OAuth2 endpoints). It runs the shared
+-- keystone.lua (named by KEYSTONE_LUA: its setup, request and done, and so the same WRKRESULT
+-- line) and adds one mode:
+--   MODE=form  POST the body FORM_BODY as application/x-www-form-urlencoded to the URL, with
+--              the Authorization header BASIC_AUTH (e.g. "Basic <base64>") when it is set
+dofile(assert(os.getenv("KEYSTONE_LUA"), "KEYSTONE_LUA is not set"))
+
+local keystone_init = init
+
+function init(args)
+   keystone_init(args)
+   if os.getenv("MODE") == "form" then
+      wrk.method = "POST"
+      wrk.body = os.getenv("FORM_BODY") or ""
+      wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
+      local basic = os.getenv("BASIC_AUTH")
+      if basic then wrk.headers["Authorization"] = basic end
+   end
+end
