@@ -169,8 +169,22 @@ pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys
     let Some(set) = Reader::get::<SigningKeys>(&node.engine.read(), cf::OAUTH2, &keys::signing_keys(domain_id))? else {
         return Ok(None);
     };
-    note_epoch(node, &set);
-    let parsed = Arc::new(DomainKeys::build(set)?);
+    // The parsed set (and the tokens it verified) outlives writes that leave it unchanged:
+    // only a different stored set is parsed again.
+    let mut by_domain = node.oauth2.parsed_keys.lock().unwrap_or_else(|e| e.into_inner());
+    let parsed = match by_domain.get(domain_id) {
+        Some(p) if p.set == set => p.clone(),
+        _ => {
+            note_epoch(node, &set);
+            let p = Arc::new(DomainKeys::build(set)?);
+            if by_domain.len() >= 1024 {
+                by_domain.clear();
+            }
+            by_domain.insert(domain_id.to_string(), p.clone());
+            p
+        }
+    };
+    drop(by_domain);
     node.oauth2.keys.insert(domain_id.to_string(), parsed.clone(), version);
     Ok(Some(parsed))
 }

@@ -42,6 +42,8 @@ use crate::token::AppliedCache;
 /// Per-node state of the provider: parsed key sets, cached per state version.
 pub struct Provider {
     pub keys: AppliedCache<String, Arc<keys::DomainKeys>>,
+    /// The last parsed key set of each domain, kept across writes that do not change it.
+    pub parsed_keys: std::sync::Mutex<std::collections::HashMap<String, Arc<keys::DomainKeys>>>,
     pub metrics: metrics::OAuth2Metrics,
     /// Introspection calls per client (the per-source limit is the router's).
     introspect_per_client: Option<governor::DefaultKeyedRateLimiter<String>>,
@@ -56,7 +58,12 @@ impl Provider {
             let burst = std::num::NonZeroU32::new(burst).unwrap_or(rate);
             governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
         });
-        Provider { keys: AppliedCache::new(1024), metrics: metrics::OAuth2Metrics::default(), introspect_per_client }
+        Provider {
+            keys: AppliedCache::new(1024),
+            parsed_keys: Default::default(),
+            metrics: metrics::OAuth2Metrics::default(),
+            introspect_per_client,
+        }
     }
 
     /// Counts an introspection against the client's own bucket.
