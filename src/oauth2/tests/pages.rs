@@ -1,14 +1,11 @@
 //! The provider's browser side through the real router: the authorize flow's pages and
 //! redirects, the device flow's start and pages, and the consent API.
 
-use std::net::SocketAddr;
-
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
-use tower::ServiceExt;
+
+use super::errors::send;
 
 use crate::oauth2::device::USER_CODE_ALPHABET;
 use crate::oauth2::secrets::{self, keyed_hash};
@@ -20,29 +17,6 @@ const D: &str = "default";
 const CB: &str = "https://app.example/cb";
 const CHALLENGE: &str = "zY3dLN7IOx58P_4ckFRohSQVPpiKxfSo4ju7_lQKixI";
 const PW: &str = "alice password 1";
-
-async fn send(t: &TestNode, method: Method, path: &str, headers: &[(&str, &str)], form: Option<&str>) -> Reply {
-    let mut req = Request::builder().method(method).uri(path);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut req = match form {
-        Some(f) => req.header("content-type", "application/x-www-form-urlencoded").body(Body::from(f.to_string())),
-        None => req.body(Body::empty()),
-    }
-    .unwrap();
-    req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-    let resp = t.router.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
-    Reply {
-        status,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-        headers,
-    }
-}
 
 fn form(pairs: &[(&str, &str)]) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
