@@ -1,7 +1,8 @@
-//! At-rest audit: after a user (distinctive name and password) and a project (distinctive name
-//! and description) are created and applied on all three nodes, and the nodes are stopped, no
-//! file under any data dir contains those strings, the admin password, the cluster secret or a
-//! node's key-encryption key, in any byte position.
+//! At-rest audit: after a user (distinctive name and password), a project (distinctive name
+//! and description) and an OAuth2 client (distinctive name, its secret used for a grant) are
+//! created and applied on all three nodes, and the nodes are stopped, no file under any data
+//! dir contains those strings, the admin password, the cluster secret or a node's
+//! key-encryption key, in any byte position.
 
 use std::time::Duration;
 
@@ -63,6 +64,30 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         .expect("authenticate the audit user");
     assert!(r.status.is_success(), "the audit user cannot authenticate: {} {}", r.status, r.text);
 
+    // an OAuth2 client whose secret (shown once, stored as a keyed hash) is used for a grant
+    let client_name = format!("zqxauditclient{tag}");
+    let client = cluster
+        .post_retry(
+            0,
+            "/v4/oauth2/default/clients",
+            &token,
+            &json!({"oauth2_client": {"name": client_name, "confidential": true,
+                                      "grant_types": ["client_credentials"], "allowed_scopes": ["platform:api"]}}),
+            timeout,
+        )
+        .await;
+    let client_id = client.json["oauth2_client"]["client_id"].as_str().expect("client_id").to_owned();
+    let client_secret = client.json["client_secret"].as_str().expect("client_secret").to_owned();
+    let grant = reqwest::Client::new()
+        .post(format!("{}/v4/oauth2/default/token", cluster.api(1)))
+        .basic_auth(&client_id, Some(&client_secret))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("grant_type=client_credentials&scope=platform%3Aapi")
+        .send()
+        .await
+        .expect("client_credentials grant");
+    assert_eq!(grant.status(), StatusCode::OK, "the audit client's secret works");
+
     // applied on every node
     for node in 0..3 {
         cluster.wait_get_status(node, &format!("/v3/projects/{project_id}"), &token, StatusCode::OK, timeout).await;
@@ -88,6 +113,8 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         ("project description".into(), project_description.clone().into_bytes()),
         ("admin password".into(), cluster.admin_password.clone().into_bytes()),
         ("cluster secret".into(), cluster.secret.clone().into_bytes()),
+        ("oauth2 client name".into(), client_name.clone().into_bytes()),
+        ("oauth2 client secret".into(), client_secret.clone().into_bytes()),
     ];
     for n in &cluster.nodes {
         needles.push((format!("node {} KEK (raw)", n.id), n.kek.clone()));
