@@ -14,6 +14,7 @@ mod federation;
 mod http;
 mod identity;
 mod kek;
+mod mapping;
 mod node;
 mod oauth1;
 mod oauth2;
