@@ -3,6 +3,7 @@
 //! and the pure evaluation engine; the API, storage and logins build on it.
 #![allow(dead_code)] // the mapping API and federation logins that call this arrive with the rest of issue 9
 
+pub mod engine;
 pub mod model;
 pub mod regex_cache;
 pub mod template;
