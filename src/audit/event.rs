@@ -49,6 +49,9 @@ pub enum Action {
 }
 
 impl Action {
+    pub const ALL: [Action; 5] =
+        [Action::Create, Action::Update, Action::Disable, Action::Delete, Action::Authenticate];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Create => "create",
@@ -73,6 +76,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 4] = [Outcome::Success, Outcome::Failure, Outcome::Pending, Outcome::RegexMatchTimeout];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Success => "success",
@@ -128,7 +133,7 @@ pub struct Event {
     pub outcome: Outcome,
     pub initiator: Resource,
     pub target: Resource,
-    /// Stamped by `Audit::emit` with the node, so builders need no node at hand.
+    /// Stamped by the audit writer with the node, so builders need no node at hand.
     pub observer: Resource,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,

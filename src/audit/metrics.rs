@@ -7,7 +7,28 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::event::{Action, Outcome};
 use crate::http::metrics::{labels, Labels};
+
+/// See [`AuditMetrics::emit_counters`].
+pub struct EmitCounters {
+    /// By `Action::ALL` index * `Outcome::ALL.len()` + `Outcome::ALL` index.
+    events: Vec<Counter>,
+    pub disabled: Counter,
+    pub queue_full: Counter,
+    pub stopped: Counter,
+    pub queue_depth: Gauge,
+}
+
+impl EmitCounters {
+    pub fn event(&self, action: Action, outcome: Outcome) {
+        let a = Action::ALL.iter().position(|x| *x == action).unwrap_or(0);
+        let o = Outcome::ALL.iter().position(|x| *x == outcome).unwrap_or(0);
+        if let Some(c) = self.events.get(a * Outcome::ALL.len() + o) {
+            c.inc();
+        }
+    }
+}
 
 #[derive(Clone, Default)]
 pub struct AuditMetrics {
@@ -54,6 +75,27 @@ impl AuditMetrics {
             "Data-key epoch sealing spooled audit events",
             self.key_version.clone(),
         );
+    }
+
+    /// The counters `emit` touches, resolved once: a family lookup hashes and allocates its
+    /// labels, and `emit` sits on request paths.
+    pub fn emit_counters(&self) -> EmitCounters {
+        let mut events = Vec::new();
+        for a in Action::ALL {
+            for o in Outcome::ALL {
+                events.push(
+                    self.events.get_or_create(&labels(&[("action", a.as_str()), ("outcome", o.as_str())])).clone(),
+                );
+            }
+        }
+        let drop = |reason| self.dropped.get_or_create(&labels(&[("reason", reason)])).clone();
+        EmitCounters {
+            events,
+            disabled: drop("disabled"),
+            queue_full: drop("queue_full"),
+            stopped: drop("stopped"),
+            queue_depth: self.queue_depth.clone(),
+        }
     }
 
     pub fn drop_event(&self, reason: &str) {

@@ -1,8 +1,8 @@
 //! The audit pipeline (spec, Events; `docs/audit.md`): CADF-shaped events from request
 //! handlers and background jobs to an append-only JSON-lines file.
 //!
-//! `Audit::emit` never blocks and never awaits: it stamps the observer and offers the event to
-//! a bounded in-memory queue (`[audit] queue_capacity`). One writer thread (`pipeline.rs`)
+//! `Audit::emit` never blocks and never awaits: it counts the event and offers it to a bounded
+//! in-memory queue (`[audit] queue_capacity`). One writer thread (`pipeline.rs`)
 //! appends queued events to `[audit] file` (`sink.rs`), and when that file is slow or failing
 //! it sends them to a sealed on-disk spool (`spool.rs`, `[audit] spool_dir`) that it drains
 //! back, oldest first, once the file takes writes again. Events are lost only when the queue is
@@ -29,7 +29,6 @@ pub use metrics::AuditMetrics;
 use pipeline::{Msg, Writer};
 
 use crate::config::AuditSettings;
-use crate::http::metrics::labels;
 
 /// What the pipeline needs from the node.
 pub struct AuditConfig {
@@ -54,8 +53,11 @@ pub struct Audit {
 struct Inner {
     /// None when no sink is configured: the pipeline is off.
     tx: Option<SyncSender<Msg>>,
-    observer: Resource,
     metrics: AuditMetrics,
+    counters: metrics::EmitCounters,
+    /// The writer thread, joined by tests that restart the pipeline on the same spool.
+    #[cfg(test)]
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Audit {
@@ -69,10 +71,20 @@ impl Audit {
         metrics.queue_capacity.set(capacity as i64);
         let Some(file) = cfg.settings.file.clone() else {
             tracing::warn!("[audit] file is not set: audit events are counted (idnode_audit_dropped) and discarded");
-            return Ok(Audit { inner: Arc::new(Inner { tx: None, observer, metrics }) });
+            return Ok(Audit {
+                inner: Arc::new(Inner {
+                    tx: None,
+                    counters: metrics.emit_counters(),
+                    metrics,
+                    #[cfg(test)]
+                    writer: None,
+                }),
+            });
         };
         let spool = spool::Spool::open(&cfg.settings.spool_dir, cfg.keys, cfg.settings.spool_max_bytes)
             .with_context(|| format!("opening the audit spool {}", cfg.settings.spool_dir.display()))?;
+        metrics.spool_bytes.set(spool.bytes() as i64);
+        metrics.key_version.set(i64::from(spool.key_version()));
         if !spool.is_empty() {
             tracing::info!("audit spool holds {} bytes from before; delivering them first", spool.bytes());
         }
@@ -91,6 +103,7 @@ impl Audit {
             sink,
             spool,
             metrics: metrics.clone(),
+            observer,
             capacity,
             flush_interval: Duration::from_millis(cfg.settings.flush_interval_ms),
             retry_max: cfg.retry_max,
@@ -98,38 +111,43 @@ impl Audit {
             retry_at: None,
             backoff: pipeline::RETRY_MIN,
         };
-        std::thread::Builder::new()
+        let _handle = std::thread::Builder::new()
             .name("idnode-audit".into())
             .spawn(move || writer.run())
             .context("starting the audit writer thread")?;
-        Ok(Audit { inner: Arc::new(Inner { tx: Some(tx), observer, metrics }) })
+        Ok(Audit {
+            inner: Arc::new(Inner {
+                tx: Some(tx),
+                counters: metrics.emit_counters(),
+                metrics,
+                #[cfg(test)]
+                writer: Some(_handle),
+            }),
+        })
     }
 
     /// Queues an event for the sink. Never blocks, never awaits, never fails the caller: an
     /// event that finds no room is counted as dropped, because an audit outage must not
     /// become an identity-service outage.
     #[cfg_attr(not(test), expect(dead_code, reason = "SCIM and the mapping engine (issues 9-10) will call it"))]
-    pub fn emit(&self, mut event: Event) {
-        let m = &self.inner.metrics;
-        m.events
-            .get_or_create(&labels(&[("action", event.action.as_str()), ("outcome", event.outcome.as_str())]))
-            .inc();
+    pub fn emit(&self, event: Event) {
+        let c = &self.inner.counters;
+        c.event(event.action, event.outcome);
         let Some(tx) = &self.inner.tx else {
-            m.drop_event("disabled");
+            c.disabled.inc();
             return;
         };
-        event.observer = self.inner.observer.clone();
         // Counted before the send so the writer's decrement can never come first.
-        m.queue_depth.inc();
+        c.queue_depth.inc();
         match tx.try_send(Msg::Event(Box::new(event))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                m.queue_depth.dec();
-                m.drop_event("queue_full");
+                c.queue_depth.dec();
+                c.queue_full.inc();
             }
             Err(TrySendError::Disconnected(_)) => {
-                m.queue_depth.dec();
-                m.drop_event("stopped");
+                c.queue_depth.dec();
+                c.stopped.inc();
             }
         }
     }
@@ -152,6 +170,16 @@ impl Audit {
             }
         }
         matches!(tokio::time::timeout_at(deadline, done).await, Ok(Ok(())))
+    }
+
+    /// Closes the queue and waits for the writer to sync and exit (a node stopping).
+    #[cfg(test)]
+    pub fn stop(self) {
+        let Ok(mut inner) = Arc::try_unwrap(self.inner) else { panic!("other handles are alive") };
+        inner.tx = None;
+        if let Some(w) = inner.writer.take() {
+            w.join().expect("audit writer panicked");
+        }
     }
 
     pub fn metrics(&self) -> &AuditMetrics {

@@ -17,7 +17,7 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use super::event::Event;
+use super::event::{Event, Resource};
 use super::metrics::AuditMetrics;
 use super::sink::FileSink;
 use super::spool::Spool;
@@ -39,6 +39,8 @@ pub struct Writer {
     pub sink: FileSink,
     pub spool: Spool,
     pub metrics: AuditMetrics,
+    /// Stamped on every event here rather than in `emit`, which stays allocation-light.
+    pub observer: Resource,
     pub capacity: usize,
     pub flush_interval: Duration,
     pub retry_max: Duration,
@@ -71,8 +73,9 @@ impl Writer {
 
     fn taken(&self, msg: Msg, events: &mut Vec<Event>, flushes: &mut Vec<tokio::sync::oneshot::Sender<()>>) {
         match msg {
-            Msg::Event(e) => {
+            Msg::Event(mut e) => {
                 self.metrics.queue_depth.dec();
+                e.observer.clone_from(&self.observer);
                 events.push(*e);
             }
             Msg::Flush(ack) => flushes.push(ack),

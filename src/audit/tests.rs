@@ -23,13 +23,11 @@ fn settings(dir: &Path, file: Option<PathBuf>, queue: usize, spool_max: u64) -> 
 }
 
 fn start(settings: AuditSettings) -> Audit {
-    Audit::start(AuditConfig {
-        settings,
-        node_id: 7,
-        keys: Arc::new(DataKeys::ephemeral()),
-        retry_max: Duration::from_millis(50),
-    })
-    .unwrap()
+    start_keyed(settings, Arc::new(DataKeys::ephemeral()))
+}
+
+fn start_keyed(settings: AuditSettings, keys: Arc<DataKeys>) -> Audit {
+    Audit::start(AuditConfig { settings, node_id: 7, keys, retry_max: Duration::from_millis(50) }).unwrap()
 }
 
 fn scim(i: usize) -> Event {
@@ -127,6 +125,31 @@ async fn a_failing_sink_spools_then_drains_in_order() {
 }
 
 #[tokio::test]
+async fn spooled_events_survive_a_restart_and_go_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    std::fs::create_dir(&file).unwrap();
+    let keys = Arc::new(DataKeys::ephemeral());
+    let audit = start_keyed(settings(dir.path(), Some(file.clone()), 1000, 1 << 20), keys.clone());
+    for i in 0..300 {
+        audit.emit(scim(i));
+    }
+    assert!(audit.flush(Duration::from_secs(10)).await);
+    audit.stop();
+
+    std::fs::remove_dir(&file).unwrap();
+    let audit = start_keyed(settings(dir.path(), Some(file.clone()), 1000, 1 << 20), keys);
+    assert!(audit.metrics().spool_bytes.get() > 0, "the previous run's spool is counted from the start");
+    for i in 300..400 {
+        audit.emit(scim(i));
+    }
+    let m = audit.metrics();
+    wait_for("the old spool to drain", || m.spool_bytes.get() == 0 && m.written.get() >= 400).await;
+    assert!(audit.flush(Duration::from_secs(10)).await);
+    assert_eq!(sink_ids(&file), ids(0..400), "the previous run's events first, then the new ones");
+}
+
+#[tokio::test]
 async fn full_queue_and_spool_drop_counted_and_emit_never_waits() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("audit.jsonl");
@@ -138,6 +161,7 @@ async fn full_queue_and_spool_drop_counted_and_emit_never_waits() {
         audit.emit(e);
     }
     let took = started.elapsed();
+    eprintln!("5,000 emits: {took:?}");
     assert!(took < Duration::from_millis(50), "5,000 emits took {took:?}");
     assert!(audit.flush(Duration::from_secs(10)).await);
     let m = audit.metrics();
