@@ -80,6 +80,7 @@ const SECTIONS: &[&str] = &[
     "security_compliance",
     "oauth1",
     "oauth2",
+    "audit",
 ];
 
 /// The resolved configuration of a node.
@@ -134,6 +135,53 @@ pub struct Config {
     pub oauth1_access_token_duration_s: i64,
     /// `[oauth2]`: the OAuth2 / OpenID Connect provider (see `OAuth2Settings`).
     pub oauth2: OAuth2Settings,
+    /// `[audit]`: the audit pipeline (see `AuditSettings`).
+    pub audit: AuditSettings,
+}
+
+/// `[audit]` settings: where audit events go and how much the node buffers when that place is
+/// slow or failing (`docs/audit.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditSettings {
+    /// The append-only JSON-lines sink (`file`). None: the pipeline is off and every event is
+    /// counted as dropped (`reason="disabled"`), because writing identities to some default
+    /// place the operator did not choose (the data directory stays unreadable by design) would
+    /// be worse than saying loudly that nothing is kept.
+    pub file: Option<PathBuf>,
+    /// Events held in memory between `emit` and the writer (`queue_capacity`, default 10,000).
+    pub queue_capacity: usize,
+    /// Where events overflow when the sink is slow or failing (`spool_dir`, default
+    /// `DATA_DIR/audit-spool`); sealed with the node's data key like the rest of the data dir.
+    pub spool_dir: PathBuf,
+    /// Bytes the spool may hold on disk (`spool_max_bytes`, default 256 MiB); beyond, events
+    /// are dropped (`reason="spool_full"`).
+    pub spool_max_bytes: u64,
+    /// Longest time a line written to the sink waits for fdatasync (`flush_interval_ms`,
+    /// default 1000): bounds what a machine crash can lose from the page cache.
+    pub flush_interval_ms: u64,
+}
+
+impl AuditSettings {
+    fn from_settings(s: &Settings, data_dir: &Path) -> anyhow::Result<Self> {
+        let a = "audit";
+        let out = AuditSettings {
+            file: s.get(a, "file").map(str::trim).filter(|f| !f.is_empty()).map(PathBuf::from),
+            queue_capacity: s.parse(a, "queue_capacity", 10_000)?,
+            spool_dir: s
+                .get(a, "spool_dir")
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| data_dir.join("audit-spool")),
+            spool_max_bytes: s.parse(a, "spool_max_bytes", 256 << 20)?,
+            flush_interval_ms: s.parse(a, "flush_interval_ms", 1000)?,
+        };
+        // Two slots at least: the writer spools once the queue is more than half full.
+        if out.queue_capacity < 2 || out.spool_max_bytes == 0 || out.flush_interval_ms == 0 {
+            bail!("[audit] queue_capacity must be at least 2, spool_max_bytes and flush_interval_ms positive");
+        }
+        Ok(out)
+    }
 }
 
 /// `[oauth2]` settings.
@@ -195,6 +243,7 @@ impl Config {
             ),
             _ => None,
         };
+        let audit = AuditSettings::from_settings(s, &data_dir)?;
         let cfg = Config {
             node_id: s.parse(i, "node_id", 1)?,
             kek_file: s.get(i, "kek_file").map(PathBuf::from).unwrap_or_else(|| data_dir.join("kek.key")),
@@ -244,6 +293,7 @@ impl Config {
             oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
             oauth2: OAuth2Settings::from_settings(s)?,
+            audit,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -367,6 +417,32 @@ mod tests {
         assert!(err.contains("trusted_proxies"), "{err}");
         s.set("api", "trusted_proxies", "");
         s.set("auth", "rate_limit_burst", "-1");
+        assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn audit_section() {
+        let mut s = Settings::default();
+        s.set("idnode", "data_dir", "/var/lib/idnode");
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.audit.file, None, "no sink unless the operator names one");
+        assert_eq!(c.audit.spool_dir, PathBuf::from("/var/lib/idnode/audit-spool"));
+        assert_eq!(
+            (c.audit.queue_capacity, c.audit.spool_max_bytes, c.audit.flush_interval_ms),
+            (10_000, 256 << 20, 1000)
+        );
+        s.apply_env(
+            vec![
+                ("IDNODE_AUDIT_FILE".to_string(), "/var/log/idnode/audit.jsonl".to_string()),
+                ("IDNODE_AUDIT_QUEUE_CAPACITY".to_string(), "64".to_string()),
+                ("IDNODE_AUDIT_SPOOL_DIR".to_string(), "/spool".to_string()),
+            ]
+            .into_iter(),
+        );
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.audit.file, Some(PathBuf::from("/var/log/idnode/audit.jsonl")));
+        assert_eq!((c.audit.queue_capacity, c.audit.spool_dir.as_path()), (64, Path::new("/spool")));
+        s.set("audit", "queue_capacity", "1");
         assert!(Config::from_settings(&s).is_err());
     }
 

@@ -2,6 +2,7 @@
 
 mod appcred;
 mod assignment;
+mod audit;
 mod auth;
 mod catalog;
 mod cli;

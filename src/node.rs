@@ -52,6 +52,8 @@ pub struct Node {
     pub rate_limits: crate::http::ratelimit::RateLimits,
     /// The OAuth2 / OpenID Connect provider's per-node state (parsed keys, metrics).
     pub oauth2: crate::oauth2::Provider,
+    /// The audit pipeline: `node.audit.emit(event)` never blocks (`docs/audit.md`).
+    pub audit: crate::audit::Audit,
 }
 
 impl Node {
@@ -150,6 +152,13 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     raft.register_metrics(&mut registry);
     let oauth2 = crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst);
     oauth2.metrics.register(&mut registry);
+    let audit = crate::audit::Audit::start(crate::audit::AuditConfig {
+        settings: cfg.audit.clone(),
+        node_id: cfg.node_id,
+        keys: engine.keys().clone(),
+        retry_max: crate::audit::RETRY_MAX,
+    })?;
+    audit.metrics().register(&mut registry);
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -169,6 +178,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
         rate_limits,
         oauth2,
+        audit,
     }))
 }
 
@@ -224,10 +234,17 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     if let Some(c) = checker {
         c.abort();
     }
+    // Events still queued reach the sink or the spool before the process goes.
+    if !node.audit.flush(AUDIT_FLUSH_WAIT).await {
+        tracing::warn!("audit events still queued at shutdown may be lost (sink and spool did not keep up)");
+    }
     node.raft.shutdown().await;
     node.engine.flush()?;
     Ok(())
 }
+
+/// How long shutdown waits for the audit queue to reach the sink or the spool.
+const AUDIT_FLUSH_WAIT: Duration = Duration::from_secs(5);
 
 /// `idnode bootstrap`: start the node, make sure the cluster is bootstrapped, stop.
 pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
