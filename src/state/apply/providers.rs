@@ -1,0 +1,76 @@
+//! The provider registries' invariants: ids are unique, a `provider_id` is unique per kind
+//! and domain (global providers share one scope), the owning domain exists, and an update
+//! keeps the record's kind and domain.
+
+use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::providers::{keys, Provider, ProviderApplied, ProviderCommand, ProviderKind};
+use super::super::{cf, Reader, Tx};
+use super::Fatal;
+
+pub fn apply(tx: &mut Tx<'_>, cmd: ProviderCommand) -> Result<ApplyResult, Fatal> {
+    match cmd {
+        ProviderCommand::Put { provider, create } => put(tx, *provider, create),
+        ProviderCommand::Delete { kind, id } => delete(tx, kind, &id),
+    }
+}
+
+fn conflict(m: String) -> Result<ApplyResult, Fatal> {
+    Ok(Err(ApplyError::Conflict(m)))
+}
+
+fn put(tx: &mut Tx<'_>, p: Provider, create: bool) -> Result<ApplyResult, Fatal> {
+    let kind = p.kind();
+    let key = keys::record(kind, &p.id);
+    let before = tx.get::<Provider>(cf::PROVIDERS, &key)?;
+    match (&before, create) {
+        (Some(_), true) => {
+            return conflict(format!(
+                "Conflict occurred attempting to store {} - Duplicate ID, {}.",
+                kind.resource(),
+                p.id
+            ))
+        }
+        (None, false) => return Ok(Err(not_found(kind.resource(), &p.id))),
+        (Some(b), false) if b.domain_id != p.domain_id => {
+            return Ok(Err(ApplyError::Invalid("a provider's domain cannot change".into())))
+        }
+        _ => {}
+    }
+    if let Some(d) = &p.domain_id {
+        if tx.domain(d)?.is_none() {
+            return Ok(Err(not_found("domain", d)));
+        }
+    }
+    let handle = keys::handle(kind, p.domain_id.as_deref(), &p.provider_id);
+    if let Some(owner) = tx.get_raw(cf::PROVIDERS, &handle)? {
+        if owner != p.id.as_bytes() {
+            return conflict(format!(
+                "Conflict occurred attempting to store {} - Duplicate provider_id, {}.",
+                kind.resource(),
+                p.provider_id
+            ));
+        }
+    }
+    if let Some(b) = &before {
+        if b.provider_id != p.provider_id {
+            tx.delete(cf::PROVIDERS, keys::handle(kind, b.domain_id.as_deref(), &b.provider_id));
+        }
+    }
+    tx.batch.put(cf::PROVIDERS, handle, p.id.as_bytes());
+    tx.put(cf::PROVIDERS, key, &p)?;
+    Ok(Ok(Applied::Providers(ProviderApplied::Provider(Box::new(p)))))
+}
+
+fn delete(tx: &mut Tx<'_>, kind: ProviderKind, id: &str) -> Result<ApplyResult, Fatal> {
+    let key = keys::record(kind, id);
+    let Some(p) = tx.get::<Provider>(cf::PROVIDERS, &key)? else {
+        return Ok(Err(not_found(kind.resource(), id)));
+    };
+    tx.delete(cf::PROVIDERS, keys::handle(kind, p.domain_id.as_deref(), &p.provider_id));
+    tx.delete(cf::PROVIDERS, key);
+    Ok(Ok(Applied::Providers(ProviderApplied::Done)))
+}
+
+#[cfg(test)]
+#[path = "providers_tests.rs"]
+mod tests;
