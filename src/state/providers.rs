@@ -17,6 +17,9 @@ pub mod keys {
     pub fn record(kind: ProviderKind, id: &str) -> Vec<u8> {
         format!("r/{}/{id}", kind.tag()).into_bytes()
     }
+    pub fn records_prefix(kind: ProviderKind) -> Vec<u8> {
+        format!("r/{}/", kind.tag()).into_bytes()
+    }
     /// The unique handle of a kind within a domain (or among global ones) -> the record's
     /// id. `provider_id` has no `/`, so the key is unambiguous.
     pub fn handle(kind: ProviderKind, domain_id: Option<&str>, provider_id: &str) -> Vec<u8> {
