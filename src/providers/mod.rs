@@ -13,7 +13,7 @@ pub mod registry;
 pub mod spiffe;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::Arc;
 

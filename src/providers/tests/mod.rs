@@ -10,7 +10,7 @@ use crate::state::providers::{keys, Provider, ProviderKind};
 use crate::testkit::{Reply, TestNode};
 
 /// A self-signed P-256 CA certificate (100 years).
-const CERT: &str = "-----BEGIN CERTIFICATE-----
+pub(crate) const CERT: &str = "-----BEGIN CERTIFICATE-----
 MIIBiDCCAS+gAwIBAgIULp8VAPdvPX2VsbbAp3mUsJUPGmUwCgYIKoZIzj0EAwIw
 GTEXMBUGA1UEAwwOaWRub2RlIHRlc3QgQ0EwIBcNMjYxMTIzMTY0NjIwWhgPMjEy
 NjEwMzAxNjQ2MjBaMBkxFzAVBgNVBAMMDmlkbm9kZSB0ZXN0IENBMFkwEwYHKoZI
