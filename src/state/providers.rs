@@ -20,14 +20,6 @@ pub mod keys {
     pub fn records_prefix(kind: ProviderKind) -> Vec<u8> {
         format!("r/{}/", kind.tag()).into_bytes()
     }
-    /// The unique handle of a kind within a domain (or among global ones) -> the record's
-    /// id. `provider_id` has no `/`, so the key is unambiguous.
-    pub fn handle(kind: ProviderKind, domain_id: Option<&str>, provider_id: &str) -> Vec<u8> {
-        match domain_id {
-            Some(d) => format!("h/{}/d/{d}/{provider_id}", kind.tag()).into_bytes(),
-            None => format!("h/{}/g/{provider_id}", kind.tag()).into_bytes(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +35,17 @@ impl ProviderKind {
             ProviderKind::Oidc => "oidc",
             ProviderKind::K8s => "k8s",
             ProviderKind::Spiffe => "spiffe",
+        }
+    }
+
+    /// The keyed-hash name index (`cf::NAMES`) of the kind's `provider_id` handles, scoped by
+    /// domain id (`""`: global providers): unique per kind and domain, and never stored in
+    /// clear (as with every name).
+    pub fn handle_ns(self) -> &'static str {
+        match self {
+            ProviderKind::Oidc => "provider-id-oidc",
+            ProviderKind::K8s => "provider-id-k8s",
+            ProviderKind::Spiffe => "provider-id-spiffe",
         }
     }
 

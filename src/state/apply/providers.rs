@@ -1,5 +1,5 @@
 //! The provider registries' invariants: ids are unique, a `provider_id` is unique per kind
-//! and domain (global providers share one scope), the owning domain exists, and an update
+//! and domain (global providers share one scope; compared case-insensitively, as names are), the owning domain exists, and an update
 //! keeps the record's kind and domain.
 
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
@@ -41,9 +41,9 @@ fn put(tx: &mut Tx<'_>, p: Provider, create: bool) -> Result<ApplyResult, Fatal>
             return Ok(Err(not_found("domain", d)));
         }
     }
-    let handle = keys::handle(kind, p.domain_id.as_deref(), &p.provider_id);
-    if let Some(owner) = tx.get_raw(cf::PROVIDERS, &handle)? {
-        if owner != p.id.as_bytes() {
+    let scope = p.domain_id.as_deref().unwrap_or("");
+    if let Some(owner) = tx.id_by_name(kind.handle_ns(), scope, &p.provider_id)? {
+        if owner != p.id {
             return conflict(format!(
                 "Conflict occurred attempting to store {} - Duplicate provider_id, {}.",
                 kind.resource(),
@@ -52,11 +52,9 @@ fn put(tx: &mut Tx<'_>, p: Provider, create: bool) -> Result<ApplyResult, Fatal>
         }
     }
     if let Some(b) = &before {
-        if b.provider_id != p.provider_id {
-            tx.delete(cf::PROVIDERS, keys::handle(kind, b.domain_id.as_deref(), &b.provider_id));
-        }
+        tx.delete_name(kind.handle_ns(), scope, &b.provider_id);
     }
-    tx.batch.put(cf::PROVIDERS, handle, p.id.as_bytes());
+    tx.put_name(kind.handle_ns(), scope, &p.provider_id, &p.id);
     tx.put(cf::PROVIDERS, key, &p)?;
     Ok(Ok(Applied::Providers(ProviderApplied::Provider(Box::new(p)))))
 }
@@ -66,7 +64,7 @@ fn delete(tx: &mut Tx<'_>, kind: ProviderKind, id: &str) -> Result<ApplyResult, 
     let Some(p) = tx.get::<Provider>(cf::PROVIDERS, &key)? else {
         return Ok(Err(not_found(kind.resource(), id)));
     };
-    tx.delete(cf::PROVIDERS, keys::handle(kind, p.domain_id.as_deref(), &p.provider_id));
+    tx.delete_name(kind.handle_ns(), p.domain_id.as_deref().unwrap_or(""), &p.provider_id);
     tx.delete(cf::PROVIDERS, key);
     Ok(Ok(Applied::Providers(ProviderApplied::Done)))
 }

@@ -58,6 +58,7 @@ fn world() -> World {
 fn provider_id_is_unique_per_kind_and_domain() {
     let w = world();
     put(&w, oidc("1", Some("a"), "corp"), true).unwrap();
+    assert_eq!(w.engine.read().id_by_name(ProviderKind::Oidc.handle_ns(), "a", "corp").unwrap().as_deref(), Some("1"));
     let again = put(&w, oidc("2", Some("a"), "corp"), true);
     assert!(matches!(again, Err(ApplyError::Conflict(ref m)) if m.contains("provider_id")), "{again:?}");
     assert!(stored(&w, ProviderKind::Oidc, "2").is_none(), "a refusal writes nothing");
@@ -66,6 +67,8 @@ fn provider_id_is_unique_per_kind_and_domain() {
     put(&w, oidc("4", None, "corp"), true).unwrap();
     put(&w, spiffe("5", Some("a"), "corp"), true).unwrap();
     assert!(matches!(put(&w, oidc("6", None, "corp"), true), Err(ApplyError::Conflict(_))));
+    // Handles compare case-insensitively, as names do.
+    assert!(matches!(put(&w, oidc("7", Some("a"), "CORP"), true), Err(ApplyError::Conflict(_))));
     // The same id twice is a conflict too.
     assert!(matches!(put(&w, oidc("1", Some("a"), "other"), true), Err(ApplyError::Conflict(_))));
 }
@@ -103,12 +106,7 @@ fn delete_removes_the_record_and_its_handle() {
     assert!(matches!(delete(&w, ProviderKind::Spiffe, "1"), Err(ApplyError::NotFound { .. })), "kinds are apart");
     delete(&w, ProviderKind::Oidc, "1").unwrap();
     assert!(stored(&w, ProviderKind::Oidc, "1").is_none());
-    assert!(w
-        .engine
-        .read()
-        .get_raw(cf::PROVIDERS, &keys::handle(ProviderKind::Oidc, Some("a"), "corp"))
-        .unwrap()
-        .is_none());
+    assert_eq!(w.engine.read().id_by_name(ProviderKind::Oidc.handle_ns(), "a", "corp").unwrap(), None);
     assert!(matches!(delete(&w, ProviderKind::Oidc, "1"), Err(ApplyError::NotFound { .. })));
     put(&w, oidc("2", Some("a"), "corp"), true).expect("the handle is free again");
 }
