@@ -14,8 +14,8 @@ use crate::state::providers::{ClusterIssuer, ProviderConfig, ProviderKind, Secre
 
 /// A cluster issuer as written by create (`provider_id` and `kubernetes_host` required) and
 /// PATCH (absent fields are kept; `null` clears `kubernetes_ca_cert` and
-/// `token_reviewer_jwt`).
-#[derive(Debug, Default, Deserialize, ToSchema)]
+/// `token_reviewer_jwt`). No `Debug`: it carries the JWT in clear.
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstanceBody {
     /// Server-chosen; accepted only when equal to the path's (PATCH).

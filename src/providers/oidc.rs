@@ -16,8 +16,8 @@ pub const AUTH_METHODS: &[&str] = &["client_secret_basic", "client_secret_post",
 
 /// An identity provider as written by create (`provider_id`, `issuer`, `client_id` and
 /// `jwks_uri` required) and PATCH (absent fields are kept; `null` clears `client_secret`
-/// and `token_endpoint_auth_method`).
-#[derive(Debug, Default, Deserialize, ToSchema)]
+/// and `token_endpoint_auth_method`). No `Debug`: it carries the secret in clear.
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdpBody {
     /// Server-chosen; accepted only when equal to the path's (PATCH).

@@ -12,7 +12,7 @@ use crate::state::providers::{ProviderConfig, ProviderKind, TrustDomain};
 
 /// A trust domain as written by create (every field required) and PATCH (absent fields are
 /// kept).
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrustDomainBody {
     /// Server-chosen; accepted only when equal to the path's (PATCH).
