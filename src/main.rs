@@ -20,6 +20,7 @@ mod node;
 mod oauth1;
 mod oauth2;
 mod policy;
+mod providers;
 mod resource;
 mod state;
 #[cfg(test)]

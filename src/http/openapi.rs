@@ -50,6 +50,9 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "trusts", description = "OS-TRUST trusts: delegation of a user's roles to another user"),
         (name = "credentials", description = "Credentials, signature credentials (OS-EC2) and signed-request tokens"),
         (name = "oauth2", description = "The OAuth2 authorization server and OpenID Connect provider of each domain"),
+        (name = "identity_providers", description = "v4 federation: external OpenID Connect identity providers"),
+        (name = "k8s_auth", description = "v4 Kubernetes cluster issuers whose service-account tokens authenticate"),
+        (name = "spiffe", description = "v4 SPIFFE workload trust domains whose JWT-SVIDs authenticate"),
         (name = "meta", description = "This description"),
     )
 )]

@@ -15,7 +15,9 @@ use super::metrics::labels;
 use super::openapi::{self, ApiDoc, SpecJson};
 use super::{discovery, ApiError};
 use crate::node::Node;
-use crate::{appcred, assignment, auth, catalog, credential, federation, identity, oauth1, oauth2, resource, trust};
+use crate::{
+    appcred, assignment, auth, catalog, credential, federation, identity, oauth1, oauth2, providers, resource, trust,
+};
 
 /// The public API: the described operations, the description itself and Swagger UI.
 pub fn api(node: Arc<Node>) -> Router {
@@ -140,6 +142,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(sigtokens::issue))
         .routes(routes!(sigtokens::issue_ec2tokens))
         .merge(oauth2::routes())
+        .merge(providers::routes())
 }
 
 async fn not_found() -> ApiError {

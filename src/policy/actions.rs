@@ -187,6 +187,22 @@ pub const ACTIONS: &[&str] = &[
     "identity/oauth2_key/rotate",
     "identity/oauth2_consent/list",
     "identity/oauth2_consent/delete",
+    // providers.rego, identity_provider.rego, k8s_instance.rego, trust_domain.rego
+    "identity/identity_provider/create",
+    "identity/identity_provider/list",
+    "identity/identity_provider/show",
+    "identity/identity_provider/update",
+    "identity/identity_provider/delete",
+    "identity/k8s_instance/create",
+    "identity/k8s_instance/list",
+    "identity/k8s_instance/show",
+    "identity/k8s_instance/update",
+    "identity/k8s_instance/delete",
+    "identity/trust_domain/create",
+    "identity/trust_domain/list",
+    "identity/trust_domain/show",
+    "identity/trust_domain/update",
+    "identity/trust_domain/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -16,6 +16,9 @@
 //! `{scratch_client_A}`, `{scratch_client_B}` (OAuth2 clients): created by the admin just
 //! before the call, so allowed deletions do not disturb later rows. `{client_A}`,
 //! `{client_B}`: OAuth2 clients of domains A and B made by the admin with the fixtures.
+//! Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`, `{idp_B}`, `{idp_global}`
+//! fixtures and `{scratch_idp_A}`, `{scratch_idp_B}` made before the call, likewise for the
+//! others; `{cert}` a PEM certificate, escaped for a JSON string.
 
 use std::collections::HashMap;
 
@@ -160,12 +163,66 @@ const CASES: &[Case] = &[
     (Method::PATCH, "/v4/oauth2/{dB}/clients/{client_B}", Some(r#"{"oauth2_client": {"description": "x"}}"#), [401, 403, 403, 403, 200, 200]),
     (Method::POST, "/v4/oauth2/{dB}/clients/{client_B}/rotate-secret", None, [401, 403, 403, 403, 200, 200]),
     (Method::DELETE, "/v4/oauth2/{dB}/clients/{scratch_client_B}", None, [401, 403, 403, 403, 204, 204]),
+    // Provider registries (OIDC IdPs, Kubernetes cluster issuers, SPIFFE trust domains): an
+    // admin, or a manager of the provider's domain; listing every domain's, or a global
+    // provider, is for admins only.
+    (Method::GET, "/v4/federation/identity_providers?domain_id={dA}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/federation/identity_providers", Some(r#"{"identity_provider": {"domain_id": "{dA}", "provider_id": "{uniq}", "issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/federation/identity_providers/{idp_A}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::PATCH, "/v4/federation/identity_providers/{idp_A}", Some(r#"{"identity_provider": {"oidc_scopes": ["openid"]}}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v4/federation/identity_providers/{scratch_idp_A}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v4/federation/identity_providers?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v4/federation/identity_providers", Some(r#"{"identity_provider": {"domain_id": "{dB}", "provider_id": "{uniq}", "issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}}"#), [401, 403, 403, 403, 201, 201]),
+    (Method::GET, "/v4/federation/identity_providers/{idp_B}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::PATCH, "/v4/federation/identity_providers/{idp_B}", Some(r#"{"identity_provider": {"oidc_scopes": ["openid"]}}"#), [401, 403, 403, 403, 200, 200]),
+    (Method::DELETE, "/v4/federation/identity_providers/{scratch_idp_B}", None, [401, 403, 403, 403, 204, 204]),
+    (Method::GET, "/v4/federation/identity_providers", None, [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v4/federation/identity_providers/{idp_global}", None, [401, 403, 403, 403, 200, 403]),
+    (Method::PATCH, "/v4/federation/identity_providers/{idp_global}", Some(r#"{"identity_provider": {"oidc_scopes": ["openid"]}}"#), [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v4/k8s_auth/instances?domain_id={dA}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/k8s_auth/instances", Some(r#"{"instance": {"domain_id": "{dA}", "provider_id": "{uniq}", "kubernetes_host": "https://k8s.example"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/k8s_auth/instances/{k8s_A}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::PATCH, "/v4/k8s_auth/instances/{k8s_A}", Some(r#"{"instance": {"disable_local_ca_jwt": true}}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v4/k8s_auth/instances/{scratch_k8s_A}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v4/k8s_auth/instances?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v4/k8s_auth/instances", Some(r#"{"instance": {"domain_id": "{dB}", "provider_id": "{uniq}", "kubernetes_host": "https://k8s.example"}}"#), [401, 403, 403, 403, 201, 201]),
+    (Method::GET, "/v4/k8s_auth/instances/{k8s_B}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::PATCH, "/v4/k8s_auth/instances/{k8s_B}", Some(r#"{"instance": {"disable_local_ca_jwt": true}}"#), [401, 403, 403, 403, 200, 200]),
+    (Method::DELETE, "/v4/k8s_auth/instances/{scratch_k8s_B}", None, [401, 403, 403, 403, 204, 204]),
+    (Method::GET, "/v4/k8s_auth/instances", None, [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v4/k8s_auth/instances/{k8s_global}", None, [401, 403, 403, 403, 200, 403]),
+    (Method::PATCH, "/v4/k8s_auth/instances/{k8s_global}", Some(r#"{"instance": {"disable_local_ca_jwt": true}}"#), [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v4/spiffe/trust_domains?domain_id={dA}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/spiffe/trust_domains", Some(r#"{"trust_domain": {"domain_id": "{dA}", "provider_id": "{uniq}", "trust_domain": "example.org", "trust_bundle_pem": "{cert}"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/spiffe/trust_domains/{td_A}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::PATCH, "/v4/spiffe/trust_domains/{td_A}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v4/spiffe/trust_domains/{scratch_td_A}", None, [401, 403, 403, 204, 204, 403]),
+    (Method::GET, "/v4/spiffe/trust_domains?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::POST, "/v4/spiffe/trust_domains", Some(r#"{"trust_domain": {"domain_id": "{dB}", "provider_id": "{uniq}", "trust_domain": "example.org", "trust_bundle_pem": "{cert}"}}"#), [401, 403, 403, 403, 201, 201]),
+    (Method::GET, "/v4/spiffe/trust_domains/{td_B}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::PATCH, "/v4/spiffe/trust_domains/{td_B}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 403, 200, 200]),
+    (Method::DELETE, "/v4/spiffe/trust_domains/{scratch_td_B}", None, [401, 403, 403, 403, 204, 204]),
+    (Method::GET, "/v4/spiffe/trust_domains", None, [401, 403, 403, 403, 200, 403]),
+    (Method::GET, "/v4/spiffe/trust_domains/{td_global}", None, [401, 403, 403, 403, 200, 403]),
+    (Method::PATCH, "/v4/spiffe/trust_domains/{td_global}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 403, 200, 403]),
     // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
     // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
     // policy lets the admin reach.
     (Method::GET, "/v4/oauth2/{dA}/keys", None,                         [401, 403, 403, 403, 200, 403]),
     (Method::POST, "/v4/oauth2/{dA}/keys/rotate", None,                 [401, 403, 403, 403, 409, 403]),
 ];
+
+/// `{scratch_<prefix>_<A|B>}`: a provider of domain A or B made just before the call.
+fn scratch_name(prefix: &str, suffix: &str) -> &'static str {
+    match (prefix, suffix) {
+        ("idp", "A") => "scratch_idp_A",
+        ("idp", _) => "scratch_idp_B",
+        ("k8s", "A") => "scratch_k8s_A",
+        ("k8s", _) => "scratch_k8s_B",
+        ("td", "A") => "scratch_td_A",
+        _ => "scratch_td_B",
+    }
+}
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
     vars.iter().fold(template.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
@@ -233,6 +290,37 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
     };
     let client_a = oauth2_client(&d_a).await;
     let client_b = oauth2_client(&d_b).await;
+    // Providers of each registry: (placeholder prefix, path, envelope, kind fields).
+    let cert = crate::providers::tests::CERT.replace('\n', "\\n");
+    let registries = [
+        (
+            "idp",
+            "/v4/federation/identity_providers",
+            "identity_provider",
+            json!({"issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}),
+        ),
+        ("k8s", "/v4/k8s_auth/instances", "instance", json!({"kubernetes_host": "https://k8s.example"})),
+        (
+            "td",
+            "/v4/spiffe/trust_domains",
+            "trust_domain",
+            json!({"trust_domain": "example.org", "trust_bundle_pem": crate::providers::tests::CERT}),
+        ),
+    ];
+    let provider = |path: &'static str, envelope: &'static str, fields: &Value, domain: Value, handle: String| {
+        let mut body = fields.clone();
+        body["domain_id"] = domain;
+        body["provider_id"] = json!(handle);
+        let t = &t;
+        async move { t.create(path, envelope, body).await }
+    };
+    let mut fixtures: Vec<(String, String)> = Vec::new();
+    for (prefix, path, envelope, fields) in &registries {
+        for (suffix, domain) in [("A", json!(d_a)), ("B", json!(d_b)), ("global", Value::Null)] {
+            let id = provider(path, envelope, fields, domain, format!("fixture-{suffix}")).await;
+            fixtures.push((format!("{prefix}_{suffix}"), id));
+        }
+    }
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let on_pa = json!({"project": {"id": p_a}});
@@ -273,8 +361,22 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
                 ("cred_M", cred_m.clone()),
                 ("client_A", client_a.clone()),
                 ("client_B", client_b.clone()),
+                ("cert", cert.clone()),
             ]);
+            for (name, id) in &fixtures {
+                vars.insert(name.as_str(), id.clone());
+            }
+
             let text = format!("{path} {}", body.unwrap_or(""));
+            for (prefix, path, envelope, fields) in &registries {
+                for (suffix, domain) in [("A", &d_a), ("B", &d_b)] {
+                    let placeholder = scratch_name(prefix, suffix);
+                    if text.contains(&format!("{{{placeholder}}}")) {
+                        let id = provider(path, envelope, fields, json!(domain), format!("scratch-{n}")).await;
+                        vars.insert(placeholder, id);
+                    }
+                }
+            }
             if text.contains("{scratch_project_A}") {
                 let id = t.create("/v3/projects", "project", json!({"name": format!("s{n}"), "domain_id": d_a}));
                 vars.insert("scratch_project_A", id.await);

@@ -36,6 +36,10 @@ const BUNDLED: &[(&str, &str)] = &[
     ("oauth2_client.rego", include_str!("default/oauth2_client.rego")),
     ("oauth2_key.rego", include_str!("default/oauth2_key.rego")),
     ("oauth2_consent.rego", include_str!("default/oauth2_consent.rego")),
+    ("providers.rego", include_str!("default/providers.rego")),
+    ("identity_provider.rego", include_str!("default/identity_provider.rego")),
+    ("k8s_instance.rego", include_str!("default/k8s_instance.rego")),
+    ("trust_domain.rego", include_str!("default/trust_domain.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

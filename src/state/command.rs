@@ -138,6 +138,9 @@ pub enum Command {
     PatchUser(UserPatch),
     /// The OAuth2 / OpenID Connect provider's state (see `state::oauth2`).
     OAuth2(super::oauth2::OAuth2Command),
+    /// The provider registries: OIDC identity providers, Kubernetes cluster issuers, SPIFFE
+    /// trust domains (see `state::providers`).
+    Providers(super::providers::ProviderCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -193,6 +196,7 @@ pub enum Applied {
     Credential(Credential),
     Doc(Doc),
     OAuth2(super::oauth2::OAuth2Applied),
+    Providers(super::providers::ProviderApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -8,6 +8,7 @@ pub mod index_key;
 pub mod keys;
 pub mod model;
 pub mod oauth2;
+pub mod providers;
 pub mod read;
 
 pub use command::{Applied, ApplyError, Command};
@@ -29,6 +30,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::DOCS,
     cf::PASSWORDS,
     cf::OAUTH2,
+    cf::PROVIDERS,
 ];
 
 pub mod cf {
@@ -60,4 +62,7 @@ pub mod cf {
     /// The OAuth2 provider's records (`state::oauth2`): keys, clients, codes, device
     /// grants, refresh families, consents, revoked access-token ids.
     pub const OAUTH2: &str = "oauth2";
+    /// The provider registries (`state::providers`): OIDC identity providers, Kubernetes
+    /// cluster issuers, SPIFFE trust domains, and their unique `provider_id` handles.
+    pub const PROVIDERS: &str = "providers";
 }

@@ -1,8 +1,9 @@
 //! At-rest audit: after a user (distinctive name and password), a project (distinctive name
 //! and description) and an OAuth2 client (distinctive name, its secret used for a grant) are
-//! created and applied on all three nodes, and the nodes are stopped, no file under any data
-//! dir contains those strings, the admin password, the cluster secret or a node's
-//! key-encryption key, in any byte position.
+//! created, an external identity provider (handle, client secret) and a Kubernetes cluster
+//! issuer (reviewer JWT) registered, all applied on all three nodes, and the nodes stopped, no
+//! file under any data dir contains those strings, the admin password, the cluster secret or a
+//! node's key-encryption key, in any byte position.
 
 use std::time::Duration;
 
@@ -88,6 +89,35 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         .expect("client_credentials grant");
     assert_eq!(grant.status(), StatusCode::OK, "the audit client's secret works");
 
+    // an external identity provider (handle and client secret) and a Kubernetes cluster issuer
+    // (reviewer JWT): secrets the service keeps to present, sealed like every value
+    let idp_handle = format!("zqxauditidp{tag}");
+    let idp_secret = format!("zqxauditidpsecret{tag}");
+    let reviewer_jwt = format!("zqxauditreviewerjwt{tag}");
+    let idp = cluster
+        .post_retry(
+            1,
+            "/v4/federation/identity_providers",
+            &token,
+            &json!({"identity_provider": {"domain_id": "default", "provider_id": idp_handle,
+                "issuer": "https://idp.example", "client_id": "idnode", "client_secret": idp_secret,
+                "jwks_uri": "https://idp.example/jwks"}}),
+            timeout,
+        )
+        .await;
+    assert!(!idp.text.contains(&idp_secret), "the IdP answer echoes its secret: {}", idp.text);
+    let k8s = cluster
+        .post_retry(
+            2,
+            "/v4/k8s_auth/instances",
+            &token,
+            &json!({"instance": {"domain_id": "default", "provider_id": format!("k8s{tag}"),
+                "kubernetes_host": "https://k8s.example", "token_reviewer_jwt": reviewer_jwt}}),
+            timeout,
+        )
+        .await;
+    assert!(!k8s.text.contains(&reviewer_jwt), "the instance answer echoes its JWT: {}", k8s.text);
+
     // applied on every node
     for node in 0..3 {
         cluster.wait_get_status(node, &format!("/v3/projects/{project_id}"), &token, StatusCode::OK, timeout).await;
@@ -115,6 +145,9 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         ("cluster secret".into(), cluster.secret.clone().into_bytes()),
         ("oauth2 client name".into(), client_name.clone().into_bytes()),
         ("oauth2 client secret".into(), client_secret.clone().into_bytes()),
+        ("identity provider handle".into(), idp_handle.clone().into_bytes()),
+        ("identity provider client secret".into(), idp_secret.clone().into_bytes()),
+        ("k8s token reviewer JWT".into(), reviewer_jwt.clone().into_bytes()),
     ];
     for n in &cluster.nodes {
         needles.push((format!("node {} KEK (raw)", n.id), n.kek.clone()));

@@ -10,6 +10,7 @@ mod group;
 mod identity;
 mod oauth2;
 mod password;
+mod providers;
 mod resource;
 mod role;
 mod token;
@@ -125,6 +126,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::UseTrust { id } => doc::use_trust(tx, &id),
         Command::PatchUser(p) => identity::patch(tx, p),
         Command::OAuth2(c) => oauth2::apply(tx, c),
+        Command::Providers(c) => providers::apply(tx, c),
     }
 }
 

@@ -1,0 +1,319 @@
+//! One resource shape for the three provider registries: a small [`Registry`] trait (the
+//! kind's path, envelope, body, merge and render) and the generic create / list / get /
+//! update / delete every kind shares, so a kind's module holds only its fields and checks.
+//! `registry_handlers!` writes a kind's five documented handlers over these.
+//!
+//! Policy `identity/<resource>/{create,list,show,update,delete}`: admin, or manager of the
+//! provider's domain; a global provider (no `domain_id`) is for admins only.
+
+use std::collections::HashMap;
+
+use axum::http::StatusCode;
+use serde_json::{json, Map, Value};
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::pages::page;
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::state::providers::{keys, Provider, ProviderApplied, ProviderCommand, ProviderConfig, ProviderKind};
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::ValidToken;
+
+/// The fields every kind shares, as a body names them.
+#[derive(Default)]
+pub struct Head {
+    /// Server-chosen: accepted only when absent (create) or equal to the path's (PATCH).
+    pub id: Option<String>,
+    /// `null` or absent on create: a global provider. Fixed once created.
+    pub domain_id: Option<Option<String>>,
+    pub provider_id: Option<String>,
+}
+
+/// One kind of provider registry.
+pub trait Registry: 'static {
+    const KIND: ProviderKind;
+    /// The collection's path (`/v4/...`).
+    const PATH: &'static str;
+    const ENVELOPE: &'static str;
+    const COLLECTION: &'static str;
+    /// The kind's body (inside its envelope).
+    type Body: Send;
+    type Config;
+
+    /// Takes the shared fields out of a body.
+    fn head(b: &mut Self::Body) -> Head;
+    /// Applies the kind's fields of `b` over `current` (`None`: create, where required
+    /// fields must be present) and checks the whole; 400 naming the field otherwise.
+    fn merge(current: Option<Self::Config>, b: Self::Body) -> ApiResult<Self::Config>;
+    fn wrap(c: Self::Config) -> ProviderConfig;
+    fn unwrap(c: ProviderConfig) -> Option<Self::Config>;
+    /// The kind's fields as the API shows them: never a secret, at most whether one is set.
+    fn render(c: &Self::Config, out: &mut Map<String, Value>);
+}
+
+pub fn bad(field: &str, why: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("Invalid input for field/attribute {field}: {why}"))
+}
+
+pub fn required<T>(field: &str, v: Option<T>) -> ApiResult<T> {
+    v.ok_or_else(|| bad(field, "required."))
+}
+
+/// A non-empty string of at most `max` characters.
+pub fn text(field: &str, v: String, max: usize) -> ApiResult<String> {
+    if v.trim().is_empty() {
+        return Err(bad(field, "must not be empty."));
+    }
+    if v.chars().count() > max {
+        return Err(bad(field, format!("at most {max} characters.")));
+    }
+    Ok(v)
+}
+
+/// An absolute `https` URL without fragment; plain `http` only to a loopback host (the rule
+/// of OAuth2 redirect URIs).
+pub fn https_url(field: &str, v: String) -> ApiResult<String> {
+    if v.len() > 2048 || !crate::oauth2::clients::valid_redirect_uri(&v) {
+        return Err(bad(
+            field,
+            format!("{v:?} is not an absolute https URL without fragment (plain http only for loopback hosts)."),
+        ));
+    }
+    Ok(v)
+}
+
+/// One or more PEM `CERTIFICATE` blocks, each a well-formed X.509 certificate.
+pub fn pem_certificates(field: &str, v: String) -> ApiResult<String> {
+    if v.len() > 256 * 1024 {
+        return Err(bad(field, "at most 256 KiB."));
+    }
+    match x509_cert::Certificate::load_pem_chain(v.as_bytes()) {
+        Ok(certs) if !certs.is_empty() => Ok(v),
+        Ok(_) => Err(bad(field, "no PEM CERTIFICATE block.")),
+        Err(e) => Err(bad(field, format!("not PEM-encoded X.509 certificates ({e})."))),
+    }
+}
+
+/// `provider_id`: a handle of letters, digits, `.`, `-` and `_`.
+fn handle(v: String) -> ApiResult<String> {
+    let ok = !v.is_empty() && v.len() <= 255 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !ok {
+        return Err(bad("provider_id", "1 to 255 letters, digits, '.', '-' or '_'."));
+    }
+    Ok(v)
+}
+
+fn now() -> i64 {
+    crate::oauth2::now()
+}
+
+fn action<R: Registry>(op: &str) -> String {
+    format!("identity/{}/{op}", R::KIND.resource())
+}
+
+fn authorize<R: Registry>(op: &str, ctx: &ValidToken, domain_id: Option<&str>) -> ApiResult<()> {
+    enforce(&action::<R>(op), ctx, &json!({ R::KIND.resource(): {"domain_id": domain_id} }))
+}
+
+fn config<R: Registry>(p: &Provider) -> ApiResult<R::Config> {
+    R::unwrap(p.config.clone()).ok_or_else(|| ApiError::internal("a provider record of another kind"))
+}
+
+/// The provider as the API shows it.
+pub fn render<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
+    let mut out = Map::new();
+    out.insert("id".into(), json!(p.id));
+    out.insert("domain_id".into(), json!(p.domain_id));
+    out.insert("provider_id".into(), json!(p.provider_id));
+    R::render(&config::<R>(p)?, &mut out);
+    out.insert("created_at".into(), json!(p.created_at));
+    out.insert("updated_at".into(), json!(p.updated_at));
+    out.insert("links".into(), json!({"self": format!("{}{}/{}", node.cfg.public_base(), R::PATH, p.id)}));
+    Ok(Value::Object(out))
+}
+
+fn one<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
+    Ok(json!({ R::ENVELOPE: render::<R>(node, p)? }))
+}
+
+fn load<R: Registry>(node: &Node, id: &str) -> ApiResult<Provider> {
+    node.engine
+        .read()
+        .get_t::<Provider>(cf::PROVIDERS, &keys::record(R::KIND, id))?
+        .ok_or_else(|| ApiError::not_found(R::KIND.resource(), id))
+}
+
+async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provider> {
+    let cmd = ProviderCommand::Put { provider: Box::new(provider), create };
+    match node.propose(Command::Providers(cmd)).await? {
+        Applied::Providers(ProviderApplied::Provider(p)) => Ok(*p),
+        _ => Err(ApiError::internal("unexpected outcome of a provider write")),
+    }
+}
+
+/// `GET` the collection: every provider of the kind, or those of `?domain_id=` (which a
+/// domain's manager must name).
+pub fn list<R: Registry>(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Value> {
+    let domain = q.get("domain_id").map(String::as_str);
+    authorize::<R>("list", ctx, domain)?;
+    let all: Vec<Provider> = node.engine.read().scan(cf::PROVIDERS, &keys::records_prefix(R::KIND))?;
+    let items = all
+        .iter()
+        .filter(|p| domain.is_none_or(|d| p.domain_id.as_deref() == Some(d)))
+        .map(|p| render::<R>(node, p))
+        .collect::<ApiResult<Vec<_>>>()?;
+    page(R::COLLECTION, items, &node.cfg.public_base(), R::PATH, q)
+}
+
+pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) -> ApiResult<(StatusCode, Value)> {
+    let head = R::head(&mut b);
+    let domain_id = head.domain_id.flatten();
+    authorize::<R>("create", ctx, domain_id.as_deref())?;
+    if head.id.is_some() {
+        return Err(bad("id", "the server chooses ids; it cannot be set."));
+    }
+    if let Some(d) = &domain_id {
+        if node.engine.read().domain(d)?.is_none() {
+            return Err(ApiError::not_found("domain", d));
+        }
+    }
+    let provider_id = handle(required("provider_id", head.provider_id)?)?;
+    let at = now();
+    let provider = Provider {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        domain_id,
+        provider_id,
+        config: R::wrap(R::merge(None, b)?),
+        created_at: at,
+        updated_at: at,
+    };
+    let saved = save(node, provider, true).await?;
+    Ok((StatusCode::CREATED, one::<R>(node, &saved)?))
+}
+
+pub fn get<R: Registry>(node: &Node, ctx: &ValidToken, id: &str) -> ApiResult<Value> {
+    let p = load::<R>(node, id);
+    // The policy sees the record's domain; a caller it refuses learns nothing of existence.
+    authorize::<R>("show", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
+    one::<R>(node, &p?)
+}
+
+pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b: R::Body) -> ApiResult<Value> {
+    let p = load::<R>(node, id);
+    authorize::<R>("update", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
+    let mut p = p?;
+    let head = R::head(&mut b);
+    if head.id.is_some_and(|i| i != p.id) {
+        return Err(bad("id", "the server chooses ids; it cannot be changed."));
+    }
+    if head.domain_id.is_some_and(|d| d != p.domain_id) {
+        return Err(bad("domain_id", "cannot be changed; register the provider in the other domain."));
+    }
+    if let Some(h) = head.provider_id {
+        p.provider_id = handle(h)?;
+    }
+    p.config = R::wrap(R::merge(Some(config::<R>(&p)?), b)?);
+    p.updated_at = now();
+    let saved = save(node, p, false).await?;
+    one::<R>(node, &saved)
+}
+
+pub async fn delete<R: Registry>(node: &Node, ctx: &ValidToken, id: &str) -> ApiResult<StatusCode> {
+    let p = load::<R>(node, id);
+    authorize::<R>("delete", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
+    let p = p?;
+    node.propose(Command::Providers(ProviderCommand::Delete { kind: R::KIND, id: p.id })).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A kind's five documented handlers over the generic ones above, and its `routes()`.
+macro_rules! registry_handlers {
+    (
+        registry = $R:ty, tag = $tag:tt, path = $path:tt, item_path = $item_path:tt,
+        ops = [$list_op:tt, $create_op:tt, $get_op:tt, $update_op:tt, $delete_op:tt],
+        envelope = $Env:ty, one = $One:ty, list = $List:ty $(,)?
+    ) => {
+        #[utoipa::path(get, path = $path, operation_id = $list_op, tag = $tag,
+            params(("domain_id" = Option<String>, Query, description = "Only the providers of this domain (a domain manager must name their domain)."),
+                   ("limit" = Option<u32>, Query, description = "At most this many."),
+                   ("marker" = Option<String>, Query, description = "Start after this id.")),
+            responses((status = 200, description = "The providers, in id order (never their secrets).", body = $List),
+                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
+                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::Internal))]
+        pub async fn list(
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            $crate::http::Caller(ctx): $crate::http::Caller,
+            axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+        ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
+            $crate::providers::registry::list::<$R>(&node, &ctx, &q).map(axum::Json)
+        }
+
+        #[utoipa::path(post, path = $path, operation_id = $create_op, tag = $tag,
+            request_body(content = $Env, content_type = "application/json"),
+            responses((status = 201, description = "The registered provider (never its secrets).", body = $One),
+                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
+                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound,
+                      $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
+                      $crate::http::openapi::errors::Unavailable))]
+        pub async fn create(
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
+        ) -> $crate::http::error::ApiResult<(axum::http::StatusCode, axum::Json<serde_json::Value>)> {
+            let (status, body) = $crate::providers::registry::create::<$R>(&node, &ctx, b.into_body()).await?;
+            Ok((status, axum::Json(body)))
+        }
+
+        #[utoipa::path(get, path = $item_path, operation_id = $get_op, tag = $tag,
+            params(("id" = String, Path, description = "The provider's id.")),
+            responses((status = 200, description = "The provider (never its secrets).", body = $One),
+                      $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
+                      $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal))]
+        pub async fn get(
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            $crate::http::Caller(ctx): $crate::http::Caller,
+            axum::extract::Path(id): axum::extract::Path<String>,
+        ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
+            $crate::providers::registry::get::<$R>(&node, &ctx, &id).map(axum::Json)
+        }
+
+        #[utoipa::path(patch, path = $item_path, operation_id = $update_op, tag = $tag,
+            params(("id" = String, Path, description = "The provider's id.")),
+            request_body(content = $Env, content_type = "application/json"),
+            responses((status = 200, description = "The updated provider: absent fields are kept, null clears an optional one.", body = $One),
+                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
+                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound,
+                      $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
+                      $crate::http::openapi::errors::Unavailable))]
+        pub async fn update(
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            $crate::http::Caller(ctx): $crate::http::Caller,
+            axum::extract::Path(id): axum::extract::Path<String>,
+            $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
+        ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
+            $crate::providers::registry::update::<$R>(&node, &ctx, &id, b.into_body()).await.map(axum::Json)
+        }
+
+        #[utoipa::path(delete, path = $item_path, operation_id = $delete_op, tag = $tag,
+            params(("id" = String, Path, description = "The provider's id.")),
+            responses((status = 204, description = "Deleted."),
+                      $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
+                      $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal,
+                      $crate::http::openapi::errors::Unavailable))]
+        pub async fn delete(
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            $crate::http::Caller(ctx): $crate::http::Caller,
+            axum::extract::Path(id): axum::extract::Path<String>,
+        ) -> $crate::http::error::ApiResult<axum::http::StatusCode> {
+            $crate::providers::registry::delete::<$R>(&node, &ctx, &id).await
+        }
+
+        /// The kind's operations.
+        pub fn routes() -> utoipa_axum::router::OpenApiRouter<std::sync::Arc<$crate::node::Node>> {
+            utoipa_axum::router::OpenApiRouter::new()
+                .routes(utoipa_axum::routes!(list, create))
+                .routes(utoipa_axum::routes!(get, update, delete))
+        }
+    };
+}
+pub(crate) use registry_handlers;
