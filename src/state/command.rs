@@ -138,6 +138,8 @@ pub enum Command {
     PatchUser(UserPatch),
     /// The OAuth2 / OpenID Connect provider's state (see `state::oauth2`).
     OAuth2(super::oauth2::OAuth2Command),
+    /// Mapping rulesets (see `state::mapping`).
+    Mapping(super::mapping::MappingCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -193,6 +195,7 @@ pub enum Applied {
     Credential(Credential),
     Doc(Doc),
     OAuth2(super::oauth2::OAuth2Applied),
+    Mapping(super::mapping::MappingApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.
@@ -206,6 +209,10 @@ pub enum ApplyError {
     Invalid(String),
     #[error("{0}")]
     Forbidden(String),
+    /// A refusal with the spec's HTTP status and `detail` key (mapping administration,
+    /// Errors item 7), the key without its `detail.` prefix.
+    #[error("{message}")]
+    Detailed { status: u16, key: String, message: String },
 }
 
 pub type ApplyResult = Result<Applied, ApplyError>;

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod command;
 pub mod index_key;
 pub mod keys;
+pub mod mapping;
 pub mod model;
 pub mod oauth2;
 pub mod read;
@@ -29,6 +30,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::DOCS,
     cf::PASSWORDS,
     cf::OAUTH2,
+    cf::MAPPINGS,
 ];
 
 pub mod cf {
@@ -60,4 +62,6 @@ pub mod cf {
     /// The OAuth2 provider's records (`state::oauth2`): keys, clients, codes, device
     /// grants, refresh families, consents, revoked access-token ids.
     pub const OAUTH2: &str = "oauth2";
+    /// Mapping rulesets (`state::mapping`), keyed by mapping id.
+    pub const MAPPINGS: &str = "mappings";
 }

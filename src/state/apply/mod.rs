@@ -8,6 +8,7 @@ pub mod credential;
 mod doc;
 mod group;
 mod identity;
+mod mappings;
 mod oauth2;
 mod password;
 mod resource;
@@ -125,6 +126,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::UseTrust { id } => doc::use_trust(tx, &id),
         Command::PatchUser(p) => identity::patch(tx, p),
         Command::OAuth2(c) => oauth2::apply(tx, c),
+        Command::Mapping(c) => mappings::apply(tx, c),
     }
 }
 
