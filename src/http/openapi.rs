@@ -50,6 +50,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "trusts", description = "OS-TRUST trusts: delegation of a user's roles to another user"),
         (name = "credentials", description = "Credentials, signature credentials (OS-EC2) and signed-request tokens"),
         (name = "oauth2", description = "The OAuth2 authorization server and OpenID Connect provider of each domain"),
+        (name = "mappings", description = "Mapping rulesets: how external identities (OIDC, Kubernetes, SPIFFE) become users, groups and authorizations"),
         (name = "meta", description = "This description"),
     )
 )]
@@ -140,6 +141,7 @@ pub mod errors {
         Forbidden = 403, "The policy refuses the caller, the resource is protected, or a signed-request token was presented.";
         NotFound = 404, "The resource, or one the request refers to, does not exist.";
         Conflict = 409, "The change would duplicate a unique name or identifier, or the state does not allow it.";
+        Unprocessable = 422, "The mapping ruleset breaks a write-time rule; the body's top-level `detail` names it (spec Errors item 7).";
         PayloadTooLarge = 413, "The request body exceeds 1 MiB.";
         TooManyRequests = 429, "Too many authentication attempts; retry after the Retry-After header's seconds.";
         Internal = 500, "An unexpected error; the message carries an error id for the logs.";

@@ -140,6 +140,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(sigtokens::issue))
         .routes(routes!(sigtokens::issue_ec2tokens))
         .merge(oauth2::routes())
+        .merge(crate::mapping::api::routes())
 }
 
 async fn not_found() -> ApiError {

@@ -3,12 +3,17 @@
 //! and the pure evaluation engine; the API, storage and logins build on it.
 #![allow(dead_code)] // the mapping API and federation logins that call this arrive with the rest of issue 9
 
+pub mod api;
+mod checks;
 pub mod engine;
 pub mod model;
+mod mutate;
 pub mod regex_cache;
 pub mod template;
 pub mod validate;
 
+#[cfg(test)]
+mod api_tests;
 #[cfg(test)]
 mod tests;
 

@@ -187,6 +187,12 @@ pub const ACTIONS: &[&str] = &[
     "identity/oauth2_key/rotate",
     "identity/oauth2_consent/list",
     "identity/oauth2_consent/delete",
+    // mapping.rego
+    "identity/mapping/create",
+    "identity/mapping/list",
+    "identity/mapping/show",
+    "identity/mapping/update",
+    "identity/mapping/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -36,6 +36,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("oauth2_client.rego", include_str!("default/oauth2_client.rego")),
     ("oauth2_key.rego", include_str!("default/oauth2_key.rego")),
     ("oauth2_consent.rego", include_str!("default/oauth2_consent.rego")),
+    ("mapping.rego", include_str!("default/mapping.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

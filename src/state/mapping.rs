@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 /// Key layout of the `mappings` column family.
 pub mod keys {
-    #[allow(dead_code)] // the listing arrives with the API
     pub const RULESET_PREFIX: &[u8] = b"r/";
     pub fn ruleset(mapping_id: &str) -> Vec<u8> {
         format!("r/{mapping_id}").into_bytes()
