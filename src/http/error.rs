@@ -12,11 +12,15 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub retry_after: Option<u64>,
+    /// A machine-readable key rendered as a top-level `detail` field next to `error` (the
+    /// mapping API's keys, spec Errors item 7, without their `detail.` prefix); bodies
+    /// without one are unchanged.
+    pub detail: Option<&'static str>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into(), retry_after: None }
+        ApiError { status, message: message.into(), retry_after: None, detail: None }
     }
     pub fn bad_request(m: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, m)
@@ -41,7 +45,12 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, m)
     }
     pub fn unavailable(m: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: m.into(), retry_after: Some(1) }
+        ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: m.into(), retry_after: Some(1), detail: None }
+    }
+    /// The same error, carrying a `detail` key.
+    pub fn with_detail(mut self, key: &'static str) -> Self {
+        self.detail = Some(key);
+        self
     }
     /// Logs the cause with an error id and returns a generic 500.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
@@ -72,8 +81,11 @@ fn title(status: StatusCode) -> &'static str {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body =
+        let mut body =
             json!({"error": {"code": self.status.as_u16(), "title": title(self.status), "message": self.message}});
+        if let Some(d) = self.detail {
+            body["detail"] = json!(d);
+        }
         let mut resp = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Keystone uri=\"/v3\""));
@@ -89,7 +101,14 @@ impl IntoResponse for ApiError {
 
 impl From<ApplyError> for ApiError {
     fn from(e: ApplyError) -> Self {
+        if let ApplyError::Detailed { status, key, message } = e {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut out = ApiError::new(status, message);
+            out.detail = crate::mapping::detail_key(&key);
+            return out;
+        }
         let status = match e {
+            ApplyError::Detailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApplyError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApplyError::Conflict(_) => StatusCode::CONFLICT,
             ApplyError::Invalid(_) => StatusCode::BAD_REQUEST,

@@ -53,6 +53,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "identity_providers", description = "v4 federation: external OpenID Connect identity providers"),
         (name = "k8s_auth", description = "v4 Kubernetes cluster issuers whose service-account tokens authenticate"),
         (name = "spiffe", description = "v4 SPIFFE workload trust domains whose JWT-SVIDs authenticate"),
+        (name = "mappings", description = "Mapping rulesets: how external identities (OIDC, Kubernetes, SPIFFE) become users, groups and authorizations"),
         (name = "meta", description = "This description"),
     )
 )]
@@ -143,6 +144,7 @@ pub mod errors {
         Forbidden = 403, "The policy refuses the caller, the resource is protected, or a signed-request token was presented.";
         NotFound = 404, "The resource, or one the request refers to, does not exist.";
         Conflict = 409, "The change would duplicate a unique name or identifier, or the state does not allow it.";
+        Unprocessable = 422, "The mapping ruleset breaks a write-time rule; the body's top-level `detail` names it (spec Errors item 7).";
         PayloadTooLarge = 413, "The request body exceeds 1 MiB.";
         TooManyRequests = 429, "Too many authentication attempts; retry after the Retry-After header's seconds.";
         Internal = 500, "An unexpected error; the message carries an error id for the logs.";

@@ -143,6 +143,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(sigtokens::issue_ec2tokens))
         .merge(oauth2::routes())
         .merge(providers::routes())
+        .merge(crate::mapping::api::routes())
 }
 
 async fn not_found() -> ApiError {

@@ -203,6 +203,12 @@ pub const ACTIONS: &[&str] = &[
     "identity/trust_domain/show",
     "identity/trust_domain/update",
     "identity/trust_domain/delete",
+    // mapping.rego
+    "identity/mapping/create",
+    "identity/mapping/list",
+    "identity/mapping/show",
+    "identity/mapping/update",
+    "identity/mapping/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -23,7 +23,7 @@ const GUARDED_ROLES: [&str; 2] = ["admin", "service"];
 /// domain is a cloud administrator for policy; the guard rails keep that authority from
 /// climbing out of the domain (it cannot hand out `admin` or `service`, touch the admin
 /// project or the cloud's administrators).
-fn cloud_admin(ctx: &ValidToken) -> bool {
+pub(crate) fn cloud_admin(ctx: &ValidToken) -> bool {
     Persona { ctx }.cloud_admin() && !matches!(ctx.payload.scope, TokenScope::Domain(_))
 }
 

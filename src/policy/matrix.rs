@@ -19,6 +19,8 @@
 //! Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`, `{idp_B}`, `{idp_global}`
 //! fixtures and `{scratch_idp_A}`, `{scratch_idp_B}` made before the call, likewise for the
 //! others; `{cert}` a PEM certificate, escaped for a JSON string.
+//! `{scratch_mapping_A}` is made before the call like the other scratch records, and
+//! `{mapping_A}` is a mapping ruleset of domain A made with the fixtures.
 
 use std::collections::HashMap;
 
@@ -210,6 +212,14 @@ const CASES: &[Case] = &[
     // policy lets the admin reach.
     (Method::GET, "/v4/oauth2/{dA}/keys", None,                         [401, 403, 403, 403, 200, 403]),
     (Method::POST, "/v4/oauth2/{dA}/keys/rotate", None,                 [401, 403, 403, 403, 409, 403]),
+    // Mapping rulesets: an admin, or a manager of the ruleset's domain; global ones admin only.
+    (Method::GET, "/v4/mappings", None,                                 [401, 403, 403, 200, 200, 200]),
+    (Method::POST, "/v4/mappings", Some(MAPPING_A),                     [401, 403, 403, 201, 201, 403]),
+    (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"provider_id": "p", "source": {"type": "federation", "idp_id": "i"}, "domain_resolution_mode": "claims_only", "allowed_domains": ["{dA}"], "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u", "user_domain_id": "${claims.d}"}}]}}"#), [401, 403, 403, 403, 201, 403]),
+    (Method::GET, "/v4/mappings/{mapping_A}", None,                     [401, 403, 403, 200, 200, 403]),
+    (Method::PUT, "/v4/mappings/{mapping_A}", Some(MAPPING_A),          [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/mappings/{mapping_A}/rules/mutate", Some(r#"{"mutations": [{"operation": "insert", "rule": {"name": "{uniq}", "match": {"all_of": []}, "identity": {"user_name": "u"}}}]}"#), [401, 403, 403, 200, 200, 403]),
+    (Method::DELETE, "/v4/mappings/{scratch_mapping_A}", None,          [401, 403, 403, 204, 204, 403]),
 ];
 
 /// `{scratch_<prefix>_<A|B>}`: a provider of domain A or B made just before the call.
@@ -223,6 +233,8 @@ fn scratch_name(prefix: &str, suffix: &str) -> &'static str {
         _ => "scratch_td_B",
     }
 }
+/// A ruleset of domain A granting `reader` there (which its manager holds).
+const MAPPING_A: &str = r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "i"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}, "authorizations": [{"type": "domain", "domain_id": "{dA}", "roles": [{"id": "{role_reader}"}]}]}]}}"#;
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
     vars.iter().fold(template.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
@@ -321,6 +333,16 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
             fixtures.push((format!("{prefix}_{suffix}"), id));
         }
     }
+    let mapping_a = || {
+        let t = &t;
+        let body = fill(MAPPING_A, &HashMap::from([("dA", d_a.clone()), ("role_reader", role_reader.clone())]));
+        async move {
+            let r = t.admin(Method::POST, "/v4/mappings", Some(serde_json::from_str(&body).unwrap())).await;
+            assert_eq!(r.status, StatusCode::CREATED, "mapping: {}", r.body);
+            r.body["mapping"]["mapping_id"].as_str().unwrap().to_string()
+        }
+    };
+    let mapping_id_a = mapping_a().await;
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let on_pa = json!({"project": {"id": p_a}});
@@ -362,6 +384,7 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
                 ("client_A", client_a.clone()),
                 ("client_B", client_b.clone()),
                 ("cert", cert.clone()),
+                ("mapping_A", mapping_id_a.clone()),
             ]);
             for (name, id) in &fixtures {
                 vars.insert(name.as_str(), id.clone());
@@ -404,6 +427,9 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
                 if text.contains(&format!("{{{placeholder}}}")) {
                     vars.insert(placeholder, oauth2_client(domain).await);
                 }
+            }
+            if text.contains("{scratch_mapping_A}") {
+                vars.insert("scratch_mapping_A", mapping_a().await);
             }
             if text.contains("{granted_user_A}") {
                 let id = t.create("/v3/users", "user", json!({"name": format!("g{n}"), "domain_id": d_a})).await;

@@ -40,6 +40,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("identity_provider.rego", include_str!("default/identity_provider.rego")),
     ("k8s_instance.rego", include_str!("default/k8s_instance.rego")),
     ("trust_domain.rego", include_str!("default/trust_domain.rego")),
+    ("mapping.rego", include_str!("default/mapping.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

@@ -141,6 +141,8 @@ pub enum Command {
     /// The provider registries: OIDC identity providers, Kubernetes cluster issuers, SPIFFE
     /// trust domains (see `state::providers`).
     Providers(super::providers::ProviderCommand),
+    /// Mapping rulesets (see `state::mapping`).
+    Mapping(super::mapping::MappingCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -197,6 +199,7 @@ pub enum Applied {
     Doc(Doc),
     OAuth2(super::oauth2::OAuth2Applied),
     Providers(super::providers::ProviderApplied),
+    Mapping(super::mapping::MappingApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.
@@ -210,6 +213,10 @@ pub enum ApplyError {
     Invalid(String),
     #[error("{0}")]
     Forbidden(String),
+    /// A refusal with the spec's HTTP status and `detail` key (mapping administration,
+    /// Errors item 7), the key without its `detail.` prefix.
+    #[error("{message}")]
+    Detailed { status: u16, key: String, message: String },
 }
 
 pub type ApplyResult = Result<Applied, ApplyError>;

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod command;
 pub mod index_key;
 pub mod keys;
+pub mod mapping;
 pub mod model;
 pub mod oauth2;
 pub mod providers;
@@ -31,6 +32,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::PASSWORDS,
     cf::OAUTH2,
     cf::PROVIDERS,
+    cf::MAPPINGS,
 ];
 
 pub mod cf {
@@ -65,4 +67,6 @@ pub mod cf {
     /// The provider registries (`state::providers`): OIDC identity providers, Kubernetes
     /// cluster issuers, SPIFFE trust domains, and their unique `provider_id` handles.
     pub const PROVIDERS: &str = "providers";
+    /// Mapping rulesets (`state::mapping`), keyed by mapping id.
+    pub const MAPPINGS: &str = "mappings";
 }

@@ -8,6 +8,7 @@ pub mod credential;
 mod doc;
 mod group;
 mod identity;
+mod mappings;
 mod oauth2;
 mod password;
 mod providers;
@@ -127,6 +128,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::PatchUser(p) => identity::patch(tx, p),
         Command::OAuth2(c) => oauth2::apply(tx, c),
         Command::Providers(c) => providers::apply(tx, c),
+        Command::Mapping(c) => mappings::apply(tx, c),
     }
 }
 

@@ -51,7 +51,7 @@ fn verdict<T>(r: Result<T, ApplyError>) -> Verdict {
         Err(ApplyError::NotFound { .. }) => Verdict::NotFound,
         Err(ApplyError::Conflict(_)) => Verdict::Conflict,
         Err(ApplyError::Forbidden(_)) => Verdict::Forbidden,
-        Err(ApplyError::Invalid(_)) => Verdict::Invalid,
+        Err(ApplyError::Invalid(_) | ApplyError::Detailed { .. }) => Verdict::Invalid,
     }
 }
 

@@ -1,0 +1,145 @@
+//! The spec's two-tier create checks ("Mapping administration (v4)"), which read state and
+//! the caller's token; the stateless ones are `validate`. They run on every write (create,
+//! PUT, rule mutation), so a rule a domain manager could not create cannot be reached by
+//! replacing or mutating one either.
+//!
+//! Tier 1: a rule with `is_system` needs a system administrator. Tier 2, for everyone but a
+//! cloud administrator (`policy::guard::cloud_admin`, never by a domain-scoped token): the
+//! ruleset stays in the operator's own domain (the domain of the token's scope, else the
+//! user's), the operator holds every role it grants on the target, and `admin` on the domain
+//! of every group it names by id. Roles exist: apply checks that (422 `role_not_found`).
+//! Not here yet: a `provider_id` with an active SCIM realm refuses `project` authorizations
+//! (422); SCIM realms arrive with the next issue.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::{Authorization, DomainResolutionMode, MappingRuleSet};
+use super::MappingError;
+use crate::assignment::listing;
+use crate::http::error::{ApiError, ApiResult};
+use crate::policy::{guard, Persona};
+use crate::state::keys::ns;
+use crate::state::model::Target;
+use crate::state::Reader;
+use crate::token::ValidToken;
+
+/// Bypasses tier 2.
+pub fn is_admin(ctx: &ValidToken) -> bool {
+    guard::cloud_admin(ctx)
+}
+
+/// May write `is_system` rules: a cloud administrator on the system or the admin project.
+pub fn is_system_admin(ctx: &ValidToken) -> bool {
+    let p = Persona { ctx };
+    p.cloud_admin() && (p.system_scoped() || ctx.is_admin_project)
+}
+
+/// The operator's own domain.
+pub fn own_domain(ctx: &ValidToken) -> String {
+    Persona { ctx }.scope_domain().map(str::to_string).unwrap_or_else(|| ctx.user.domain_id.clone())
+}
+
+fn refuse(key: &'static str, message: impl Into<String>) -> ApiError {
+    MappingError::new(403, key, message).into()
+}
+
+/// Checked before the stateless validation (which forces `domain_id` null in these modes).
+pub fn mode(ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResult<()> {
+    if rs.domain_resolution_mode != DomainResolutionMode::Fixed && !is_admin(ctx) {
+        return Err(MappingError::invalid(
+            "domain_resolution_mode_requires_admin",
+            "Only an administrator may use the claims_or_mapping and claims_only domain resolution modes.",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Both tiers, on a validated ruleset.
+pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResult<()> {
+    if rs.rules.iter().any(|rule| rule.identity.is_system) && !is_system_admin(ctx) {
+        return Err(ApiError::forbidden("Only a system administrator may create a rule with is_system."));
+    }
+    if is_admin(ctx) {
+        return Ok(());
+    }
+    mode(ctx, rs)?;
+    let own = own_domain(ctx);
+    if rs.domain_id.as_deref() != Some(own.as_str()) {
+        return Err(refuse("cross_domain_mapping", format!("A mapping you create must belong to your domain {own}.")));
+    }
+    let held = held_roles(r, &ctx.user.id)?;
+    let holds = |target: &Target, role: &str| held.get(target).is_some_and(|s| s.contains(role));
+    for rule in &rs.rules {
+        for auth in &rule.authorizations {
+            let target = match auth {
+                Authorization::Project { project_id, project_domain_id, .. } => {
+                    let actual = r.project(project_id)?.map(|p| p.domain_id);
+                    if *project_domain_id != own || actual.is_some_and(|d| d != own) {
+                        return Err(refuse(
+                            "cross_domain_mapping",
+                            format!("Rule {:?}: project {project_id} is outside your domain {own}.", rule.name),
+                        ));
+                    }
+                    Target::Project(project_id.clone())
+                }
+                Authorization::Domain { domain_id, .. } => {
+                    if *domain_id != own {
+                        return Err(refuse(
+                            "domain_mapping_unauthorized",
+                            format!(
+                                "Rule {:?}: only an administrator may grant roles on domain {domain_id}.",
+                                rule.name
+                            ),
+                        ));
+                    }
+                    Target::Domain(domain_id.clone())
+                }
+                Authorization::System { .. } => {
+                    return Err(MappingError::invalid(
+                        "system_scope_requires_is_system",
+                        format!("Rule {:?}: a system authorization needs is_system and an administrator.", rule.name),
+                    )
+                    .into())
+                }
+            };
+            if let Some(role) = auth.roles().iter().find(|role| !holds(&target, &role.id)) {
+                return Err(refuse(
+                    "role_grant_unauthorized",
+                    format!("Rule {:?}: you do not hold role {} on the rule's target.", rule.name, role.id),
+                ));
+            }
+        }
+        let admin_role = r.id_by_name(ns::ROLE_NAME, "", "admin")?;
+        for g in &rule.groups {
+            let mut domain = g.group_domain_id.clone().unwrap_or_else(|| own.clone());
+            if let Some(group) = g.group_id.as_deref().map(|id| r.group(id)).transpose()?.flatten() {
+                domain = group.domain_id;
+            }
+            if domain != own {
+                return Err(refuse(
+                    "cross_domain_mapping",
+                    format!("Rule {:?}: group {} is outside your domain {own}.", rule.name, g.group_name),
+                ));
+            }
+            let Some(group_id) = &g.group_id else { continue };
+            if !admin_role.as_deref().is_some_and(|a| holds(&Target::Domain(domain.clone()), a)) {
+                return Err(refuse(
+                    "group_assignment_unauthorized",
+                    format!("Rule {:?}: you need the admin role on the domain of group {group_id}.", rule.name),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The roles the user holds on each target: direct, through groups, inherited and implied.
+fn held_roles(r: &impl Reader, user_id: &str) -> ApiResult<BTreeMap<Target, BTreeSet<String>>> {
+    let f = listing::Filter { user: Some(user_id.to_string()), effective: true, ..Default::default() };
+    let mut out: BTreeMap<Target, BTreeSet<String>> = BTreeMap::new();
+    for e in listing::list(r, &f)? {
+        out.entry(e.target).or_default().insert(e.role_id);
+    }
+    Ok(out)
+}
