@@ -81,6 +81,7 @@ const SECTIONS: &[&str] = &[
     "oauth1",
     "oauth2",
     "audit",
+    "keystone",
 ];
 
 /// The resolved configuration of a node.
@@ -137,6 +138,47 @@ pub struct Config {
     pub oauth2: OAuth2Settings,
     /// `[audit]`: the audit pipeline (see `AuditSettings`).
     pub audit: AuditSettings,
+    /// `[keystone]` `shadow_registry_*`: the virtual users' lifecycle jobs.
+    pub shadow_registry: ShadowRegistrySettings,
+}
+
+/// The shadow registry's lifecycle (spec, "States and transitions" and "Limits"), in the
+/// section the spec names for its archive keys, `[keystone]`; the inactivity keys sit beside
+/// them under the same prefix so one section holds the whole lifecycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShadowRegistrySettings {
+    /// Days without authentication after which a virtual user is disabled
+    /// (`shadow_registry_inactivity_days`, default 90).
+    pub inactivity_days: i64,
+    /// Seconds between deactivation passes (`shadow_registry_deactivation_check_interval`,
+    /// default 86400: nightly).
+    pub deactivation_check_interval_s: u64,
+    /// Days a disabled virtual user is kept before deletion
+    /// (`shadow_registry_archive_retention_days`, default 365).
+    pub archive_retention_days: i64,
+    /// Seconds between archive cleanups (`shadow_registry_archive_cleanup_interval`, default
+    /// 604800: weekly).
+    pub archive_cleanup_interval_s: u64,
+}
+
+impl ShadowRegistrySettings {
+    fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let k = "keystone";
+        let out = ShadowRegistrySettings {
+            inactivity_days: s.parse(k, "shadow_registry_inactivity_days", 90)?,
+            deactivation_check_interval_s: s.parse(k, "shadow_registry_deactivation_check_interval", 86_400)?,
+            archive_retention_days: s.parse(k, "shadow_registry_archive_retention_days", 365)?,
+            archive_cleanup_interval_s: s.parse(k, "shadow_registry_archive_cleanup_interval", 604_800)?,
+        };
+        if out.inactivity_days <= 0
+            || out.archive_retention_days <= 0
+            || out.deactivation_check_interval_s == 0
+            || out.archive_cleanup_interval_s == 0
+        {
+            bail!("[keystone] shadow_registry_* days and intervals must be positive");
+        }
+        Ok(out)
+    }
 }
 
 /// `[audit]` settings: where audit events go and how much the node buffers when that place is
@@ -294,6 +336,7 @@ impl Config {
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
             oauth2: OAuth2Settings::from_settings(s)?,
             audit,
+            shadow_registry: ShadowRegistrySettings::from_settings(s)?,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -443,6 +486,32 @@ mod tests {
         assert_eq!(c.audit.file, Some(PathBuf::from("/var/log/idnode/audit.jsonl")));
         assert_eq!((c.audit.queue_capacity, c.audit.spool_dir.as_path()), (64, Path::new("/spool")));
         s.set("audit", "queue_capacity", "1");
+        assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn shadow_registry_in_the_keystone_section() {
+        let mut s = Settings::default();
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(
+            c.shadow_registry,
+            ShadowRegistrySettings {
+                inactivity_days: 90,
+                deactivation_check_interval_s: 86_400,
+                archive_retention_days: 365,
+                archive_cleanup_interval_s: 604_800,
+            }
+        );
+        s.apply_env(
+            vec![
+                ("IDNODE_KEYSTONE_SHADOW_REGISTRY_ARCHIVE_RETENTION_DAYS".to_string(), "30".to_string()),
+                ("IDNODE_KEYSTONE_SHADOW_REGISTRY_INACTIVITY_DAYS".to_string(), "7".to_string()),
+            ]
+            .into_iter(),
+        );
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!((c.shadow_registry.archive_retention_days, c.shadow_registry.inactivity_days), (30, 7));
+        s.set("keystone", "shadow_registry_archive_cleanup_interval", "0");
         assert!(Config::from_settings(&s).is_err());
     }
 

@@ -14,6 +14,7 @@ mod credential;
 mod federation;
 mod http;
 mod identity;
+mod jobs;
 mod kek;
 mod mapping;
 mod node;

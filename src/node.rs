@@ -222,6 +222,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
     let reloader = tokio::spawn(reload_policy_on_sighup());
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
+    let jobs = crate::jobs::spawn(&node);
     let checker = match node.cfg.raft_consistency_check_interval_s {
         0 => None,
         s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),
@@ -231,6 +232,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     bootstrapper.abort();
     reloader.abort();
     housekeeper.abort();
+    jobs.iter().for_each(|j| j.abort());
     if let Some(c) = checker {
         c.abort();
     }

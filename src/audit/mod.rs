@@ -129,7 +129,6 @@ impl Audit {
     /// Queues an event for the sink. Never blocks, never awaits, never fails the caller: an
     /// event that finds no room is counted as dropped, because an audit outage must not
     /// become an identity-service outage.
-    #[cfg_attr(not(test), expect(dead_code, reason = "SCIM and the mapping engine (issues 9-10) will call it"))]
     pub fn emit(&self, event: Event) {
         let c = &self.inner.counters;
         c.event(event.action, event.outcome);

@@ -212,8 +212,10 @@ async fn node_emits_to_the_configured_file_and_exports_metrics() {
     t.node.audit.emit(event::virtual_user_archive_deleted(&event::ArchivedIdentity {
         user_id: "vu1",
         user_name: "sa",
-        domain_id: "default",
+        domain_id: Some("default"),
         provider_id: "k8s",
+        mapping_id: "m",
+        unique_workload_id: "ns/sa",
         disabled_at: None,
         last_authenticated_at: None,
     }));

@@ -143,6 +143,8 @@ pub enum Command {
     Providers(super::providers::ProviderCommand),
     /// Mapping rulesets (see `state::mapping`).
     Mapping(super::mapping::MappingCommand),
+    /// The shadow registry of virtual users (see `state::shadow`).
+    Shadow(super::shadow::ShadowCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -200,6 +202,7 @@ pub enum Applied {
     OAuth2(super::oauth2::OAuth2Applied),
     Providers(super::providers::ProviderApplied),
     Mapping(super::mapping::MappingApplied),
+    Shadow(super::shadow::ShadowApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -11,6 +11,7 @@ pub mod model;
 pub mod oauth2;
 pub mod providers;
 pub mod read;
+pub mod shadow;
 
 pub use command::{Applied, ApplyError, Command};
 pub use read::{Reader, Tx};
@@ -33,6 +34,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::OAUTH2,
     cf::PROVIDERS,
     cf::MAPPINGS,
+    cf::SHADOW,
 ];
 
 pub mod cf {
@@ -69,4 +71,6 @@ pub mod cf {
     pub const PROVIDERS: &str = "providers";
     /// Mapping rulesets (`state::mapping`), keyed by mapping id.
     pub const MAPPINGS: &str = "mappings";
+    /// The shadow registry of virtual users (`state::shadow`), with its lifecycle indexes.
+    pub const SHADOW: &str = "shadow";
 }

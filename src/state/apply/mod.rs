@@ -14,6 +14,7 @@ mod password;
 mod providers;
 mod resource;
 mod role;
+mod shadow;
 mod token;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,6 +130,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::OAuth2(c) => oauth2::apply(tx, c),
         Command::Providers(c) => providers::apply(tx, c),
         Command::Mapping(c) => mappings::apply(tx, c),
+        Command::Shadow(c) => shadow::apply(tx, c),
     }
 }
 

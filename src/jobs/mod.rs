@@ -1,0 +1,58 @@
+//! Background jobs that change replicated state on a schedule (architecture: `jobs/`).
+//!
+//! Why leader-gated: every node runs the same timers, but a pass proposes commands, and one
+//! pass per cluster is enough (and emits each audit event once). So a node acts only while
+//! it is the leader; a follower's tick does nothing. Why safe anyway: each command selects
+//! its work from the state when it applies (bounded batches through ordered indexes, times
+//! carried in the command), so two passes racing across a leader change, a retried batch,
+//! or a pass that finds nothing are all harmless. A node that becomes leader simply runs at
+//! its next tick. The pass functions take `now`, so tests drive them without sleeping.
+
+pub mod shadow;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::node::Node;
+
+/// First pass after start: late enough for the node to have joined (and the cluster to be
+/// bootstrapped), early enough that frequent restarts do not starve a daily or weekly job.
+const FIRST_PASS_AFTER: Duration = Duration::from_secs(300);
+
+/// Starts the jobs; the handles are aborted at shutdown.
+pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
+    let s = &node.cfg.shadow_registry;
+    vec![
+        tokio::spawn(every(node.clone(), Duration::from_secs(s.deactivation_check_interval_s), Job::Deactivate)),
+        tokio::spawn(every(node.clone(), Duration::from_secs(s.archive_cleanup_interval_s), Job::ArchiveCleanup)),
+    ]
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    Deactivate,
+    ArchiveCleanup,
+}
+
+async fn every(node: Arc<Node>, interval: Duration, job: Job) {
+    tokio::time::sleep(FIRST_PASS_AFTER.min(interval)).await;
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if !node.raft.is_leader() {
+            continue;
+        }
+        let now = chrono::Utc::now().timestamp();
+        let outcome = match job {
+            Job::Deactivate => shadow::deactivate_pass(&node, now).await,
+            Job::ArchiveCleanup => shadow::archive_cleanup_pass(&node, now).await,
+        };
+        match outcome {
+            Ok(0) => tracing::debug!(?job, "lifecycle pass: nothing to do"),
+            Ok(n) => tracing::info!(?job, records = n, "lifecycle pass done"),
+            // The next tick retries; what was done so far is committed and stays done.
+            Err(e) => tracing::warn!(?job, "lifecycle pass stopped: {}", e.message),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The shadow registry's lifecycle (spec, "States and transitions", virtual-user rows):
+//! nightly, enabled virtual users not authenticated for `shadow_registry_inactivity_days`
+//! are disabled (system ones included); weekly, those disabled for longer than
+//! `shadow_registry_archive_retention_days` are deleted, each deletion reported by a
+//! maintenance audit event carrying the record's identity (Events item 3).
+//!
+//! A pass proposes batches of [`BATCH`] until a batch comes back short, so its work per
+//! command is bounded however large the registry is. Audit events are emitted by the node
+//! that proposed, after the deletion committed: once per cluster. (A leader that dies between
+//! commit and emit loses those events; the deletion itself is not repeated.)
+
+use crate::audit::event::{virtual_user_archive_deleted, ArchivedIdentity};
+use crate::http::error::ApiResult;
+use crate::mapping::model::MappingRuleSet;
+use crate::node::Node;
+use crate::state::mapping::{keys as mapping_keys, MappingRecord};
+use crate::state::shadow::{ShadowApplied, ShadowCommand, VirtualUserMetadata};
+use crate::state::{cf, Applied, Command, Reader};
+
+/// Records one command of a pass touches at most.
+pub const BATCH: u32 = 100;
+
+const DAY: i64 = 86_400;
+
+/// Disables every enabled virtual user last authenticated more than the inactivity period
+/// before `now`; answers how many. Stops early when this node stops leading.
+pub async fn deactivate_pass(node: &Node, now: i64) -> ApiResult<usize> {
+    let before = now - node.cfg.shadow_registry.inactivity_days * DAY;
+    let mut total = 0;
+    loop {
+        let cmd = ShadowCommand::DisableInactive { before, at: now, limit: BATCH };
+        let ids = match node.propose(Command::Shadow(cmd)).await? {
+            Applied::Shadow(ShadowApplied::Disabled(ids)) => ids,
+            _ => Vec::new(),
+        };
+        total += ids.len();
+        if ids.len() < BATCH as usize || !node.raft.is_leader() {
+            return Ok(total);
+        }
+    }
+}
+
+/// Deletes every virtual user disabled more than the retention before `now`, emitting one
+/// audit event per deleted record; answers how many.
+pub async fn archive_cleanup_pass(node: &Node, now: i64) -> ApiResult<usize> {
+    let before = now - node.cfg.shadow_registry.archive_retention_days * DAY;
+    let mut total = 0;
+    loop {
+        let cmd = ShadowCommand::DeleteArchived { before, limit: BATCH };
+        let deleted = match node.propose(Command::Shadow(cmd)).await? {
+            Applied::Shadow(ShadowApplied::Deleted(records)) => records,
+            _ => Vec::new(),
+        };
+        for r in &deleted {
+            emit_deleted(node, r);
+        }
+        total += deleted.len();
+        if deleted.len() < BATCH as usize || !node.raft.is_leader() {
+            return Ok(total);
+        }
+    }
+}
+
+fn emit_deleted(node: &Node, r: &VirtualUserMetadata) {
+    let disabled_at = r.disabled_at.map(rfc3339);
+    let last = rfc3339(r.last_authenticated_at);
+    let provider_id = provider_of(node, &r.mapping_id).unwrap_or_default();
+    node.audit.emit(virtual_user_archive_deleted(&ArchivedIdentity {
+        user_id: &r.user_id,
+        user_name: &r.resolved_user_name,
+        domain_id: r.domain_id.as_deref(),
+        provider_id: &provider_id,
+        mapping_id: &r.mapping_id,
+        unique_workload_id: &r.unique_workload_id,
+        disabled_at: disabled_at.as_deref(),
+        last_authenticated_at: Some(&last),
+    }));
+}
+
+/// The provider of the record's mapping, while the mapping exists (the record keeps only
+/// the mapping id; a deleted mapping leaves the provider unknown, reported as empty).
+fn provider_of(node: &Node, mapping_id: &str) -> Option<String> {
+    let record: MappingRecord =
+        Reader::get(&node.engine.read(), cf::MAPPINGS, &mapping_keys::ruleset(mapping_id)).ok()??;
+    MappingRuleSet::from_stored(&record.ruleset).ok().map(|rs| rs.provider_id)
+}
+
+fn rfc3339(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| t.to_string())
+}
+
+#[cfg(test)]
+#[path = "shadow_tests.rs"]
+mod tests;

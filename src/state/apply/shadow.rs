@@ -1,0 +1,114 @@
+//! The shadow registry's invariants: one record per id and workload, created enabled, a
+//! later authentication refreshes and re-enables it without touching `is_system` or
+//! `created_at`, only enabled records are disabled (for inactivity) and only disabled ones
+//! deleted (after the retention), and each record has exactly one lifecycle index entry,
+//! moved in the same command that changes it (see `state::shadow`).
+
+use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::mapping::keys as mapping_keys;
+use super::super::shadow::{keys, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
+use super::super::{cf, Reader, Tx};
+use super::Fatal;
+
+fn done(a: ShadowApplied) -> Result<ApplyResult, Fatal> {
+    Ok(Ok(Applied::Shadow(a)))
+}
+
+pub fn apply(tx: &mut Tx<'_>, cmd: ShadowCommand) -> Result<ApplyResult, Fatal> {
+    match cmd {
+        ShadowCommand::Upsert { record, at } => upsert(tx, *record, at),
+        ShadowCommand::DisableInactive { before, at, limit } => disable_inactive(tx, before, at, limit),
+        ShadowCommand::DeleteArchived { before, limit } => delete_archived(tx, before, limit),
+    }
+}
+
+/// The index entry a record is listed under.
+fn index_key(r: &VirtualUserMetadata) -> Vec<u8> {
+    match (r.enabled, r.disabled_at) {
+        (false, Some(at)) => keys::disabled(at, &r.user_id),
+        _ => keys::active(r.last_authenticated_at, &r.user_id),
+    }
+}
+
+fn store(tx: &mut Tx<'_>, before: Option<&VirtualUserMetadata>, r: &VirtualUserMetadata) -> Result<(), Fatal> {
+    if let Some(old) = before {
+        tx.delete(cf::SHADOW, index_key(old));
+    }
+    tx.batch.put(cf::SHADOW, index_key(r), &[]);
+    tx.put(cf::SHADOW, keys::record(&r.user_id), r)
+}
+
+fn upsert(tx: &mut Tx<'_>, mut record: VirtualUserMetadata, at: i64) -> Result<ApplyResult, Fatal> {
+    if record.user_id.is_empty() || record.unique_workload_id.is_empty() {
+        return Ok(Err(ApplyError::Invalid("a virtual user needs its user_id and unique_workload_id".into())));
+    }
+    if tx.get_raw(cf::MAPPINGS, &mapping_keys::ruleset(&record.mapping_id))?.is_none() {
+        return Ok(Err(not_found("mapping", &record.mapping_id)));
+    }
+    let before = tx.get::<VirtualUserMetadata>(cf::SHADOW, &keys::record(&record.user_id))?;
+    if let Some(old) = &before {
+        if old.unique_workload_id != record.unique_workload_id {
+            return Ok(Err(ApplyError::Conflict(format!(
+                "Virtual user {} belongs to another workload.",
+                record.user_id
+            ))));
+        }
+        record.is_system = old.is_system;
+        record.created_at = old.created_at;
+        // A command stamped earlier than the last one applied never moves the time back.
+        record.last_authenticated_at = old.last_authenticated_at.max(at);
+    } else {
+        record.created_at = at;
+        record.last_authenticated_at = at;
+    }
+    record.enabled = true;
+    record.disabled_at = None;
+    store(tx, before.as_ref(), &record)?;
+    done(ShadowApplied::Record(Box::new(record)))
+}
+
+fn bounded(limit: u32) -> usize {
+    (limit as usize).min(MAX_BATCH)
+}
+
+fn disable_inactive(tx: &mut Tx<'_>, before: i64, at: i64, limit: u32) -> Result<ApplyResult, Fatal> {
+    let due = tx.scan_before(cf::SHADOW, keys::ACTIVE_PREFIX, &keys::active(before, ""), bounded(limit))?;
+    let mut ids = Vec::with_capacity(due.len());
+    for (index, _) in due {
+        let record = match keys::user_id_of(&index) {
+            Some(id) => tx.get::<VirtualUserMetadata>(cf::SHADOW, &keys::record(&id))?,
+            None => None,
+        };
+        let Some(old) = record else {
+            // An entry without its record cannot be (apply writes both); drop it all the same.
+            tx.delete(cf::SHADOW, index);
+            continue;
+        };
+        let mut r = old.clone();
+        r.enabled = false;
+        r.disabled_at = Some(at);
+        store(tx, Some(&old), &r)?;
+        ids.push(r.user_id);
+    }
+    done(ShadowApplied::Disabled(ids))
+}
+
+fn delete_archived(tx: &mut Tx<'_>, before: i64, limit: u32) -> Result<ApplyResult, Fatal> {
+    let due = tx.scan_before(cf::SHADOW, keys::DISABLED_PREFIX, &keys::disabled(before, ""), bounded(limit))?;
+    let mut deleted = Vec::with_capacity(due.len());
+    for (index, _) in due {
+        if let Some(id) = keys::user_id_of(&index) {
+            let key = keys::record(&id);
+            if let Some(r) = tx.get::<VirtualUserMetadata>(cf::SHADOW, &key)? {
+                tx.delete(cf::SHADOW, key);
+                deleted.push(r);
+            }
+        }
+        tx.delete(cf::SHADOW, index);
+    }
+    done(ShadowApplied::Deleted(deleted))
+}
+
+#[cfg(test)]
+#[path = "shadow_tests.rs"]
+mod tests;
