@@ -208,7 +208,7 @@ pub fn bundle_keys(pem: &str) -> Vec<VerifyKey> {
     const EC: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
     const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
     const P384: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.132.0.34");
-    let Ok(certs) = x509_cert::Certificate::load_pem_chain(pem.as_bytes()) else { return Vec::new() };
+    let Ok(certs) = super::registry::load_pem_chain(pem) else { return Vec::new() };
     certs
         .iter()
         .filter_map(|cert| {
