@@ -8,6 +8,11 @@
 //! P-384 (ES384); symmetric (`oct`) and unknown keys are skipped, as are keys meant for
 //! encryption (`use: enc`). A key's own `alg`, when given, narrows it to that algorithm.
 //!
+//! A failed fetch is remembered for the same interval: logins in it get its error without a
+//! new request (an unreachable IdP is not retried per login), and a set past its TTL is not
+//! used once a refetch failed (fail closed). Concurrent logins needing a fetch of one URI
+//! wait for the single fetch in flight.
+//!
 //! Nodes fetch independently (nothing is replicated): a key set is public, refetching it is
 //! cheap, and every node must verify tokens on its own.
 #![allow(dead_code)] // called by the federation logins (issue 9, next)
@@ -26,7 +31,7 @@ pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// Time allowed for one fetch (connect to last byte).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
-pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(10);
 
 pub const RSA_ALGS: &[Algorithm] =
     &[Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::PS256, Algorithm::PS384, Algorithm::PS512];
@@ -118,17 +123,30 @@ impl KeySet {
     }
 }
 
+/// What is known of one URI.
+#[derive(Default)]
 struct Entry {
-    set: Arc<KeySet>,
-    fetched_at: Instant,
+    set: Option<Arc<KeySet>>,
+    fetched_at: Option<Instant>,
     /// The last fetch attempt (successful or not): the rate limit of refetches.
-    attempted_at: Instant,
+    attempted_at: Option<Instant>,
+    /// Why the last attempt failed (`None`: it succeeded).
+    last_error: Option<VerifyError>,
 }
 
-/// The node's key-set cache (one per node, shared by every login).
+/// One URI: its entry, and the lock a fetch holds (concurrent logins needing a fetch wait for
+/// the one in flight instead of fetching too).
+#[derive(Default)]
+struct Slot {
+    entry: Mutex<Entry>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+/// The node's key-set cache (one per node, shared by every login). Its URIs are those of
+/// registered providers (administrators'), so it is not bounded otherwise.
 pub struct JwksCache {
     client: reqwest::Client,
-    entries: Mutex<HashMap<String, Entry>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
     pub ttl: Duration,
     pub refetch_interval: Duration,
 }
@@ -141,44 +159,59 @@ impl JwksCache {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| VerifyError::KeySetUnavailable(format!("no HTTP client: {e}")))?;
-        Ok(JwksCache { client, entries: Mutex::new(HashMap::new()), ttl, refetch_interval })
+        Ok(JwksCache { client, slots: Mutex::new(HashMap::new()), ttl, refetch_interval })
     }
 
-    /// The key set of `uri` for a token naming `kid`: the cached set while it is fresh and
-    /// knows the kid; otherwise a fetch (an unknown kid refetches at most once per
-    /// `refetch_interval`; within it the cached set is answered and the caller finds no key).
-    pub async fn key_set(&self, uri: &str, kid: Option<&str>) -> Result<Arc<KeySet>, VerifyError> {
+    fn slot(&self, uri: &str) -> Arc<Slot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.entry(uri.to_owned()).or_default().clone()
+    }
+
+    /// The answer from what is cached, or `None` when a fetch is due: the set while it is
+    /// fresh and knows `kid`; within `refetch_interval` of the last attempt, the set (fresh,
+    /// or stale after a successful attempt: the caller then finds no key) or the last
+    /// attempt's error — never a new request.
+    fn cached(&self, slot: &Slot, kid: Option<&str>) -> Option<Result<Arc<KeySet>, VerifyError>> {
         let now = Instant::now();
-        {
-            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(e) = entries.get(uri) {
-                let fresh = now.duration_since(e.fetched_at) < self.ttl;
-                let may_refetch = now.duration_since(e.attempted_at) >= self.refetch_interval;
-                if fresh && (e.set.has(kid) || !may_refetch) {
-                    return Ok(e.set.clone());
-                }
-            }
+        let e = slot.entry.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = e.fetched_at.is_some_and(|t| now.duration_since(t) < self.ttl);
+        let may_refetch = e.attempted_at.is_none_or(|t| now.duration_since(t) >= self.refetch_interval);
+        match (&e.set, &e.last_error) {
+            (Some(set), _) if fresh && set.has(kid) => Some(Ok(set.clone())),
+            _ if may_refetch => None,
+            (_, Some(err)) => Some(Err(err.clone())),
+            (Some(set), None) => Some(Ok(set.clone())),
+            (None, None) => None,
         }
-        self.refresh(uri).await
     }
 
-    /// Fetches `uri` now and caches the result; a failed fetch keeps the old set (if any) but
-    /// counts as an attempt for the rate limit.
-    pub async fn refresh(&self, uri: &str) -> Result<Arc<KeySet>, VerifyError> {
+    /// The key set of `uri` for a token naming `kid` (see [`JwksCache::cached`]): a fetch when
+    /// nothing fresh is cached or the kid is unknown, at most once per `refetch_interval`.
+    pub async fn key_set(&self, uri: &str, kid: Option<&str>) -> Result<Arc<KeySet>, VerifyError> {
+        let slot = self.slot(uri);
+        if let Some(answer) = self.cached(&slot, kid) {
+            return answer;
+        }
+        let _fetching = slot.fetching.lock().await;
+        // a fetch that finished while this login waited counts as its own
+        if let Some(answer) = self.cached(&slot, kid) {
+            return answer;
+        }
         let fetched = self.fetch(uri).await;
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut e = slot.entry.lock().unwrap_or_else(|p| p.into_inner());
+        e.attempted_at = Some(now);
         match fetched {
             Ok(set) => {
                 let set = Arc::new(set);
-                entries.insert(uri.to_owned(), Entry { set: set.clone(), fetched_at: now, attempted_at: now });
+                e.set = Some(set.clone());
+                e.fetched_at = Some(now);
+                e.last_error = None;
                 Ok(set)
             }
-            Err(e) => {
-                if let Some(entry) = entries.get_mut(uri) {
-                    entry.attempted_at = now;
-                }
-                Err(e)
+            Err(err) => {
+                e.last_error = Some(err.clone());
+                Err(err)
             }
         }
     }
