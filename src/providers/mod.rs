@@ -7,10 +7,13 @@
 //! fields, checks and rendering; create / list / get / update / delete, the policy check and
 //! the replicated write (`state::providers`) are written once.
 
+pub mod jwks;
 pub mod k8s;
 pub mod oidc;
 pub mod registry;
 pub mod spiffe;
+pub mod token_review;
+pub mod verify;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -9,6 +9,8 @@ use crate::state::cf;
 use crate::state::providers::{keys, Provider, ProviderKind};
 use crate::testkit::{Reply, TestNode};
 
+mod verification;
+
 /// A self-signed P-256 CA certificate (100 years).
 pub(crate) const CERT: &str = "-----BEGIN CERTIFICATE-----
 MIIBiDCCAS+gAwIBAgIULp8VAPdvPX2VsbbAp3mUsJUPGmUwCgYIKoZIzj0EAwIw
