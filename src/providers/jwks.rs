@@ -52,6 +52,8 @@ impl VerifyKey {
             return None;
         }
         let family: Vec<Algorithm> = match &jwk.algorithm {
+            // RSA keys under 2048 bits are refused (NIST SP 800-131A; RFC 7518 §3.3).
+            AlgorithmParameters::RSA(p) if modulus_bits(&p.n) < MIN_RSA_BITS => return None,
             AlgorithmParameters::RSA(_) => RSA_ALGS.to_vec(),
             AlgorithmParameters::EllipticCurve(p) => match p.curve {
                 EllipticCurve::P256 => vec![Algorithm::ES256],
@@ -72,6 +74,22 @@ impl VerifyKey {
         };
         let key = DecodingKey::from_jwk(jwk).ok()?;
         Some(VerifyKey { kid: jwk.common.key_id.clone(), key, algs })
+    }
+}
+
+/// The smallest RSA modulus verified with.
+pub const MIN_RSA_BITS: usize = 2048;
+
+/// Bits of a base64url big-endian modulus (0 when it does not decode).
+fn modulus_bits(n: &str) -> usize {
+    use base64::Engine;
+    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(n.trim_end_matches('=')) else {
+        return 0;
+    };
+    let bytes: Vec<u8> = bytes.into_iter().skip_while(|b| *b == 0).collect();
+    match bytes.first() {
+        None => 0,
+        Some(first) => bytes.len() * 8 - first.leading_zeros() as usize,
     }
 }
 
@@ -248,4 +266,27 @@ pub async fn read_capped(resp: &mut reqwest::Response, cap: usize) -> Result<Vec
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use base64::Engine;
+
+    use super::*;
+
+    #[test]
+    fn rsa_moduli_under_2048_bits_are_not_verification_keys() {
+        let enc = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let mut n2048 = vec![0x80u8];
+        n2048.extend(std::iter::repeat_n(0x01u8, 255));
+        assert_eq!(modulus_bits(&enc(&n2048)), 2048);
+        let mut n1024 = vec![0x00u8, 0xC0];
+        n1024.extend(std::iter::repeat_n(0x01u8, 127));
+        assert_eq!(modulus_bits(&enc(&n1024)), 1024);
+        let jwk = |n: &str| -> Jwk {
+            serde_json::from_value(serde_json::json!({"kty": "RSA", "kid": "k", "n": n, "e": "AQAB"})).unwrap()
+        };
+        assert!(VerifyKey::from_jwk(&jwk(&enc(&n1024))).is_none());
+        assert!(VerifyKey::from_jwk(&jwk(&enc(&n2048))).is_some());
+    }
 }
