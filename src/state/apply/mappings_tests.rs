@@ -3,25 +3,16 @@
 use serde_json::json;
 
 use crate::mapping::model::{MappingRuleSet, RulesetVersion};
-use crate::state::apply::tests::{project, World};
+use crate::state::apply::tests::{project, role, World};
 use crate::state::command::{Applied, ApplyError, Command};
 use crate::state::mapping::*;
-use crate::state::model::Role;
 use crate::state::{cf, Reader};
 
 /// A domain `d` and a role `r`.
 fn world() -> World {
     let w = World::new();
     w.apply(Command::CreateProject(project("d", "D", "d", true))).unwrap();
-    let role = Role {
-        id: "r".into(),
-        name: "member".into(),
-        domain_id: None,
-        description: None,
-        extra: "{}".into(),
-        options: "{}".into(),
-    };
-    w.apply(Command::CreateRole(role)).unwrap();
+    w.apply(Command::CreateRole(role("r", "member"))).unwrap();
     w
 }
 

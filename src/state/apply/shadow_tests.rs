@@ -4,10 +4,9 @@
 use serde_json::json;
 
 use crate::mapping::model::{Authorization, GroupStrategy, MappingRuleSet, RoleRef, RulesetVersion};
-use crate::state::apply::tests::{project, World};
+use crate::state::apply::tests::{project, role, World};
 use crate::state::command::{Applied, ApplyError, Command};
 use crate::state::mapping::MappingCommand;
-use crate::state::model::Role;
 use crate::state::shadow::*;
 use crate::state::{cf, Reader};
 
@@ -15,15 +14,7 @@ use crate::state::{cf, Reader};
 fn world() -> World {
     let w = World::new();
     w.apply(Command::CreateProject(project("d", "D", "d", true))).unwrap();
-    let role = Role {
-        id: "r".into(),
-        name: "member".into(),
-        domain_id: None,
-        description: None,
-        extra: "{}".into(),
-        options: "{}".into(),
-    };
-    w.apply(Command::CreateRole(role)).unwrap();
+    w.apply(Command::CreateRole(role("r", "member"))).unwrap();
     let mut rs: MappingRuleSet = serde_json::from_value(json!({
         "mapping_id": "m", "domain_id": "d", "provider_id": "p",
         "source": {"type": "k8s", "cluster_id": "c"},

@@ -59,6 +59,18 @@ pub(crate) fn project(id: &str, name: &str, domain: &str, is_domain: bool) -> Pr
     }
 }
 
+/// A global role.
+pub(crate) fn role(id: &str, name: &str) -> Role {
+    Role {
+        id: id.into(),
+        name: name.into(),
+        domain_id: None,
+        description: None,
+        extra: "{}".into(),
+        options: "{}".into(),
+    }
+}
+
 pub(crate) fn user(id: &str, name: &str, domain: &str) -> User {
     User {
         id: id.into(),
