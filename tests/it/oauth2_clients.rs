@@ -98,7 +98,8 @@ impl Provider {
         let mut c = tokio::process::Command::new(PYTHON);
         c.arg(SCRIPT).arg(cmd).args(["--issuer", self.issuer.as_str(), "--client-id", client.id.as_str()]);
         if let Some(secret) = &client.secret {
-            c.args(["--client-secret", secret.as_str()]);
+            // One argument: a secret may start with `-`, which argparse would read as an option.
+            c.arg(format!("--client-secret={secret}"));
         }
         c.args(args).env("SE_OFFLINE", "true");
         let out = output_within_async(&mut c, SCRIPT_TIMEOUT).await;

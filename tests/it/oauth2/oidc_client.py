@@ -169,7 +169,7 @@ def drive(driver, url, stop_prefix, args, user_code=None):
     buttons), device user-code entry (a visible `user_code` input). Stops when the browser is
     at `stop_prefix` (code flow) or, with no stop_prefix (device flow), on the first page that
     is none of those after something was submitted. Returns (pages, page_checks, final_url)."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import TimeoutException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -177,11 +177,24 @@ def drive(driver, url, stop_prefix, args, user_code=None):
     def loaded():
         WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
+    def gone(old):
+        # The old page is gone once its root element is stale. While the navigation is under
+        # way Chromium may also answer that the node "does not belong to the document": that
+        # means gone too, not an error.
+        def check(d):
+            try:
+                return EC.staleness_of(old)(d)
+            except WebDriverException as e:
+                if "does not belong to the document" in str(e):
+                    return True
+                raise
+        return check
+
     def submit(button):
         old = driver.find_element(By.TAG_NAME, "html")
         button.click()
         try:
-            WebDriverWait(driver, 20).until(EC.staleness_of(old))
+            WebDriverWait(driver, 20).until(gone(old))
         except TimeoutException:
             # e.g. a CSP form-action that leaves out the redirect target: Chromium then
             # blocks the redirect that answers the form and says so on the console.
