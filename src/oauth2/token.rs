@@ -317,7 +317,8 @@ async fn device_code(
     let grant = Reader::get::<DeviceGrant>(&node.engine.read(), cf::OAUTH2, &k::device(&hash))?
         .filter(|g| g.client_id == client.client_id)
         .ok_or_else(|| OAuthError::invalid_grant("The device code is invalid."))?;
-    // Minted ahead (signing is not deterministic), used only if the grant was approved.
+    // Minted ahead (tokens carry the node's clock and a fresh jti, which apply must not draw),
+    // returned only if the poll redeems the approved grant.
     let approved = match &grant.status {
         DeviceStatus::Approved { user_id, auth_time } => {
             Some((live_user(node, &client.domain_id, user_id)?, *auth_time))
