@@ -159,6 +159,19 @@ pub struct ShadowRegistrySettings {
     /// Seconds between archive cleanups (`shadow_registry_archive_cleanup_interval`, default
     /// 604800: weekly).
     pub archive_cleanup_interval_s: u64,
+    /// Virtual users a provider may create per minute (`shadow_registry_creation_rate_limit`,
+    /// default 50); more get 429. 0 turns the limit off.
+    pub creation_rate_limit: u32,
+    /// Authentications through a provider per minute (`shadow_registry_auth_rate_limit`,
+    /// default 500); more get 429. 0 turns the limit off.
+    pub auth_rate_limit: u32,
+    /// Milliseconds one `matches_regex` match may take before it counts as no match
+    /// (`mapping_regex_timeout_ms`, default 2000; fractions allowed, so a test can make
+    /// every match outlive it).
+    pub regex_timeout_ms: f64,
+    /// The audience a SPIFFE JWT-SVID must name to log in here (`spiffe_jwt_audience`,
+    /// default `idnode`): the same on every node, so a workload's SVID works on any of them.
+    pub spiffe_audience: String,
 }
 
 impl ShadowRegistrySettings {
@@ -169,13 +182,26 @@ impl ShadowRegistrySettings {
             deactivation_check_interval_s: s.parse(k, "shadow_registry_deactivation_check_interval", 86_400)?,
             archive_retention_days: s.parse(k, "shadow_registry_archive_retention_days", 365)?,
             archive_cleanup_interval_s: s.parse(k, "shadow_registry_archive_cleanup_interval", 604_800)?,
+            creation_rate_limit: s.parse(k, "shadow_registry_creation_rate_limit", 50)?,
+            auth_rate_limit: s.parse(k, "shadow_registry_auth_rate_limit", 500)?,
+            regex_timeout_ms: s.parse(
+                k,
+                "mapping_regex_timeout_ms",
+                crate::mapping::regex_cache::DEFAULT_DEADLINE.as_secs_f64() * 1000.0,
+            )?,
+            spiffe_audience: s.parse(k, "spiffe_jwt_audience", "idnode".to_string())?,
         };
         if out.inactivity_days <= 0
             || out.archive_retention_days <= 0
             || out.deactivation_check_interval_s == 0
             || out.archive_cleanup_interval_s == 0
+            || !(out.regex_timeout_ms > 0.0 && out.regex_timeout_ms.is_finite())
+            || out.spiffe_audience.is_empty()
         {
-            bail!("[keystone] shadow_registry_* days and intervals must be positive");
+            bail!(
+                "[keystone] shadow_registry_* days and intervals and mapping_regex_timeout_ms must be positive, \
+                 spiffe_jwt_audience not empty"
+            );
         }
         Ok(out)
     }
@@ -500,6 +526,10 @@ mod tests {
                 deactivation_check_interval_s: 86_400,
                 archive_retention_days: 365,
                 archive_cleanup_interval_s: 604_800,
+                creation_rate_limit: 50,
+                auth_rate_limit: 500,
+                regex_timeout_ms: 2000.0,
+                spiffe_audience: "idnode".into(),
             }
         );
         s.apply_env(

@@ -16,6 +16,7 @@ mod http;
 mod identity;
 mod jobs;
 mod kek;
+mod mapped_auth;
 mod mapping;
 mod node;
 mod oauth1;

@@ -54,6 +54,8 @@ pub struct Node {
     pub oauth2: crate::oauth2::Provider,
     /// The audit pipeline: `node.audit.emit(event)` never blocks (`docs/audit.md`).
     pub audit: crate::audit::Audit,
+    /// Logins through mapping rulesets (key sets, regexes, rulesets, per-provider limits).
+    pub mapped: crate::mapped_auth::MappedAuth,
 }
 
 impl Node {
@@ -159,6 +161,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         retry_max: crate::audit::RETRY_MAX,
     })?;
     audit.metrics().register(&mut registry);
+    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry)?;
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -179,6 +182,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         rate_limits,
         oauth2,
         audit,
+        mapped,
     }))
 }
 
@@ -312,6 +316,7 @@ async fn forget_idle_rate_limits(node: Arc<Node>) {
         tokio::time::sleep(Duration::from_secs(60)).await;
         node.rate_limits.housekeep();
         node.oauth2.housekeep();
+        node.mapped.housekeep();
     }
 }
 

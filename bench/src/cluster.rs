@@ -107,6 +107,8 @@ impl IdCluster {
             .env("IDNODE_AUTH_RATE_LIMIT_PER_SECOND", "0")
             // the same for the OAuth2 endpoints' per-source and per-client limits
             .env("IDNODE_OAUTH2_RATE_LIMIT_PER_SECOND", "0")
+            .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_AUTH_RATE_LIMIT", "0")
+            .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_CREATION_RATE_LIMIT", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")

@@ -49,6 +49,8 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         res.cases = workloads::run(&w, &c.nodes[leader].api, follower, &fx, &pids).await?;
         let oauth2 = oauth2::run(&w, &c.http, &c.nodes[leader].api, follower, &fx.admin, &pids, &mut res.notes).await?;
         res.cases.extend(oauth2);
+        let mapped = crate::mapped::run(&w, &c.http, &c.nodes[leader].api, &fx.admin, &pids, &mut res.notes).await?;
+        res.cases.extend(mapped);
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
         res.notes.push(freshness_note(&c).await);
 

@@ -13,6 +13,8 @@
 //!   oauth2_introspect          POST /v4/oauth2/default/introspect, a fixed access token
 //!                              (idnode only: the reference Keystone has no OAuth2 provider;
 //!                              form posts through bench/lua/form.lua, MODE=form)
+//!   mapped_jwt  POST /v4/federation/identity_providers/{idp}/jwt, an ES256 IdP JWT through a
+//!               20-rule ruleset whose last rule matches (idnode only; see `mapped.rs`)
 //! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
 //! `--only oauth2` (name prefixes, comma separated) runs a subset.
 //! Besides: idle RSS (VmRSS of the node processes, summed), RSS after load, cold start (spawn to
@@ -23,6 +25,7 @@ mod args;
 mod cluster;
 mod fixture;
 mod idnode;
+mod mapped;
 mod oauth2;
 mod probe;
 mod reference;

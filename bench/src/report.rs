@@ -168,6 +168,7 @@ const CPU_ROWS: [&[&str]; 3] = [
         "oauth2_client_credentials_follower",
         "oauth2_introspect",
         "oauth2_introspect_follower",
+        "mapped_jwt",
     ],
 ];
 
@@ -183,6 +184,7 @@ fn short(case: &str) -> &str {
         "oauth2_client_credentials_follower" => "client_credentials on a follower",
         "oauth2_introspect" => "introspect",
         "oauth2_introspect_follower" => "introspect on a follower",
+        "mapped_jwt" => "mapped JWT login",
         other => other,
     }
 }
@@ -291,6 +293,9 @@ fn rows() -> Vec<Row> {
             per_cpu_s("oauth2_client_credentials_follower"),
             0,
         ),
+        solo("mapped JWT logins/s (idnode only; target ≥ 2,000)", case("mapped_jwt", |w| w.rps), 0),
+        solo_lat("mapped JWT login p50 / p99 ms (idnode only)", "mapped_jwt"),
+        solo("mapped JWT logins per server CPU-second (idnode only)", per_cpu_s("mapped_jwt"), 0),
         solo("OAuth2 introspection req/s (idnode only)", case("oauth2_introspect", |w| w.rps), 0),
         solo_lat("OAuth2 introspection p50 / p99 ms (idnode only)", "oauth2_introspect"),
         solo("OAuth2 introspections per server CPU-second (idnode only)", per_cpu_s("oauth2_introspect"), 0),

@@ -201,8 +201,7 @@ pub fn scim_write(w: &ScimWrite<'_>) -> Event {
 /// Spec, Events item 2: a mapping regex outlived its deadline during an authentication. The
 /// claim's value is left out (it is the caller's data and may be anything); its name and the
 /// rule say where to look.
-#[cfg_attr(not(test), expect(dead_code, reason = "the mapping engine (issue 9) will emit this"))]
-pub fn regex_match_timeout(mapping_id: &str, provider_id: &str, rule_index: usize, claim: &str) -> Event {
+pub fn regex_match_timeout(mapping_id: &str, provider_id: &str, rule_name: &str, claim: &str) -> Event {
     Event::new(
         EventType::Activity,
         Action::Authenticate,
@@ -210,7 +209,7 @@ pub fn regex_match_timeout(mapping_id: &str, provider_id: &str, rule_index: usiz
         Resource::new(TYPE_SERVICE, "idnode-mapping-engine"),
         Resource::new(TYPE_MAPPING, mapping_id),
     )
-    .attach("mapping", json!({"provider_id": provider_id, "rule_index": rule_index, "claim": claim}))
+    .attach("mapping", json!({"provider_id": provider_id, "rule_name": rule_name, "claim": claim}))
 }
 
 /// The identity of an archived virtual user, as the archive deletion reports it.
@@ -319,11 +318,14 @@ mod tests {
 
     #[test]
     fn regex_timeout_is_an_access_event() {
-        let v = serde_json::to_value(regex_match_timeout("m1", "k8s-prod", 3, "sub")).unwrap();
+        let v = serde_json::to_value(regex_match_timeout("m1", "k8s-prod", "workloads", "sub")).unwrap();
         assert_eq!(v["outcome"], "RegexMatchTimeout");
         assert_eq!(v["action"], "authenticate");
         assert_eq!(v["target"], json!({"typeURI": TYPE_MAPPING, "id": "m1"}));
-        assert_eq!(v["attachments"][0]["content"], json!({"provider_id": "k8s-prod", "rule_index": 3, "claim": "sub"}));
+        assert_eq!(
+            v["attachments"][0]["content"],
+            json!({"provider_id": "k8s-prod", "rule_name": "workloads", "claim": "sub"})
+        );
         assert_no_secret_fields(&v);
     }
 

@@ -185,7 +185,7 @@ async fn full_queue_and_spool_drop_counted_and_emit_never_waits() {
 async fn no_sink_means_counted_and_discarded() {
     let dir = tempfile::tempdir().unwrap();
     let audit = start(settings(dir.path(), None, 10, 1 << 20));
-    audit.emit(event::regex_match_timeout("m", "p", 0, "sub"));
+    audit.emit(event::regex_match_timeout("m", "p", "r", "sub"));
     assert!(audit.flush(Duration::from_secs(1)).await);
     assert_eq!(dropped(&audit, "disabled"), 1);
     assert_eq!(

@@ -179,5 +179,10 @@ async fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
         // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
         return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));
     }
-    Ok(Proven::of(vt.user.clone(), vt.payload.methods | Method::Token as u8, Some(vt.payload.clone())))
+    let mut proven = Proven::of(vt.user.clone(), vt.payload.methods | Method::Token as u8, Some(vt.payload.clone()));
+    // A mapped token re-scopes within what its mapping grants, and stays bound to its ruleset.
+    if vt.payload.mapped().is_some() {
+        proven.delegation = vt.payload.delegation.clone();
+    }
+    Ok(proven)
 }

@@ -4,5 +4,5 @@
 pub mod methods;
 pub mod projects;
 pub mod schemas;
-mod scope;
+pub mod scope;
 pub mod tokens;

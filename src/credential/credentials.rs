@@ -128,6 +128,7 @@ pub async fn create(
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    ctx.refuse_virtual()?;
     let o = envelope(body, "credential")?;
     let cred_type = req_name(&o, "type", 255)?;
     let blob = req_blob(&o)?;
@@ -204,6 +205,7 @@ pub async fn update(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    ctx.refuse_virtual()?;
     let o = envelope(body, "credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
     if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {

@@ -137,6 +137,7 @@ pub async fn create(
     Path(user_id): Path<String>,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    ctx.refuse_virtual()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
     if !body.is_object() {

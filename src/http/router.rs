@@ -144,6 +144,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .merge(oauth2::routes())
         .merge(providers::routes())
         .merge(crate::mapping::api::routes())
+        .merge(crate::mapped_auth::routes())
 }
 
 async fn not_found() -> ApiError {

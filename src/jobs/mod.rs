@@ -28,10 +28,23 @@ pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
     ]
 }
 
+/// A lifecycle job of the shadow registry.
 #[derive(Debug, Clone, Copy)]
-enum Job {
+pub enum Job {
     Deactivate,
     ArchiveCleanup,
+}
+
+/// One tick of `job` at `now` (unix seconds): `None` on a follower (it does nothing), else
+/// the leader's pass and how many records it changed.
+pub async fn tick(node: &Node, job: Job, now: i64) -> Option<crate::http::error::ApiResult<usize>> {
+    if !node.raft.is_leader() {
+        return None;
+    }
+    Some(match job {
+        Job::Deactivate => shadow::deactivate_pass(node, now).await,
+        Job::ArchiveCleanup => shadow::archive_cleanup_pass(node, now).await,
+    })
 }
 
 async fn every(node: Arc<Node>, interval: Duration, job: Job) {
@@ -40,19 +53,11 @@ async fn every(node: Arc<Node>, interval: Duration, job: Job) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        if !node.raft.is_leader() {
-            continue;
-        }
-        let now = chrono::Utc::now().timestamp();
-        let outcome = match job {
-            Job::Deactivate => shadow::deactivate_pass(&node, now).await,
-            Job::ArchiveCleanup => shadow::archive_cleanup_pass(&node, now).await,
-        };
-        match outcome {
-            Ok(0) => tracing::debug!(?job, "lifecycle pass: nothing to do"),
-            Ok(n) => tracing::info!(?job, records = n, "lifecycle pass done"),
+        match tick(&node, job, chrono::Utc::now().timestamp()).await {
+            None | Some(Ok(0)) => tracing::debug!(?job, "lifecycle pass: nothing to do here"),
+            Some(Ok(n)) => tracing::info!(?job, records = n, "lifecycle pass done"),
             // The next tick retries; what was done so far is committed and stays done.
-            Err(e) => tracing::warn!(?job, "lifecycle pass stopped: {}", e.message),
+            Some(Err(e)) => tracing::warn!(?job, "lifecycle pass stopped: {}", e.message),
         }
     }
 }

@@ -91,10 +91,6 @@ impl Claims {
     pub fn first(&self, claim: &str) -> Option<&str> {
         self.0.get(claim).and_then(|v| v.first()).map(String::as_str)
     }
-
-    pub fn as_map(&self) -> &BTreeMap<String, Vec<String>> {
-        &self.0
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

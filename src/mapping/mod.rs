@@ -1,7 +1,6 @@
 //! Mapping rulesets (issue 9): external identities (OIDC, Kubernetes, SPIFFE) become users,
 //! groups and authorizations. This part is the model, the stateless write-time validation
 //! and the pure evaluation engine; the API, storage and logins build on it.
-#![allow(dead_code)] // the mapping API and federation logins that call this arrive with the rest of issue 9
 
 pub mod api;
 mod checks;

@@ -98,10 +98,12 @@ impl RegexCache {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().map.len()
     }
 
+    #[cfg(test)]
     pub fn contains(&self, pattern: &str) -> bool {
         self.lock().map.contains_key(pattern)
     }

@@ -13,19 +13,17 @@
 //! provider path, and `Secure` (with the `__Secure-` prefix) when the issuer is https.
 
 use axum::http::{header, HeaderMap};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use idnode_keys::{constant_time_eq, derive_key, TokenKeyRing};
+use idnode_keys::{constant_time_eq, TokenKeyRing};
 use serde::{Deserialize, Serialize};
 
 use super::html::PageError;
 use crate::http::ApiError;
 use crate::node::Node;
+use crate::token::sealed;
 
-/// Associated data of every sealed page state.
-const AD: &[u8] = b"idnode-oauth2-page-v1";
-/// Key derivation label (from a token ring key's secret).
-const PURPOSE: &str = "idnode oauth2 page state v1";
+/// Key derivation label and associated data of every sealed page state.
+const PURPOSE: sealed::Purpose =
+    sealed::Purpose { label: "idnode oauth2 page state v1", ad: b"idnode-oauth2-page-v1", max_len: MAX_SEALED };
 /// Seconds a page state stays usable.
 pub const LIFETIME_S: i64 = 600;
 /// Sealed states longer than this are refused unread.
@@ -78,26 +76,14 @@ pub enum OpenError {
     Expired,
 }
 
-/// Seals `st` with the ring's primary key: base64url(key id ‖ nonce ‖ ciphertext).
+/// Seals `st` with the ring's primary key.
 pub fn seal_with(ring: &TokenKeyRing, st: &PageState) -> Option<String> {
-    let key = ring.primary()?;
-    let bytes = postcard::to_allocvec(st).ok()?;
-    let mut out = key.id.to_be_bytes().to_vec();
-    out.extend_from_slice(&idnode_keys::seal(&derive_key(&key.secret, PURPOSE), AD, &bytes));
-    Some(URL_SAFE_NO_PAD.encode(out))
+    sealed::seal(ring, &PURPOSE, st)
 }
 
 /// Opens a state sealed by any key of the ring and not expired at `now`.
 pub fn open_with(ring: &TokenKeyRing, sealed: &str, now: i64) -> Result<PageState, OpenError> {
-    if sealed.len() > MAX_SEALED {
-        return Err(OpenError::Invalid);
-    }
-    let raw = URL_SAFE_NO_PAD.decode(sealed.trim()).map_err(|_| OpenError::Invalid)?;
-    let id_bytes: [u8; 4] = raw.get(..4).and_then(|b| b.try_into().ok()).ok_or(OpenError::Invalid)?;
-    let id = u32::from_be_bytes(id_bytes);
-    let key = ring.keys.iter().find(|k| k.id == id).ok_or(OpenError::Invalid)?;
-    let bytes = idnode_keys::open(&derive_key(&key.secret, PURPOSE), AD, &raw[4..]).map_err(|_| OpenError::Invalid)?;
-    let st: PageState = postcard::from_bytes(&bytes).map_err(|_| OpenError::Invalid)?;
+    let st: PageState = sealed::open(ring, &PURPOSE, sealed).ok_or(OpenError::Invalid)?;
     if now >= st.exp {
         return Err(OpenError::Expired);
     }
@@ -192,6 +178,8 @@ pub fn set_cookie(node: &Node, domain_id: &str, csrf: &str) -> String {
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
 
     use super::*;
 

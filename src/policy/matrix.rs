@@ -207,6 +207,14 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/spiffe/trust_domains", None, [401, 403, 403, 403, 200, 403]),
     (Method::GET, "/v4/spiffe/trust_domains/{td_global}", None, [401, 403, 403, 403, 200, 403]),
     (Method::PATCH, "/v4/spiffe/trust_domains/{td_global}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 403, 200, 403]),
+    // Mapped logins: the identity the provider vouches for authenticates (no token needed or
+    // used); the fixtures' providers have no ruleset, a forged state opens nothing, and the
+    // redirect URI is not the provider's.
+    (Method::POST, "/v4/federation/identity_providers/{idp_A}/jwt", None, [401, 401, 401, 401, 401, 401]),
+    (Method::POST, "/v4/federation/identity_providers/{idp_A}/auth", Some(r#"{"redirect_uri": "https://elsewhere.example/cb"}"#), [400, 400, 400, 400, 400, 400]),
+    (Method::POST, "/v4/federation/oidc/callback", Some(r#"{"state": "forged", "code": "c"}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::POST, "/v4/k8s_auth/instances/{k8s_A}/auth", Some(r#"{"jwt": "x"}"#), [404, 404, 404, 404, 404, 404]),
+    (Method::POST, "/v4/spiffe/trust_domains/{td_A}/auth", Some(r#"{"jwt": "x"}"#), [404, 404, 404, 404, 404, 404]),
     // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
     // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
     // policy lets the admin reach.

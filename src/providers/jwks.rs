@@ -15,7 +15,6 @@
 //!
 //! Nodes fetch independently (nothing is replicated): a key set is public, refetching it is
 //! cheap, and every node must verify tokens on its own.
-#![allow(dead_code)] // called by the federation logins (issue 9, next)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -147,10 +147,15 @@ fn one<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
 }
 
 fn load<R: Registry>(node: &Node, id: &str) -> ApiResult<Provider> {
+    find(node, R::KIND, id)
+}
+
+/// A registered provider of `kind` by id (404 naming the kind's resource).
+pub fn find(node: &Node, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
     node.engine
         .read()
-        .get_t::<Provider>(cf::PROVIDERS, &keys::record(R::KIND, id))?
-        .ok_or_else(|| ApiError::not_found(R::KIND.resource(), id))
+        .get_t::<Provider>(cf::PROVIDERS, &keys::record(kind, id))?
+        .ok_or_else(|| ApiError::not_found(kind.resource(), id))
 }
 
 async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provider> {

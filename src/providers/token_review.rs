@@ -17,7 +17,6 @@
 //!   `kubernetes.io/serviceaccount/namespace`,
 //!   `kubernetes.io/serviceaccount/service-account.name` and
 //!   `kubernetes.io/serviceaccount/service-account.uid` (= `uid`).
-#![allow(dead_code)] // called by the federation logins (issue 9, next)
 
 use std::time::Duration;
 

@@ -15,7 +15,6 @@
 //!   audience.
 //!
 //! Errors say which check failed and never echo the token (nor claim values taken from it).
-#![allow(dead_code)] // called by the federation logins (issue 9, next)
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};

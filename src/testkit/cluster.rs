@@ -137,6 +137,11 @@ impl TestCluster {
         &self.seats[i].running.as_ref().expect("node is running").node
     }
 
+    /// Node `i`'s API router.
+    pub fn router(&self, i: usize) -> &Router {
+        &self.seats[i].running.as_ref().expect("node is running").router
+    }
+
     pub fn is_running(&self, i: usize) -> bool {
         self.seats[i].running.is_some()
     }

@@ -6,11 +6,12 @@ mod cache;
 pub mod footprint;
 mod payload;
 pub mod render;
+pub mod sealed;
 #[cfg(test)]
 mod tests;
 mod validate;
 
 pub use cache::AppliedCache;
-pub use payload::{Delegation, Method, TokenPayload, TokenScope};
+pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope};
 pub use render::render_token;
 pub use validate::{now_micros, ValidToken};

@@ -19,17 +19,21 @@ pub enum Method {
     /// Issued for an application credential: the scope is the credential's project and the
     /// roles are the credential's (those the user still holds).
     ApplicationCredential = 8,
+    /// Issued through a mapping ruleset for an external identity (an OIDC IdP's JWT, a
+    /// Kubernetes service account, a SPIFFE JWT-SVID): Keystone's federated `mapped` method.
+    Mapped = 16,
 }
 
 impl Method {
-    pub const ALL: [Method; 4] =
-        [Method::Password, Method::Token, Method::Ec2Credential, Method::ApplicationCredential];
+    pub const ALL: [Method; 5] =
+        [Method::Password, Method::Token, Method::Ec2Credential, Method::ApplicationCredential, Method::Mapped];
     pub fn name(self) -> &'static str {
         match self {
             Method::Password => "password",
             Method::Token => "token",
             Method::Ec2Credential => "ec2credential",
             Method::ApplicationCredential => "application_credential",
+            Method::Mapped => "mapped",
         }
     }
 }
@@ -60,6 +64,20 @@ pub enum Delegation {
     AppCred(String),
     /// An OS-TRUST trust (its id): the token acts for the trustor.
     Trust(String),
+    /// A mapping rule: the token's roles are what the rule grants, and it is valid only while
+    /// the ruleset is still the version it was minted from (`mapped_auth::grant`).
+    Mapped(MappedGrant),
+}
+
+/// The mapping rule a token was minted from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MappedGrant {
+    pub mapping_id: String,
+    pub rule_name: String,
+    /// The ruleset's `ruleset_version` at issuance (32 hex digits).
+    pub ruleset_version: String,
+    /// The principal is a virtual user of the shadow registry, not a user record.
+    pub ephemeral: bool,
 }
 
 /// Payload version 1 (no delegation), still accepted until such tokens expire.
@@ -120,6 +138,20 @@ impl TokenPayload {
             Delegation::Trust(id) => Some(id),
             _ => None,
         }
+    }
+
+    /// Minted from a mapping rule.
+    pub fn mapped(&self) -> Option<&MappedGrant> {
+        match &self.delegation {
+            Delegation::Mapped(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The principal is a virtual user (an `ephemeral` mapping rule): it cannot create
+    /// application credentials, credentials or trusts (spec, Authentication item 6).
+    pub fn is_virtual(&self) -> bool {
+        self.mapped().is_some_and(|m| m.ephemeral)
     }
 
     pub fn audit_id_strings(&self) -> Vec<String> {

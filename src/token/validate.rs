@@ -54,6 +54,18 @@ pub struct TokenAppCred {
 }
 
 impl ValidToken {
+    /// Spec, Authentication item 6: a virtual user (the principal of an `ephemeral` mapping
+    /// rule) uses no application credentials, credentials or trusts; 403 for it.
+    pub fn refuse_virtual(&self) -> ApiResult<()> {
+        if self.payload.is_virtual() {
+            return Err(ApiError::forbidden(
+                "You are not authorized to perform the requested action: a virtual user (mapped workload) cannot \
+                 use application credentials, credentials or trusts.",
+            ));
+        }
+        Ok(())
+    }
+
     pub fn has_role(&self, name: &str) -> bool {
         self.roles.iter().any(|r| r.name == name && r.domain_id.is_none())
     }
@@ -67,6 +79,9 @@ pub enum TokenError {
     /// An authentic token naming state this node does not have (yet): a user, scope or grant
     /// created on another node an instant ago may not be applied here.
     Lagging(&'static str),
+    /// A token minted from a mapping rule whose ruleset no longer stands behind it: the
+    /// spec's own status and detail key (`mapped_auth::grant`).
+    Mapping(crate::mapping::MappingError),
     Storage(idnode_storage::StorageError),
 }
 
@@ -130,6 +145,11 @@ impl Node {
                         self.metrics.token_validations.get_or_create(&labels(&[("result", "invalid")])).inc();
                         return Err(ApiError::not_found("token", "the token is not valid"));
                     }
+                    Err(TokenError::Mapping(e)) => {
+                        tracing::debug!("mapped token rejected: {e}");
+                        self.metrics.token_validations.get_or_create(&labels(&[("result", "invalid")])).inc();
+                        return Err(e.into());
+                    }
                     Err(TokenError::Storage(e)) => return Err(ApiError::internal(e)),
                 }
             }
@@ -157,7 +177,19 @@ impl Node {
                 return Err(TokenError::Invalid("revoked"));
             }
         }
-        let user = view.user(&payload.user_id)?.ok_or(missing("user gone"))?;
+        let mapped_rule = match payload.mapped() {
+            Some(m) => Some(crate::mapped_auth::grant::live_rule(&view, m)?.map_err(TokenError::Mapping)?),
+            None => None,
+        };
+        // A virtual user has no user record: its shadow record stands for it, and the groups
+        // it binds hold roles for it (it is no member of them).
+        let (user, bound_groups): (User, Vec<String>) = if payload.is_virtual() {
+            let (user, record) = crate::mapped_auth::grant::virtual_user(&view, &payload.user_id)?
+                .ok_or(missing("virtual user gone"))?;
+            (user, record.resolved_group_bindings.into_iter().map(|b| b.resolved_group_id).collect())
+        } else {
+            (view.user(&payload.user_id)?.ok_or(missing("user gone"))?, Vec::new())
+        };
         if !user.enabled {
             return Err(TokenError::Invalid("user disabled"));
         }
@@ -198,9 +230,17 @@ impl Node {
         // A trust's token holds the trustor's roles (those the trust delegates).
         let holder = trust.as_ref().map_or(user.id.as_str(), |t| t.trustor_user_id.as_str());
         let mut roles = match &target {
-            Some(t) => effective::roles_of_user(&view, holder, t)?,
-            None => Vec::new(),
+            Some(t) if !payload.is_virtual() => effective::roles_of_user(&view, holder, t)?,
+            _ => Vec::new(),
         };
+        if let (Some(rule), Some(t)) = (&mapped_rule, &target) {
+            for id in crate::mapped_auth::grant::roles_on(&view, rule, &bound_groups, t)? {
+                if !roles.iter().any(|r| r.id == id) {
+                    roles.extend(view.role(&id)?);
+                }
+            }
+            roles.sort_by(|a, b| a.id.cmp(&b.id));
+        }
         if let Some(t) = &trust {
             let delegated = crate::assignment::listing::implied_closure(&view, &t.role_ids)?;
             roles.retain(|r| delegated.contains(&r.id));

@@ -28,6 +28,12 @@ pub async fn grant(node: &Node, proven: &Proven, scope: &Value) -> ApiResult<Gra
              malformed or otherwise incorrect. The client is assumed to be in error.",
         )
     })?;
+    if proven.parent.as_ref().is_some_and(|p| p.is_virtual()) {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: a virtual user (mapped workload) cannot use \
+             trusts.",
+        ));
+    }
     let denied = ApiError::unauthenticated;
     let doc = node.engine.read().doc(DocKind::Trust, id)?.ok_or_else(denied)?;
     let t = Trust::of(&doc)?;

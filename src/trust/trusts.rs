@@ -50,6 +50,7 @@ const KNOWN: &[&str] = &[
 
 /// Tokens from signed requests and application credentials manage no trusts.
 fn refuse_delegated(ctx: &ValidToken) -> ApiResult<()> {
+    ctx.refuse_virtual()?;
     if ctx.payload.is_delegated() || ctx.payload.app_cred().is_some() {
         return Err(ApiError::forbidden(
             "You are not authorized to perform the requested action: Delegated tokens cannot manage trusts..",

@@ -9,7 +9,7 @@ use crate::state::cf;
 use crate::state::providers::{keys, Provider, ProviderKind};
 use crate::testkit::{Reply, TestNode};
 
-mod verification;
+pub(crate) mod verification;
 
 /// A self-signed P-256 CA certificate (100 years).
 pub(crate) const CERT: &str = "-----BEGIN CERTIFICATE-----

@@ -24,25 +24,25 @@ use crate::providers::token_review::{review, TOKEN_REVIEW_PATH};
 use crate::providers::verify::{verify_oidc_jwt, verify_svid, VerifyError, LEEWAY_SECS};
 use crate::state::providers::{ClusterIssuer, OidcProvider, Secret, TrustDomain};
 
-fn openssl(dir: &Path, args: &[&str]) {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl runs");
     assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn read(dir: &Path, name: &str) -> Vec<u8> {
+pub(crate) fn read(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(dir.join(name)).unwrap()
 }
 
 /// A signing key with its self-signed certificate.
-struct TestKey {
-    enc: EncodingKey,
-    alg: Algorithm,
-    kid: String,
-    cert_pem: String,
+pub(crate) struct TestKey {
+    pub(crate) enc: EncodingKey,
+    pub(crate) alg: Algorithm,
+    pub(crate) kid: String,
+    pub(crate) cert_pem: String,
 }
 
 impl TestKey {
-    fn rsa(dir: &Path, kid: &str) -> TestKey {
+    pub(crate) fn rsa(dir: &Path, kid: &str) -> TestKey {
         openssl(dir, &["genrsa", "-out", &format!("{kid}.pem"), "2048"]);
         openssl(
             dir,
@@ -51,7 +51,7 @@ impl TestKey {
         Self::finish(dir, kid, EncodingKey::from_rsa_der(&read(dir, &format!("{kid}.der"))), Algorithm::RS256)
     }
 
-    fn ec(dir: &Path, kid: &str) -> TestKey {
+    pub(crate) fn ec(dir: &Path, kid: &str) -> TestKey {
         let pem = format!("{kid}.pem");
         openssl(dir, &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", &pem]);
         openssl(dir, &["pkcs8", "-topk8", "-nocrypt", "-in", &pem, "-outform", "DER", "-out", &format!("{kid}.der")]);
@@ -66,7 +66,7 @@ impl TestKey {
     }
 
     /// The public JWK (no `alg` for RSA keys: any RS*/PS* algorithm).
-    fn jwk(&self) -> Value {
+    pub(crate) fn jwk(&self) -> Value {
         let mut jwk = Jwk::from_encoding_key(&self.enc, self.alg).unwrap();
         jwk.common.key_id = Some(self.kid.clone());
         if self.alg == Algorithm::RS256 {
@@ -75,7 +75,7 @@ impl TestKey {
         serde_json::to_value(jwk).unwrap()
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub(crate) fn sign(&self, claims: &Value) -> String {
         self.sign_as(self.alg, Some(&self.kid), claims)
     }
 
@@ -109,14 +109,14 @@ fn with(mut claims: Value, key: &str, v: Value) -> Value {
 
 /// A JWKS endpoint on loopback whose key set the test can replace; counts fetches.
 #[derive(Default)]
-struct JwksServer {
+pub(crate) struct JwksServer {
     keys: Mutex<Value>,
     hits: AtomicUsize,
     /// Answer 503 instead of the set.
     down: std::sync::atomic::AtomicBool,
 }
 
-async fn serve_jwks(keys: Vec<Value>) -> (Arc<JwksServer>, SocketAddr) {
+pub(crate) async fn serve_jwks(keys: Vec<Value>) -> (Arc<JwksServer>, SocketAddr) {
     let state = Arc::new(JwksServer { keys: Mutex::new(json!({"keys": keys})), ..JwksServer::default() });
     let app = Router::new()
         .route(
@@ -139,7 +139,7 @@ async fn serve_jwks(keys: Vec<Value>) -> (Arc<JwksServer>, SocketAddr) {
 }
 
 impl JwksServer {
-    fn set(&self, keys: Vec<Value>) {
+    pub(crate) fn set(&self, keys: Vec<Value>) {
         *self.keys.lock().unwrap() = json!({"keys": keys});
     }
     fn hits(&self) -> usize {
@@ -396,7 +396,7 @@ impl axum::serve::Listener for TlsListener {
 }
 
 #[derive(Default)]
-struct ApiServer {
+pub(crate) struct ApiServer {
     /// (Authorization header, request body) of every review.
     seen: Mutex<Vec<(String, Value)>>,
 }
@@ -424,7 +424,7 @@ async fn token_review(
 }
 
 /// An API server on loopback with a certificate for 127.0.0.1 from a fresh CA (returned).
-async fn serve_api(dir: &Path) -> (Arc<ApiServer>, SocketAddr, String) {
+pub(crate) async fn serve_api(dir: &Path) -> (Arc<ApiServer>, SocketAddr, String) {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     // a CA and a server certificate it signed (webpki refuses a CA certificate as the server's)

@@ -166,6 +166,8 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
     tx.delete(cf::USERS, u.id.clone().into_bytes());
     tx.delete(cf::PASSWORDS, u.id.clone().into_bytes());
+    // What a `local` mapping rule last synced it into (it has no memberships left).
+    tx.delete(cf::SHADOW, super::super::shadow::keys::synced_groups(&u.id));
     // The user's application credentials and their access rules go with it.
     super::doc::remove_children(tx, DocKind::ApplicationCredential, &u.id)?;
     super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;

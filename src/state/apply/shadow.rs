@@ -5,10 +5,13 @@
 //! moved in the same command that changes it (see `state::shadow`).
 
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::keys::ns;
 use super::super::mapping::keys as mapping_keys;
-use super::super::shadow::{keys, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
+use super::super::model::{Group, User};
+use super::super::shadow::{keys, GroupRequest, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
 use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::{group, identity, Fatal};
+use crate::mapping::model::GroupStrategy;
 
 fn done(a: ShadowApplied) -> Result<ApplyResult, Fatal> {
     Ok(Ok(Applied::Shadow(a)))
@@ -19,6 +22,7 @@ pub fn apply(tx: &mut Tx<'_>, cmd: ShadowCommand) -> Result<ApplyResult, Fatal> 
         ShadowCommand::Upsert { record, at } => upsert(tx, *record, at),
         ShadowCommand::DisableInactive { before, at, limit } => disable_inactive(tx, before, at, limit),
         ShadowCommand::DeleteArchived { before, limit } => delete_archived(tx, before, limit),
+        ShadowCommand::LocalLogin { user, groups } => local_login(tx, *user, groups),
     }
 }
 
@@ -112,3 +116,77 @@ fn delete_archived(tx: &mut Tx<'_>, before: i64, limit: u32) -> Result<ApplyResu
 #[cfg(test)]
 #[path = "shadow_tests.rs"]
 mod tests;
+
+fn detailed(status: u16, key: &str, message: String) -> ApplyError {
+    ApplyError::Detailed { status, key: key.into(), message }
+}
+
+/// The group a binding names, created when `create_or_get` and missing.
+fn resolve_group(tx: &mut Tx<'_>, g: &GroupRequest) -> Result<Result<String, ApplyError>, Fatal> {
+    let found = match &g.group_id {
+        Some(id) => tx.group(id)?.map(|g| g.id),
+        None => tx.id_by_name(ns::GROUP_NAME, &g.domain_id, &g.name)?,
+    };
+    if let Some(id) = found {
+        return Ok(Ok(id));
+    }
+    if g.strategy == GroupStrategy::Get {
+        return Ok(Err(detailed(403, "group_not_found", format!("Group {:?} does not exist.", g.name))));
+    }
+    let created = Group {
+        id: g.group_id.clone().unwrap_or_else(|| g.new_id.clone()),
+        name: g.name.clone(),
+        domain_id: g.domain_id.clone(),
+        description: None,
+        extra: "{}".into(),
+    };
+    Ok(match group::create(tx, created)? {
+        Ok(_) => Ok(g.group_id.clone().unwrap_or_else(|| g.new_id.clone())),
+        Err(e) => Err(e),
+    })
+}
+
+fn local_login(tx: &mut Tx<'_>, user: User, groups: Vec<GroupRequest>) -> Result<ApplyResult, Fatal> {
+    let user = match tx.user(&user.id)? {
+        Some(stored) => stored,
+        None => match identity::create(tx, user.clone())? {
+            Ok(_) => user,
+            Err(ApplyError::Conflict(_)) => {
+                return Ok(Err(detailed(
+                    409,
+                    "shadow_registry_conflict",
+                    format!("The name {:?} is taken by another user of the domain.", user.name),
+                )))
+            }
+            Err(e) => return Ok(Err(e)),
+        },
+    };
+    let mut wanted = Vec::with_capacity(groups.len());
+    for g in &groups {
+        match resolve_group(tx, g)? {
+            Ok(id) if !wanted.contains(&id) => wanted.push(id),
+            Ok(_) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let key = keys::synced_groups(&user.id);
+    let before: Vec<String> = tx.get(cf::SHADOW, &key)?.unwrap_or_default();
+    for gid in &wanted {
+        if !tx.is_member(gid, &user.id)? {
+            if let Err(e) = group::add_member(tx, gid, &user.id)? {
+                return Ok(Err(e));
+            }
+        }
+    }
+    for gid in before.iter().filter(|g| !wanted.contains(*g)) {
+        if tx.group(gid)?.is_some() && tx.is_member(gid, &user.id)? {
+            if let Err(e) = group::remove_member(tx, gid, &user.id)? {
+                return Ok(Err(e));
+            }
+        }
+    }
+    if before != wanted {
+        tx.put(cf::SHADOW, key, &wanted)?;
+    }
+    Ok(Ok(Applied::User(user)))
+}

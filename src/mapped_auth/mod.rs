@@ -1,0 +1,80 @@
+//! Authentication through mapping rulesets (issue 9; spec "Authentication" item 6, the
+//! mapping rows of "Errors" and "Limits"): an identity an external provider vouches for
+//! (an OIDC provider's JWT, directly or through the browser flow; a Kubernetes
+//! service-account token; a SPIFFE JWT-SVID) becomes a Keystone token, authorized by what the
+//! first matching rule grants.
+//!
+//! - `oidc`, `browser`, `workloads`: the endpoints, each verifying its kind of token;
+//! - `login`: evaluation, principal, scope and minting, shared by all of them;
+//! - `principal`: `local` (a real user, groups synced) and `ephemeral` (a virtual user in the
+//!   shadow registry) principals, written only when something changed;
+//! - `grant`: what a mapped token is worth at validation (its ruleset must still stand);
+//! - `rulesets`: the parsed live rulesets; `limits`: the per-provider rate limits.
+
+pub mod browser;
+pub mod grant;
+mod limits;
+pub mod login;
+pub mod oidc;
+mod principal;
+pub mod rulesets;
+pub mod schemas;
+pub mod workloads;
+
+#[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::config::ShadowRegistrySettings;
+use crate::mapping::regex_cache::RegexCache;
+use crate::node::Node;
+use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
+use crate::token::AppliedCache;
+
+/// The node's state for mapped logins.
+pub struct MappedAuth {
+    pub jwks: JwksCache,
+    pub regexes: RegexCache,
+    pub regex_deadline: Duration,
+    /// Every stored ruleset, parsed, for the applied state it was read at.
+    pub rulesets: AppliedCache<(), Arc<Vec<Arc<rulesets::Live>>>>,
+    pub auth_limit: limits::PerProvider,
+    pub creation_limit: limits::PerProvider,
+    /// The OIDC discovery documents of the browser flow's providers.
+    pub discovery: browser::DiscoveryCache,
+}
+
+impl MappedAuth {
+    pub fn new(s: &ShadowRegistrySettings) -> anyhow::Result<MappedAuth> {
+        Ok(MappedAuth {
+            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL).map_err(|e| anyhow::anyhow!("{e}"))?,
+            regexes: RegexCache::new(),
+            regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
+            rulesets: AppliedCache::new(1),
+            auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
+            creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
+            discovery: browser::DiscoveryCache::default(),
+        })
+    }
+
+    pub fn housekeep(&self) {
+        self.auth_limit.housekeep();
+        self.creation_limit.housekeep();
+    }
+}
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    OpenApiRouter::new()
+        .routes(routes!(oidc::jwt_login))
+        .routes(routes!(browser::start))
+        .routes(routes!(browser::callback))
+        .routes(routes!(workloads::k8s_login))
+        .routes(routes!(workloads::spiffe_login))
+}

@@ -1,0 +1,79 @@
+//! The live rulesets a login evaluates and a mapped token is checked against, parsed once per
+//! applied state (`AppliedCache`): a change anywhere in the state drops the cache, so a token
+//! or login never sees a ruleset older than what this node has applied.
+
+use std::sync::Arc;
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::mapping::model::{MappingRuleSet, Source};
+use crate::mapping::MappingError;
+use crate::node::Node;
+use crate::state::mapping::{keys, MappingRecord};
+use crate::state::providers::{Provider, ProviderConfig};
+use crate::state::{cf, Reader};
+
+/// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
+#[derive(Debug)]
+pub struct Live {
+    pub id: String,
+    pub version: String,
+    pub rs: MappingRuleSet,
+}
+
+fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
+    let rs = MappingRuleSet::from_stored(&record.ruleset).ok()?;
+    let version = rs.ruleset_version.as_ref()?.to_string();
+    Some(Arc::new(Live { id: record.mapping_id.clone(), version, rs }))
+}
+
+/// Every stored ruleset, in `mapping_id` order.
+pub fn all(node: &Node) -> ApiResult<Arc<Vec<Arc<Live>>>> {
+    let applied = node.app.state_version();
+    if let Some(all) = node.mapped.rulesets.get(&(), applied) {
+        return Ok(all);
+    }
+    let records: Vec<MappingRecord> = node.engine.read().scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
+    let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
+    node.mapped.rulesets.insert((), all.clone(), applied);
+    Ok(all)
+}
+
+/// One ruleset as stored now (for token validation, which reads its own snapshot).
+pub fn one(view: &impl Reader, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
+    Ok(view.get::<MappingRecord>(cf::MAPPINGS, &keys::ruleset(mapping_id))?.as_ref().and_then(parse))
+}
+
+/// Whether a ruleset's `source` names this provider: a federation `idp_id` or a k8s
+/// `cluster_id` is the provider's id; a SPIFFE `trust_domain` its id or its trust domain name.
+pub fn names(source: &Source, p: &Provider) -> bool {
+    match (source, &p.config) {
+        (Source::Federation { idp_id }, ProviderConfig::Oidc(_)) => *idp_id == p.id,
+        (Source::K8s { cluster_id }, ProviderConfig::K8s(_)) => *cluster_id == p.id,
+        (Source::Spiffe { trust_domain }, ProviderConfig::Spiffe(td)) => {
+            *trust_domain == p.id || *trust_domain == td.trust_domain
+        }
+        _ => false,
+    }
+}
+
+/// The enabled rulesets whose source is `p`, in `mapping_id` order: a login tries them in
+/// turn and the first rule that matches in any of them wins. None at all is 404
+/// `mapping_not_found`.
+pub fn for_provider(node: &Node, p: &Provider) -> ApiResult<Vec<Arc<Live>>> {
+    let found: Vec<Arc<Live>> = all(node)?.iter().filter(|l| names(&l.rs.source, p)).cloned().collect();
+    if found.is_empty() {
+        return Err(MappingError::new(404, "mapping_not_found", "No mapping ruleset names this provider.").into());
+    }
+    let enabled: Vec<Arc<Live>> = found.into_iter().filter(|l| l.rs.enabled).collect();
+    if enabled.is_empty() {
+        return Err(
+            MappingError::new(403, "mapping_disabled", "Every mapping ruleset of this provider is disabled.").into()
+        );
+    }
+    Ok(enabled)
+}
+
+/// 401 for a login whose identity no rule maps.
+pub fn no_rule_matched() -> ApiError {
+    ApiError::unauthorized("No mapping rule matches the presented identity.")
+}

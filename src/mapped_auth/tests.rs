@@ -1,0 +1,545 @@
+//! Logins through mappings against real token issuers on loopback (a JWKS endpoint with an RSA
+//! and an EC key, a TokenReview API over HTTPS, a SPIFFE bundle), through the real router:
+//! each kind of principal, the ruleset-version checks of mapped tokens with their detail
+//! keys, the virtual user's limits, the per-provider rate limits and the regex deadline's
+//! audit event.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::providers::tests::verification::{serve_api, serve_jwks, TestKey};
+use crate::state::keys::ns;
+use crate::state::shadow::{keys as shadow_keys, virtual_user_id, VirtualUserMetadata};
+use crate::state::{cf, Reader};
+use crate::testkit::{send_with_headers, Reply, TestNode};
+
+const ISSUER: &str = "https://idp.example.test";
+const CLIENT_ID: &str = "idnode-client";
+
+fn now() -> i64 {
+    crate::oauth2::now()
+}
+
+fn role(t: &TestNode, name: &str) -> String {
+    t.node.engine.read().id_by_name(ns::ROLE_NAME, "", name).unwrap().unwrap()
+}
+
+fn subject(r: &Reply) -> String {
+    r.headers.get("x-subject-token").and_then(|v| v.to_str().ok()).expect("x-subject-token").to_string()
+}
+
+fn claims(sub: &str, email: &str) -> Value {
+    let n = now();
+    json!({"iss": ISSUER, "aud": CLIENT_ID, "sub": sub, "email": email, "exp": n + 300, "iat": n, "nbf": n})
+}
+
+/// A domain with a project, an OIDC provider whose keys are served on loopback, and the ids.
+struct Fed {
+    t: TestNode,
+    domain: String,
+    project: String,
+    idp: String,
+    rsa: TestKey,
+    ec: TestKey,
+    _dir: tempfile::TempDir,
+}
+
+async fn provider(t: &TestNode, domain: &str, jwks: SocketAddr) -> String {
+    t.create(
+        "/v4/federation/identity_providers",
+        "identity_provider",
+        json!({"domain_id": domain, "provider_id": "corp", "issuer": ISSUER, "client_id": CLIENT_ID,
+               "jwks_uri": format!("http://{jwks}/jwks")}),
+    )
+    .await
+}
+
+impl Fed {
+    async fn new(settings: &[(&str, &str, &str)]) -> Fed {
+        let dir = tempfile::tempdir().unwrap();
+        let rsa = TestKey::rsa(dir.path(), "rsa-1");
+        let ec = TestKey::ec(dir.path(), "ec-1");
+        let (_server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
+        let t = TestNode::start_with(settings).await;
+        let domain = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
+        let project = t.create("/v3/projects", "project", json!({"name": "apps", "domain_id": domain})).await;
+        let idp = provider(&t, &domain, addr).await;
+        Fed { t, domain, project, idp, rsa, ec, _dir: dir }
+    }
+
+    /// A fixed ruleset of the domain naming `source`, with `rules`.
+    async fn mapping(&self, id: &str, source: Value, rules: Value) -> Reply {
+        let body = json!({"mapping": {"mapping_id": id, "domain_id": self.domain, "provider_id": "corp",
+                                      "source": source, "rules": rules}});
+        self.t.admin(Method::POST, "/v4/mappings", Some(body)).await
+    }
+
+    /// A rule granting `member` on the project to `@corp.example` addresses.
+    fn staff_rule(&self, mode: &str) -> Value {
+        json!({"name": "staff",
+               "match": {"all_of": [{"type": "matches_regex", "claim": "email", "regex": "^[a-z]+@corp\\.example$"}]},
+               "identity": {"identity_mode": mode, "user_name": "${claims.email}"},
+               "authorizations": [{"type": "project", "project_id": self.project, "project_domain_id": self.domain,
+                                   "roles": [{"id": role(&self.t, "member")}]}]})
+    }
+
+    async fn jwt_login(&self, jwt: &str, scope: Option<Value>) -> Reply {
+        let path = format!("/v4/federation/identity_providers/{}/jwt", self.idp);
+        let bearer = format!("Bearer {jwt}");
+        let body = scope.map(|s| json!({"auth": {"scope": s}}));
+        send_with_headers(&self.t.router, Method::POST, &path, &[("authorization", &bearer)], body).await
+    }
+
+    fn project_scope(&self) -> Value {
+        json!({"project": {"id": self.project}})
+    }
+
+    async fn validate(&self, token: &str) -> Reply {
+        self.t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await
+    }
+}
+
+fn role_names(r: &Reply) -> Vec<String> {
+    r.body["token"]["roles"]
+        .as_array()
+        .map_or(vec![], |a| a.iter().map(|r| r["name"].as_str().unwrap().into()).collect())
+}
+
+#[tokio::test]
+async fn an_idp_jwt_signed_by_rsa_or_ec_logs_a_local_user_in_and_a_bad_one_is_401() {
+    let f = Fed::new(&[]).await;
+    let r =
+        f.mapping("corp-staff", json!({"type": "federation", "idp_id": f.idp}), json!([f.staff_rule("local")])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+
+    for key in [&f.rsa, &f.ec] {
+        let r = f.jwt_login(&key.sign(&claims("alice", "alice@corp.example")), Some(f.project_scope())).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(r.body["token"]["methods"], json!(["mapped"]));
+        assert_eq!(r.body["token"]["project"]["id"], json!(f.project));
+        assert!(role_names(&r).contains(&"member".to_string()), "{}", r.body);
+        assert_eq!(r.body["token"]["user"]["name"], json!("alice@corp.example"));
+        let v = f.validate(&subject(&r)).await;
+        assert_eq!(v.status, StatusCode::OK, "{}", v.body);
+    }
+    // A real user, federated, found again (not created twice) on the next login.
+    let uid = virtual_user_id(&f.idp, "alice");
+    let users = f.t.admin(Method::GET, "/v3/users?unique_id=alice", None).await;
+    assert_eq!(users.body["users"].as_array().unwrap().len(), 1, "{}", users.body);
+    assert_eq!(users.body["users"][0]["id"], json!(uid));
+    let before = f.t.node.app.state_version();
+    let r = f.jwt_login(&f.ec.sign(&claims("alice", "alice@corp.example")), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["token"].get("project").is_none(), "no scope asked: unscoped");
+    assert_eq!(f.t.node.app.state_version(), before, "an unchanged user is not written again");
+
+    // Each refusal is 401.
+    let n = now();
+    let bad: Vec<(&str, String)> = vec![
+        ("no rule matches", f.ec.sign(&claims("mallory", "mallory@elsewhere.example"))),
+        ("wrong issuer", f.ec.sign(&json!({"iss": "https://other.example", "aud": CLIENT_ID, "sub": "a", "email": "a@corp.example", "exp": n + 300}))),
+        ("wrong audience", f.ec.sign(&json!({"iss": ISSUER, "aud": "someone-else", "sub": "a", "email": "a@corp.example", "exp": n + 300}))),
+        ("expired", f.ec.sign(&json!({"iss": ISSUER, "aud": CLIENT_ID, "sub": "a", "email": "a@corp.example", "exp": n - 3600}))),
+        ("not yet valid", f.ec.sign(&json!({"iss": ISSUER, "aud": CLIENT_ID, "sub": "a", "email": "a@corp.example", "exp": n + 7200, "nbf": n + 3600}))),
+        ("unknown kid", {
+            let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+            h.kid = Some("no-such-kid".into());
+            jsonwebtoken::encode(&h, &claims("a", "a@corp.example"), &f.ec.enc).unwrap()
+        }),
+        ("bad signature", {
+            let good = f.rsa.sign(&claims("a", "a@corp.example"));
+            let (head, _) = good.rsplit_once('.').unwrap();
+            format!("{head}.{}", "A".repeat(342))
+        }),
+    ];
+    for (why, jwt) in bad {
+        let r = f.jwt_login(&jwt, None).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{why}: {}", r.body);
+    }
+    let path = format!("/v4/federation/identity_providers/{}/jwt", f.idp);
+    let r = send_with_headers(&f.t.router, Method::POST, &path, &[], None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "no bearer");
+    let r = f
+        .jwt_login(&f.ec.sign(&claims("alice", "alice@corp.example")), Some(json!({"domain": {"id": f.domain}})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "no role on the domain: {}", r.body);
+}
+
+#[tokio::test]
+async fn a_changed_disabled_or_deleted_ruleset_fails_its_tokens_with_the_spec_detail() {
+    let f = Fed::new(&[]).await;
+    let source = json!({"type": "federation", "idp_id": f.idp});
+    let mut spare = f.staff_rule("ephemeral");
+    spare["name"] = json!("spare");
+    let r = f.mapping("m1", source, json!([f.staff_rule("ephemeral"), spare])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let login = || async { f.jwt_login(&f.ec.sign(&claims("svc", "svc@corp.example")), Some(f.project_scope())).await };
+
+    let detail = |r: &Reply| r.body["detail"].as_str().unwrap_or_default().to_string();
+    let token = subject(&login().await);
+    assert_eq!(f.validate(&token).await.status, StatusCode::OK);
+    // Any change: the version no longer matches (the versions are not echoed).
+    let mut changed = f.staff_rule("ephemeral");
+    changed["name"] = json!("spare");
+    changed["description"] = json!("changed");
+    let r =
+        f.t.admin(
+            Method::POST,
+            "/v4/mappings/m1/rules/mutate",
+            Some(json!({"mutations": [{"operation": "update", "rule_name": "spare", "rule": changed}]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v = f.validate(&token).await;
+    assert_eq!((v.status, detail(&v).as_str()), (StatusCode::UNAUTHORIZED, "ruleset_version_mismatch"), "{}", v.body);
+    assert!(!v.text.contains("ruleset_version\""), "{}", v.text);
+    // As a caller's own token too.
+    let me = f.t.call(Method::GET, "/v3/auth/projects", Some(&token), None).await;
+    assert_eq!((me.status, detail(&me).as_str()), (StatusCode::UNAUTHORIZED, "ruleset_version_mismatch"));
+
+    let token = subject(&login().await);
+    let r =
+        f.t.admin(
+            Method::POST,
+            "/v4/mappings/m1/rules/mutate",
+            Some(json!({"mutations": [{"operation": "delete", "rule_name": "staff"}]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v = f.validate(&token).await;
+    assert_eq!((v.status, detail(&v).as_str()), (StatusCode::FORBIDDEN, "mapping_rule_removed"), "{}", v.body);
+    assert!(!v.text.contains("staff"), "the rule's name is not echoed: {}", v.text);
+
+    let token = subject(&login().await); // the spare rule matches now
+    let mut body = f.t.admin(Method::GET, "/v4/mappings/m1", None).await.body;
+    body["mapping"]["enabled"] = json!(false);
+    body["mapping"].as_object_mut().unwrap().remove("ruleset_version");
+    let r = f.t.admin(Method::PUT, "/v4/mappings/m1", Some(body)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v = f.validate(&token).await;
+    assert_eq!((v.status, detail(&v).as_str()), (StatusCode::FORBIDDEN, "mapping_disabled"), "{}", v.body);
+    let r = login().await;
+    assert_eq!((r.status, detail(&r).as_str()), (StatusCode::FORBIDDEN, "mapping_disabled"), "{}", r.body);
+
+    assert_eq!(f.t.admin(Method::DELETE, "/v4/mappings/m1", None).await.status, StatusCode::NO_CONTENT);
+    let v = f.validate(&token).await;
+    assert_eq!((v.status, detail(&v).as_str()), (StatusCode::NOT_FOUND, "mapping_not_found"), "{}", v.body);
+    let r = login().await;
+    assert_eq!((r.status, detail(&r).as_str()), (StatusCode::NOT_FOUND, "mapping_not_found"), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_credentials_or_trusts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_api, addr, ca) = serve_api(dir.path()).await;
+    let t = TestNode::start().await;
+    let domain = t.create("/v3/domains", "domain", json!({"name": "k8s"})).await;
+    let project = t.create("/v3/projects", "project", json!({"name": "web", "domain_id": domain})).await;
+    let group = t.create("/v3/groups", "group", json!({"name": "readers", "domain_id": domain})).await;
+    let grant = format!("/v3/projects/{project}/groups/{group}/roles/{}", role(&t, "reader"));
+    assert_eq!(t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+    let instance = t
+        .create(
+            "/v4/k8s_auth/instances",
+            "instance",
+            json!({"domain_id": domain, "provider_id": "prod", "kubernetes_host": format!("https://{addr}"),
+                   "kubernetes_ca_cert": ca, "token_reviewer_jwt": "reviewer-jwt"}),
+        )
+        .await;
+    let rule = json!({"name": "web",
+        "match": {"all_of": [{"type": "equals", "claim": "namespace", "value": "apps"},
+                             {"type": "equals", "claim": "service_account", "value": "web"}]},
+        "identity": {"user_name": "${claims.namespace}-${claims.service_account}"},
+        "groups": [{"group_name": "readers", "strategy": "get"}],
+        "authorizations": [{"type": "project", "project_id": project, "project_domain_id": domain,
+                            "roles": [{"id": role(&t, "member")}]}]});
+    let body = json!({"mapping": {"mapping_id": "k8s-web", "domain_id": domain, "provider_id": "prod",
+                                  "source": {"type": "k8s", "cluster_id": instance}, "rules": [rule]}});
+    assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+
+    let path = format!("/v4/k8s_auth/instances/{instance}/auth");
+    let r = t
+        .call(Method::POST, &path, None, Some(json!({"jwt": "sa-token", "scope": {"project": {"id": project}}})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let roles = role_names(&r);
+    assert!(roles.contains(&"member".into()) && roles.contains(&"reader".into()), "rule and group roles: {roles:?}");
+    assert_eq!(r.body["token"]["user"]["name"], json!("apps-web"));
+    let token = subject(&r);
+
+    // The shadow registry holds it; no user record does.
+    let uid = virtual_user_id(&instance, "system:serviceaccount:apps:web");
+    assert_eq!(r.body["token"]["user"]["id"], json!(uid));
+    let rec: VirtualUserMetadata =
+        t.node.engine.read().get_t(cf::SHADOW, &shadow_keys::record(&uid)).unwrap().expect("shadow record");
+    assert_eq!((rec.mapping_id.as_str(), rec.matched_rule_name.as_str(), rec.enabled), ("k8s-web", "web", true));
+    assert_eq!(rec.resolved_group_bindings[0].resolved_group_id, group);
+    assert!(t.node.engine.read().user(&uid).unwrap().is_none());
+
+    // Spec, Authentication item 6.
+    let appcred = t
+        .call(
+            Method::POST,
+            &format!("/v3/users/{uid}/application_credentials"),
+            Some(&token),
+            Some(json!({"application_credential": {"name": "x"}})),
+        )
+        .await;
+    assert_eq!(appcred.status, StatusCode::FORBIDDEN, "{}", appcred.body);
+    assert!(appcred.text.contains("virtual user"), "{}", appcred.text);
+    let cred = t
+        .call(
+            Method::POST,
+            "/v3/credentials",
+            Some(&token),
+            Some(json!({"credential": {"type": "totp", "user_id": uid, "blob": "x"}})),
+        )
+        .await;
+    assert_eq!(cred.status, StatusCode::FORBIDDEN, "{}", cred.body);
+    assert!(cred.text.contains("virtual user"), "{}", cred.text);
+    let trust = t
+        .call(
+            Method::POST,
+            "/v3/OS-TRUST/trusts",
+            Some(&token),
+            Some(json!({"trust": {"trustor_user_id": uid, "trustee_user_id": uid, "impersonation": false,
+                                    "project_id": project, "roles": [{"name": "member"}]}})),
+        )
+        .await;
+    assert_eq!(trust.status, StatusCode::FORBIDDEN, "{}", trust.body);
+    assert!(trust.text.contains("virtual user"), "{}", trust.text);
+
+    // A re-scoped token stays bound to the mapping.
+    let rescoped = t
+        .call(
+            Method::POST,
+            "/v3/auth/tokens",
+            None,
+            Some(json!({"auth": {"identity": {"methods": ["token"], "token": {"id": token}},
+                                   "scope": {"project": {"id": project}}}})),
+        )
+        .await;
+    assert_eq!(rescoped.status, StatusCode::OK, "{}", rescoped.body);
+
+    // Tokens the cluster does not authenticate are 401; an unknown instance 404.
+    let r = t.call(Method::POST, &path, None, Some(json!({"jwt": "expired-token"}))).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    let r = t.call(Method::POST, "/v4/k8s_auth/instances/nope/auth", None, Some(json!({"jwt": "sa-token"}))).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // A disabled virtual user is refused at validation and re-enabled by its next login.
+    let cmd = crate::state::shadow::ShadowCommand::DisableInactive { before: now() + 10, at: now(), limit: 10 };
+    t.node.propose(crate::state::Command::Shadow(cmd)).await.unwrap();
+    assert_eq!(t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await.status, StatusCode::NOT_FOUND);
+    let r = t.call(Method::POST, &path, None, Some(json!({"jwt": "sa-token"}))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_spiffe_svid_logs_in_offline_for_the_configured_audience_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = TestKey::ec(dir.path(), "bundle-1");
+    let t = TestNode::start_with(&[("keystone", "spiffe_jwt_audience", "idnode-test")]).await;
+    let domain = t.create("/v3/domains", "domain", json!({"name": "mesh"})).await;
+    let td = t
+        .create(
+            "/v4/spiffe/trust_domains",
+            "trust_domain",
+            json!({"domain_id": domain, "provider_id": "mesh", "trust_domain": "prod.example.test",
+                       "trust_bundle_pem": key.cert_pem}),
+        )
+        .await;
+    let rule = json!({"name": "payments",
+        "match": {"any_of": [{"type": "matches_regex", "claim": "sub", "regex": "^spiffe://prod\\.example\\.test/ns/payments/"}]},
+        "identity": {"user_name": "${claims.sub}"},
+        "authorizations": [{"type": "domain", "domain_id": domain, "roles": [{"id": role(&t, "reader")}]}]});
+    let body = json!({"mapping": {"domain_id": domain, "provider_id": "mesh",
+                                  "source": {"type": "spiffe", "trust_domain": "prod.example.test"}, "rules": [rule]}});
+    assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+    let svid = |aud: &str| {
+        key.sign(&json!({"sub": "spiffe://prod.example.test/ns/payments/sa/api", "aud": [aud], "exp": now() + 300}))
+    };
+    let path = format!("/v4/spiffe/trust_domains/{td}/auth");
+    let r = t
+        .call(Method::POST, &path, None, Some(json!({"jwt": svid("idnode-test"), "scope": {"domain": {"id": domain}}})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(role_names(&r), vec!["reader".to_string()]);
+    let r = t.call(Method::POST, &path, None, Some(json!({"jwt": svid("someone-else")}))).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+}
+
+#[tokio::test]
+async fn per_provider_rate_limits_answer_429() {
+    let f = Fed::new(&[
+        ("keystone", "shadow_registry_auth_rate_limit", "3"),
+        ("keystone", "shadow_registry_creation_rate_limit", "2"),
+    ])
+    .await;
+    let r = f.mapping("m", json!({"type": "federation", "idp_id": f.idp}), json!([f.staff_rule("ephemeral")])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let mut statuses = Vec::new();
+    for who in ["a", "b", "c"] {
+        statuses.push(f.jwt_login(&f.ec.sign(&claims(who, &format!("{who}@corp.example"))), None).await.status);
+    }
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::OK, StatusCode::TOO_MANY_REQUESTS], "the third creation");
+    let r = f.jwt_login(&f.ec.sign(&claims("a", "a@corp.example")), None).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "the fourth authentication");
+    assert!(r.headers.contains_key("retry-after"));
+}
+
+#[tokio::test]
+async fn a_regex_match_outliving_its_deadline_is_no_match_and_an_audit_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    let file_s = file.display().to_string();
+    let f = Fed::new(&[("keystone", "mapping_regex_timeout_ms", "0.000001"), ("audit", "file", &file_s)]).await;
+    let r = f.mapping("slow", json!({"type": "federation", "idp_id": f.idp}), json!([f.staff_rule("ephemeral")])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = f.jwt_login(&f.ec.sign(&claims("alice", "alice@corp.example")), None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "the timed-out match counts as no match: {}", r.body);
+    assert!(f.t.node.audit.flush(Duration::from_secs(5)).await);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let event: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["outcome"] == json!("RegexMatchTimeout"))
+        .expect("a RegexMatchTimeout event");
+    assert_eq!(event["target"]["id"], json!("slow"));
+    assert!(!text.contains("alice@corp.example"), "the claim's value is not logged");
+}
+
+#[tokio::test]
+async fn a_group_the_rule_only_gets_must_exist() {
+    let f = Fed::new(&[]).await;
+    let mut rule = f.staff_rule("local");
+    rule["groups"] = json!([{"group_name": "no-such-group", "strategy": "get"}]);
+    let mut made = f.staff_rule("local");
+    made["name"] = json!("made");
+    made["match"] = json!({"all_of": [{"type": "equals", "claim": "sub", "value": "bob"}]});
+    made["groups"] = json!([{"group_name": "engineers", "strategy": "create_or_get"}]);
+    let r = f.mapping("g", json!({"type": "federation", "idp_id": f.idp}), json!([made, rule])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = f.jwt_login(&f.ec.sign(&claims("alice", "alice@corp.example")), None).await;
+    assert_eq!((r.status, r.body["detail"].clone()), (StatusCode::FORBIDDEN, json!("group_not_found")), "{}", r.body);
+    let uid = virtual_user_id(&f.idp, "alice");
+    assert!(f.t.node.engine.read().user(&uid).unwrap().is_none(), "a refused login writes nothing");
+    // create_or_get makes the group and the user joins it.
+    let r = f.jwt_login(&f.ec.sign(&claims("bob", "bob@corp.example")), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let bob = virtual_user_id(&f.idp, "bob");
+    let groups = f.t.admin(Method::GET, &format!("/v3/users/{bob}/groups"), None).await;
+    assert_eq!(groups.body["groups"][0]["name"], json!("engineers"), "{}", groups.body);
+}
+
+/// The browser flow against a real OIDC provider: this node's own authorization server,
+/// served on loopback, federated into itself (discovery, authorize with PKCE and nonce, the
+/// code redeemed with HTTP Basic, the ID token verified against its JWKS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_flow_logs_in_through_a_real_oidc_provider() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let t = TestNode::start_with(&[("idnode", "public_url", &base)]).await;
+    let app = t.router.clone().into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let cb = "http://127.0.0.1:9/cb";
+    let pw = "river stone 42";
+    t.create("/v3/users", "user", json!({"name": "carol", "domain_id": "default", "password": pw})).await;
+    let project = t.create("/v3/projects", "project", json!({"name": "fed", "domain_id": "default"})).await;
+    let r = t
+        .admin(Method::POST, "/v4/oauth2/default/clients",
+               Some(json!({"oauth2_client": {"name": "federation", "confidential": true, "pre_authorized": true,
+                   "grant_types": ["authorization_code"], "redirect_uris": [cb], "allowed_scopes": ["openid", "email"]}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let client_id = r.body["oauth2_client"]["client_id"].as_str().unwrap().to_string();
+    let secret = r.body["client_secret"].as_str().unwrap().to_string();
+    let issuer = format!("{base}/v4/oauth2/default");
+    let idp = t
+        .create(
+            "/v4/federation/identity_providers",
+            "identity_provider",
+            json!({"domain_id": "default", "provider_id": "self", "issuer": issuer, "client_id": client_id,
+                       "client_secret": secret, "jwks_uri": format!("{issuer}/jwks"),
+                       "allowed_redirect_uris": [cb], "oidc_scopes": ["openid", "email"]}),
+        )
+        .await;
+    let rule = json!({"name": "everyone", "match": {"all_of": [{"type": "matches_regex", "claim": "sub", "regex": "^[0-9a-f]{32}$"}]},
+        "identity": {"identity_mode": "local", "user_name": "fed-${claims.sub}"},
+        "authorizations": [{"type": "project", "project_id": project, "project_domain_id": "default",
+                            "roles": [{"id": role(&t, "member")}]}]});
+    let body = json!({"mapping": {"domain_id": "default", "provider_id": "self",
+                                  "source": {"type": "federation", "idp_id": idp}, "rules": [rule]}});
+    assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+
+    // Start: the provider's authorization URL.
+    let r = t
+        .call(
+            Method::POST,
+            &format!("/v4/federation/identity_providers/{idp}/auth"),
+            None,
+            Some(json!({"redirect_uri": cb, "scope": {"project": {"id": project}}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let auth_url = url::Url::parse(r.body["auth_url"].as_str().unwrap()).unwrap();
+    let q: std::collections::HashMap<String, String> = auth_url.query_pairs().into_owned().collect();
+    assert_eq!((q["code_challenge_method"].as_str(), q["client_id"].as_str()), ("S256", client_id.as_str()));
+    assert!(q["scope"].split(' ').any(|s| s == "openid") && q.contains_key("nonce"));
+    let r = t
+        .call(
+            Method::POST,
+            &format!("/v4/federation/identity_providers/{idp}/auth"),
+            None,
+            Some(json!({"redirect_uri": "http://127.0.0.1:9/elsewhere"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "not an allowed redirect URI");
+
+    // The browser at the provider: the sign-in page, then the login post.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let page = http.get(auth_url.as_str()).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let cookie = page.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let html = page.text().await.unwrap();
+    let st = regex::Regex::new(r#"name="page_state" value="([^"]*)""#).unwrap().captures(&html).unwrap()[1].to_string();
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("page_state", &st)
+        .append_pair("username", "carol")
+        .append_pair("password", pw)
+        .finish();
+    let back = http
+        .post(format!("{issuer}/authorize/login"))
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), 303, "{}", back.text().await.unwrap_or_default());
+    let loc = url::Url::parse(back.headers()["location"].to_str().unwrap()).unwrap();
+    let back_q: std::collections::HashMap<String, String> = loc.query_pairs().into_owned().collect();
+    assert!(loc.as_str().starts_with(cb));
+
+    // The redirect page posts what it got: a token through the mapping.
+    let cb_body = json!({"state": back_q["state"], "code": back_q["code"]});
+    let r = t.call(Method::POST, "/v4/federation/oidc/callback", None, Some(cb_body.clone())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["token"]["project"]["id"], json!(project));
+    assert!(r.body["token"]["user"]["name"].as_str().unwrap().starts_with("fed-"));
+    assert!(role_names(&r).contains(&"member".to_string()));
+    // The code was spent; a forged state opens nothing.
+    let r = t.call(Method::POST, "/v4/federation/oidc/callback", None, Some(cb_body)).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    let r = t
+        .call(
+            Method::POST,
+            "/v4/federation/oidc/callback",
+            None,
+            Some(json!({"state": "forged", "code": back_q["code"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
