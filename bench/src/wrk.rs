@@ -99,7 +99,8 @@ impl Wrk {
         vars: &[(&str, String)],
         tag: &str,
     ) -> Result<String> {
-        let form = vars.iter().any(|(k, v)| *k == "MODE" && v == "form");
+        // the form.lua modes (form posts, bearer posts) run through the wrapper script
+        let form = vars.iter().any(|(k, v)| *k == "MODE" && (v == "form" || v == "bearer"));
         let mut cmd = tokio::process::Command::new("wrk");
         cmd.arg(format!("-t{}", self.threads))
             .arg(format!("-c{}", self.conns))

@@ -19,6 +19,7 @@ pub mod oidc;
 mod principal;
 pub mod rulesets;
 pub mod schemas;
+mod verified;
 pub mod workloads;
 
 #[cfg(test)]
@@ -49,6 +50,8 @@ pub struct MappedAuth {
     pub creation_limit: limits::PerProvider,
     /// The OIDC discovery documents of the browser flow's providers.
     pub discovery: browser::DiscoveryCache,
+    /// IdP JWTs already verified (`verified`).
+    pub verified: verified::VerifiedCache,
 }
 
 impl MappedAuth {
@@ -61,6 +64,7 @@ impl MappedAuth {
             auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
             creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
             discovery: browser::DiscoveryCache::default(),
+            verified: verified::VerifiedCache::default(),
         })
     }
 

@@ -19,8 +19,8 @@ use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
 use crate::node::Node;
 use crate::providers::registry::find;
-use crate::providers::verify::{verify_oidc_jwt, Claims, VerifyError};
-use crate::state::providers::{Provider, ProviderConfig, ProviderKind};
+use crate::providers::verify::{check_times, verify_oidc_jwt, Claims, VerifyError};
+use crate::state::providers::{OidcProvider, Provider, ProviderConfig, ProviderKind};
 
 /// Longest JWT accepted (bytes); larger ones are refused unread.
 pub const MAX_JWT: usize = 16 * 1024;
@@ -57,6 +57,19 @@ pub fn subject(claims: &Claims) -> ApiResult<String> {
         .filter(|s| !s.is_empty() && s.len() <= 1024)
         .map(str::to_string)
         .ok_or_else(|| ApiError::unauthorized("The presented token has no usable subject (sub)."))
+}
+
+/// The claims of an IdP's JWT: from the cache of verified tokens, else verified now (and
+/// remembered). The time checks run again on a cached token.
+pub async fn verified_claims(node: &Node, provider_id: &str, idp: &OidcProvider, jwt: &str) -> ApiResult<Claims> {
+    let now = crate::oauth2::now();
+    if let Some(claims) = node.mapped.verified.get(provider_id, idp, jwt) {
+        check_times(&claims, now).map_err(refused)?;
+        return Ok((*claims).clone());
+    }
+    let claims = verify_oidc_jwt(idp, jwt, now, &node.mapped.jwks).await.map_err(refused)?;
+    node.mapped.verified.put(provider_id, idp, jwt, std::sync::Arc::new(claims.clone()), now);
+    Ok(claims)
 }
 
 fn bearer(headers: &HeaderMap) -> ApiResult<&str> {
@@ -106,7 +119,7 @@ pub async fn jwt_login(
     };
     // A provider no ruleset names is refused before its keys are fetched.
     super::rulesets::for_provider(&node, &provider)?;
-    let claims = verify_oidc_jwt(idp, jwt, crate::oauth2::now(), &node.mapped.jwks).await.map_err(refused)?;
+    let claims = verified_claims(&node, &provider.id, idp, jwt).await?;
     let workload = subject(&claims)?;
     let scope = body.auth.and_then(|a| a.scope);
     let ext = External { provider, claims, workload, rule_name: None };

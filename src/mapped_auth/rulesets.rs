@@ -26,8 +26,8 @@ fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
     Some(Arc::new(Live { id: record.mapping_id.clone(), version, rs }))
 }
 
-/// Every stored ruleset, in `mapping_id` order.
-pub fn all(node: &Node) -> ApiResult<Arc<Vec<Arc<Live>>>> {
+/// Every stored ruleset, in `mapping_id` order, parsed once per applied state.
+pub fn all(node: &Node) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
     let applied = node.app.state_version();
     if let Some(all) = node.mapped.rulesets.get(&(), applied) {
         return Ok(all);
@@ -38,9 +38,10 @@ pub fn all(node: &Node) -> ApiResult<Arc<Vec<Arc<Live>>>> {
     Ok(all)
 }
 
-/// One ruleset as stored now (for token validation, which reads its own snapshot).
-pub fn one(view: &impl Reader, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
-    Ok(view.get::<MappingRecord>(cf::MAPPINGS, &keys::ruleset(mapping_id))?.as_ref().and_then(parse))
+/// One ruleset as this node has applied it (token validation: parsing a ruleset per
+/// validation cost more than the rest of it).
+pub fn one(node: &Node, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
+    Ok(all(node)?.iter().find(|l| l.id == mapping_id).cloned())
 }
 
 /// Whether a ruleset's `source` names this provider: a federation `idp_id` or a k8s

@@ -194,7 +194,7 @@ fn numeric_date(claims: &Claims, name: &str) -> Result<Option<i64>, ()> {
     }
 }
 
-fn check_times(claims: &Claims, now: i64) -> Result<(), VerifyError> {
+pub fn check_times(claims: &Claims, now: i64) -> Result<(), VerifyError> {
     let exp = numeric_date(claims, "exp").ok().flatten().ok_or(VerifyError::MissingExpiry)?;
     if now >= exp.saturating_add(LEEWAY_SECS) {
         return Err(VerifyError::Expired);

@@ -178,7 +178,7 @@ impl Node {
             }
         }
         let mapped_rule = match payload.mapped() {
-            Some(m) => Some(crate::mapped_auth::grant::live_rule(&view, m)?.map_err(TokenError::Mapping)?),
+            Some(m) => Some(crate::mapped_auth::grant::live_rule(self, m)?.map_err(TokenError::Mapping)?),
             None => None,
         };
         // A virtual user has no user record: its shadow record stands for it, and the groups
