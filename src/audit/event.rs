@@ -227,6 +227,20 @@ pub struct ArchivedIdentity<'a> {
     pub last_authenticated_at: Option<&'a str>,
 }
 
+/// The nightly job disabled a virtual user that had not authenticated for `inactivity_days`
+/// (the spec names the transition, not its event; it is recorded like the deletion it starts
+/// the clock for).
+pub fn virtual_user_deactivated(user_id: &str, inactivity_days: i64) -> Event {
+    Event::new(
+        EventType::Activity,
+        Action::Disable,
+        Outcome::Success,
+        Resource::new(TYPE_SERVICE, "idnode-janitor"),
+        Resource::new(TYPE_ACCOUNT, user_id),
+    )
+    .attach("lifecycle", json!({"reason": "inactivity", "inactivity_days": inactivity_days}))
+}
+
 /// Spec, Events item 3: the background job deleted an archived virtual user.
 pub fn virtual_user_archive_deleted(who: &ArchivedIdentity<'_>) -> Event {
     let content = serde_json::to_value(who).unwrap_or(Value::Null);

@@ -9,7 +9,7 @@
 //! that proposed, after the deletion committed: once per cluster. (A leader that dies between
 //! commit and emit loses those events; the deletion itself is not repeated.)
 
-use crate::audit::event::{virtual_user_archive_deleted, ArchivedIdentity};
+use crate::audit::event::{virtual_user_archive_deleted, virtual_user_deactivated, ArchivedIdentity};
 use crate::http::error::ApiResult;
 use crate::mapping::model::MappingRuleSet;
 use crate::node::Node;
@@ -33,6 +33,9 @@ pub async fn deactivate_pass(node: &Node, now: i64) -> ApiResult<usize> {
             Applied::Shadow(ShadowApplied::Disabled(ids)) => ids,
             _ => Vec::new(),
         };
+        for id in &ids {
+            node.audit.emit(virtual_user_deactivated(id, node.cfg.shadow_registry.inactivity_days));
+        }
         total += ids.len();
         if ids.len() < BATCH as usize || !node.raft.is_leader() {
             return Ok(total);

@@ -84,6 +84,9 @@ async fn one_pass_of_each_job() {
     assert_eq!(archive_cleanup_pass(&t.node, NOW + 366 * DAY).await.unwrap(), 0);
 
     assert!(t.node.audit.flush(Duration::from_secs(10)).await);
+    let disabled: Vec<Value> = audit_lines(&file).into_iter().filter(|e| e["action"] == "disable").collect();
+    assert_eq!(disabled.len(), 120, "one maintenance event per disabled record");
+    assert_eq!(disabled[0]["attachments"][0]["content"]["reason"], "inactivity");
     let events: Vec<Value> = audit_lines(&file).into_iter().filter(|e| e["action"] == "delete").collect();
     assert_eq!(events.len(), 120, "one maintenance event per deleted record");
     let mut targets: Vec<String> = events.iter().map(|e| e["target"]["id"].as_str().unwrap().to_string()).collect();

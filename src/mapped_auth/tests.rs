@@ -543,3 +543,22 @@ async fn the_browser_flow_logs_in_through_a_real_oidc_provider() {
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_local_user_whose_name_another_user_holds_is_a_shadow_registry_conflict() {
+    let f = Fed::new(&[]).await;
+    f.t.create("/v3/users", "user", json!({"name": "taken", "domain_id": f.domain})).await;
+    let mut rule = f.staff_rule("local");
+    rule["identity"]["user_name"] = json!("taken");
+    let r = f.mapping("clash", json!({"type": "federation", "idp_id": f.idp}), json!([rule])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = f.jwt_login(&f.ec.sign(&claims("dave", "dave@corp.example")), None).await;
+    assert_eq!(
+        (r.status, r.body["detail"].clone()),
+        (StatusCode::CONFLICT, json!("shadow_registry_conflict")),
+        "{}",
+        r.body
+    );
+    let uid = virtual_user_id(&f.idp, "dave");
+    assert!(f.t.node.engine.read().user(&uid).unwrap().is_none(), "nothing written");
+}
