@@ -1,5 +1,6 @@
 //! idnode: one binary, `idnode serve` runs a node.
 
+mod api_keys;
 mod appcred;
 mod assignment;
 mod audit;

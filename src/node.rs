@@ -56,6 +56,8 @@ pub struct Node {
     pub audit: crate::audit::Audit,
     /// Logins through mapping rulesets (key sets, regexes, rulesets, per-provider limits).
     pub mapped: crate::mapped_auth::MappedAuth,
+    /// API key uses not yet reported through raft (`api_keys::auth`).
+    pub api_key_usage: crate::api_keys::auth::Usage,
 }
 
 impl Node {
@@ -183,6 +185,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         oauth2,
         audit,
         mapped,
+        api_key_usage: crate::api_keys::auth::Usage::default(),
     }))
 }
 

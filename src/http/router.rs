@@ -145,6 +145,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .merge(providers::routes())
         .merge(crate::mapping::api::routes())
         .merge(crate::mapped_auth::routes())
+        .merge(crate::api_keys::routes())
 }
 
 async fn not_found() -> ApiError {

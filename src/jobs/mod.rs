@@ -25,6 +25,8 @@ pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(every(node.clone(), Duration::from_secs(s.deactivation_check_interval_s), Job::Deactivate)),
         tokio::spawn(every(node.clone(), Duration::from_secs(s.archive_cleanup_interval_s), Job::ArchiveCleanup)),
+        // Every node reports its own API key uses (not leader-gated: the uses are its own).
+        tokio::spawn(crate::api_keys::auth::report_every(node.clone())),
     ]
 }
 

@@ -89,9 +89,7 @@ fn provider_of(node: &Node, mapping_id: &str) -> Option<String> {
 }
 
 fn rfc3339(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| t.to_string())
+    crate::token::render::iso_seconds(t)
 }
 
 #[cfg(test)]

@@ -209,6 +209,13 @@ pub const ACTIONS: &[&str] = &[
     "identity/mapping/show",
     "identity/mapping/update",
     "identity/mapping/delete",
+    // api_key.rego
+    "identity/api_key/create",
+    "identity/api_key/list",
+    "identity/api_key/show",
+    "identity/api_key/update",
+    "identity/api_key/revoke",
+    "identity/api_key/simulate",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

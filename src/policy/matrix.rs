@@ -215,6 +215,15 @@ const CASES: &[Case] = &[
     (Method::POST, "/v4/federation/oidc/callback", Some(r#"{"state": "forged", "code": "c"}"#), [401, 401, 401, 401, 401, 401]),
     (Method::POST, "/v4/k8s_auth/instances/{k8s_A}/auth", Some(r#"{"jwt": "x"}"#), [404, 404, 404, 404, 404, 404]),
     (Method::POST, "/v4/spiffe/trust_domains/{td_A}/auth", Some(r#"{"jwt": "x"}"#), [404, 404, 404, 404, 404, 404]),
+    // API keys: an admin, or a manager of the key's domain; the domain is always named, and a
+    // key not of it is not found (after the policy, so a refused caller learns nothing).
+    (Method::GET, "/v4/api-keys?domain_id={dA}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/api-keys", Some(r#"{"api_key": {"domain_id": "{dA}", "provider_id": "{uniq}", "expires_at": "2099-01-01T00:00:00Z"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/api-keys/no-such-key?domain_id={dA}", None, [401, 403, 403, 404, 404, 403]),
+    (Method::PUT, "/v4/api-keys/no-such-key?domain_id={dA}", Some(r#"{"api_key": {"description": "x"}}"#), [401, 403, 403, 404, 404, 403]),
+    (Method::POST, "/v4/api-keys/no-such-key/revoke?domain_id={dA}", None, [401, 403, 403, 404, 404, 403]),
+    (Method::POST, "/v4/api-keys/simulate-access", Some(r#"{"client_id": "no-such-key", "domain_id": "{dA}"}"#), [401, 403, 403, 404, 404, 403]),
+    (Method::GET, "/v4/api-keys?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
     // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
     // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
     // policy lets the admin reach.

@@ -41,6 +41,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("k8s_instance.rego", include_str!("default/k8s_instance.rego")),
     ("trust_domain.rego", include_str!("default/trust_domain.rego")),
     ("mapping.rego", include_str!("default/mapping.rego")),
+    ("api_key.rego", include_str!("default/api_key.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

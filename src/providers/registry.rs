@@ -105,7 +105,7 @@ pub fn load_pem_chain(pem: &str) -> Result<Vec<x509_cert::Certificate>, x509_cer
 }
 
 /// `provider_id`: a handle of letters, digits, `.`, `-` and `_`.
-fn handle(v: String) -> ApiResult<String> {
+pub fn handle(v: String) -> ApiResult<String> {
     let ok = !v.is_empty() && v.len() <= 255 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !ok {
         return Err(bad("provider_id", "1 to 255 letters, digits, '.', '-' or '_'."));

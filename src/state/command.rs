@@ -145,6 +145,8 @@ pub enum Command {
     Mapping(super::mapping::MappingCommand),
     /// The shadow registry of virtual users (see `state::shadow`).
     Shadow(super::shadow::ShadowCommand),
+    /// API keys (see `state::api_keys`).
+    ApiKeys(super::api_keys::ApiKeyCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -203,6 +205,7 @@ pub enum Applied {
     Providers(super::providers::ProviderApplied),
     Mapping(super::mapping::MappingApplied),
     Shadow(super::shadow::ShadowApplied),
+    ApiKeys(super::api_keys::ApiKeyApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -2,6 +2,7 @@
 //! records), the replicated `Command`s, the deterministic `apply`, and read helpers shared by
 //! services and apply.
 
+pub mod api_keys;
 pub mod apply;
 pub mod command;
 pub mod index_key;
@@ -35,6 +36,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::PROVIDERS,
     cf::MAPPINGS,
     cf::SHADOW,
+    cf::API_KEYS,
 ];
 
 pub mod cf {
@@ -73,4 +75,6 @@ pub mod cf {
     pub const MAPPINGS: &str = "mappings";
     /// The shadow registry of virtual users (`state::shadow`), with its lifecycle indexes.
     pub const SHADOW: &str = "shadow";
+    /// API keys by `client_id`, and the keyed hashes of their secrets (`state::api_keys`).
+    pub const API_KEYS: &str = "api_keys";
 }

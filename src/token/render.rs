@@ -9,6 +9,13 @@ pub fn iso_micros(micros: i64) -> String {
         .unwrap_or_default()
 }
 
+/// RFC 3339 in whole seconds, UTC (`2026-11-23T18:00:00Z`): the v4 resources' timestamps.
+pub fn iso_seconds(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| t.to_string())
+}
+
 /// Keystone's format for `password_expires_at`: like [`iso_micros`] without the `Z`.
 pub fn iso_micros_naive(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)

@@ -1,6 +1,7 @@
 //! `apply`: the only place invariants are enforced (it runs serialized, in log order, on
 //! every node). Deterministic: no clock, no randomness, no I/O beyond the state.
 
+mod api_keys;
 mod assignment;
 mod bootstrap;
 mod catalog;
@@ -12,6 +13,8 @@ mod mappings;
 mod oauth2;
 mod password;
 mod providers;
+
+pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
 mod resource;
 mod role;
 mod shadow;
@@ -131,6 +134,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::Providers(c) => providers::apply(tx, c),
         Command::Mapping(c) => mappings::apply(tx, c),
         Command::Shadow(c) => shadow::apply(tx, c),
+        Command::ApiKeys(c) => api_keys::apply(tx, c),
     }
 }
 

@@ -1,0 +1,102 @@
+//! Presenting an API key (`Authorization: Bearer kscim_…`): the checks every use runs, and
+//! the batched `last_used_at`. Every refusal is the same 401 (unknown, malformed, wrong
+//! checksum, disabled, revoked, expired, source outside `allowed_ips`), and the work does not
+//! depend on how much of a guessed secret is right: the key is found by the secret's keyed
+//! hash, and the stored hash is compared in constant time.
+//!
+//! `last_used_at` is never a write per request: each node notes uses in memory and reports
+//! them through raft once per [`REPORT_EVERY`] in one command (`ApiKeyCommand::Used`).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::secret;
+use crate::http::client_ip::Cidr;
+use crate::http::error::{ApiError, ApiResult};
+use crate::node::Node;
+use crate::state::api_keys::{keys, ApiKey, ApiKeyCommand};
+use crate::state::{cf, Command};
+
+pub const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+fn denied() -> ApiError {
+    ApiError::unauthorized("The API key is not valid.")
+}
+
+/// Uses noted since the last report, per key: the latest time.
+#[derive(Default)]
+pub struct Usage {
+    seen: Mutex<HashMap<String, i64>>,
+}
+
+impl Usage {
+    fn note(&self, client_id: &str, at: i64) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let t = seen.entry(client_id.to_string()).or_insert(at);
+        *t = (*t).max(at);
+    }
+
+    fn take(&self) -> Vec<(String, i64)> {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(|p| p.into_inner())).into_iter().collect()
+    }
+}
+
+/// Whether `source` may use a key limited to `allowed` (none: anywhere).
+pub fn source_allowed(allowed: Option<&[String]>, source: IpAddr) -> bool {
+    allowed.is_none_or(|list| list.iter().any(|c| c.parse::<Cidr>().is_ok_and(|c| c.contains(source))))
+}
+
+/// The key a request presents, if every check passes; else 401.
+#[cfg_attr(not(test), expect(dead_code, reason = "the SCIM endpoints (issue 10, next) authenticate with it"))]
+pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) -> ApiResult<ApiKey> {
+    let token = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).ok_or_else(denied)?;
+    let secret = secret::parse(token).ok_or_else(denied)?;
+    let hash = secret::hash(node, secret)?;
+    let view = node.engine.read();
+    let client_id: Option<String> = view.get_t(cf::API_KEYS, &keys::by_hash(&hash))?;
+    let key: ApiKey = match client_id {
+        Some(id) => view.get_t(cf::API_KEYS, &keys::record(&id))?.ok_or_else(denied)?,
+        None => return Err(denied()),
+    };
+    let now = crate::oauth2::now();
+    let usable = idnode_keys::constant_time_eq(key.secret_hash.as_bytes(), hash.as_bytes())
+        && key.enabled
+        && key.revoked_at.is_none()
+        && now < key.expires_at
+        && source_allowed(key.allowed_ips.as_deref(), source);
+    if !usable {
+        return Err(denied());
+    }
+    node.api_key_usage.note(&key.client_id, now);
+    Ok(key)
+}
+
+/// Reports the uses noted on this node (one command), if any.
+pub async fn report(node: &Node) -> ApiResult<usize> {
+    let uses = node.api_key_usage.take();
+    let n = uses.len();
+    let chunks: Vec<&[(String, i64)]> = uses.chunks(crate::state::apply::API_KEY_USES_PER_COMMAND).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        if let Err(e) = node.propose(Command::ApiKeys(ApiKeyCommand::Used { uses: chunk.to_vec() })).await {
+            // Kept for the next report.
+            chunks[i..].iter().flat_map(|c| c.iter()).for_each(|(id, at)| node.api_key_usage.note(id, *at));
+            return Err(e);
+        }
+    }
+    Ok(n)
+}
+
+/// Reports uses every [`REPORT_EVERY`] until the node stops.
+pub async fn report_every(node: Arc<Node>) {
+    let mut ticks = tokio::time::interval(REPORT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        if let Err(e) = report(&node).await {
+            tracing::warn!("API key usage report failed (kept for the next one): {}", e.message);
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! API keys (issue 10; spec "API key (v4)", api-shapes §8): domain-owned bearer credentials
+//! bound to a provider coordinate, for machine clients such as an IdP's SCIM provisioning.
+//! `api` the administration, `secret` the bearer format and its keyed hash, `auth` what a use
+//! checks (and the batched `last_used_at`), `simulate` the grant a key would get through the
+//! mapping rulesets. State: `state::api_keys`.
+
+mod api;
+pub mod auth;
+mod schemas;
+pub mod secret;
+mod simulate;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::node::Node;
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    OpenApiRouter::new()
+        .routes(routes!(api::list, api::create))
+        .routes(routes!(api::get, api::update))
+        .routes(routes!(api::revoke))
+        .routes(routes!(api::simulate_access))
+}
