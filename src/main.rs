@@ -25,6 +25,7 @@ mod oauth2;
 mod policy;
 mod providers;
 mod resource;
+mod scim;
 mod state;
 #[cfg(test)]
 mod testkit;

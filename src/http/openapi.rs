@@ -54,6 +54,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "k8s_auth", description = "v4 Kubernetes cluster issuers whose service-account tokens authenticate"),
         (name = "spiffe", description = "v4 SPIFFE workload trust domains whose JWT-SVIDs authenticate"),
         (name = "mappings", description = "Mapping rulesets: how external identities (OIDC, Kubernetes, SPIFFE) become users, groups and authorizations"),
+        (name = "scim", description = "SCIM realms: per-provider SCIM v2 provisioning of a domain"),
         (name = "api_keys", description = "v4 API keys: domain-owned bearer credentials bound to a provider (SCIM provisioning)"),
         (name = "meta", description = "This description"),
     )

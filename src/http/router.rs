@@ -146,6 +146,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .merge(crate::mapping::api::routes())
         .merge(crate::mapped_auth::routes())
         .merge(crate::api_keys::routes())
+        .merge(crate::scim::routes())
 }
 
 async fn not_found() -> ApiError {

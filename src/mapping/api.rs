@@ -94,7 +94,9 @@ fn immutable(id: &str) -> ApiError {
 fn prepare(node: &Node, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<()> {
     checks::mode(ctx, rs)?;
     validate::validate(rs)?;
-    checks::tiers(&node.engine.read(), ctx, rs)
+    let view = node.engine.read();
+    checks::tiers(&view, ctx, rs)?;
+    checks::scim_realm(&view, rs)
 }
 
 /// Stamps a fresh version and applies; answers once every reachable member has the change

@@ -8,8 +8,9 @@
 //! ruleset stays in the operator's own domain (the domain of the token's scope, else the
 //! user's), the operator holds every role it grants on the target, and `admin` on the domain
 //! of every group it names by id. Roles exist: apply checks that (422 `role_not_found`).
-//! Not here yet: a `provider_id` with an active SCIM realm refuses `project` authorizations
-//! (422); SCIM realms arrive with the next issue.
+//! And for everyone: a `provider_id` with an enabled SCIM realm (in the ruleset's domain; any,
+//! for a global ruleset) refuses `project` authorizations (422
+//! `scim_realm_project_authorization`): a realm's keys act on their domain only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,6 +52,25 @@ pub fn mode(ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResult<()> {
             "Only an administrator may use the claims_or_mapping and claims_only domain resolution modes.",
         )
         .into());
+    }
+    Ok(())
+}
+
+/// A ruleset of a provider with an enabled SCIM realm grants no project authorization.
+pub fn scim_realm(r: &impl Reader, rs: &MappingRuleSet) -> ApiResult<()> {
+    let project =
+        rs.rules.iter().find(|rule| rule.authorizations.iter().any(|a| matches!(a, Authorization::Project { .. })));
+    if let Some(rule) = project {
+        if crate::scim::realms::active_realm(r, rs.domain_id.as_deref(), &rs.provider_id)? {
+            return Err(MappingError::invalid(
+                "scim_realm_project_authorization",
+                format!(
+                    "Rule {:?}: provider {} has an active SCIM realm, so its rulesets grant no project authorization.",
+                    rule.name, rs.provider_id
+                ),
+            )
+            .into());
+        }
     }
     Ok(())
 }

@@ -48,7 +48,8 @@ impl std::error::Error for MappingError {}
 
 /// Every `detail` key the mapping administration answers with: the spec's table (Errors
 /// item 7) plus `domain_id_immutable` (a PUT that would move a ruleset to another domain,
-/// which the spec refuses with 422 without naming a key).
+/// which the spec refuses with 422 without naming a key) and `scim_realm_project_authorization`
+/// (a project authorization for a provider with an active SCIM realm, likewise 422 unnamed).
 pub const DETAIL_KEYS: &[&str] = &[
     "system_token_shadowing",
     "domain_claim_required",
@@ -74,6 +75,7 @@ pub const DETAIL_KEYS: &[&str] = &[
     "role_not_found",
     "invalid_template",
     "domain_id_immutable",
+    "scim_realm_project_authorization",
 ];
 
 /// The static form of a detail key that crossed the raft log as a string (`None`: unknown).

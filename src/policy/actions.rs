@@ -216,6 +216,12 @@ pub const ACTIONS: &[&str] = &[
     "identity/api_key/update",
     "identity/api_key/revoke",
     "identity/api_key/simulate",
+    // scim_realm.rego
+    "identity/scim_realm/create",
+    "identity/scim_realm/list",
+    "identity/scim_realm/show",
+    "identity/scim_realm/disable",
+    "identity/scim_realm/purge",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

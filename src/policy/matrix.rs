@@ -224,6 +224,13 @@ const CASES: &[Case] = &[
     (Method::POST, "/v4/api-keys/no-such-key/revoke?domain_id={dA}", None, [401, 403, 403, 404, 404, 403]),
     (Method::POST, "/v4/api-keys/simulate-access", Some(r#"{"client_id": "no-such-key", "domain_id": "{dA}"}"#), [401, 403, 403, 404, 404, 403]),
     (Method::GET, "/v4/api-keys?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
+    // SCIM realms: an admin, or a manager of the realm's domain (the fixtures' domain A has no
+    // realm; creating one needs an identity provider: idp_A is domain A's).
+    (Method::GET, "/v4/scim-realms?domain_id={dA}", None, [401, 403, 403, 200, 200, 403]),
+    (Method::POST, "/v4/scim-realms", Some(r#"{"scim_realm": {"domain_id": "{dA}", "provider_id": "{uniq}", "idp_id": "{idp_A}", "display_name": "x"}}"#), [401, 403, 403, 201, 201, 403]),
+    (Method::GET, "/v4/scim-realms/{dA}/no-such-realm", None, [401, 403, 403, 404, 404, 403]),
+    (Method::PATCH, "/v4/scim-realms/{dA}/no-such-realm", Some(r#"{"scim_realm": {"enabled": false}}"#), [401, 403, 403, 404, 404, 403]),
+    (Method::GET, "/v4/scim-realms?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
     // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
     // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
     // policy lets the admin reach.

@@ -42,6 +42,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("trust_domain.rego", include_str!("default/trust_domain.rego")),
     ("mapping.rego", include_str!("default/mapping.rego")),
     ("api_key.rego", include_str!("default/api_key.rego")),
+    ("scim_realm.rego", include_str!("default/scim_realm.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

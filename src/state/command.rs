@@ -147,6 +147,8 @@ pub enum Command {
     Shadow(super::shadow::ShadowCommand),
     /// API keys (see `state::api_keys`).
     ApiKeys(super::api_keys::ApiKeyCommand),
+    /// SCIM realms (see `state::scim`).
+    Scim(super::scim::ScimCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -206,6 +208,7 @@ pub enum Applied {
     Mapping(super::mapping::MappingApplied),
     Shadow(super::shadow::ShadowApplied),
     ApiKeys(super::api_keys::ApiKeyApplied),
+    Scim(super::scim::ScimApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

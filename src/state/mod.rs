@@ -12,6 +12,7 @@ pub mod model;
 pub mod oauth2;
 pub mod providers;
 pub mod read;
+pub mod scim;
 pub mod shadow;
 
 pub use command::{Applied, ApplyError, Command};
@@ -37,6 +38,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::MAPPINGS,
     cf::SHADOW,
     cf::API_KEYS,
+    cf::SCIM,
 ];
 
 pub mod cf {
@@ -77,4 +79,6 @@ pub mod cf {
     pub const SHADOW: &str = "shadow";
     /// API keys by `client_id`, and the keyed hashes of their secrets (`state::api_keys`).
     pub const API_KEYS: &str = "api_keys";
+    /// SCIM realms (`state::scim`).
+    pub const SCIM: &str = "scim";
 }

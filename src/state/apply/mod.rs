@@ -13,12 +13,13 @@ mod mappings;
 mod oauth2;
 mod password;
 mod providers;
-
-pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
 mod resource;
 mod role;
+mod scim;
 mod shadow;
 mod token;
+
+pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -135,6 +136,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::Mapping(c) => mappings::apply(tx, c),
         Command::Shadow(c) => shadow::apply(tx, c),
         Command::ApiKeys(c) => api_keys::apply(tx, c),
+        Command::Scim(c) => scim::apply(tx, c),
     }
 }
 

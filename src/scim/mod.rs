@@ -1,0 +1,18 @@
+//! SCIM v2 provisioning per realm (issue 10; spec "SCIM realm and resource index", the SCIM
+//! and realm-administration endpoint tables; api-shapes §11). So far: realm administration
+//! (`realms`). The `/SCIM/v2/{domain_id}` endpoints build on it and on API keys.
+
+pub mod realms;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::node::Node;
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    realms::routes()
+}

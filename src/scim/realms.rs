@@ -1,0 +1,261 @@
+//! `/v4/scim-realms` (api-shapes §11.10): create, list (`domain_id` required), show and PATCH
+//! at `/v4/scim-realms/{domain_id}/{provider_id}`. Policy `identity/scim_realm/*`: an
+//! administrator, or a manager of the realm's domain; PATCH is `disable` (the spec names no
+//! update policy, and disabling is what a PATCH is for). `idp_id` must name a registered OIDC
+//! identity provider, global or of the realm's domain (404 otherwise).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::openapi::errors as E;
+use crate::http::pages::page;
+use crate::http::{Caller, JsonBody};
+use crate::node::Node;
+use crate::policy::enforce;
+use crate::providers::registry::{find, handle, text};
+use crate::state::providers::ProviderKind;
+use crate::state::scim::{keys, ScimApplied, ScimCommand, ScimRealm};
+use crate::state::{cf, Applied, Command, Reader};
+use crate::token::ValidToken;
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, patch))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBody {
+    pub domain_id: String,
+    /// The provider coordinate the realm's API keys and mapping ruleset share.
+    pub provider_id: String,
+    /// A registered OIDC identity provider (global or of the domain).
+    pub idp_id: String,
+    pub display_name: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEnvelope {
+    pub scim_realm: CreateBody,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchBody {
+    pub idp_id: Option<String>,
+    pub display_name: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchEnvelope {
+    pub scim_realm: PatchBody,
+}
+
+/// A realm as the API shows it (times: unix seconds).
+#[derive(Serialize, ToSchema)]
+pub struct RealmView {
+    pub domain_id: String,
+    pub provider_id: String,
+    pub idp_id: String,
+    pub display_name: String,
+    pub enabled: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RealmOne {
+    pub scim_realm: RealmView,
+}
+
+/// Schema only.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct RealmList {
+    pub scim_realms: Vec<RealmView>,
+    pub links: crate::http::openapi::CollectionLinks,
+}
+
+fn view(r: &ScimRealm) -> RealmView {
+    RealmView {
+        domain_id: r.domain_id.clone(),
+        provider_id: r.provider_id.clone(),
+        idp_id: r.idp_id.clone(),
+        display_name: r.display_name.clone(),
+        enabled: r.enabled,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+    }
+}
+
+fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
+    enforce(&format!("identity/scim_realm/{action}"), ctx, &json!({"scim_realm": {"domain_id": domain_id}}))
+}
+
+/// The identity provider a realm of `domain_id` may name: registered, and global or of the
+/// domain.
+fn resolve_idp(node: &Node, idp_id: &str, domain_id: &str) -> ApiResult<()> {
+    let idp = find(node, ProviderKind::Oidc, idp_id)?;
+    if idp.domain_id.as_deref().is_some_and(|d| d != domain_id) {
+        return Err(ApiError::not_found(ProviderKind::Oidc.resource(), idp_id));
+    }
+    Ok(())
+}
+
+/// The realm of a provider coordinate (404 when none).
+pub fn load(node: &Node, domain_id: &str, provider_id: &str) -> ApiResult<ScimRealm> {
+    node.engine
+        .read()
+        .get_t::<ScimRealm>(cf::SCIM, &keys::realm(domain_id, provider_id))?
+        .ok_or_else(|| ApiError::not_found("scim_realm", provider_id))
+}
+
+async fn save(node: &Node, realm: ScimRealm, create: bool) -> ApiResult<ScimRealm> {
+    let (index, applied) =
+        node.propose_at(Command::Scim(ScimCommand::PutRealm { realm: Box::new(realm), create })).await?;
+    // A disabled realm refuses SCIM everywhere once this answers.
+    node.wait_cluster_applied(index).await;
+    match applied {
+        Applied::Scim(ScimApplied::Realm(r)) => Ok(*r),
+        _ => Err(ApiError::internal("unexpected outcome of a SCIM realm write")),
+    }
+}
+
+#[utoipa::path(post, path = "/v4/scim-realms", operation_id = "v4_scim_realms_create", tag = "scim",
+    request_body(content = CreateEnvelope, content_type = "application/json"),
+    responses((status = 201, description = "The realm.", body = RealmOne),
+              E::BadRequest, E::Unauthorized, E::Forbidden,
+              (status = 404, description = "The domain or the identity provider does not exist.", body = crate::http::openapi::ErrorBody),
+              E::Conflict, E::Internal, E::Unavailable))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    JsonBody(b): JsonBody<CreateEnvelope>,
+) -> ApiResult<(StatusCode, Json<RealmOne>)> {
+    let b = b.scim_realm;
+    authorize("create", &ctx, &b.domain_id)?;
+    let provider_id = handle(b.provider_id)?;
+    let display_name = text("display_name", b.display_name, 255)?;
+    resolve_idp(&node, &b.idp_id, &b.domain_id)?;
+    let now = crate::oauth2::now();
+    let realm = ScimRealm {
+        domain_id: b.domain_id,
+        provider_id,
+        idp_id: b.idp_id,
+        display_name,
+        enabled: true,
+        created_at: now,
+        updated_at: now,
+    };
+    let realm = save(&node, realm, true).await?;
+    Ok((StatusCode::CREATED, Json(RealmOne { scim_realm: view(&realm) })))
+}
+
+#[utoipa::path(get, path = "/v4/scim-realms", operation_id = "v4_scim_realms_list", tag = "scim",
+    params(("domain_id" = String, Query, description = "The domain whose realms to list (required)."),
+           ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) realms."),
+           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("marker" = Option<String>, Query, description = "Start after this provider_id.")),
+    responses((status = 200, description = "The domain's realms, in provider_id order.", body = RealmList),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let domain = q.get("domain_id").filter(|d| !d.is_empty()).cloned().ok_or_else(|| {
+        ApiError::bad_request("Invalid input for field 'domain_id': the query parameter is required.")
+    })?;
+    authorize("list", &ctx, &domain)?;
+    let enabled = match q.get("enabled").map(String::as_str) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err(ApiError::bad_request("Invalid input for field 'enabled': true or false.")),
+    };
+    let prefix = keys::realm(&domain, "");
+    let realms: Vec<ScimRealm> = node.engine.read().scan(cf::SCIM, &prefix)?;
+    let items = realms
+        .iter()
+        .filter(|r| enabled.is_none_or(|e| r.enabled == e))
+        .map(|r| {
+            let mut v = json!(view(r));
+            v["id"] = json!(r.provider_id);
+            v
+        })
+        .collect();
+    let mut body = page("scim_realms", items, &node.cfg.public_base(), "/v4/scim-realms", &q)?;
+    if let Some(items) = body["scim_realms"].as_array_mut() {
+        items.iter_mut().filter_map(Value::as_object_mut).for_each(|r| {
+            r.remove("id");
+        });
+    }
+    Ok(Json(body))
+}
+
+#[utoipa::path(get, path = "/v4/scim-realms/{domain_id}/{provider_id}", operation_id = "v4_scim_realms_get", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."),
+           ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
+    responses((status = 200, description = "The realm.", body = RealmOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((domain_id, provider_id)): Path<(String, String)>,
+) -> ApiResult<Json<RealmOne>> {
+    authorize("show", &ctx, &domain_id)?;
+    Ok(Json(RealmOne { scim_realm: view(&load(&node, &domain_id, &provider_id)?) }))
+}
+
+#[utoipa::path(patch, path = "/v4/scim-realms/{domain_id}/{provider_id}", operation_id = "v4_scim_realms_patch", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."),
+           ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
+    request_body(content = PatchEnvelope, content_type = "application/json"),
+    responses((status = 200, description = "The realm as changed; a disabled realm refuses SCIM requests (403).", body = RealmOne),
+              E::BadRequest, E::Unauthorized, E::Forbidden,
+              (status = 404, description = "No such realm, or the new identity provider does not exist.", body = crate::http::openapi::ErrorBody),
+              E::Internal, E::Unavailable))]
+pub async fn patch(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((domain_id, provider_id)): Path<(String, String)>,
+    JsonBody(b): JsonBody<PatchEnvelope>,
+) -> ApiResult<Json<RealmOne>> {
+    authorize("disable", &ctx, &domain_id)?;
+    let mut realm = load(&node, &domain_id, &provider_id)?;
+    let b = b.scim_realm;
+    if let Some(idp) = b.idp_id {
+        resolve_idp(&node, &idp, &domain_id)?;
+        realm.idp_id = idp;
+    }
+    if let Some(name) = b.display_name {
+        realm.display_name = text("display_name", name, 255)?;
+    }
+    if let Some(enabled) = b.enabled {
+        realm.enabled = enabled;
+    }
+    realm.updated_at = crate::oauth2::now();
+    Ok(Json(RealmOne { scim_realm: view(&save(&node, realm, false).await?) }))
+}
+
+/// Whether `provider_id` has an enabled realm in `domain_id` (any domain when `None`): the
+/// mapping administration then refuses `project` authorizations.
+pub fn active_realm(r: &impl Reader, domain_id: Option<&str>, provider_id: &str) -> idnode_storage::Result<bool> {
+    let prefix = match domain_id {
+        Some(d) => keys::realm(d, ""),
+        None => keys::REALM_PREFIX.to_vec(),
+    };
+    let realms: Vec<ScimRealm> = r.scan(cf::SCIM, &prefix)?;
+    Ok(realms.iter().any(|x| x.enabled && x.provider_id == provider_id))
+}
