@@ -18,7 +18,7 @@ use super::{secret, simulate};
 use crate::http::client_ip::Cidr;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::pages::page;
+use crate::http::pages::page_by;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -133,19 +133,9 @@ pub async fn list(
         .filter(|k| k.domain_id == domain)
         .filter(|k| enabled.is_none_or(|e| k.enabled == e))
         .filter(|k| q.get("provider_id").is_none_or(|p| *p == k.provider_id))
-        .map(|k| {
-            let mut v = json!(view(k));
-            v["id"] = json!(k.client_id);
-            v
-        })
+        .map(|k| (k.client_id.clone(), json!(view(k))))
         .collect();
-    let mut body = page("api_keys", items, &node.cfg.public_base(), "/v4/api-keys", &q)?;
-    if let Some(items) = body["api_keys"].as_array_mut() {
-        items.iter_mut().filter_map(Value::as_object_mut).for_each(|k| {
-            k.remove("id");
-        });
-    }
-    Ok(Json(body))
+    Ok(Json(page_by("api_keys", items, &node.cfg.public_base(), "/v4/api-keys", &q)?))
 }
 
 #[utoipa::path(post, path = "/v4/api-keys", operation_id = "v4_api_keys_create", tag = "api_keys",

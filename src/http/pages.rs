@@ -24,6 +24,31 @@ pub fn page(key: &str, items: Vec<Value>, base: &str, path: &str, q: &HashMap<St
     Ok(json!({key: items, "links": {"self": format!("{base}{path}"), "previous": null, "next": next}}))
 }
 
+/// [`page`] for items whose shape has no `id`: each comes with the marker it pages by (a
+/// `mapping_id`, a `client_id`, …), which the page does not show.
+pub fn page_by(
+    key: &str,
+    items: Vec<(String, Value)>,
+    base: &str,
+    path: &str,
+    q: &HashMap<String, String>,
+) -> ApiResult<Value> {
+    let items = items
+        .into_iter()
+        .map(|(marker, mut v)| {
+            v["id"] = json!(marker);
+            v
+        })
+        .collect();
+    let mut body = page(key, items, base, path, q)?;
+    if let Some(items) = body[key].as_array_mut() {
+        items.iter_mut().filter_map(Value::as_object_mut).for_each(|o| {
+            o.remove("id");
+        });
+    }
+    Ok(body)
+}
+
 fn enc(s: &str) -> String {
     utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
 }

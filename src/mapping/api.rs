@@ -22,7 +22,7 @@ use super::mutate::{self, MutateBody};
 use super::{checks, is_system, validate, MappingError};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::{errors as E, CollectionLinks};
-use crate::http::pages::page;
+use crate::http::pages::page_by;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, Persona};
@@ -142,18 +142,9 @@ pub async fn list(
     let records: Vec<MappingRecord> = node.engine.read().scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
     let mut items = Vec::new();
     for r in records.iter().filter(|r| domain.is_none() || r.domain_id == domain) {
-        // `page` slices by `id`; the ruleset's own shape has `mapping_id` only.
-        let mut v = json!(parse(r)?);
-        v["id"] = json!(r.mapping_id);
-        items.push(v);
+        items.push((r.mapping_id.clone(), json!(parse(r)?)));
     }
-    let mut body = page("mappings", items, &node.cfg.public_base(), "/v4/mappings", &q)?;
-    if let Some(items) = body["mappings"].as_array_mut() {
-        items.iter_mut().filter_map(Value::as_object_mut).for_each(|m| {
-            m.remove("id");
-        });
-    }
-    Ok(Json(body))
+    Ok(Json(page_by("mappings", items, &node.cfg.public_base(), "/v4/mappings", &q)?))
 }
 
 #[utoipa::path(post, path = "/v4/mappings", operation_id = "v4_mappings_create", tag = "mappings",

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::pages::page;
+use crate::http::pages::page_by;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
@@ -190,19 +190,9 @@ pub async fn list(
     let items = realms
         .iter()
         .filter(|r| enabled.is_none_or(|e| r.enabled == e))
-        .map(|r| {
-            let mut v = json!(view(r));
-            v["id"] = json!(r.provider_id);
-            v
-        })
+        .map(|r| (r.provider_id.clone(), json!(view(r))))
         .collect();
-    let mut body = page("scim_realms", items, &node.cfg.public_base(), "/v4/scim-realms", &q)?;
-    if let Some(items) = body["scim_realms"].as_array_mut() {
-        items.iter_mut().filter_map(Value::as_object_mut).for_each(|r| {
-            r.remove("id");
-        });
-    }
-    Ok(Json(body))
+    Ok(Json(page_by("scim_realms", items, &node.cfg.public_base(), "/v4/scim-realms", &q)?))
 }
 
 #[utoipa::path(get, path = "/v4/scim-realms/{domain_id}/{provider_id}", operation_id = "v4_scim_realms_get", tag = "scim",
