@@ -82,6 +82,8 @@ const SECTIONS: &[&str] = &[
     "oauth2",
     "audit",
     "keystone",
+    "scim_resource",
+    "api_keys",
 ];
 
 /// The resolved configuration of a node.
@@ -140,6 +142,44 @@ pub struct Config {
     pub audit: AuditSettings,
     /// `[keystone]` `shadow_registry_*`: the virtual users' lifecycle jobs.
     pub shadow_registry: ShadowRegistrySettings,
+    /// SCIM provisioning (see `ScimSettings`).
+    pub scim: ScimSettings,
+}
+
+/// SCIM provisioning (spec "Limits" and "States and transitions"): the per-provider write
+/// rate in `[keystone]` where the spec names it, the janitor's retention in `[scim_resource]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScimSettings {
+    /// SCIM writes a realm's provider may make per minute, per node
+    /// (`[keystone] scim_realm_write_rate_limit`, default 500); more get 429. 0: no limit.
+    pub write_rate_limit: u32,
+    /// Days a deprovisioned resource is kept before the janitor hard-deletes it
+    /// (`[scim_resource] janitor_deprovisioned_retention_days`, default 365).
+    pub retention_days: i64,
+    /// Seconds between janitor passes (`[scim_resource] janitor_interval`, default 3600);
+    /// the API keys' reclamation runs as often.
+    pub janitor_interval_s: u64,
+    /// Days a revoked API key's tombstone is kept before the record is deleted
+    /// (`[api_keys] tombstone_retention_days`, default 30).
+    pub api_key_tombstone_retention_days: i64,
+}
+
+impl ScimSettings {
+    fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let out = ScimSettings {
+            write_rate_limit: s.parse("keystone", "scim_realm_write_rate_limit", 500)?,
+            retention_days: s.parse("scim_resource", "janitor_deprovisioned_retention_days", 365)?,
+            janitor_interval_s: s.parse("scim_resource", "janitor_interval", 3600)?,
+            api_key_tombstone_retention_days: s.parse("api_keys", "tombstone_retention_days", 30)?,
+        };
+        if out.retention_days < 0 || out.janitor_interval_s == 0 || out.api_key_tombstone_retention_days < 0 {
+            bail!(
+                "[scim_resource] janitor_deprovisioned_retention_days and [api_keys] tombstone_retention_days must \
+                 not be negative, and [scim_resource] janitor_interval must be positive"
+            );
+        }
+        Ok(out)
+    }
 }
 
 /// The shadow registry's lifecycle (spec, "States and transitions" and "Limits"), in the
@@ -363,6 +403,7 @@ impl Config {
             oauth2: OAuth2Settings::from_settings(s)?,
             audit,
             shadow_registry: ShadowRegistrySettings::from_settings(s)?,
+            scim: ScimSettings::from_settings(s)?,
         };
         cfg.validate()?;
         Ok(cfg)

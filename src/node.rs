@@ -58,6 +58,8 @@ pub struct Node {
     pub mapped: crate::mapped_auth::MappedAuth,
     /// API key uses not yet reported through raft (`api_keys::auth`).
     pub api_key_usage: crate::api_keys::auth::Usage,
+    /// SCIM's per-provider write quota and key grants (`scim`).
+    pub scim: crate::scim::Scim,
 }
 
 impl Node {
@@ -68,12 +70,19 @@ impl Node {
 
     /// Like [`Node::propose`], also returning the command's log index.
     pub async fn propose_at(&self, cmd: Command) -> ApiResult<(u64, Applied)> {
+        let (index, outcome) = self.propose_outcome(cmd).await?;
+        outcome.map(|a| (index, a)).map_err(ApiError::from)
+    }
+
+    /// Like [`Node::propose_at`], with apply's refusal as apply gave it (for callers that
+    /// render refusals their own way, as SCIM does).
+    pub async fn propose_outcome(&self, cmd: Command) -> ApiResult<(u64, ApplyResult)> {
         // Free-form attributes are bounded here, where every create and update passes.
         crate::http::limits::check_command(&cmd)?;
         let bytes = postcard::to_allocvec(&cmd).map_err(ApiError::internal)?;
         let (index, reply) = self.raft.propose(bytes).await?;
         let outcome: ApplyResult = postcard::from_bytes(&reply).map_err(ApiError::internal)?;
-        outcome.map(|a| (index, a)).map_err(ApiError::from)
+        Ok((index, outcome))
     }
 
     /// Waits (bounded) until every other reachable member applied `index`: what revokes a
@@ -164,6 +173,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     })?;
     audit.metrics().register(&mut registry);
     let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry)?;
+    let scim = crate::scim::Scim::new(&cfg.scim);
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -186,6 +196,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         audit,
         mapped,
         api_key_usage: crate::api_keys::auth::Usage::default(),
+        scim,
     }))
 }
 

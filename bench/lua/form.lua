@@ -5,9 +5,16 @@
 --              the Authorization header BASIC_AUTH (e.g. "Basic <base64>") when it is set
 --   MODE=bearer  POST the JSON body BEARER_BODY to the URL with `Authorization: BEARER`
 --              (the mapped JWT logins)
+--   MODE=bearer_get  GET the URL with `Authorization: BEARER` (SCIM lists)
+--   MODE=scim_user  POST a unique SCIM user per request to the URL with `Authorization: BEARER`
+--              (RUN_TAG and the thread id make the names unique across runs and threads)
 dofile(assert(os.getenv("KEYSTONE_LUA"), "KEYSTONE_LUA is not set"))
 
 local keystone_init = init
+local keystone_request = request
+local form_mode = os.getenv("MODE")
+local scim_tag = os.getenv("RUN_TAG") or tostring(os.time())
+local scim_n = 0
 
 function init(args)
    keystone_init(args)
@@ -22,5 +29,24 @@ function init(args)
       wrk.body = os.getenv("BEARER_BODY") or ""
       wrk.headers["Content-Type"] = "application/json"
       wrk.headers["Authorization"] = assert(os.getenv("BEARER"), "BEARER is not set")
+   elseif form_mode == "bearer_get" then
+      wrk.headers["Authorization"] = assert(os.getenv("BEARER"), "BEARER is not set")
+   elseif form_mode == "scim_user" then
+      wrk.method = "POST"
+      wrk.headers["Content-Type"] = "application/scim+json"
+      wrk.headers["Authorization"] = assert(os.getenv("BEARER"), "BEARER is not set")
    end
+end
+
+function request()
+   if form_mode == "scim_user" then
+      scim_n = scim_n + 1
+      local u = string.format("%s-%d-%d", scim_tag, tid, scim_n)
+      local b = string.format(
+         '{"schemas":["urn:ietf:params:scim:schemas:core:2.0:User"],"externalId":"ext-%s",' ..
+         '"userName":"user-%s@bench.example","name":{"givenName":"Bench","familyName":"User"},' ..
+         '"emails":[{"value":"user-%s@bench.example","primary":true}],"active":true}', u, u, u)
+      return wrk.format("POST", nil, nil, b)
+   end
+   return keystone_request()
 end

@@ -109,6 +109,7 @@ impl IdCluster {
             .env("IDNODE_OAUTH2_RATE_LIMIT_PER_SECOND", "0")
             .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_AUTH_RATE_LIMIT", "0")
             .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_CREATION_RATE_LIMIT", "0")
+            .env("IDNODE_KEYSTONE_SCIM_REALM_WRITE_RATE_LIMIT", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")

@@ -51,6 +51,8 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         res.cases.extend(oauth2);
         let mapped = crate::mapped::run(&w, &c.http, &c.nodes[leader].api, &fx.admin, &pids, &mut res.notes).await?;
         res.cases.extend(mapped);
+        let scim = crate::scim::run(&w, &c.http, &c.nodes[leader].api, &fx.admin, &pids, &mut res.notes).await?;
+        res.cases.extend(scim);
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
         res.notes.push(freshness_note(&c).await);
 

@@ -15,6 +15,8 @@
 //!                              form posts through bench/lua/form.lua, MODE=form)
 //!   mapped_jwt  POST /v4/federation/identity_providers/{idp}/jwt, an ES256 IdP JWT through a
 //!               20-rule ruleset whose last rule matches (idnode only; see `mapped.rs`)
+//!   scim_create SCIM user creates through a realm's API key; scim_filter  `userName eq`
+//!               lists on a 10,000-user realm (idnode only; see `scim.rs`)
 //! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
 //! `--only oauth2` (name prefixes, comma separated) runs a subset.
 //! Besides: idle RSS (VmRSS of the node processes, summed), RSS after load, cold start (spawn to
@@ -30,6 +32,7 @@ mod oauth2;
 mod probe;
 mod reference;
 mod report;
+mod scim;
 mod targets;
 mod util;
 mod workloads;

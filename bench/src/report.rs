@@ -169,6 +169,8 @@ const CPU_ROWS: [&[&str]; 3] = [
         "oauth2_introspect",
         "oauth2_introspect_follower",
         "mapped_jwt",
+        "scim_create",
+        "scim_filter",
     ],
 ];
 
@@ -185,6 +187,8 @@ fn short(case: &str) -> &str {
         "oauth2_introspect" => "introspect",
         "oauth2_introspect_follower" => "introspect on a follower",
         "mapped_jwt" => "mapped JWT login",
+        "scim_create" => "SCIM user create",
+        "scim_filter" => "SCIM filtered list",
         other => other,
     }
 }
@@ -296,6 +300,10 @@ fn rows() -> Vec<Row> {
         solo("mapped JWT logins/s (idnode only; target ≥ 2,000)", case("mapped_jwt", |w| w.rps), 0),
         solo_lat("mapped JWT login p50 / p99 ms (idnode only)", "mapped_jwt"),
         solo("mapped JWT logins per server CPU-second (idnode only)", per_cpu_s("mapped_jwt"), 0),
+        solo("SCIM user creates/s (idnode only; target ≥ 500 on 3 nodes)", case("scim_create", |w| w.rps), 0),
+        solo_lat("SCIM user create p50 / p99 ms (idnode only)", "scim_create"),
+        solo("SCIM filtered lists/s, 10k-user realm (idnode only; target ≥ 5,000)", case("scim_filter", |w| w.rps), 0),
+        solo_lat("SCIM filtered list p50 / p99 ms (idnode only)", "scim_filter"),
         solo("OAuth2 introspection req/s (idnode only)", case("oauth2_introspect", |w| w.rps), 0),
         solo_lat("OAuth2 introspection p50 / p99 ms (idnode only)", "oauth2_introspect"),
         solo("OAuth2 introspections per server CPU-second (idnode only)", per_cpu_s("oauth2_introspect"), 0),

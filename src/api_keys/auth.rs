@@ -49,7 +49,6 @@ pub fn source_allowed(allowed: Option<&[String]>, source: IpAddr) -> bool {
 }
 
 /// The key a request presents, if every check passes; else 401.
-#[cfg_attr(not(test), expect(dead_code, reason = "the SCIM endpoints (issue 10, next) authenticate with it"))]
 pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) -> ApiResult<ApiKey> {
     let token = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).ok_or_else(denied)?;
     let secret = secret::parse(token).ok_or_else(denied)?;

@@ -8,7 +8,7 @@ mod api;
 pub mod auth;
 mod schemas;
 pub mod secret;
-mod simulate;
+pub mod simulate;
 
 #[cfg(test)]
 mod tests;

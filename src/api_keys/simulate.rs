@@ -1,10 +1,11 @@
-//! `POST /v4/api-keys/simulate-access` (api-shapes §8.3): what a key would be granted, worked
-//! out without its secret. A key authenticates as a principal presenting the claims
-//! `client_id`, `domain_id` and `provider_id`; the enabled rulesets with the key's
-//! `provider_id` (of its domain, or global) and a `federation` source map them, first
-//! matching rule wins, and the rule must grant exactly one domain or project authorization
-//! (zero, several or a system one: no access, as the key's use would be refused). SCIM realms
-//! (next) narrow the rulesets to the one naming the realm's `idp_id`.
+//! What an API key is granted (api-shapes §8.3), worked out without its secret: by
+//! `POST /v4/api-keys/simulate-access` and by every SCIM request the key makes. A key
+//! authenticates as a principal presenting the claims `client_id`, `domain_id` and
+//! `provider_id`; the enabled rulesets with the key's `provider_id` (of its domain, or global)
+//! and a `federation` source map them, first matching rule wins, and the rule must grant
+//! exactly one domain or project authorization (zero, several or a system one: no access).
+//! When the key's provider coordinate has a SCIM realm, only the ruleset whose `federation`
+//! source names the realm's `idp_id` counts (spec, "SCIM realm and resource index").
 
 use std::collections::BTreeSet;
 
@@ -15,11 +16,21 @@ use crate::mapping::engine::{self, Claims};
 use crate::mapping::model::{Authorization, Source};
 use crate::node::Node;
 use crate::state::api_keys::ApiKey;
-use crate::state::Reader;
+use crate::state::scim::{keys as scim_keys, ScimRealm};
+use crate::state::{cf, Reader};
 
-fn refused(k: &ApiKey, reason: &str) -> Value {
-    json!({"client_id": k.client_id, "domain_id": k.domain_id, "provider_id": k.provider_id,
-           "matched": false, "reason": reason, "roles": []})
+/// Where a key's grant lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantScope {
+    Domain(String),
+    Project { project_id: String, project_domain_id: String },
+}
+
+/// What a key is granted: role names (implied roles not expanded) on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub scope: GrantScope,
+    pub roles: Vec<String>,
 }
 
 /// The claims a key presents to the mapping engine.
@@ -31,20 +42,19 @@ pub fn claims(k: &ApiKey) -> Claims {
     Claims::from_json(&m)
 }
 
-pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
-    if k.revoked_at.is_some() || !k.enabled {
-        return Ok(refused(k, "the key is disabled"));
-    }
-    if crate::oauth2::now() >= k.expires_at {
-        return Ok(refused(k, "the key has expired"));
-    }
+/// The key's grant, or why it has none. `idp_id` narrows the rulesets to the one a SCIM
+/// realm names.
+pub fn grant(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Grant, &'static str>> {
     let claims = claims(k);
     let all = crate::mapped_auth::rulesets::all(node)?;
     let candidates = all.iter().filter(|l| {
         l.rs.enabled
             && l.rs.provider_id == k.provider_id
             && l.rs.domain_id.as_ref().is_none_or(|d| *d == k.domain_id)
-            && matches!(l.rs.source, Source::Federation { .. })
+            && match &l.rs.source {
+                Source::Federation { idp_id: named } => idp_id.is_none_or(|want| want == named),
+                _ => false,
+            }
     });
     let mut found = None;
     for live in candidates {
@@ -54,16 +64,16 @@ pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
             break;
         }
     }
-    let Some(m) = found else { return Ok(refused(k, "no mapping rule matches the key")) };
+    let Some(m) = found else { return Ok(Err("no mapping rule matches the key")) };
     let [auth] = m.authorizations.as_slice() else {
-        return Ok(refused(k, "the matching rule must grant exactly one authorization"));
+        return Ok(Err("the matching rule must grant exactly one authorization"));
     };
     let scope = match auth {
-        Authorization::Domain { domain_id, .. } => json!({"type": "domain", "domain_id": domain_id}),
+        Authorization::Domain { domain_id, .. } => GrantScope::Domain(domain_id.clone()),
         Authorization::Project { project_id, project_domain_id, .. } => {
-            json!({"type": "project", "project_id": project_id, "project_domain_id": project_domain_id})
+            GrantScope::Project { project_id: project_id.clone(), project_domain_id: project_domain_id.clone() }
         }
-        Authorization::System { .. } => return Ok(refused(k, "a system authorization cannot be granted to a key")),
+        Authorization::System { .. } => return Ok(Err("a system authorization cannot be granted to a key")),
     };
     let view = node.engine.read();
     let mut roles = BTreeSet::new();
@@ -72,6 +82,33 @@ pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
             roles.insert(role.name);
         }
     }
+    Ok(Ok(Grant { scope, roles: roles.into_iter().collect() }))
+}
+
+fn refused(k: &ApiKey, reason: &str) -> Value {
+    json!({"client_id": k.client_id, "domain_id": k.domain_id, "provider_id": k.provider_id,
+           "matched": false, "reason": reason, "roles": []})
+}
+
+pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
+    if k.revoked_at.is_some() || !k.enabled {
+        return Ok(refused(k, "the key is disabled"));
+    }
+    if crate::oauth2::now() >= k.expires_at {
+        return Ok(refused(k, "the key has expired"));
+    }
+    let realm: Option<ScimRealm> =
+        node.engine.read().get_t(cf::SCIM, &scim_keys::realm(&k.domain_id, &k.provider_id))?;
+    let g = match grant(node, k, realm.as_ref().map(|r| r.idp_id.as_str()))? {
+        Ok(g) => g,
+        Err(reason) => return Ok(refused(k, reason)),
+    };
+    let scope = match &g.scope {
+        GrantScope::Domain(d) => json!({"type": "domain", "domain_id": d}),
+        GrantScope::Project { project_id, project_domain_id } => {
+            json!({"type": "project", "project_id": project_id, "project_domain_id": project_domain_id})
+        }
+    };
     Ok(json!({"client_id": k.client_id, "domain_id": k.domain_id, "provider_id": k.provider_id,
-              "matched": true, "roles": roles, "scope": scope}))
+              "matched": true, "roles": g.roles, "scope": scope}))
 }

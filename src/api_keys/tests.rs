@@ -212,3 +212,23 @@ async fn simulate_access_shows_the_mapped_grant_without_the_secret() {
             .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn revoked_keys_tombstones_are_reclaimed_after_the_retention_by_the_leader() {
+    let w = World::new().await;
+    let (revoked, token) = w.create(json!({})).await;
+    let (kept, _) = w.create(json!({})).await;
+    let r = w.call(Method::POST, &format!("/v4/api-keys/{revoked}/revoke?domain_id={}", w.d), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let now = crate::oauth2::now();
+    let tick = |at: i64| crate::jobs::tick(&w.t.node, crate::jobs::Job::ApiKeyReclaim, at);
+    assert_eq!(tick(now + 29 * 86_400).await.unwrap().unwrap(), 0, "the tombstone stays within the retention");
+    assert!(w.stored(&revoked).revoked_at.is_some());
+    assert_eq!(tick(now + 31 * 86_400).await.unwrap().unwrap(), 1);
+    let view = w.t.node.engine.read();
+    assert!(view.get_t::<ApiKey>(cf::API_KEYS, &keys::record(&revoked)).unwrap().is_none());
+    assert_eq!(view.scan_raw(cf::API_KEYS, b"h/").unwrap().len(), 1, "its secret-hash entry went with it");
+    drop(view);
+    assert!(authenticate(&w.t.node, Some(&format!("Bearer {token}")), ip("192.0.2.1")).is_err());
+    assert_eq!(w.stored(&kept).client_id, kept);
+}

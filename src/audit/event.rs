@@ -17,6 +17,8 @@ pub const TYPE_ACCOUNT: &str = "data/security/account";
 pub const TYPE_GROUP: &str = "data/security/group";
 /// The identity service itself: observer, and initiator of background jobs.
 pub const TYPE_SERVICE: &str = "service/security";
+/// An initiating user (CADF `data/security/account/user`).
+pub const TYPE_USER: &str = "data/security/account/user";
 /// An API key's client (the initiator of a SCIM write).
 pub const TYPE_API_CLIENT: &str = "service/security/account/apikey";
 /// A mapping ruleset (the target of a mapping evaluation).
@@ -158,12 +160,18 @@ impl Event {
     }
 }
 
-/// SCIM resource kinds, which decide `target.typeURI`.
+/// SCIM resource kinds decide `target.typeURI`.
+pub use crate::state::scim::Kind as ScimKind;
+
+/// Who made a SCIM write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(test), expect(dead_code, reason = "SCIM (issue 10) will emit these"))]
-pub enum ScimKind {
-    User,
-    Group,
+pub enum ScimInitiator<'a> {
+    /// A SCIM request: the API key's `client_id` (never the key itself).
+    ApiKey(&'a str),
+    /// An administrator's purge: the user id.
+    User(&'a str),
+    /// The retention janitor.
+    Janitor,
 }
 
 /// What a SCIM write did (spec, Events item 1). Identifiers only: the API key itself never
@@ -177,22 +185,21 @@ pub struct ScimWrite<'a> {
     pub resource_id: &'a str,
     pub realm_provider_id: &'a str,
     pub external_id: Option<&'a str>,
-    /// The API key's `client_id`; None for the janitor's purge (the service is the initiator).
-    pub client_id: Option<&'a str>,
+    /// Who wrote: the API key (`client_id`), an administrator purging, or the janitor.
+    pub initiator: ScimInitiator<'a>,
     pub outcome: Outcome,
 }
 
 /// Spec, Events item 1: every SCIM write.
-// `expect`, not `allow`: once SCIM emits it this stops compiling clean, and the attribute goes.
-#[cfg_attr(not(test), expect(dead_code, reason = "SCIM (issue 10) will emit these"))]
 pub fn scim_write(w: &ScimWrite<'_>) -> Event {
     let target_type = match w.kind {
         ScimKind::User => TYPE_ACCOUNT,
         ScimKind::Group => TYPE_GROUP,
     };
-    let initiator = match w.client_id {
-        Some(client) => Resource::new(TYPE_API_CLIENT, client),
-        None => Resource::new(TYPE_SERVICE, "idnode-janitor"),
+    let initiator = match w.initiator {
+        ScimInitiator::ApiKey(client) => Resource::new(TYPE_API_CLIENT, client),
+        ScimInitiator::User(user) => Resource::new(TYPE_USER, user),
+        ScimInitiator::Janitor => Resource::new(TYPE_SERVICE, "idnode-janitor"),
     };
     Event::new(EventType::Activity, w.action, w.outcome, initiator, Resource::new(target_type, w.resource_id))
         .attach("scim", json!({"realm_provider_id": w.realm_provider_id, "external_id": w.external_id}))
@@ -288,7 +295,7 @@ mod tests {
             resource_id: "u1",
             realm_provider_id: "okta-prod",
             external_id: Some("00u1"),
-            client_id: Some("key-client-7"),
+            initiator: ScimInitiator::ApiKey("key-client-7"),
             outcome: Outcome::Success,
         });
         let v = serde_json::to_value(&e).unwrap();
@@ -318,7 +325,7 @@ mod tests {
                 resource_id: "g1",
                 realm_provider_id: "p",
                 external_id: None,
-                client_id: None,
+                initiator: ScimInitiator::Janitor,
                 outcome: Outcome::Success,
             });
             let v = serde_json::to_value(&e).unwrap();

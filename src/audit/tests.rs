@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use idnode_keys::DataKeys;
 
-use super::event::{self, Action, Outcome, ScimKind, ScimWrite};
+use super::event::{self, Action, Outcome, ScimInitiator, ScimKind, ScimWrite};
 use super::{Audit, AuditConfig, Event};
 use crate::config::AuditSettings;
 use crate::http::metrics::labels;
@@ -37,7 +37,7 @@ fn scim(i: usize) -> Event {
         resource_id: &format!("user-{i}"),
         realm_provider_id: "okta",
         external_id: Some("ext"),
-        client_id: Some("client-1"),
+        initiator: ScimInitiator::ApiKey("client-1"),
         outcome: Outcome::Success,
     })
 }

@@ -101,6 +101,26 @@ pub fn source(peer: IpAddr, headers: &HeaderMap, trusted: &[Cidr]) -> IpAddr {
     nearest
 }
 
+/// The source address of a request (the peer, or what trusted proxies say it forwarded for),
+/// as the rate limits and API keys' `allowed_ips` see it.
+pub struct SourceIp(pub IpAddr);
+
+impl axum::extract::FromRequestParts<std::sync::Arc<crate::node::Node>> for SourceIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        node: &std::sync::Arc<crate::node::Node>,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip())
+            .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+        Ok(SourceIp(source(peer, &parts.headers, &node.rate_limits.trusted_proxies)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

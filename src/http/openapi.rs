@@ -11,6 +11,8 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Extension;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+
+use crate::scim::schemas::ApiKeyBearer;
 use utoipa::{Modify, OpenApi, ToSchema};
 
 /// Where the description is served; Swagger UI loads it from here.
@@ -31,9 +33,9 @@ pub const UI_PATH: &str = "/swagger-ui";
                        does not complete within the node's request timeout (`[api] request_timeout_s`).",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    modifiers(&TokenHeader),
+    modifiers(&TokenHeader, &ApiKeyBearer),
     security(("x-auth" = []), ("X-Auth-Token" = [])),
-    components(schemas(ErrorBody, ErrorDetail, CollectionLinks, SelfLink)),
+    components(schemas(ErrorBody, ErrorDetail, CollectionLinks, SelfLink, crate::scim::schemas::ScimErrorBody)),
     tags(
         (name = "discovery", description = "Version discovery"),
         (name = "auth", description = "Tokens: issue, validate, revoke; scopes available to a token"),

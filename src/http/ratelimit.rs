@@ -100,7 +100,7 @@ pub struct RateLimits {
     password: Option<SourceRateLimit>,
     signed: Option<SourceRateLimit>,
     oauth2: Option<SourceRateLimit>,
-    trusted_proxies: Vec<Cidr>,
+    pub(crate) trusted_proxies: Vec<Cidr>,
 }
 
 impl RateLimits {

@@ -149,12 +149,23 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .merge(crate::scim::routes())
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(axum::http::StatusCode::NOT_FOUND, "The resource could not be found.")
+/// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body
+/// elsewhere.
+fn fallback(uri: &axum::http::Uri, status: axum::http::StatusCode, message: &str) -> Response {
+    use axum::response::IntoResponse;
+    if crate::scim::is_scim_path(uri.path()) {
+        crate::scim::wire::ScimError::new(status, None, message).into_response()
+    } else {
+        ApiError::new(status, message).into_response()
+    }
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "The method is not allowed for the requested URL.")
+async fn not_found(uri: axum::http::Uri) -> Response {
+    fallback(&uri, axum::http::StatusCode::NOT_FOUND, "The resource could not be found.")
+}
+
+async fn method_not_allowed(uri: axum::http::Uri) -> Response {
+    fallback(&uri, axum::http::StatusCode::METHOD_NOT_ALLOWED, "The method is not allowed for the requested URL.")
 }
 
 /// Request metrics and an access log line (path only: tokens never travel in URLs here).

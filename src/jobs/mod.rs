@@ -8,6 +8,8 @@
 //! or a pass that finds nothing are all harmless. A node that becomes leader simply runs at
 //! its next tick. The pass functions take `now`, so tests drive them without sleeping.
 
+pub mod api_keys;
+pub mod scim;
 pub mod shadow;
 
 use std::sync::Arc;
@@ -25,16 +27,21 @@ pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(every(node.clone(), Duration::from_secs(s.deactivation_check_interval_s), Job::Deactivate)),
         tokio::spawn(every(node.clone(), Duration::from_secs(s.archive_cleanup_interval_s), Job::ArchiveCleanup)),
+        tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ScimJanitor)),
+        tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ApiKeyReclaim)),
         // Every node reports its own API key uses (not leader-gated: the uses are its own).
         tokio::spawn(crate::api_keys::auth::report_every(node.clone())),
     ]
 }
 
-/// A lifecycle job of the shadow registry.
+/// A lifecycle job: the shadow registry's two, the SCIM janitor and the API keys'
+/// tombstone reclamation.
 #[derive(Debug, Clone, Copy)]
 pub enum Job {
     Deactivate,
     ArchiveCleanup,
+    ScimJanitor,
+    ApiKeyReclaim,
 }
 
 /// One tick of `job` at `now` (unix seconds): `None` on a follower (it does nothing), else
@@ -46,6 +53,8 @@ pub async fn tick(node: &Node, job: Job, now: i64) -> Option<crate::http::error:
     Some(match job {
         Job::Deactivate => shadow::deactivate_pass(node, now).await,
         Job::ArchiveCleanup => shadow::archive_cleanup_pass(node, now).await,
+        Job::ScimJanitor => scim::janitor_pass(node, now).await,
+        Job::ApiKeyReclaim => api_keys::reclaim_pass(node, now).await,
     })
 }
 

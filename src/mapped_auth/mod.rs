@@ -13,7 +13,7 @@
 
 pub mod browser;
 pub mod grant;
-mod limits;
+pub mod limits;
 pub mod login;
 pub mod oidc;
 mod principal;

@@ -15,6 +15,7 @@ use crate::mapping::MappingError;
 use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
+use crate::state::scim::derived_user_id;
 use crate::state::shadow::{
     keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
 };
@@ -57,9 +58,11 @@ fn find_group(view: &impl Reader, g: &GroupRequest) -> idnode_storage::Result<Op
 }
 
 /// `local`: the real user the rule names (its `user_id` template, else the id derived from
-/// the provider and the identity), created on first login, with its groups synced.
+/// the user's domain and the identity, as SCIM derives a provisioned user's from its
+/// `externalId`: a user an IdP provisioned and the same person's login meet in one record),
+/// created on first login, with its groups synced.
 pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<User> {
-    let id = m.identity.user_id.clone().unwrap_or_else(|| virtual_user_id(&ext.provider.id, &ext.workload));
+    let id = m.identity.user_id.clone().unwrap_or_else(|| derived_user_id(&m.identity.user_domain_id, &ext.workload));
     if id.is_empty() || id.len() > MAX_USER_ID || id.contains('/') {
         return Err(ApiError::unauthorized("The mapped user id is not a valid user id."));
     }

@@ -222,6 +222,17 @@ pub const ACTIONS: &[&str] = &[
     "identity/scim_realm/show",
     "identity/scim_realm/disable",
     "identity/scim_realm/purge",
+    // scim_user.rego, scim_group.rego
+    "identity/scim/user/create",
+    "identity/scim/user/list",
+    "identity/scim/user/show",
+    "identity/scim/user/update",
+    "identity/scim/user/delete",
+    "identity/scim/group/create",
+    "identity/scim/group/list",
+    "identity/scim/group/show",
+    "identity/scim/group/update",
+    "identity/scim/group/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -35,10 +35,39 @@ pub fn document(action: &str, ctx: &ValidToken, target: &serde_json::Value) -> V
         (text("project_domain_id"), optional(project_id.and(persona.scope_domain()))),
         (text("is_admin_project"), Value::from(ctx.is_admin_project)),
     ]);
+    wrap(action, ctx.admin_scope.as_str(), credentials, target)
+}
+
+fn wrap(action: &str, admin_scope: &str, credentials: BTreeMap<Value, Value>, target: &serde_json::Value) -> Value {
     Value::from(BTreeMap::from([
         (text("action"), text(action)),
-        (text("admin_scope"), text(ctx.admin_scope.as_str())),
+        (text("admin_scope"), text(admin_scope)),
         (text("credentials"), Value::from(credentials)),
         (text("target"), Value::from(target.clone())),
     ]))
+}
+
+/// A caller that is not a token's user: an API key acting with the roles its mapping rule
+/// grants on one domain (SCIM, spec Authentication item 7).
+pub struct Principal<'a> {
+    /// Who, for `user_is` rules: `api-key:{client_id}`, never a user id.
+    pub id: &'a str,
+    pub domain_id: &'a str,
+    pub roles: &'a [String],
+}
+
+/// The input document for a [`Principal`], shaped like a domain-scoped token's; never an
+/// administrator of anything beyond the domain (`admin_scope` is strict for it).
+pub fn principal_document(action: &str, p: &Principal<'_>, target: &serde_json::Value) -> Value {
+    let credentials = BTreeMap::from([
+        (text("user_id"), text(p.id)),
+        (text("user_domain_id"), text(p.domain_id)),
+        (text("roles"), Value::from(p.roles.iter().map(|r| text(r)).collect::<Vec<_>>())),
+        (text("system_scope"), Value::Null),
+        (text("domain_id"), text(p.domain_id)),
+        (text("project_id"), Value::Null),
+        (text("project_domain_id"), Value::Null),
+        (text("is_admin_project"), Value::from(false)),
+    ]);
+    wrap(action, "system", credentials, target)
 }

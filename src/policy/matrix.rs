@@ -231,6 +231,30 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/scim-realms/{dA}/no-such-realm", None, [401, 403, 403, 404, 404, 403]),
     (Method::PATCH, "/v4/scim-realms/{dA}/no-such-realm", Some(r#"{"scim_realm": {"enabled": false}}"#), [401, 403, 403, 404, 404, 403]),
     (Method::GET, "/v4/scim-realms?domain_id={dB}", None, [401, 403, 403, 403, 200, 200]),
+    (Method::DELETE, "/v4/scim-realms/{dA}/no-such-realm/purge/user/x", None, [401, 403, 403, 404, 404, 403]),
+    (Method::DELETE, "/v4/scim-realms/{dB}/no-such-realm/purge/group/x", None, [401, 403, 403, 403, 404, 404]),
+    // SCIM v2: an API key (Authorization: Bearer kscim_…) is the only credential, so every
+    // persona's token is 401 (the keys' own policy is tested in scim::endpoint_tests); the
+    // discovery documents need none; /Bulk and /Me are not implemented.
+    (Method::GET, "/SCIM/v2/{dA}/Users", None,                          [401, 401, 401, 401, 401, 401]),
+    (Method::POST, "/SCIM/v2/{dA}/Users", Some(r#"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "x", "externalId": "x"}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::GET, "/SCIM/v2/{dA}/Users/x", None,                        [401, 401, 401, 401, 401, 401]),
+    (Method::PUT, "/SCIM/v2/{dA}/Users/x", Some(r#"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "x"}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::PATCH, "/SCIM/v2/{dA}/Users/x", Some(r#"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": []}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::DELETE, "/SCIM/v2/{dA}/Users/x", None,                     [401, 401, 401, 401, 401, 401]),
+    (Method::GET, "/SCIM/v2/{dA}/Groups", None,                         [401, 401, 401, 401, 401, 401]),
+    (Method::POST, "/SCIM/v2/{dA}/Groups", Some(r#"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "x"}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::GET, "/SCIM/v2/{dA}/Groups/x", None,                       [401, 401, 401, 401, 401, 401]),
+    (Method::PUT, "/SCIM/v2/{dA}/Groups/x", Some(r#"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "x"}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::PATCH, "/SCIM/v2/{dA}/Groups/x", Some(r#"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": []}"#), [401, 401, 401, 401, 401, 401]),
+    (Method::DELETE, "/SCIM/v2/{dA}/Groups/x", None,                    [401, 401, 401, 401, 401, 401]),
+    (Method::GET, "/SCIM/v2/{dA}/ServiceProviderConfig", None,          [200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/SCIM/v2/{dA}/Schemas", None,                        [200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/SCIM/v2/{dA}/Schemas/urn:ietf:params:scim:schemas:core:2.0:Group", None, [200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/SCIM/v2/{dA}/ResourceTypes", None,                  [200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/SCIM/v2/{dA}/ResourceTypes/User", None,             [200, 200, 200, 200, 200, 200]),
+    (Method::POST, "/SCIM/v2/{dA}/Bulk", Some("{}"),                    [501, 501, 501, 501, 501, 501]),
+    (Method::GET, "/SCIM/v2/{dA}/Me", None,                             [501, 501, 501, 501, 501, 501]),
     // OAuth2 signing keys: admin only. The admin's rotation answers 409: the staged key made
     // with the domain's keys is younger than `[oauth2] key_publish_delay` (300 s), which the
     // policy lets the admin reach.

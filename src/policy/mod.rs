@@ -43,6 +43,17 @@ pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiEr
     }
 }
 
+/// [`enforce`] for a caller that is not a token's user (an API key).
+pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -> Result<(), ApiError> {
+    if global().allowed(name, &input::principal_document(name, p, target)) {
+        Ok(())
+    } else {
+        Err(ApiError::denied(name))
+    }
+}
+
+pub use input::Principal;
+
 /// Which `admin` role assignments make a cloud administrator (`[policy] admin_scope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AdminScope {

@@ -43,6 +43,8 @@ const BUNDLED: &[(&str, &str)] = &[
     ("mapping.rego", include_str!("default/mapping.rego")),
     ("api_key.rego", include_str!("default/api_key.rego")),
     ("scim_realm.rego", include_str!("default/scim_realm.rego")),
+    ("scim_user.rego", include_str!("default/scim_user.rego")),
+    ("scim_group.rego", include_str!("default/scim_group.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

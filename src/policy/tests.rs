@@ -163,7 +163,8 @@ fn every_bundled_action_is_defined_and_admin_may_do_it() {
     let owner_only = ["identity:create_application_credential", "identity:create_trust"];
     for action in ACTIONS {
         let target = json!({"token": {"user_id": "other"}, "credential": {"user_id": "other"}});
-        let admin_may = !owner_only.contains(action);
+        // SCIM's are decided for API keys with roles on a domain; no token reaches them.
+        let admin_may = !owner_only.contains(action) && !action.starts_with("identity/scim/");
         assert_eq!(store_allows(&store, action, &sys_admin, target.clone()), admin_may, "system admin and {action}");
         let anyone = open.iter().any(|o| action.ends_with(o)) || action.ends_with("get_auth_system");
         assert_eq!(store_allows(&store, action, &nobody, target), anyone, "unscoped caller and {action}");
@@ -356,4 +357,30 @@ fn vm_agrees_with_interpreter() {
     }
     let total = tokens.len() * targets.len() * ACTIONS.len();
     assert!(allowed > total / 10 && allowed < total * 9 / 10, "a grid that exercises both outcomes: {allowed}/{total}");
+}
+
+#[test]
+fn scim_policies_take_an_api_keys_provisioning_roles_on_its_own_domain() {
+    let store = PolicyStore::bundled();
+    let allowed = |roles: &[&str], domain: &str, action: &str| {
+        let roles: Vec<String> = roles.iter().map(|r| r.to_string()).collect();
+        let p = input::Principal { id: "api-key:k1", domain_id: domain, roles: &roles };
+        let doc = input::principal_document(action, &p, &json!({"scim": {"domain_id": "d1", "provider_id": "okta"}}));
+        store.allowed(action, &doc)
+    };
+    for kind in ["user", "group"] {
+        for verb in ["create", "list", "show", "update", "delete"] {
+            let action = format!("identity/scim/{kind}/{verb}");
+            for role in ["manager", "admin", "scim_provisioner"] {
+                assert!(allowed(&[role], "d1", &action), "{role} may {action}");
+            }
+            assert!(!allowed(&["reader", "member"], "d1", &action), "a reader may not {action}");
+            assert!(!allowed(&["admin"], "d2", &action), "an admin of another domain may not {action}");
+        }
+    }
+    // An API key's admin role is never a cloud administrator's.
+    let roles = vec!["admin".to_string()];
+    let p = input::Principal { id: "api-key:k1", domain_id: "d1", roles: &roles };
+    let doc = input::principal_document("identity:list_domains", &p, &json!({}));
+    assert!(!store.allowed("identity:list_domains", &doc));
 }

@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
@@ -24,12 +25,12 @@ use crate::node::Node;
 use crate::policy::enforce;
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
-use crate::state::scim::{keys, ScimApplied, ScimCommand, ScimRealm};
+use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimRealm};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::ValidToken;
 
 pub fn routes() -> OpenApiRouter<Arc<Node>> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, patch))
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, patch)).routes(routes!(purge))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -237,6 +238,41 @@ pub async fn patch(
     }
     realm.updated_at = crate::oauth2::now();
     Ok(Json(RealmOne { scim_realm: view(&save(&node, realm, false).await?) }))
+}
+
+#[utoipa::path(delete, path = "/v4/scim-realms/{domain_id}/{provider_id}/purge/{resource_type}/{keystone_id}",
+    operation_id = "v4_scim_realms_purge", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."),
+           ("provider_id" = String, Path, description = "The realm's provider coordinate."),
+           ("resource_type" = String, Path, description = "`user` or `group`."),
+           ("keystone_id" = String, Path, description = "The user or group id (its SCIM id).")),
+    responses((status = 204, description = "Hard-deleted, with its index entries; a `delete` audit event names the caller."),
+              E::Unauthorized, E::Forbidden,
+              (status = 404, description = "No such realm, resource type, or resource of this realm.", body = crate::http::openapi::ErrorBody),
+              (status = 409, description = "The resource is not deprovisioned (DELETE it through SCIM first).", body = crate::http::openapi::ErrorBody),
+              E::Internal, E::Unavailable))]
+pub async fn purge(
+    State(node): State<Arc<Node>>,
+    Caller(ctx): Caller,
+    Path((domain_id, provider_id, resource_type, keystone_id)): Path<(String, String, String, String)>,
+) -> ApiResult<StatusCode> {
+    authorize("purge", &ctx, &domain_id)?;
+    load(&node, &domain_id, &provider_id)?;
+    let kind = Kind::parse(&resource_type).ok_or_else(|| ApiError::not_found("SCIM resource type", &resource_type))?;
+    let realm = RealmRef { domain_id, provider_id };
+    let cmd = ScimCommand::Purge { realm, kind, id: keystone_id, deprovisioned_by: None };
+    if let Applied::Scim(ScimApplied::Resource(gone)) = node.propose(Command::Scim(cmd)).await? {
+        node.audit.emit(scim_write(&ScimWrite {
+            action: Action::Delete,
+            kind,
+            resource_id: &gone.keystone_id,
+            realm_provider_id: &gone.provider_id,
+            external_id: gone.external_id.as_deref(),
+            initiator: ScimInitiator::User(&ctx.user.id),
+            outcome: Outcome::Success,
+        }));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Whether `provider_id` has an enabled realm in `domain_id` (any domain when `None`): the

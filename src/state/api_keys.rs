@@ -59,10 +59,16 @@ pub enum ApiKeyCommand {
     /// Notes uses seen by a node since its last report (`client_id`, time); a time never moves
     /// back, and keys gone meanwhile are skipped.
     Used { uses: Vec<(String, i64)> },
+    /// Physically deletes up to `limit` keys revoked at or before `revoked_before`: the
+    /// tombstones' reclamation (spec, "States and transitions"). Expired keys stay until
+    /// revoked, so their owners can still see what expired.
+    Reclaim { revoked_before: i64, limit: u32 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ApiKeyApplied {
     Key(Box<ApiKey>),
     Done,
+    /// The `client_id`s a reclamation deleted.
+    Reclaimed(Vec<String>),
 }

@@ -16,6 +16,8 @@
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
+//! * `scim_clients`: SCIM v2 judged by scim2-tester and by scim2-client provisioning a directory
+//!   through a follower of a 3-node cluster;
 //! * `snapshot_consistency`: a follower that caught up by snapshot answers like the others;
 //! * `stale_reads`: a node that was stopped never validates a token revoked meanwhile;
 //! * `tempest`: the OpenStack identity conformance suites (tempest and keystone-tempest-plugin);
@@ -36,6 +38,7 @@ mod oauth2_cluster;
 mod openapi;
 mod openstack_smoke;
 mod plaintext_audit;
+mod scim_clients;
 mod snapshot_consistency;
 mod stale_reads;
 mod tempest;

@@ -75,5 +75,20 @@ pub fn apply(tx: &mut Tx<'_>, cmd: ApiKeyCommand) -> Result<ApplyResult, Fatal> 
             }
             Ok(Ok(Applied::ApiKeys(ApiKeyApplied::Done)))
         }
+        ApiKeyCommand::Reclaim { revoked_before, limit } => {
+            let mut gone = Vec::new();
+            for k in tx.scan::<ApiKey>(cf::API_KEYS, keys::RECORD_PREFIX)? {
+                if gone.len() >= limit as usize {
+                    break;
+                }
+                let due = k.revoked_at.is_some_and(|t| t <= revoked_before);
+                if due {
+                    tx.delete(cf::API_KEYS, keys::by_hash(&k.secret_hash));
+                    tx.delete(cf::API_KEYS, keys::record(&k.client_id));
+                    gone.push(k.client_id);
+                }
+            }
+            Ok(Ok(Applied::ApiKeys(ApiKeyApplied::Reclaimed(gone))))
+        }
     }
 }

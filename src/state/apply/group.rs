@@ -66,6 +66,7 @@ pub fn remove_group(tx: &mut Tx<'_>, g: &Group) -> Result<(), Fatal> {
     tx.delete_name(ns::GROUP_NAME, &g.domain_id, &g.name);
     tx.remove_member(ns::GROUPS_OF_DOMAIN, &g.domain_id, &g.id);
     tx.delete(cf::GROUPS, keys::group(&g.id));
+    super::scim::forget(tx, super::super::scim::Kind::Group, &g.id)?;
     Ok(())
 }
 

@@ -172,5 +172,6 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     super::doc::remove_children(tx, DocKind::ApplicationCredential, &u.id)?;
     super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;
     super::doc::remove_trusts_of(tx, &u.id)?;
+    super::scim::forget(tx, super::super::scim::Kind::User, &u.id)?;
     Ok(())
 }

@@ -1,0 +1,29 @@
+//! Reclaiming API keys (spec, "States and transitions": a revoked key keeps its tombstone,
+//! "later physical reclamation by a background job"): on the leader, keys revoked more
+//! than `[api_keys] tombstone_retention_days` ago are deleted with their
+//! secret-hash index entry, in bounded batches. Until then a revoked key stays visible (with
+//! `revoked_at` and `revoked_by`) for whoever audits it.
+
+use crate::http::error::ApiResult;
+use crate::node::Node;
+use crate::state::api_keys::{ApiKeyApplied, ApiKeyCommand};
+use crate::state::{Applied, Command};
+
+const DAY: i64 = 86_400;
+const BATCH: u32 = 100;
+
+pub async fn reclaim_pass(node: &Node, now: i64) -> ApiResult<usize> {
+    let revoked_before = now - node.cfg.scim.api_key_tombstone_retention_days * DAY;
+    let mut total = 0;
+    loop {
+        let cmd = ApiKeyCommand::Reclaim { revoked_before, limit: BATCH };
+        let gone = match node.propose(Command::ApiKeys(cmd)).await? {
+            Applied::ApiKeys(ApiKeyApplied::Reclaimed(ids)) => ids,
+            _ => Vec::new(),
+        };
+        total += gone.len();
+        if gone.len() < BATCH as usize || !node.raft.is_leader() {
+            return Ok(total);
+        }
+    }
+}

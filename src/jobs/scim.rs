@@ -1,0 +1,66 @@
+//! The SCIM janitor (spec, "States and transitions", SCIM rows): hourly, on the leader,
+//! every user or group deprovisioned longer ago than `[scim_resource]
+//! janitor_deprovisioned_retention_days` is hard-deleted, one raft command per item (the
+//! resource, its ownership record and its name and `externalId` index entries go together),
+//! each reported by a `delete` audit event with the service as initiator. An item that fails
+//! is left for the next pass; apply re-checks the retention, so a stale worklist cannot purge
+//! anything early.
+
+use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
+use crate::http::error::ApiResult;
+use crate::node::Node;
+use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimResourceIndex};
+use crate::state::{cf, Applied, Command, Reader};
+
+const DAY: i64 = 86_400;
+
+/// Purges what is due at `now` (unix seconds); answers how many were purged.
+pub async fn janitor_pass(node: &Node, now: i64) -> ApiResult<usize> {
+    let cutoff = now - node.cfg.scim.retention_days * DAY;
+    let due: Vec<ScimResourceIndex> = {
+        let view = node.engine.read();
+        let mut due = Vec::new();
+        for (k, v) in view.scan_raw(cf::SCIM, keys::DEPROVISIONED_PREFIX)? {
+            let when: i64 = idnode_storage::decode(&v)?;
+            let Some((kind, id)) = std::str::from_utf8(&k[keys::DEPROVISIONED_PREFIX.len()..])
+                .ok()
+                .and_then(|rest| rest.split_once('/'))
+                .and_then(|(kind, id)| Kind::parse(kind).map(|k| (k, id.to_string())))
+            else {
+                continue;
+            };
+            if when <= cutoff {
+                if let Some(idx) = view.get_t::<ScimResourceIndex>(cf::SCIM, &keys::index(kind, &id))? {
+                    due.push(idx);
+                }
+            }
+        }
+        due
+    };
+    let mut purged = 0;
+    for idx in due {
+        if !node.raft.is_leader() {
+            break;
+        }
+        let realm = RealmRef { domain_id: idx.domain_id.clone(), provider_id: idx.provider_id.clone() };
+        let cmd =
+            ScimCommand::Purge { realm, kind: idx.kind, id: idx.keystone_id.clone(), deprovisioned_by: Some(cutoff) };
+        match node.propose(Command::Scim(cmd)).await {
+            Ok(Applied::Scim(ScimApplied::Resource(gone))) => {
+                node.audit.emit(scim_write(&ScimWrite {
+                    action: Action::Delete,
+                    kind: gone.kind,
+                    resource_id: &gone.keystone_id,
+                    realm_provider_id: &gone.provider_id,
+                    external_id: gone.external_id.as_deref(),
+                    initiator: ScimInitiator::Janitor,
+                    outcome: Outcome::Success,
+                }));
+                purged += 1;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(id = %idx.keystone_id, "SCIM purge left for the next pass: {}", e.message),
+        }
+    }
+    Ok(purged)
+}

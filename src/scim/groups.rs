@@ -1,0 +1,301 @@
+//! `/SCIM/v2/{domain_id}/Groups` (spec "SCIM group attribute mapping", api-shapes §11.3): a
+//! SCIM group is a group of the realm's domain with a server-assigned id; `displayName` is
+//! its name (unique in the domain, case-insensitively) and `members` its memberships of the
+//! realm's own live users (at most 1,000 named per request). PUT resyncs the membership;
+//! PATCH adds and removes members (`replace` on `members` is refused, as the spec allows
+//! add and remove only). Memberships an administrator gave users outside the realm are
+//! neither shown nor touched.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::caller::authenticate;
+use super::patch::{self, OpKind};
+use super::resource::{self, location, meta, Record, Resource};
+use super::users::UserResource;
+use super::values::{require_schema, text};
+use super::wire::{ScimBody, ScimError, ScimResult, GROUP_URN};
+use super::{filter, schemas as S};
+use crate::http::client_ip::SourceIp;
+use crate::node::Node;
+use crate::state::keys::ns;
+use crate::state::model::Group;
+use crate::state::scim::{
+    keys, Expect, GroupFields, Kind, Members, RealmRef, ScimCommand, ScimResourceIndex, MAX_MEMBERS_PER_WRITE,
+};
+use crate::state::{cf, Reader};
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
+}
+
+pub struct GroupResource;
+
+/// The user ids of a `members` value (`[{value}]`, or one `{value}`), deduplicated.
+fn member_ids(v: Option<&Value>) -> ScimResult<Vec<String>> {
+    let items: Vec<&Value> = match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(o @ Value::Object(_)) => vec![o],
+        Some(_) => return Err(ScimError::bad("invalidValue", "members takes a list of {value: <user id>}.")),
+    };
+    if items.len() > MAX_MEMBERS_PER_WRITE {
+        return Err(ScimError::bad("invalidValue", format!("At most {MAX_MEMBERS_PER_WRITE} members per request.")));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for m in items {
+        let Some(id) = m["value"].as_str().filter(|s| !s.is_empty()) else {
+            return Err(ScimError::bad("invalidValue", "Each member is {value: <user id>}."));
+        };
+        if seen.insert(id) {
+            out.push(id.to_string());
+        }
+    }
+    Ok(out)
+}
+
+fn body_fields(body: &Value) -> ScimResult<GroupFields> {
+    require_schema(body, GROUP_URN)?;
+    Ok(GroupFields {
+        display_name: text("displayName", &body["displayName"], true)?,
+        external_id: Some(text("externalId", &body["externalId"], false)?),
+        members: Members::Set(member_ids(body.get("members"))?),
+    })
+}
+
+/// Net membership change of a PATCH's operations, in order: the last word on a user wins;
+/// removing `members` without a value empties the realm's part of the group.
+#[derive(Default)]
+struct MemberDelta {
+    clear: bool,
+    add: Vec<String>,
+    remove: Vec<String>,
+}
+
+impl MemberDelta {
+    fn add(&mut self, id: String) {
+        self.remove.retain(|r| *r != id);
+        if !self.add.contains(&id) {
+            self.add.push(id);
+        }
+    }
+    fn remove(&mut self, id: String) {
+        self.add.retain(|a| *a != id);
+        if !self.clear && !self.remove.contains(&id) {
+            self.remove.push(id);
+        }
+    }
+    fn into_members(self) -> ScimResult<Members> {
+        if self.add.len() + self.remove.len() > MAX_MEMBERS_PER_WRITE {
+            return Err(ScimError::bad(
+                "invalidValue",
+                format!("At most {MAX_MEMBERS_PER_WRITE} members per request."),
+            ));
+        }
+        Ok(match (self.clear, self.add.is_empty() && self.remove.is_empty()) {
+            (true, _) => Members::Set(self.add),
+            (false, true) => Members::Keep,
+            (false, false) => Members::Change { add: self.add, remove: self.remove },
+        })
+    }
+}
+
+fn patch_one(f: &mut GroupFields, d: &mut MemberDelta, kind: OpKind, path: &str, v: Option<&Value>) -> ScimResult<()> {
+    match (path, kind) {
+        ("displayname", OpKind::Remove) => {
+            return Err(ScimError::bad("invalidValue", "displayName is required and cannot be removed."))
+        }
+        ("displayname", _) => f.display_name = text("displayName", v.unwrap_or(&Value::Null), true)?,
+        ("externalid", OpKind::Remove) => f.external_id = Some(None),
+        ("externalid", _) => f.external_id = Some(text("externalId", v.unwrap_or(&Value::Null), false)?),
+        ("members", OpKind::Add) => member_ids(v)?.into_iter().for_each(|id| d.add(id)),
+        ("members", OpKind::Remove) if v.is_none() => *d = MemberDelta { clear: true, ..MemberDelta::default() },
+        ("members", OpKind::Remove) => member_ids(v)?.into_iter().for_each(|id| d.remove(id)),
+        ("members", OpKind::Replace) => {
+            return Err(ScimError::bad("invalidPath", "members takes add and remove operations only."))
+        }
+        (other, _) => return Err(patch::refused_path(other)),
+    }
+    Ok(())
+}
+
+pub fn patch_fields(ops: &[patch::Op]) -> ScimResult<GroupFields> {
+    let mut f = GroupFields::default();
+    let mut d = MemberDelta::default();
+    for op in ops {
+        match &op.path {
+            Some(p) => patch_one(&mut f, &mut d, op.kind, p, op.value.as_ref())?,
+            None => {
+                let Some(Value::Object(attrs)) = &op.value else { continue };
+                for (k, v) in attrs {
+                    let key = k.to_ascii_lowercase();
+                    if key != "schemas" {
+                        patch_one(&mut f, &mut d, op.kind, &key, Some(v))?;
+                    }
+                }
+            }
+        }
+    }
+    f.members = d.into_members()?;
+    Ok(f)
+}
+
+impl Resource for GroupResource {
+    const KIND: Kind = Kind::Group;
+    const ENDPOINT: &'static str = "Groups";
+    const SCHEMA: &'static str = GROUP_URN;
+    const FILTER: filter::Resource = filter::Resource::Group;
+    const NAME_NS: &'static str = ns::GROUP_NAME;
+    type Item = Group;
+
+    fn load(view: &impl Reader, id: &str) -> idnode_storage::Result<Option<Group>> {
+        view.group(id)
+    }
+    fn name(item: &Group) -> &str {
+        &item.name
+    }
+    fn enabled(_: &Group) -> Option<bool> {
+        None
+    }
+
+    fn render(view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<Group>) -> ScimResult<Value> {
+        let mut members = Vec::new();
+        for uid in view.member_user_ids(&rec.item.id)? {
+            let idx: Option<ScimResourceIndex> = view.get(cf::SCIM, &keys::index(Kind::User, &uid))?;
+            if idx.is_some_and(|i| i.live_in(realm)) {
+                members
+                    .push(json!({"value": uid, "$ref": location::<UserResource>(base, realm, &uid), "type": "User"}));
+            }
+        }
+        let mut out = json!({"schemas": [GROUP_URN], "id": rec.item.id, "displayName": rec.item.name,
+                             "members": members, "meta": meta::<Self>(base, realm, &rec.idx, "Group")});
+        if let Some(e) = &rec.idx.external_id {
+            out["externalId"] = json!(e);
+        }
+        Ok(out)
+    }
+
+    fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)> {
+        let fields = Box::new(body_fields(body)?);
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        Ok((id.clone(), ScimCommand::PutGroup { realm: realm.clone(), id, fields, expect: Expect::Create, at }))
+    }
+
+    fn replace(realm: &RealmRef, id: &str, body: &Value, expect: Expect, at: i64) -> ScimResult<ScimCommand> {
+        let fields = Box::new(body_fields(body)?);
+        Ok(ScimCommand::PutGroup { realm: realm.clone(), id: id.to_string(), fields, expect, at })
+    }
+
+    fn patch(realm: &RealmRef, id: &str, ops: &[patch::Op], expect: Expect, at: i64) -> ScimResult<ScimCommand> {
+        let fields = Box::new(patch_fields(ops)?);
+        Ok(ScimCommand::PutGroup { realm: realm.clone(), id: id.to_string(), fields, expect, at })
+    }
+}
+
+#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_list", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), S::ListParams),
+    responses((status = 200, description = "A ListResponse of the realm's live groups.", body = S::ListResponse, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
+    security(("api_key" = [])))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::list::<GroupResource>(&node, &caller, &q)
+}
+
+#[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_create", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain.")),
+    request_body(content = S::Group, content_type = "application/scim+json"),
+    responses((status = 201, description = "The group; ETag and Location headers.", body = S::Group, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::create::<GroupResource>(&node, &caller, &body).await
+}
+
+#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_get", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."), S::Projection),
+    responses((status = 200, description = "The group; ETag header.", body = S::Group, content_type = "application/scim+json"),
+              S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
+    security(("api_key" = [])))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::show::<GroupResource>(&node, &caller, &id, &q)
+}
+
+#[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_replace", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."),
+           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
+    request_body(content = S::Group, content_type = "application/scim+json"),
+    responses((status = 200, description = "The group as replaced (membership resynced); ETag header.", body = S::Group, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn put(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::replace::<GroupResource>(&node, &caller, &id, &headers, &body).await
+}
+
+#[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_patch", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."),
+           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
+    request_body(content = S::PatchOp, content_type = "application/scim+json"),
+    responses((status = 200, description = "The group as changed; ETag header.", body = S::Group, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn patch(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::modify::<GroupResource>(&node, &caller, &id, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_delete", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id.")),
+    responses((status = 204, description = "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM."),
+              S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::deprovision::<GroupResource>(&node, &caller, &id).await
+}

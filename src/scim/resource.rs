@@ -1,0 +1,339 @@
+//! What `/Users` and `/Groups` share (api-shapes §11.4, §11.5): the endpoints' bodies,
+//! generic over a [`Resource`] (`users::UserResource`, `groups::GroupResource`), so both
+//! resources fence, authorize, page and write the same way. Fencing comes first (a resource
+//! another realm owns, or a deprovisioned one, is 404 whoever asks), then policy.
+
+use std::collections::{BTreeSet, HashMap};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use super::caller::ScimCaller;
+use super::filter::{self, Attr, Filter, Op, Term};
+use super::wire::{if_match, reply, ScimError, ScimResult, LIST_URN};
+use super::{patch, write};
+use crate::audit::event::Action;
+use crate::node::Node;
+use crate::state::scim::{keys, Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
+use crate::state::{cf, Reader};
+
+/// `count` when the request names none, and the most one page holds (spec "Limits").
+pub const DEFAULT_COUNT: usize = 20;
+pub const MAX_COUNT: usize = 200;
+
+/// A live resource as read: its ownership record and the user or group.
+pub struct Record<T> {
+    pub idx: ScimResourceIndex,
+    pub item: T,
+}
+
+pub trait Resource: Sized {
+    const KIND: Kind;
+    /// `Users` or `Groups`.
+    const ENDPOINT: &'static str;
+    /// The core schema URN.
+    const SCHEMA: &'static str;
+    const FILTER: filter::Resource;
+    /// The names index its `userName` / `displayName` is unique in (per domain).
+    const NAME_NS: &'static str;
+    type Item;
+
+    fn load(view: &impl Reader, id: &str) -> idnode_storage::Result<Option<Self::Item>>;
+    fn name(item: &Self::Item) -> &str;
+    /// `active` (users only).
+    fn enabled(item: &Self::Item) -> Option<bool>;
+    fn render(view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<Self::Item>) -> ScimResult<Value>;
+    /// A create's id and fields, validated.
+    fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)>;
+    /// A full replace.
+    fn replace(realm: &RealmRef, id: &str, body: &Value, expect: Expect, at: i64) -> ScimResult<ScimCommand>;
+    fn patch(realm: &RealmRef, id: &str, ops: &[patch::Op], expect: Expect, at: i64) -> ScimResult<ScimCommand>;
+}
+
+/// Where a resource lives: `{base}/SCIM/v2/{domain_id}/{Users|Groups}/{id}`.
+pub fn location<R: Resource>(base: &str, realm: &RealmRef, id: &str) -> String {
+    format!("{base}/SCIM/v2/{}/{}/{id}", realm.domain_id, R::ENDPOINT)
+}
+
+/// `meta` of a resource (times: RFC 3339, UTC).
+pub fn meta<R: Resource>(base: &str, realm: &RealmRef, idx: &ScimResourceIndex, resource_type: &str) -> Value {
+    json!({"resourceType": resource_type, "location": location::<R>(base, realm, &idx.keystone_id),
+           "created": rfc3339(idx.created_at), "lastModified": rfc3339(idx.updated_at),
+           "version": super::wire::etag(idx.version)})
+}
+
+fn rfc3339(secs: i64) -> String {
+    chrono::DateTime::from_timestamp(secs, 0)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
+}
+
+/// The resource `id` as `realm` may see it: live and its own; anything else is 404.
+pub fn fenced<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> ScimResult<Record<R::Item>> {
+    found::<R>(view, realm, id)?.ok_or_else(|| ScimError::not_found(R::KIND.tag(), id))
+}
+
+fn found<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> ScimResult<Option<Record<R::Item>>> {
+    let idx: Option<ScimResourceIndex> = view.get(cf::SCIM, &keys::index(R::KIND, id))?;
+    let Some(idx) = idx.filter(|i| i.live_in(realm)) else { return Ok(None) };
+    Ok(R::load(view, id)?.map(|item| Record { idx, item }))
+}
+
+fn now_micros() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+fn base(node: &Node) -> String {
+    node.cfg.public_base()
+}
+
+/// `attributes` / `excludedAttributes` (RFC 7644 §3.4.2.5, §3.9): comma-separated names, any
+/// case, optionally with the schema URN; a sub-attribute names its top-level attribute.
+/// `id` and `schemas` are returned always.
+#[derive(Default)]
+pub struct Projection {
+    only: Option<Vec<String>>,
+    except: Vec<String>,
+}
+
+impl Projection {
+    pub fn of<R: Resource>(q: &HashMap<String, String>) -> Projection {
+        let names = |key: &str| -> Option<Vec<String>> {
+            let list = q.get(key)?;
+            Some(
+                list.split(',')
+                    .map(|n| {
+                        let n = n.trim();
+                        let n = match n.get(..R::SCHEMA.len()) {
+                            Some(head) if head.eq_ignore_ascii_case(R::SCHEMA) => {
+                                n[R::SCHEMA.len()..].trim_start_matches(':')
+                            }
+                            _ => n,
+                        };
+                        n.split('.').next().unwrap_or_default().to_ascii_lowercase()
+                    })
+                    .filter(|n| !n.is_empty())
+                    .collect(),
+            )
+        };
+        Projection { only: names("attributes"), except: names("excludedAttributes").unwrap_or_default() }
+    }
+
+    pub fn apply(&self, v: &mut Value) {
+        let Some(obj) = v.as_object_mut() else { return };
+        obj.retain(|k, _| {
+            let k = k.to_ascii_lowercase();
+            k == "id"
+                || k == "schemas"
+                || (self.only.as_ref().is_none_or(|only| only.contains(&k)) && !self.except.contains(&k))
+        });
+    }
+}
+
+fn answer<R: Resource>(node: &Node, caller: &ScimCaller, status: StatusCode, id: &str) -> ScimResult<Response> {
+    answer_projected::<R>(node, caller, status, id, &Projection::default())
+}
+
+fn answer_projected<R: Resource>(
+    node: &Node,
+    caller: &ScimCaller,
+    status: StatusCode,
+    id: &str,
+    projection: &Projection,
+) -> ScimResult<Response> {
+    let realm = caller.realm_ref();
+    let view = node.engine.read();
+    let rec = fenced::<R>(&view, &realm, id)?;
+    let mut body = R::render(&view, &realm, &base(node), &rec)?;
+    projection.apply(&mut body);
+    let loc = (status == StatusCode::CREATED).then(|| location::<R>(&base(node), &realm, id));
+    Ok(reply(status, &body, Some(rec.idx.version), loc.as_deref()))
+}
+
+pub async fn create<R: Resource>(node: &Node, caller: &ScimCaller, body: &Value) -> ScimResult<Response> {
+    caller.authorize(R::KIND, "create")?;
+    let (id, cmd) = R::create(&caller.realm_ref(), body, now_micros())?;
+    write::submit(node, caller, R::KIND, Action::Create, cmd).await?;
+    answer::<R>(node, caller, StatusCode::CREATED, &id)
+}
+
+pub fn show<R: Resource>(
+    node: &Node,
+    caller: &ScimCaller,
+    id: &str,
+    q: &HashMap<String, String>,
+) -> ScimResult<Response> {
+    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
+    caller.authorize(R::KIND, "show")?;
+    answer_projected::<R>(node, caller, StatusCode::OK, id, &Projection::of::<R>(q))
+}
+
+pub async fn replace<R: Resource>(
+    node: &Node,
+    caller: &ScimCaller,
+    id: &str,
+    headers: &HeaderMap,
+    body: &Value,
+) -> ScimResult<Response> {
+    let expect = Expect::Change { if_match: if_match(headers)? };
+    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
+    caller.authorize(R::KIND, "update")?;
+    let cmd = R::replace(&caller.realm_ref(), id, body, expect, now_micros())?;
+    write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
+    answer::<R>(node, caller, StatusCode::OK, id)
+}
+
+pub async fn modify<R: Resource>(
+    node: &Node,
+    caller: &ScimCaller,
+    id: &str,
+    headers: &HeaderMap,
+    body: &Value,
+) -> ScimResult<Response> {
+    let expect = Expect::Change { if_match: if_match(headers)? };
+    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
+    caller.authorize(R::KIND, "update")?;
+    let ops = patch::parse(body, R::SCHEMA)?;
+    let cmd = R::patch(&caller.realm_ref(), id, &ops, expect, now_micros())?;
+    write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
+    answer::<R>(node, caller, StatusCode::OK, id)
+}
+
+pub async fn deprovision<R: Resource>(node: &Node, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
+    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
+    caller.authorize(R::KIND, "delete")?;
+    let cmd =
+        ScimCommand::Deprovision { realm: caller.realm_ref(), kind: R::KIND, id: id.to_string(), at: now_micros() };
+    write::submit(node, caller, R::KIND, Action::Disable, cmd).await?;
+    Ok(axum::response::IntoResponse::into_response(StatusCode::NO_CONTENT))
+}
+
+/// The page a list asks for (RFC 7644 §3.4.2.4): `startIndex` below 1 counts as 1, `count`
+/// above [`MAX_COUNT`] as the maximum, and a negative `count` as 0.
+struct Page {
+    start: usize,
+    count: usize,
+}
+
+fn page(q: &HashMap<String, String>) -> ScimResult<Page> {
+    let num = |name: &str, default: i64| -> ScimResult<i64> {
+        match q.get(name) {
+            None => Ok(default),
+            Some(v) => {
+                v.trim().parse::<i64>().map_err(|_| ScimError::bad("invalidValue", format!("{name} takes an integer.")))
+            }
+        }
+    };
+    let start = num("startIndex", 1)?.max(1) as usize;
+    let count = num("count", DEFAULT_COUNT as i64)?.clamp(0, MAX_COUNT as i64) as usize;
+    Ok(Page { start, count })
+}
+
+/// The ids a filter can be answered from by index (an `eq` on a unique attribute), when it
+/// can: one such term of an `and` chain, or every term of an `or` chain.
+fn indexed<R: Resource>(
+    view: &impl Reader,
+    realm: &RealmRef,
+    f: &Filter,
+) -> idnode_storage::Result<Option<BTreeSet<String>>> {
+    let lookup = |t: &Term| -> idnode_storage::Result<Option<Option<String>>> {
+        let (Op::Eq, Some(filter::Value::Str(v))) = (t.op, &t.value) else { return Ok(None) };
+        Ok(Some(match t.attr {
+            Attr::Id => Some(v.clone()),
+            Attr::UserName | Attr::DisplayName => view.id_by_name(R::NAME_NS, &realm.domain_id, v)?,
+            Attr::ExternalId => view.id_by_name(R::KIND.external_ns(), &realm.domain_id, v)?,
+            Attr::Active => return Ok(None),
+        }))
+    };
+    if f.any {
+        let mut ids = BTreeSet::new();
+        for t in &f.terms {
+            match lookup(t)? {
+                Some(hit) => ids.extend(hit),
+                None => return Ok(None),
+            }
+        }
+        return Ok(Some(ids));
+    }
+    for t in &f.terms {
+        if let Some(hit) = lookup(t)? {
+            return Ok(Some(hit.into_iter().collect()));
+        }
+    }
+    Ok(None)
+}
+
+fn term_holds<R: Resource>(t: &Term, rec: &Record<R::Item>) -> bool {
+    match t.attr {
+        Attr::Active => match (t.op, &t.value) {
+            (Op::Pr, _) => R::enabled(&rec.item).is_some(),
+            (Op::Eq, Some(filter::Value::Bool(b))) => R::enabled(&rec.item) == Some(*b),
+            _ => false,
+        },
+        Attr::Id => filter::text_matches(t, Some(&rec.idx.keystone_id), false),
+        Attr::ExternalId => filter::text_matches(t, rec.idx.external_id.as_deref(), false),
+        Attr::UserName | Attr::DisplayName => filter::text_matches(t, Some(R::name(&rec.item)), true),
+    }
+}
+
+fn holds<R: Resource>(f: &Filter, rec: &Record<R::Item>) -> bool {
+    if f.any {
+        f.terms.iter().any(|t| term_holds::<R>(t, rec))
+    } else {
+        f.terms.iter().all(|t| term_holds::<R>(t, rec))
+    }
+}
+
+pub fn list<R: Resource>(node: &Node, caller: &ScimCaller, q: &HashMap<String, String>) -> ScimResult<Response> {
+    caller.authorize(R::KIND, "list")?;
+    let p = page(q)?;
+    let filter = match q.get("filter").filter(|f| !f.trim().is_empty()) {
+        Some(f) => Some(filter::parse(R::FILTER, f).map_err(|e| ScimError::bad("invalidFilter", e.0))?),
+        None => None,
+    };
+    let projection = Projection::of::<R>(q);
+    let realm = caller.realm_ref();
+    let view = node.engine.read();
+    let base = base(node);
+    let render = |rec: &Record<R::Item>| -> ScimResult<Value> {
+        let mut v = R::render(&view, &realm, &base, rec)?;
+        projection.apply(&mut v);
+        Ok(v)
+    };
+    let candidates: Vec<String> = match filter.as_ref().map(|f| indexed::<R>(&view, &realm, f)).transpose()? {
+        Some(Some(ids)) => ids.into_iter().collect(),
+        _ => {
+            let prefix = keys::owned_prefix(&realm.domain_id, &realm.provider_id, R::KIND);
+            view.scan_raw(cf::SCIM, &prefix)?
+                .into_iter()
+                .filter_map(|(k, _)| String::from_utf8(k[prefix.len()..].to_vec()).ok())
+                .collect()
+        }
+    };
+    let mut resources = Vec::new();
+    let mut total = 0usize;
+    let wanted = p.start - 1..(p.start - 1).saturating_add(p.count);
+    for id in &candidates {
+        // Unfiltered, every owned id is a match: only the page's records are read.
+        if filter.is_none() {
+            if wanted.contains(&total) {
+                if let Some(rec) = found::<R>(&view, &realm, id)? {
+                    resources.push(render(&rec)?);
+                }
+            }
+            total += 1;
+            continue;
+        }
+        let Some(rec) = found::<R>(&view, &realm, id)? else { continue };
+        if filter.as_ref().is_some_and(|f| holds::<R>(f, &rec)) {
+            if wanted.contains(&total) {
+                resources.push(render(&rec)?);
+            }
+            total += 1;
+        }
+    }
+    let body = json!({"schemas": [LIST_URN], "totalResults": total, "startIndex": p.start,
+                      "itemsPerPage": resources.len(), "Resources": resources});
+    Ok(reply(StatusCode::OK, &body, None, None))
+}

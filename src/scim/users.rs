@@ -1,0 +1,291 @@
+//! `/SCIM/v2/{domain_id}/Users` (spec "SCIM user attribute mapping", api-shapes §11.2): a
+//! SCIM user is a non-local user of the realm's domain (no password). `id` is derived from
+//! `externalId` (`state::scim::derived_user_id`), `userName` is the user's name (unique in the
+//! domain, case-insensitively), `active` its `enabled`; `name`, `displayName` and the primary
+//! email sit in `extra` under `scim_*` keys. Only one email is kept: the primary one, else the
+//! first.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{json, Map, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::caller::authenticate;
+use super::patch::{self, OpKind};
+use super::resource::{self, meta, Record, Resource};
+use super::values::{boolean, require_schema, text};
+use super::wire::{ScimBody, ScimError, ScimResult, USER_URN};
+use super::{filter, schemas as S};
+use crate::http::client_ip::SourceIp;
+use crate::node::Node;
+use crate::state::keys::ns;
+use crate::state::model::User;
+use crate::state::scim::{derived_user_id, Expect, RealmRef, ScimCommand, UserFields};
+use crate::state::Reader;
+
+pub fn routes() -> OpenApiRouter<Arc<Node>> {
+    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
+}
+
+pub struct UserResource;
+
+/// The primary email (else the first) of an `emails` value, and whether it was flagged
+/// primary.
+fn primary_email(v: &Value) -> ScimResult<(Option<String>, bool)> {
+    let list = match v {
+        Value::Null => return Ok((None, true)),
+        Value::Array(l) => l,
+        _ => return Err(ScimError::bad("invalidValue", "emails takes a list of {value, primary}.")),
+    };
+    let chosen = list.iter().find(|e| e["primary"] == json!(true)).or_else(|| list.first());
+    match chosen {
+        None => Ok((None, true)),
+        Some(e) => Ok((text("emails.value", &e["value"], true)?, e["primary"] == json!(true))),
+    }
+}
+
+/// Every attribute of a POST or PUT body (absent optional ones clear; `active` defaults to
+/// true). `externalId` is required on create; a PUT without it keeps the stored one.
+fn body_fields(body: &Value, create: bool) -> ScimResult<UserFields> {
+    require_schema(body, USER_URN)?;
+    let external_id = match (&body["externalId"], create) {
+        (Value::Null, false) => None,
+        (v, _) => text("externalId", v, true)?,
+    };
+    let active = match &body["active"] {
+        Value::Null => true,
+        v => boolean("active", v)?,
+    };
+    let (email, email_primary) = primary_email(&body["emails"])?;
+    Ok(UserFields {
+        user_name: text("userName", &body["userName"], true)?,
+        external_id,
+        active: Some(active),
+        given_name: Some(text("name.givenName", &body["name"]["givenName"], false)?),
+        family_name: Some(text("name.familyName", &body["name"]["familyName"], false)?),
+        display_name: Some(text("displayName", &body["displayName"], false)?),
+        email: Some(email),
+        email_primary: Some(email_primary),
+    })
+}
+
+/// One attribute a PATCH names (path lower-cased) set to `v` (`None`: removed).
+fn patch_one(f: &mut UserFields, path: &str, v: Option<&Value>) -> ScimResult<()> {
+    let required = |name: &str| ScimError::bad("invalidValue", format!("{name} is required and cannot be removed."));
+    match path {
+        "username" => {
+            f.user_name = Some(text("userName", v.ok_or_else(|| required("userName"))?, true)?.unwrap_or_default())
+        }
+        "externalid" => f.external_id = text("externalId", v.ok_or_else(|| required("externalId"))?, true)?,
+        "active" => f.active = Some(boolean("active", v.ok_or_else(|| required("active"))?)?),
+        "displayname" => f.display_name = Some(text("displayName", v.unwrap_or(&Value::Null), false)?),
+        "name.givenname" => f.given_name = Some(text("name.givenName", v.unwrap_or(&Value::Null), false)?),
+        "name.familyname" => f.family_name = Some(text("name.familyName", v.unwrap_or(&Value::Null), false)?),
+        other => return Err(patch::refused_path(other)),
+    }
+    Ok(())
+}
+
+/// The fields a PATCH's operations set, in order. A value-object operation (no path) names
+/// attributes by key; `name` there is the object of `givenName` and `familyName`.
+pub fn patch_fields(ops: &[patch::Op]) -> ScimResult<UserFields> {
+    let mut f = UserFields::default();
+    for op in ops {
+        match (&op.path, op.kind) {
+            (Some(p), OpKind::Remove) => patch_one(&mut f, p, None)?,
+            (Some(p), _) => patch_one(&mut f, p, op.value.as_ref())?,
+            (None, _) => {
+                let Some(Value::Object(attrs)) = &op.value else { continue };
+                for (k, v) in attrs {
+                    match k.to_ascii_lowercase().as_str() {
+                        "schemas" => {}
+                        "name" => match v {
+                            Value::Object(parts) => {
+                                for (pk, pv) in parts {
+                                    patch_one(&mut f, &format!("name.{}", pk.to_ascii_lowercase()), Some(pv))?;
+                                }
+                            }
+                            _ => return Err(ScimError::bad("invalidValue", "name takes an object.")),
+                        },
+                        key => patch_one(&mut f, key, Some(v))?,
+                    }
+                }
+            }
+        }
+    }
+    Ok(f)
+}
+
+impl Resource for UserResource {
+    const KIND: crate::state::scim::Kind = crate::state::scim::Kind::User;
+    const ENDPOINT: &'static str = "Users";
+    const SCHEMA: &'static str = USER_URN;
+    const FILTER: filter::Resource = filter::Resource::User;
+    const NAME_NS: &'static str = ns::USER_NAME;
+    type Item = User;
+
+    fn load(view: &impl Reader, id: &str) -> idnode_storage::Result<Option<User>> {
+        view.user(id)
+    }
+    fn name(item: &User) -> &str {
+        &item.name
+    }
+    fn enabled(item: &User) -> Option<bool> {
+        Some(item.enabled)
+    }
+
+    fn render(_view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<User>) -> ScimResult<Value> {
+        let u = &rec.item;
+        let extra: Map<String, Value> = serde_json::from_str(&u.extra).unwrap_or_default();
+        let mut out = json!({"schemas": [USER_URN], "id": u.id, "userName": u.name, "active": u.enabled,
+                             "meta": meta::<Self>(base, realm, &rec.idx, "User")});
+        if let Some(e) = &rec.idx.external_id {
+            out["externalId"] = json!(e);
+        }
+        let mut name = Map::new();
+        for (scim, key) in [("givenName", "scim_given_name"), ("familyName", "scim_family_name")] {
+            if let Some(v) = extra.get(key) {
+                name.insert(scim.into(), v.clone());
+            }
+        }
+        if !name.is_empty() {
+            out["name"] = Value::Object(name);
+        }
+        if let Some(v) = extra.get("scim_display_name") {
+            out["displayName"] = v.clone();
+        }
+        if let Some(v) = extra.get("scim_primary_email") {
+            let primary = extra.get("scim_email_primary").and_then(Value::as_bool).unwrap_or(true);
+            out["emails"] = json!([{"value": v, "primary": primary}]);
+        }
+        Ok(out)
+    }
+
+    fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)> {
+        let fields = body_fields(body, true)?;
+        let id = derived_user_id(&realm.domain_id, fields.external_id.as_deref().unwrap_or_default());
+        let cmd = ScimCommand::PutUser {
+            realm: realm.clone(),
+            id: id.clone(),
+            fields: Box::new(fields),
+            expect: Expect::Create,
+            at,
+        };
+        Ok((id, cmd))
+    }
+
+    fn replace(realm: &RealmRef, id: &str, body: &Value, expect: Expect, at: i64) -> ScimResult<ScimCommand> {
+        let fields = Box::new(body_fields(body, false)?);
+        Ok(ScimCommand::PutUser { realm: realm.clone(), id: id.to_string(), fields, expect, at })
+    }
+
+    fn patch(realm: &RealmRef, id: &str, ops: &[patch::Op], expect: Expect, at: i64) -> ScimResult<ScimCommand> {
+        let fields = Box::new(patch_fields(ops)?);
+        Ok(ScimCommand::PutUser { realm: realm.clone(), id: id.to_string(), fields, expect, at })
+    }
+}
+
+#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_list", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), S::ListParams),
+    responses((status = 200, description = "A ListResponse of the realm's live users.", body = S::ListResponse, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
+    security(("api_key" = [])))]
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::list::<UserResource>(&node, &caller, &q)
+}
+
+#[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_create", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain.")),
+    request_body(content = S::User, content_type = "application/scim+json"),
+    responses((status = 201, description = "The user; ETag and Location headers.", body = S::User, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::create::<UserResource>(&node, &caller, &body).await
+}
+
+#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_get", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."), S::Projection),
+    responses((status = 200, description = "The user; ETag header.", body = S::User, content_type = "application/scim+json"),
+              S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
+    security(("api_key" = [])))]
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::show::<UserResource>(&node, &caller, &id, &q)
+}
+
+#[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_replace", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
+           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
+    request_body(content = S::User, content_type = "application/scim+json"),
+    responses((status = 200, description = "The user as replaced; ETag header.", body = S::User, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn put(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::replace::<UserResource>(&node, &caller, &id, &headers, &body).await
+}
+
+#[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_patch", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
+           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
+    request_body(content = S::PatchOp, content_type = "application/scim+json"),
+    responses((status = 200, description = "The user as changed; ETag header.", body = S::User, content_type = "application/scim+json"),
+              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn patch(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    ScimBody(body): ScimBody,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::modify::<UserResource>(&node, &caller, &id, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_delete", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id.")),
+    responses((status = 204, description = "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM."),
+              S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
+    security(("api_key" = [])))]
+pub async fn delete(
+    State(node): State<Arc<Node>>,
+    SourceIp(ip): SourceIp,
+    Path((domain_id, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ScimResult<Response> {
+    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    resource::deprovision::<UserResource>(&node, &caller, &id).await
+}

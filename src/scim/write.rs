@@ -1,0 +1,58 @@
+//! Every SCIM write goes through [`submit`]: the realm's write quota (`[keystone]
+//! scim_realm_write_rate_limit`, per provider and node: 429 over it), one raft command (apply
+//! decides uniqueness, ownership, `If-Match` and membership, so what it refuses wrote
+//! nothing), and one audit event (spec, Events item 1) with the key's `client_id` as the
+//! initiator. A deprovisioning answers only once every reachable member applied it: the
+//! user's tokens are refused everywhere the moment DELETE returns.
+
+use axum::http::StatusCode;
+
+use super::caller::ScimCaller;
+use super::wire::{ScimError, ScimResult};
+use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
+use crate::node::Node;
+use crate::state::scim::{Kind, ScimApplied, ScimCommand, ScimResourceIndex};
+use crate::state::{Applied, Command};
+
+pub async fn submit(
+    node: &Node,
+    caller: &ScimCaller,
+    kind: Kind,
+    action: Action,
+    cmd: ScimCommand,
+) -> ScimResult<ScimResourceIndex> {
+    node.scim.write_limit.check(&caller.realm.provider_id)?;
+    let id = match &cmd {
+        ScimCommand::PutUser { id, .. }
+        | ScimCommand::PutGroup { id, .. }
+        | ScimCommand::Deprovision { id, .. }
+        | ScimCommand::Purge { id, .. } => id.clone(),
+        ScimCommand::PutRealm { .. } => String::new(),
+    };
+    let (index, outcome) = node.propose_outcome(Command::Scim(cmd)).await?;
+    let event = |outcome, external_id: Option<&str>| {
+        scim_write(&ScimWrite {
+            action,
+            kind,
+            resource_id: &id,
+            realm_provider_id: &caller.realm.provider_id,
+            external_id,
+            initiator: ScimInitiator::ApiKey(&caller.key.client_id),
+            outcome,
+        })
+    };
+    match outcome {
+        Ok(Applied::Scim(ScimApplied::Resource(idx))) => {
+            if action == Action::Disable {
+                node.wait_cluster_applied(index).await;
+            }
+            node.audit.emit(event(Outcome::Success, idx.external_id.as_deref()));
+            Ok(*idx)
+        }
+        Ok(_) => Err(ScimError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "unexpected outcome of a SCIM write")),
+        Err(refused) => {
+            node.audit.emit(event(Outcome::Failure, None));
+            Err(refused.into())
+        }
+    }
+}
