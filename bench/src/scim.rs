@@ -72,11 +72,13 @@ async fn count_users(http: &Client, users: &str, bearer: &str) -> Result<usize> 
     v["totalResults"].as_u64().map(|n| n as usize).ok_or_else(|| anyhow!("no totalResults: {v}"))
 }
 
-/// Creates users until the realm holds `want`, 32 in flight.
-async fn top_up(http: &Client, users: &str, bearer: &str, want: usize) -> Result<usize> {
+/// Creates users `fill-{i}` until the realm holds `want` (at least one), 32 in flight;
+/// answers the realm's size and the last user made.
+async fn top_up(http: &Client, users: &str, bearer: &str, want: usize) -> Result<(usize, usize)> {
     let have = count_users(http, users, bearer).await?;
+    let last = want.max(have + 1) - 1;
     let mut tasks = tokio::task::JoinSet::new();
-    for i in have..want {
+    for i in have..=last {
         if tasks.len() >= 32 {
             if let Some(done) = tasks.join_next().await {
                 done??;
@@ -100,7 +102,7 @@ async fn top_up(http: &Client, users: &str, bearer: &str, want: usize) -> Result
     while let Some(done) = tasks.join_next().await {
         done??;
     }
-    count_users(http, users, bearer).await
+    Ok((count_users(http, users, bearer).await?, last))
 }
 
 pub async fn run(
@@ -121,8 +123,8 @@ pub async fn run(
     let vars = [("MODE", "scim_user".to_owned()), ("BEARER", bearer.clone())];
     w.add(&mut cases, "scim_create", &users, &vars, pids).await?;
     if w.wants("scim_filter") {
-        let total = top_up(http, &users, &bearer, REALM_USERS).await?;
-        let filter = "userName%20eq%20%22fill-4242%40bench.example%22";
+        let (total, last) = top_up(http, &users, &bearer, REALM_USERS).await?;
+        let filter = format!("userName%20eq%20%22fill-{last}%40bench.example%22");
         let url = format!("{users}?filter={filter}");
         let r = http.get(&url).header("Authorization", &bearer).send().await?;
         let v: Value = r.json().await?;

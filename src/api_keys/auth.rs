@@ -50,15 +50,29 @@ pub fn source_allowed(allowed: Option<&[String]>, source: IpAddr) -> bool {
 
 /// The key a request presents, if every check passes; else 401.
 pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) -> ApiResult<ApiKey> {
-    let token = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).ok_or_else(denied)?;
-    let secret = secret::parse(token).ok_or_else(denied)?;
-    let hash = secret::hash(node, secret)?;
+    let hash = presented_hash(node, authorization)?;
     let view = node.engine.read();
     let client_id: Option<String> = view.get_t(cf::API_KEYS, &keys::by_hash(&hash))?;
     let key: ApiKey = match client_id {
         Some(id) => view.get_t(cf::API_KEYS, &keys::record(&id))?.ok_or_else(denied)?,
         None => return Err(denied()),
     };
+    admit(node, &key, &hash, source)?;
+    Ok(key)
+}
+
+/// The keyed hash of the secret an `Authorization: Bearer kscim_…` header presents (401 when
+/// there is none, or it is malformed or fails its checksum).
+pub fn presented_hash(node: &Node, authorization: Option<&str>) -> ApiResult<String> {
+    let token = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).ok_or_else(denied)?;
+    let secret = secret::parse(token).ok_or_else(denied)?;
+    secret::hash(node, secret)
+}
+
+/// The checks of a use of `key`, found by `hash`, from `source` now (401 unless all pass);
+/// notes the use for `last_used_at`. Callers that kept the key (per applied state) run these
+/// on every request: expiry and the source change without a write.
+pub fn admit(node: &Node, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
     let now = crate::oauth2::now();
     let usable = idnode_keys::constant_time_eq(key.secret_hash.as_bytes(), hash.as_bytes())
         && key.enabled
@@ -69,7 +83,7 @@ pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) ->
         return Err(denied());
     }
     node.api_key_usage.note(&key.client_id, now);
-    Ok(key)
+    Ok(())
 }
 
 /// Reports the uses noted on this node (one command), if any.

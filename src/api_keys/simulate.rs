@@ -33,6 +33,27 @@ pub struct Grant {
     pub roles: Vec<String>,
 }
 
+/// The rule's answer before role names are looked up: it depends only on the key's claims
+/// and the rulesets, so it can be kept per rulesets revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matched {
+    pub scope: GrantScope,
+    pub role_ids: Vec<String>,
+}
+
+impl Matched {
+    /// The grant with the roles' current names (a role gone meanwhile grants nothing).
+    pub fn grant(&self, view: &impl Reader) -> idnode_storage::Result<Grant> {
+        let mut roles = BTreeSet::new();
+        for id in &self.role_ids {
+            if let Some(role) = view.role(id)? {
+                roles.insert(role.name);
+            }
+        }
+        Ok(Grant { scope: self.scope.clone(), roles: roles.into_iter().collect() })
+    }
+}
+
 /// The claims a key presents to the mapping engine.
 pub fn claims(k: &ApiKey) -> Claims {
     let mut m = Map::new();
@@ -45,6 +66,14 @@ pub fn claims(k: &ApiKey) -> Claims {
 /// The key's grant, or why it has none. `idp_id` narrows the rulesets to the one a SCIM
 /// realm names.
 pub fn grant(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Grant, &'static str>> {
+    Ok(match matched(node, k, idp_id)? {
+        Ok(m) => Ok(m.grant(&node.engine.read())?),
+        Err(reason) => Err(reason),
+    })
+}
+
+/// What the first matching rule grants the key, or why nothing.
+pub fn matched(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Matched, &'static str>> {
     let claims = claims(k);
     let all = crate::mapped_auth::rulesets::all(node)?;
     let candidates = all.iter().filter(|l| {
@@ -75,14 +104,7 @@ pub fn grant(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<
         }
         Authorization::System { .. } => return Ok(Err("a system authorization cannot be granted to a key")),
     };
-    let view = node.engine.read();
-    let mut roles = BTreeSet::new();
-    for r in auth.roles() {
-        if let Some(role) = view.role(&r.id)? {
-            roles.insert(role.name);
-        }
-    }
-    Ok(Ok(Grant { scope, roles: roles.into_iter().collect() }))
+    Ok(Ok(Matched { scope, role_ids: auth.roles().iter().map(|r| r.id.clone()).collect() }))
 }
 
 fn refused(k: &ApiKey, reason: &str) -> Value {

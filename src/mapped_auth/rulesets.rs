@@ -26,15 +26,22 @@ fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
     Some(Arc::new(Live { id: record.mapping_id.clone(), version, rs }))
 }
 
-/// Every stored ruleset, in `mapping_id` order, parsed once per applied state.
+/// The rulesets' revision (`keys::REVISION`) in the state local reads see.
+pub fn revision(view: &impl Reader) -> idnode_storage::Result<u64> {
+    Ok(view.get(cf::MAPPINGS, keys::REVISION)?.unwrap_or(0))
+}
+
+/// Every stored ruleset, in `mapping_id` order, parsed once per revision of the rulesets
+/// (read from one view with them, so the two always agree).
 pub fn all(node: &Node) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
-    let applied = node.app.state_version();
-    if let Some(all) = node.mapped.rulesets.get(&(), applied) {
+    let view = node.engine.read();
+    let rev = revision(&view)?;
+    if let Some(all) = node.mapped.rulesets.get(&(), rev) {
         return Ok(all);
     }
-    let records: Vec<MappingRecord> = node.engine.read().scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
+    let records: Vec<MappingRecord> = view.scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
     let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
-    node.mapped.rulesets.insert((), all.clone(), applied);
+    node.mapped.rulesets.insert((), all.clone(), rev);
     Ok(all)
 }
 

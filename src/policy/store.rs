@@ -171,6 +171,12 @@ impl PolicyStore {
         }
     }
 
+    /// Moves on with every policy set loaded: a decision remembered under one generation
+    /// holds only while it lasts.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// Ok, or the message of the last failed load (the previous set is still in force).
     pub fn status(&self) -> Result<(), String> {
         match &*lock(&self.error) {

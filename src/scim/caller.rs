@@ -4,27 +4,47 @@
 //! grant through the realm's ruleset is a domain authorization on that domain (a project
 //! grant, or none: 403). Its roles there are what the `identity/scim/*` policies decide on,
 //! after ownership fencing.
+//!
+//! What a key resolves to is kept per applied state (any write empties it, as for tokens), so
+//! a run of requests with one key costs one keyed hash and the per-use checks (expiry, source
+//! address), not the reads behind them.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
 
 use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::json;
 
 use super::wire::{ScimError, ScimResult};
-use crate::api_keys::simulate::{grant, Grant, GrantScope};
+use crate::api_keys::auth::{admit, authenticate as key_of, presented_hash};
+use crate::api_keys::simulate::{matched, Grant, GrantScope};
 use crate::node::Node;
 use crate::policy::{enforce_principal, Principal};
 use crate::state::api_keys::ApiKey;
 use crate::state::cf;
 use crate::state::scim::{keys, Kind, RealmRef, ScimRealm};
 
-pub struct ScimCaller {
+/// What a key resolved to in one applied state.
+pub struct Resolved {
     pub realm: ScimRealm,
     pub key: ApiKey,
-    /// `api-key:{client_id}`: the policy input's `user_id`, and the audit initiator's source.
+    /// `api-key:{client_id}`: the policy input's `user_id`.
     principal: String,
     roles: Vec<String>,
+    /// Policy decisions already made for this key in this state: (action, policy generation)
+    /// → allowed. A run of one key's requests asks the same few questions.
+    decisions: Mutex<HashMap<(String, u64), bool>>,
+}
+
+pub struct ScimCaller(Arc<Resolved>);
+
+impl Deref for ScimCaller {
+    type Target = Resolved;
+    fn deref(&self) -> &Resolved {
+        &self.0
+    }
 }
 
 fn forbidden(detail: &str) -> ScimError {
@@ -36,21 +56,41 @@ impl ScimCaller {
         RealmRef { domain_id: self.realm.domain_id.clone(), provider_id: self.realm.provider_id.clone() }
     }
 
-    /// `identity/scim/{user|group}/{action}` for this key's roles on the realm's domain.
+    /// `identity/scim/{user|group}/{action}` for this key's roles on the realm's domain (the
+    /// target names only the realm, so the decision holds for every resource of it).
     pub fn authorize(&self, kind: Kind, action: &str) -> ScimResult<()> {
-        let p = Principal { id: &self.principal, domain_id: &self.realm.domain_id, roles: &self.roles };
-        enforce_principal(
-            &format!("identity/scim/{}/{action}", kind.tag()),
-            &p,
-            &json!({"scim": {"domain_id": self.realm.domain_id, "provider_id": self.realm.provider_id}}),
-        )
-        .map_err(|e| forbidden(&e.message))
+        let name = format!("identity/scim/{}/{action}", kind.tag());
+        let memo = (name, crate::policy::global().generation());
+        let known = self.decisions.lock().unwrap_or_else(|p| p.into_inner()).get(&memo).copied();
+        let allowed = match known {
+            Some(allowed) => allowed,
+            None => {
+                let p = Principal { id: &self.principal, domain_id: &self.realm.domain_id, roles: &self.roles };
+                let target =
+                    json!({"scim": {"domain_id": self.realm.domain_id, "provider_id": self.realm.provider_id}});
+                let allowed = enforce_principal(&memo.0, &p, &target).is_ok();
+                self.decisions.lock().unwrap_or_else(|p| p.into_inner()).insert(memo.clone(), allowed);
+                allowed
+            }
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(forbidden(&crate::http::ApiError::denied(&memo.0).message))
+        }
     }
 }
 
 pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id: &str) -> ScimResult<ScimCaller> {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let key = crate::api_keys::auth::authenticate(node, authorization, source)?;
+    let applied = node.app.state_version();
+    let hash = presented_hash(node, authorization)?;
+    let cache_key = (hash, domain_id.to_string());
+    if let Some(r) = node.scim.callers.get(&cache_key, applied) {
+        admit(node, &r.key, &cache_key.0, source)?;
+        return Ok(ScimCaller(r));
+    }
+    let key = key_of(node, authorization, source)?;
     let realm: Option<ScimRealm> = node.engine.read().get_t(cf::SCIM, &keys::realm(domain_id, &key.provider_id))?;
     let Some(realm) = realm.filter(|r| r.enabled) else {
         return Err(forbidden("No enabled SCIM realm serves this API key's provider in this domain."));
@@ -66,17 +106,31 @@ pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id:
             return Err(forbidden("SCIM needs a domain-scoped API key, not a project-scoped one."))
         }
     }
-    Ok(ScimCaller { principal: format!("api-key:{}", key.client_id), roles: g.roles.clone(), realm, key })
+    let r = Arc::new(Resolved {
+        principal: format!("api-key:{}", key.client_id),
+        roles: g.roles,
+        realm,
+        key,
+        decisions: Mutex::default(),
+    });
+    node.scim.callers.insert(cache_key, r.clone(), applied);
+    Ok(ScimCaller(r))
 }
 
-/// The key's grant through the realm's ruleset, once per applied state and key.
-fn grant_of(node: &Node, key: &ApiKey, idp_id: &str) -> ScimResult<Arc<Grant>> {
-    let applied = node.app.state_version();
+/// The key's grant through the realm's ruleset: the rule's match kept per rulesets
+/// revision and key (SCIM's own writes do not touch it), the role names read each time.
+fn grant_of(node: &Node, key: &ApiKey, idp_id: &str) -> ScimResult<Grant> {
+    let view = node.engine.read();
+    let rev = crate::mapped_auth::rulesets::revision(&view)?;
     let cache_key = (key.client_id.clone(), idp_id.to_string());
-    if let Some(g) = node.scim.grants.get(&cache_key, applied) {
-        return g.ok_or_else(|| forbidden("The realm's mapping rule grants this API key nothing on the domain."));
-    }
-    let g = grant(node, key, Some(idp_id))?.ok().map(Arc::new);
-    node.scim.grants.insert(cache_key, g.clone(), applied);
-    g.ok_or_else(|| forbidden("The realm's mapping rule grants this API key nothing on the domain."))
+    let m = match node.scim.grants.get(&cache_key, rev) {
+        Some(m) => m,
+        None => {
+            let m = matched(node, key, Some(idp_id))?.ok().map(Arc::new);
+            node.scim.grants.insert(cache_key, m.clone(), rev);
+            m
+        }
+    };
+    let m = m.ok_or_else(|| forbidden("The realm's mapping rule grants this API key nothing on the domain."))?;
+    Ok(m.grant(&view)?)
 }

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::api_keys::simulate::Grant;
+use crate::api_keys::simulate::Matched;
 use crate::config::ScimSettings;
 use crate::mapped_auth::limits::PerProvider;
 use crate::node::Node;
@@ -45,13 +45,19 @@ use crate::token::AppliedCache;
 pub struct Scim {
     /// SCIM writes per provider (`[keystone] scim_realm_write_rate_limit`).
     pub write_limit: PerProvider,
-    /// Each key's grant through its realm's ruleset (`None`: no grant), per applied state.
-    pub grants: AppliedCache<(String, String), Option<Arc<Grant>>>,
+    /// What each key's realm ruleset matched (`None`: nothing), per rulesets revision.
+    pub grants: AppliedCache<(String, String), Option<Arc<Matched>>>,
+    /// What a key (by secret hash) resolved to for a domain, per applied state.
+    pub callers: AppliedCache<(String, String), Arc<caller::Resolved>>,
 }
 
 impl Scim {
     pub fn new(s: &ScimSettings) -> Scim {
-        Scim { write_limit: PerProvider::new(s.write_rate_limit, "SCIM writes"), grants: AppliedCache::new(1024) }
+        Scim {
+            write_limit: PerProvider::new(s.write_rate_limit, "SCIM writes"),
+            grants: AppliedCache::new(1024),
+            callers: AppliedCache::new(1024),
+        }
     }
 }
 

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 /// Key layout of the `mappings` column family.
 pub mod keys {
     pub const RULESET_PREFIX: &[u8] = b"r/";
+    /// A counter every ruleset write or delete moves on: what caches of parsed rulesets key
+    /// their entries by, so writes elsewhere (a SCIM create, a token revocation) keep them.
+    pub const REVISION: &[u8] = b"rev";
     pub fn ruleset(mapping_id: &str) -> Vec<u8> {
         format!("r/{mapping_id}").into_bytes()
     }

@@ -88,6 +88,7 @@ fn put(tx: &mut Tx<'_>, text: String, create: bool, expected: Option<String>) ->
     }
     let record = MappingRecord { mapping_id: id, domain_id: rs.domain_id, ruleset: text };
     tx.put(cf::MAPPINGS, key, &record)?;
+    bump_revision(tx)?;
     Ok(Ok(Applied::Mapping(MappingApplied::Ruleset(record))))
 }
 
@@ -97,7 +98,14 @@ fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
         return Ok(Err(mapping_not_found(id)));
     }
     tx.delete(cf::MAPPINGS, key);
+    bump_revision(tx)?;
     Ok(Ok(Applied::Mapping(MappingApplied::Done)))
+}
+
+/// Every stored change of a ruleset moves the revision on (`keys::REVISION`).
+fn bump_revision(tx: &mut Tx<'_>) -> Result<(), Fatal> {
+    let rev: u64 = tx.get(cf::MAPPINGS, keys::REVISION)?.unwrap_or(0);
+    tx.put(cf::MAPPINGS, keys::REVISION.to_vec(), &(rev + 1))
 }
 
 #[cfg(test)]
