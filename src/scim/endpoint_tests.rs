@@ -313,10 +313,8 @@ async fn every_filter_rule_is_a_400_invalid_filter() {
 }
 
 #[tokio::test]
-async fn the_error_table_row_by_row() {
+async fn error_row_a_realm_not_registered_or_disabled_is_403() {
     let w = World::new().await;
-    let id = w.create_user("00u1", "bjensen").await;
-
     // Realm not registered or disabled: 403, no scimType.
     w.set_realm_enabled("okta-scim", false).await;
     assert_scim_error(&w.scim(Method::GET, "/Users", None).await, StatusCode::FORBIDDEN, None);
@@ -330,7 +328,12 @@ async fn the_error_table_row_by_row() {
     )
     .await;
     assert_scim_error(&r, StatusCode::FORBIDDEN, None);
+}
 
+#[tokio::test]
+async fn error_row_another_realms_or_a_deprovisioned_resource_is_404() {
+    let w = World::new().await;
+    let id = w.create_user("00u1", "bjensen").await;
     // Another realm's resource, and a deprovisioned one: 404.
     let azure = w.realm("azure-scim", "manager", "domain").await;
     assert_scim_error(&w.as_key(&azure, Method::GET, &format!("/Users/{id}"), None).await, StatusCode::NOT_FOUND, None);
@@ -358,7 +361,13 @@ async fn the_error_table_row_by_row() {
         StatusCode::NOT_FOUND,
         None,
     );
+}
 
+#[tokio::test]
+async fn error_row_uniqueness_is_409_domain_wide_and_case_insensitive() {
+    let w = World::new().await;
+    w.create_user("00u1", "bjensen").await;
+    let azure = w.realm("azure-scim", "manager", "domain").await;
     // Uniqueness, domain-wide and case-insensitive, across realms too; the derived id taken.
     let r = w.scim(Method::POST, "/Users", Some(user("00u2", "BJensen"))).await;
     assert_scim_error(&r, StatusCode::CONFLICT, Some("uniqueness"));
@@ -387,7 +396,12 @@ async fn the_error_table_row_by_row() {
         StatusCode::CONFLICT,
         Some("uniqueness"),
     );
+}
 
+#[tokio::test]
+async fn error_row_a_disallowed_patch_path_is_400_invalid_path() {
+    let w = World::new().await;
+    let id = w.create_user("00u1", "bjensen").await;
     // Disallowed PATCH path: 400 invalidPath (mutability for id and meta).
     for path in ["emails", "phoneNumbers", "emails[type eq \"work\"].value", "password"] {
         let r = w
@@ -407,7 +421,16 @@ async fn the_error_table_row_by_row() {
         )
         .await;
     assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("mutability"));
+}
 
+#[tokio::test]
+async fn error_row_a_member_outside_the_realm_is_400_invalid_value() {
+    let w = World::new().await;
+    let id = w.create_user("00u1", "bjensen").await;
+    let azure = w.realm("azure-scim", "manager", "domain").await;
+    let admin_made = w.t.create("/v3/users", "user", json!({"name": "taken", "domain_id": w.d})).await;
+    let gone = w.create_user("00u9", "gone").await;
+    assert_eq!(w.scim(Method::DELETE, &format!("/Users/{gone}"), None).await.status, StatusCode::NO_CONTENT);
     // A member that is not a user of the realm: 400 invalidValue.
     let azure_user = w.as_key(&azure, Method::POST, "/Users", Some(user("az1", "azure-user"))).await;
     let azure_user = azure_user.body["id"].as_str().unwrap().to_string();
@@ -415,7 +438,11 @@ async fn the_error_table_row_by_row() {
         let r = w.scim(Method::POST, "/Groups", Some(group("Mixed", &[&id, member]))).await;
         assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("invalidValue"));
     }
+}
 
+#[tokio::test]
+async fn error_row_external_id_absent_or_empty_on_user_create_is_400() {
+    let w = World::new().await;
     // externalId empty or absent on user create: 400.
     let mut no_ext = user("x", "noext");
     no_ext.as_object_mut().unwrap().remove("externalId");
@@ -429,7 +456,12 @@ async fn the_error_table_row_by_row() {
         StatusCode::BAD_REQUEST,
         Some("invalidValue"),
     );
+}
 
+#[tokio::test]
+async fn error_row_if_match_naming_another_version_is_412() {
+    let w = World::new().await;
+    let id = w.create_user("00u1", "bjensen").await;
     // If-Match: another version 412 (nothing written), a malformed one 400, the current one passes.
     let body = patch_op(json!([{"op": "replace", "path": "displayName", "value": "B"}]));
     let send = |etag: &'static str| {
@@ -452,7 +484,12 @@ async fn the_error_table_row_by_row() {
     let ok = send("W/\"1\"").await;
     assert_eq!((ok.status, ok.headers["etag"].to_str().unwrap()), (StatusCode::OK, "W/\"2\""));
     assert_eq!(send("\"2\"").await.status, StatusCode::OK, "the quoted form");
+}
 
+#[tokio::test]
+async fn transport_errors_415_invalid_syntax_405_501_and_401() {
+    let w = World::new().await;
+    let id = w.create_user("00u1", "bjensen").await;
     // Transport: 415, 400 invalidSyntax, 405, 501, 401.
     let r = w.raw(Method::POST, "/Users", "text/plain", &user("t1", "t1").to_string()).await;
     assert_scim_error(&r, StatusCode::UNSUPPORTED_MEDIA_TYPE, None);
