@@ -119,30 +119,32 @@ pub struct SelfLink {
 /// Error responses for annotations, one type per status, so each operation lists exactly the
 /// statuses it can answer: `responses((status = 200, ...), Unauthorized, Forbidden, Internal)`.
 pub mod errors {
-    use std::collections::BTreeMap;
+    use utoipa::openapi::{ContentBuilder, Ref, Response, ResponseBuilder};
 
-    use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
-
-    fn error_response(description: &str) -> Response {
+    /// A documented error response: `description`, a body of the named schema.
+    pub fn error_response(description: &str, content_type: &str, schema: &str) -> Response {
         ResponseBuilder::new()
             .description(description)
-            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .content(content_type, ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build())
             .build()
     }
 
+    /// One `IntoResponses` type per status, its body `$schema` as `$content_type`.
     macro_rules! error_responses {
-        ($($name:ident = $status:literal, $desc:literal;)*) => {$(
+        ($content_type:literal, $schema:literal: $($name:ident = $status:literal, $desc:literal;)*) => {$(
             #[doc = $desc]
             pub struct $name;
             impl utoipa::IntoResponses for $name {
-                fn responses() -> BTreeMap<String, RefOr<Response>> {
-                    BTreeMap::from([($status.to_string(), RefOr::T(error_response($desc)))])
+                fn responses() -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+                    let resp = $crate::http::openapi::errors::error_response($desc, $content_type, $schema);
+                    std::collections::BTreeMap::from([($status.to_string(), utoipa::openapi::RefOr::T(resp))])
                 }
             }
         )*};
     }
+    pub(crate) use error_responses;
 
-    error_responses! {
+    error_responses! { "application/json", "ErrorBody":
         BadRequest = 400, "The body is not valid JSON, a field is missing or invalid, a filter combination is invalid, or the change breaks an invariant.";
         Unauthorized = 401, "The token in X-Auth-Token (or the presented credentials) is missing, invalid, expired or revoked.";
         Forbidden = 403, "The policy refuses the caller, the resource is protected, or a signed-request token was presented.";

@@ -18,7 +18,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::json;
 
 use super::wire::{ScimError, ScimResult};
-use crate::api_keys::auth::{admit, authenticate as key_of, presented_hash};
+use crate::api_keys::auth::{admit, find, presented_hash};
 use crate::api_keys::simulate::{matched, Grant, GrantScope};
 use crate::node::Node;
 use crate::policy::{enforce_principal, Principal};
@@ -90,7 +90,7 @@ pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id:
         admit(node, &r.key, &cache_key.0, source)?;
         return Ok(ScimCaller(r));
     }
-    let key = key_of(node, authorization, source)?;
+    let key = find(node, &cache_key.0, source)?;
     let realm: Option<ScimRealm> = node.engine.read().get_t(cf::SCIM, &keys::realm(domain_id, &key.provider_id))?;
     let Some(realm) = realm.filter(|r| r.enabled) else {
         return Err(forbidden("No enabled SCIM realm serves this API key's provider in this domain."));

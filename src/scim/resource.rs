@@ -91,7 +91,6 @@ fn base(node: &Node) -> String {
 /// `attributes` / `excludedAttributes` (RFC 7644 §3.4.2.5, §3.9): comma-separated names, any
 /// case, optionally with the schema URN; a sub-attribute names its top-level attribute.
 /// `id` and `schemas` are returned always.
-#[derive(Default)]
 pub struct Projection {
     only: Option<Vec<String>>,
     except: Vec<String>,
@@ -131,22 +130,12 @@ impl Projection {
     }
 }
 
+/// The resource as it stands after a write.
 fn answer<R: Resource>(node: &Node, caller: &ScimCaller, status: StatusCode, id: &str) -> ScimResult<Response> {
-    answer_projected::<R>(node, caller, status, id, &Projection::default())
-}
-
-fn answer_projected<R: Resource>(
-    node: &Node,
-    caller: &ScimCaller,
-    status: StatusCode,
-    id: &str,
-    projection: &Projection,
-) -> ScimResult<Response> {
     let realm = caller.realm_ref();
     let view = node.engine.read();
     let rec = fenced::<R>(&view, &realm, id)?;
-    let mut body = R::render(&view, &realm, &base(node), &rec)?;
-    projection.apply(&mut body);
+    let body = R::render(&view, &realm, &base(node), &rec)?;
     let loc = (status == StatusCode::CREATED).then(|| location::<R>(&base(node), &realm, id));
     Ok(reply(status, &body, Some(rec.idx.version), loc.as_deref()))
 }
@@ -164,9 +153,13 @@ pub fn show<R: Resource>(
     id: &str,
     q: &HashMap<String, String>,
 ) -> ScimResult<Response> {
-    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
+    let realm = caller.realm_ref();
+    let view = node.engine.read();
+    let rec = fenced::<R>(&view, &realm, id)?;
     caller.authorize(R::KIND, "show")?;
-    answer_projected::<R>(node, caller, StatusCode::OK, id, &Projection::of::<R>(q))
+    let mut body = R::render(&view, &realm, &base(node), &rec)?;
+    Projection::of::<R>(q).apply(&mut body);
+    Ok(reply(StatusCode::OK, &body, Some(rec.idx.version), None))
 }
 
 pub async fn replace<R: Resource>(

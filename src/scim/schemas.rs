@@ -3,10 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
-
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{IntoParams, Modify, ToSchema};
 
 /// The bearer scheme SCIM requests authenticate with: an API key (`kscim_…`).
@@ -169,29 +166,7 @@ pub struct Projection {
     excludedAttributes: Option<String>,
 }
 
-fn error_response(description: &str) -> Response {
-    ResponseBuilder::new()
-        .description(description)
-        .content(
-            "application/scim+json",
-            ContentBuilder::new().schema(Some(Ref::from_schema_name("ScimError"))).build(),
-        )
-        .build()
-}
-
-macro_rules! scim_errors {
-    ($($name:ident = $status:literal, $desc:literal;)*) => {$(
-        #[doc = $desc]
-        pub struct $name;
-        impl utoipa::IntoResponses for $name {
-            fn responses() -> BTreeMap<String, RefOr<Response>> {
-                BTreeMap::from([($status.to_string(), RefOr::T(error_response($desc)))])
-            }
-        }
-    )*};
-}
-
-scim_errors! {
+crate::http::openapi::errors::error_responses! { "application/scim+json", "ScimError":
     Invalid = 400, "invalidSyntax, invalidValue, invalidFilter, invalidPath, mutability, noTarget or tooMany (scimType says which).";
     Unauthorized = 401, "The bearer API key is missing, unknown, disabled, revoked, expired or used from outside its allowed_ips.";
     Forbidden = 403, "No enabled realm serves the key's provider in this domain, the key is not domain-scoped there, or the policy refuses its roles.";

@@ -193,11 +193,21 @@ fn new_index(realm: &RealmRef, kind: Kind, id: &str, external_id: Option<String>
     }
 }
 
+/// The value of a step that may refuse (`Result<Result<T, ApplyError>, Fatal>`); a refusal
+/// ends the command with it.
+macro_rules! take {
+    ($e:expr) => {
+        match $e? {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        }
+    };
+}
+
+/// A step that may refuse, for its effect only.
 macro_rules! refuse_on {
     ($e:expr) => {
-        if let Err(e) = $e? {
-            return Ok(Err(e));
-        }
+        let _ = take!($e);
     };
 }
 
@@ -243,10 +253,7 @@ fn put_user(
             stored(tx, new_index(realm, Kind::User, id, Some(ext), at))
         }
         Expect::Change { if_match } => {
-            let mut idx = match owned(tx, realm, Kind::User, id, if_match)? {
-                Ok(i) => i,
-                Err(e) => return Ok(Err(e)),
-            };
+            let mut idx = take!(owned(tx, realm, Kind::User, id, if_match));
             let Some(mut u) = tx.user(id)? else { return Ok(Err(gone(Kind::User, id))) };
             if let Some(n) = &f.user_name {
                 if n.to_lowercase() != u.name.to_lowercase() && tx.id_by_name(names::USER_NAME, d, n)?.is_some() {
@@ -297,10 +304,7 @@ fn put_group(
             idx
         }
         Expect::Change { if_match } => {
-            let idx = match owned(tx, realm, Kind::Group, id, if_match)? {
-                Ok(i) => i,
-                Err(e) => return Ok(Err(e)),
-            };
+            let mut idx = take!(owned(tx, realm, Kind::Group, id, if_match));
             let Some(mut g) = tx.group(id)? else { return Ok(Err(gone(Kind::Group, id))) };
             if let Some(n) = &f.display_name {
                 if n.to_lowercase() != g.name.to_lowercase() && tx.id_by_name(names::GROUP_NAME, d, n)?.is_some() {
@@ -309,7 +313,6 @@ fn put_group(
                 g.name = n.clone();
                 refuse_on!(group::update(tx, g));
             }
-            let mut idx = idx;
             if let Some(ext) = &f.external_id {
                 refuse_on!(set_external_id(tx, Kind::Group, d, id, idx.external_id.as_deref(), ext.as_deref()));
                 idx.external_id = ext.clone();
@@ -363,10 +366,7 @@ fn change_members(
 
 fn deprovision(tx: &mut Tx<'_>, realm: &RealmRef, kind: Kind, id: &str, at: i64) -> Result<ApplyResult, Fatal> {
     refuse_on!(check_realm(tx, realm));
-    let mut idx = match owned(tx, realm, kind, id, None)? {
-        Ok(i) => i,
-        Err(e) => return Ok(Err(e)),
-    };
+    let mut idx = take!(owned(tx, realm, kind, id, None));
     match kind {
         Kind::User => {
             let Some(mut u) = tx.user(id)? else { return Ok(Err(gone(kind, id))) };
