@@ -31,15 +31,47 @@ pub enum Cmd {
         #[arg(long, global = true, default_value = "127.0.0.1:5099", env = "IDNODE_PEER_ENDPOINT")]
         endpoint: String,
     },
-    /// Key rotation through a node's public API, as a cloud administrator: the token in
-    /// `OS_TOKEN`, or a password login from `OS_USERNAME` (default admin), `OS_PASSWORD`,
-    /// `OS_PROJECT_NAME` (default admin), `OS_USER_DOMAIN_ID`/`OS_PROJECT_DOMAIN_ID` (default).
+    /// Online backup of the cluster's state through any node's ops listener (the cluster
+    /// secret in IDNODE_CLUSTER_SECRET proves the call and seals the file). The backup holds
+    /// every write acknowledged before it began.
+    Backup {
+        /// The node's ops listener.
+        #[arg(long, default_value = "http://127.0.0.1:8099", env = "IDNODE_ENDPOINT")]
+        endpoint: String,
+        /// The file to write (never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Seed a new member's empty data directory from a backup (like `etcdutl snapshot
+    /// restore`): run it for every member of the new cluster with the same
+    /// --initial-cluster, then start them all with `serve`.
+    Restore {
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
+        #[command(flatten)]
+        node: NodeArgs,
+    },
+    /// Key rotation. `rotate` and `rekey` go through nodes' ops listeners with the cluster
+    /// secret (IDNODE_CLUSTER_SECRET); `rotate-oidc` through the public API as a cloud
+    /// administrator: the token in `OS_TOKEN`, or a password login from `OS_USERNAME` (default
+    /// admin), `OS_PASSWORD`, `OS_PROJECT_NAME` (default admin), `OS_USER_DOMAIN_ID` /
+    /// `OS_PROJECT_DOMAIN_ID` (default).
     Keys {
         #[command(subcommand)]
         action: KeysCmd,
-        /// The node's public API base URL.
+        /// The node's public API base URL (`rotate-oidc`).
         #[arg(long, global = true, default_value = "http://127.0.0.1:5000", env = "OS_AUTH_URL")]
         url: String,
+        /// Ops listeners of the nodes to act on, comma separated (`rotate`, `rekey`, `status`).
+        #[arg(
+            long,
+            global = true,
+            default_value = "http://127.0.0.1:8099",
+            env = "IDNODE_ENDPOINT",
+            value_delimiter = ','
+        )]
+        endpoint: Vec<String>,
     },
 }
 
@@ -52,6 +84,23 @@ pub enum KeysCmd {
         #[arg(long)]
         domain: String,
     },
+    /// `--token`: rotate the cluster's token keys (staged → primary → secondary, through raft;
+    /// one endpoint is enough). `--dek`: give each named node a new data key; it re-seals its
+    /// stored data in the background (`idnode_keys_reseal_*` metrics) and then forgets the old one.
+    Rotate {
+        #[arg(long, conflicts_with = "token", required_unless_present = "token")]
+        dek: bool,
+        #[arg(long)]
+        token: bool,
+    },
+    /// Re-wrap each named node's key ring under the key-encryption key in FILE (a path on that
+    /// node; the key never travels). Start the node with that KEK from then on.
+    Rekey {
+        #[arg(long)]
+        kek_file: PathBuf,
+    },
+    /// Data-key epochs, re-sealing progress and token key states of each named node.
+    Status,
 }
 
 #[derive(Subcommand, Debug)]

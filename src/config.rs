@@ -3,37 +3,60 @@
 //! for any key (e.g. `IDNODE_TOKEN_EXPIRATION`), and `IDNODE_<KEY>` for keys of `[idnode]`
 //! (e.g. `IDNODE_DATA_DIR`, `IDNODE_LISTEN`).
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
-/// Raw settings by (section, key), lower-case.
+/// Raw settings by (section, key), lower-case, each with where it came from. Every key the
+/// configuration reads is noted, so keys nobody read (typos, keys of another version) can be
+/// named at startup instead of silently falling back to a default.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
-    values: BTreeMap<(String, String), String>,
+    values: BTreeMap<(String, String), Setting>,
+    read: RefCell<BTreeSet<(String, String)>>,
 }
+
+#[derive(Debug, Clone)]
+struct Setting {
+    value: String,
+    /// `IDNODE_…` for a variable, `the file` or `a flag` otherwise (for error messages).
+    origin: String,
+}
+
+/// `IDNODE_*` variables that are not configuration keys (read by the CLI or the logger).
+const NOT_SETTINGS: &[&str] = &["IDNODE_CONFIG", "IDNODE_LOG", "IDNODE_PEER_ENDPOINT", "IDNODE_ENDPOINT"];
 
 impl Settings {
     pub fn from_ini_file(path: &Path) -> anyhow::Result<Self> {
         let ini =
             ini::Ini::load_from_file(path).with_context(|| format!("reading configuration {}", path.display()))?;
         let mut s = Settings::default();
+        let origin = path.display().to_string();
         for (section, props) in ini.iter() {
             let section = section.unwrap_or("DEFAULT").to_lowercase();
             for (k, v) in props.iter() {
-                s.set(&section, k, v);
+                s.set_from(&section, k, v, &origin);
             }
         }
         Ok(s)
     }
 
     pub fn set(&mut self, section: &str, key: &str, value: &str) {
-        self.values.insert((section.to_lowercase(), key.to_lowercase()), value.to_string());
+        self.set_from(section, key, value, "a flag");
+    }
+
+    fn set_from(&mut self, section: &str, key: &str, value: &str, origin: &str) {
+        let setting = Setting { value: value.to_string(), origin: origin.to_string() };
+        self.values.insert((section.to_lowercase(), key.to_lowercase()), setting);
     }
 
     pub fn get(&self, section: &str, key: &str) -> Option<&str> {
-        self.values.get(&(section.to_string(), key.to_string())).map(String::as_str)
+        let k = (section.to_string(), key.to_string());
+        let v = self.values.get(&k).map(|s| s.value.as_str());
+        self.read.borrow_mut().insert(k);
+        v
     }
 
     /// Applies `IDNODE_*` variables. A variable names a key of a known section when its
@@ -41,13 +64,41 @@ impl Settings {
     pub fn apply_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
         for (name, value) in vars {
             let Some(rest) = name.strip_prefix("IDNODE_") else { continue };
+            if NOT_SETTINGS.contains(&name.as_str()) {
+                continue;
+            }
             let rest = rest.to_lowercase();
             let (section, key) = match SECTIONS.iter().find(|s| rest.starts_with(&format!("{s}_"))) {
                 Some(s) => (s.to_string(), rest[s.len() + 1..].to_string()),
                 None => ("idnode".to_string(), rest),
             };
-            self.set(&section, &key, &value);
+            self.set_from(&section, &key, &value, &name);
         }
+    }
+
+    /// Refuses settings that no part of the configuration read: each is named with where it
+    /// came from and, when one is close, the key that was probably meant.
+    pub fn refuse_unknown(&self) -> anyhow::Result<()> {
+        let read = self.read.borrow();
+        let unknown: Vec<String> = self
+            .values
+            .iter()
+            .filter(|(k, _)| !read.contains(*k))
+            .map(|((section, key), s)| {
+                let near = read
+                    .iter()
+                    .filter(|(sec, _)| sec == section)
+                    .map(|(_, known)| (strsim::levenshtein(known, key), known))
+                    .filter(|(d, _)| *d <= 3)
+                    .min();
+                let hint = near.map(|(_, k)| format!(", did you mean {k}?")).unwrap_or_default();
+                format!("[{section}] {key} (from {}{hint})", s.origin)
+            })
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        bail!("unknown configuration key{}: {}", if unknown.len() > 1 { "s" } else { "" }, unknown.join("; "))
     }
 
     fn parse<T: std::str::FromStr>(&self, section: &str, key: &str, default: T) -> anyhow::Result<T> {
@@ -74,7 +125,6 @@ const SECTIONS: &[&str] = &[
     "api",
     "resource",
     "raft",
-    "log",
     "policy",
     "auth",
     "security_compliance",
@@ -84,6 +134,7 @@ const SECTIONS: &[&str] = &[
     "keystone",
     "scim_resource",
     "api_keys",
+    "keys",
 ];
 
 /// The resolved configuration of a node.
@@ -106,6 +157,13 @@ pub struct Config {
     pub region: String,
     pub token_expiration_s: i64,
     pub allow_expired_window_s: i64,
+    /// Token keys kept by a rotation (`[token] max_active_keys`, Keystone's fernet setting,
+    /// default 3: staged, primary and one secondary). A rotation drops the oldest secondary
+    /// beyond it, and tokens it signed stop validating.
+    pub token_max_active_keys: u32,
+    /// Values re-sealed per second at most after a data-key rotation (`[keys] reseal_rate`,
+    /// default 20,000; 0: no limit).
+    pub keys_reseal_rate: u64,
     pub password: idnode_keys::PasswordParams,
     pub keystone_compat_status: bool,
     /// Seconds a public API request may take, waiting for a slot included (then 503).
@@ -372,6 +430,8 @@ impl Config {
             region: s.get(i, "region").unwrap_or("RegionOne").to_string(),
             token_expiration_s: s.parse("token", "expiration", 3600)?,
             allow_expired_window_s: s.parse("token", "allow_expired_window", 172800)?,
+            token_max_active_keys: s.parse("token", "max_active_keys", 3)?,
+            keys_reseal_rate: s.parse("keys", "reseal_rate", 20_000)?,
             password: idnode_keys::PasswordParams {
                 memory_kib: s.parse("identity", "password_hash_memory_kib", 19 * 1024)?,
                 iterations: s.parse("identity", "password_hash_iterations", 2)?,
@@ -406,12 +466,16 @@ impl Config {
             scim: ScimSettings::from_settings(s)?,
         };
         cfg.validate()?;
+        s.refuse_unknown()?;
         Ok(cfg)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
         if self.token_expiration_s <= 0 {
             bail!("[token] expiration must be positive");
+        }
+        if self.token_max_active_keys < 2 {
+            bail!("[token] max_active_keys must be at least 2 (a staged and a primary key)");
         }
         if self.api_request_timeout_s == 0 || self.api_max_concurrent_requests == 0 {
             bail!("[api] request_timeout_s and max_concurrent_requests must be positive");
@@ -600,6 +664,34 @@ mod tests {
         assert!(Config::from_settings(&s).is_ok());
         s.set("idnode", "node_id", "9");
         assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("idnode.conf");
+        std::fs::write(&p, "[token]\nexpiraton = 60\n[raft]\nheartbeat_ms = 50\n").unwrap();
+        let err = Config::from_settings(&Settings::from_ini_file(&p).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("[token] expiraton") && err.contains("did you mean expiration?"), "{err}");
+        assert!(err.contains(&p.display().to_string()) && !err.contains("heartbeat_ms"), "{err}");
+
+        let mut s = Settings::default();
+        let vars = [("IDNODE_RAFT_HEARTBEAT_MSS", "5"), ("IDNODE_LOG", "debug"), ("IDNODE_CONFIG", "/x")];
+        s.apply_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(
+            err.contains("[raft] heartbeat_mss (from IDNODE_RAFT_HEARTBEAT_MSS, did you mean heartbeat_ms?)"),
+            "{err}"
+        );
+        assert!(!err.contains("IDNODE_LOG") && !err.contains("IDNODE_CONFIG"), "{err}");
+
+        let mut s = Settings::default();
+        s.apply_env([("IDNODE_DATADIR".to_string(), "/x".to_string())].into_iter());
+        s.set("nosuch", "key", "1");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.starts_with("unknown configuration keys:"), "{err}");
+        assert!(err.contains("[idnode] datadir (from IDNODE_DATADIR, did you mean data_dir?)"), "{err}");
+        assert!(err.contains("[nosuch] key (from a flag)"), "{err}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod appcred;
 mod assignment;
 mod audit;
 mod auth;
+mod backup_cli;
 mod catalog;
 mod cli;
 mod cluster_cli;
@@ -25,6 +26,7 @@ mod oauth2;
 mod policy;
 mod providers;
 mod resource;
+mod rotation;
 mod scim;
 mod state;
 #[cfg(test)]
@@ -81,7 +83,12 @@ fn main() -> std::process::ExitCode {
                     Cmd::Serve(args) => node::serve(load_config(cli.config, &args)?).await,
                     Cmd::Bootstrap(args) => node::bootstrap_only(load_config(cli.config, &args)?).await,
                     Cmd::Cluster { action, endpoint } => cluster_cli::run(action, &endpoint).await,
-                    Cmd::Keys { action, url } => oauth2::rotate_cli::run(action, &url).await,
+                    Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, .. } => {
+                        oauth2::rotate_cli::run(&domain, &url).await
+                    }
+                    Cmd::Keys { action, endpoint, .. } => rotation::cli::run(action, &endpoint).await,
+                    Cmd::Backup { endpoint, out } => backup_cli::backup(&endpoint, &out).await,
+                    Cmd::Restore { from, node } => backup_cli::restore(&from, &load_config(cli.config, &node)?),
                 }
             })
         });

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use idnode_keys::{DataKeys, KekSource, PasswordHasher, TokenKeyRing};
+use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher, TokenKeyRing};
 use idnode_raft::{RaftNode, RaftOptions};
 use idnode_storage::Engine;
 use prometheus_client::registry::Registry;
@@ -60,6 +60,8 @@ pub struct Node {
     pub api_key_usage: crate::api_keys::auth::Usage,
     /// SCIM's per-provider write quota and key grants (`scim`).
     pub scim: crate::scim::Scim,
+    /// This node's KEK and data keys at run time, and the re-sealer (`rotation::dek`).
+    pub node_keys: Arc<crate::rotation::dek::NodeKeys>,
 }
 
 impl Node {
@@ -125,10 +127,11 @@ const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 /// How long a revocation waits for the other members to apply it before it answers.
 const REVOKE_ACK_WAIT: Duration = Duration::from_secs(2);
 
-/// Opens keys, storage and raft for the configured data directory.
-pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
+/// Opens the node's key ring (under its KEK) and its storage engine with every column family;
+/// returns the KEK too (kept to re-wrap the ring on rotations).
+pub(crate) fn open_engine(cfg: &Config) -> anyhow::Result<(Arc<Engine>, Kek)> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let (kek, source) = crate::kek::load(&cfg)?;
+    let (kek, source) = crate::kek::load(cfg)?;
     if let KekSource::Generated(path) = &source {
         tracing::warn!(
             "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \
@@ -138,7 +141,13 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     }
     let keys = Arc::new(DataKeys::open_or_create(&kek, &cfg.data_dir.join("keyring"))?);
     let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
-    let engine = Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?);
+    Ok((Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?), kek))
+}
+
+/// Opens keys, storage and raft for the configured data directory.
+pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
+    crate::backup_cli::refuse_unfinished_restore(&cfg.data_dir)?;
+    let (engine, kek) = open_engine(&cfg)?;
     let app = IdentityApp::new(Vec::new());
     let opts = RaftOptions {
         node_id: cfg.node_id,
@@ -163,6 +172,13 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     raft.register_metrics(&mut registry);
+    let node_keys = crate::rotation::dek::NodeKeys::new(
+        kek,
+        cfg.data_dir.join("keyring"),
+        engine.keys().clone(),
+        cfg.keys_reseal_rate,
+        &mut registry,
+    );
     let oauth2 = crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst);
     oauth2.metrics.register(&mut registry);
     let audit = crate::audit::Audit::start(crate::audit::AuditConfig {
@@ -197,6 +213,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         mapped,
         api_key_usage: crate::api_keys::auth::Usage::default(),
         scim,
+        node_keys,
     }))
 }
 
@@ -240,7 +257,8 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
     let reloader = tokio::spawn(reload_policy_on_sighup());
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
-    let jobs = crate::jobs::spawn(&node);
+    let mut jobs = crate::jobs::spawn(&node);
+    jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
     let checker = match node.cfg.raft_consistency_check_interval_s {
         0 => None,
         s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),

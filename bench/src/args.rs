@@ -43,4 +43,13 @@ pub struct Args {
     /// starts with one of them (`--only oauth2`, `--only validate,create`). Default: all.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Run the operator benchmarks instead (failover, backup, restore; see `ops.rs`).
+    #[arg(long)]
+    pub ops: bool,
+    /// Leader kills of the failover benchmark.
+    #[arg(long, default_value_t = 20)]
+    pub ops_kills: u32,
+    /// Projects in the state the backup and restore figures move.
+    #[arg(long, default_value_t = 100_000)]
+    pub ops_projects: u32,
 }

@@ -18,6 +18,7 @@
 //!   scim_create SCIM user creates through a realm's API key; scim_filter  `userName eq`
 //!               lists on a 10,000-user realm (idnode only; see `scim.rs`)
 //! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
+//! `--ops` runs the operator benchmarks instead: failover time, backup and restore MB/s.
 //! `--only oauth2` (name prefixes, comma separated) runs a subset.
 //! Besides: idle RSS (VmRSS of the node processes, summed), RSS after load, cold start (spawn to
 //! first `/ready` 200; for Keystone: run.sh's `cold_start_s`, start to first `GET /v3` 200).
@@ -29,6 +30,7 @@ mod fixture;
 mod idnode;
 mod mapped;
 mod oauth2;
+mod ops;
 mod probe;
 mod reference;
 mod report;
@@ -93,6 +95,14 @@ fn find_reference(arg: Option<&PathBuf>) -> Result<PathBuf> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if args.ops {
+        let bin = find_idnode(args.idnode.as_ref())?;
+        let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join("idnode-bench-ops"));
+        std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
+        let table = ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?;
+        std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;
+        return Ok(());
+    }
     let bin = if args.skip_idnode { PathBuf::new() } else { find_idnode(args.idnode.as_ref())? };
     let refdir = find_reference(args.keystone_reference.as_ref())?;
     ensure_wrk()?;

@@ -23,5 +23,5 @@ pub use oidc::{generate_es256, Es256Key, Es256Signer};
 pub use password::{PasswordHasher, PasswordParams};
 pub use random::{constant_time_eq, random_bytes, random_token};
 pub use sealer::{DataKeys, SealStats, KEY_RING_VERSION};
-pub use stream::{open_stream, seal_stream, FRAME_LEN};
+pub use stream::{open_stream, seal_stream, OpenReader, SealWriter, FRAME_LEN};
 pub use token_ring::{KeyState, TokenKey, TokenKeyRing};

@@ -118,6 +118,25 @@ impl DataKeys {
         Ok(epoch)
     }
 
+    /// Forgets every epoch but the current one, once re-sealing moved every value to it (a
+    /// value still sealed under a forgotten epoch could never be opened again). Returns the
+    /// epochs forgotten.
+    pub fn retire_old(&self, kek: &Kek, path: &Path) -> Result<Vec<u32>, KeyError> {
+        let retired = {
+            let mut guard = self.deks.write().map_err(|_| KeyError::Malformed)?;
+            let current = guard.0;
+            let old: Vec<u32> = guard.1.keys().copied().filter(|e| *e != current).collect();
+            for e in &old {
+                guard.1.remove(e);
+            }
+            old
+        };
+        if !retired.is_empty() {
+            self.save(kek, path)?;
+        }
+        Ok(retired)
+    }
+
     pub fn current_epoch(&self) -> u32 {
         self.deks.read().map(|g| g.0).unwrap_or(0)
     }
@@ -196,6 +215,16 @@ mod tests {
         assert!(DataKeys::open_or_create(&Kek::generate(), &path).is_err());
         let raw = std::fs::read(&path).unwrap();
         assert!(!raw.windows(12).any(|w| w == b"secret value"));
+
+        // Re-wrapped under a new KEK, then the old epoch retired: new values still open,
+        // the old KEK opens nothing, values of the retired epoch are gone for good.
+        let new_kek = Kek::generate();
+        reopened.save(&new_kek, &path).unwrap();
+        assert!(DataKeys::open_or_create(&kek, &path).is_err());
+        assert_eq!(reopened.retire_old(&new_kek, &path).unwrap(), vec![1]);
+        let last = DataKeys::open_or_create(&new_kek, &path).unwrap();
+        assert_eq!((last.epochs(), last.open(b"ad", &new).unwrap()), (vec![2], b"other".to_vec()));
+        assert!(matches!(last.open(b"ad", &old), Err(KeyError::UnknownEpoch(1))));
     }
 
     #[test]

@@ -43,9 +43,19 @@ impl RaftNode {
                 } else if let Some(addr) = addr {
                     self.forwarded.inc();
                     let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-                    match self.client.call::<_, LeaderResult>(&addr, PATH_LEADER, &req, remaining).await {
-                        Ok(r) => r,
-                        Err(e) => Err(LeaderError::Unavailable(e.to_string())),
+                    let call = self.client.call::<_, LeaderResult>(&addr, PATH_LEADER, &req, remaining);
+                    // A leader that died or froze mid-call does not answer until the deadline;
+                    // once this node learns of another leader (or of an election), the call is
+                    // abandoned and resent at once (the request id makes that safe).
+                    let mut watch = rx.clone();
+                    tokio::select! {
+                        r = call => match r {
+                            Ok(r) => r,
+                            Err(e) => Err(LeaderError::Unavailable(e.to_string())),
+                        },
+                        () = leader_moved(&mut watch, leader) => {
+                            Err(LeaderError::Unavailable(format!("leader {leader} was replaced during the call")))
+                        }
                     }
                 } else {
                     Err(LeaderError::Unavailable(format!("no address for leader {leader}")))
@@ -63,6 +73,18 @@ impl RaftNode {
             }
             wait_leader_change(&mut rx, leader, backoff.min(deadline - now)).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
+
+/// Returns once this node's known leader is no longer `leader` (never, if raft stopped).
+async fn leader_moved(rx: &mut watch::Receiver<Metrics>, leader: u64) {
+    loop {
+        if rx.borrow_and_update().current_leader != Some(leader) {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }

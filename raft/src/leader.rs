@@ -21,10 +21,16 @@ impl RaftNode {
     /// forwarded request never bounces between nodes.
     pub(crate) async fn execute(&self, req: LeaderRequest) -> LeaderResult {
         match req {
-            LeaderRequest::Propose(p) => match self.app.check(&p.payload) {
-                Ok(()) => self.write(Request::App(p)).await,
-                Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
-            },
+            LeaderRequest::Propose(p) => {
+                let checked = match self.app.check(&p.payload) {
+                    Ok(()) => self.version_gate(&p.payload).await,
+                    Err(e) => Err(e),
+                };
+                match checked {
+                    Ok(()) => self.write(Request::App(p)).await,
+                    Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
+                }
+            }
             LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
             LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
                 Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),
@@ -41,6 +47,7 @@ impl RaftNode {
                 res.map(|_| LeaderReply::Done).map_err(write_error)
             }
             LeaderRequest::Promote { id } => {
+                self.promotable(id).await?;
                 let res = self.raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false).await;
                 res.map(|_| LeaderReply::Done).map_err(write_error)
             }
@@ -57,6 +64,24 @@ impl RaftNode {
                 let res = self.raft.change_membership(change, false).await;
                 res.map(|_| LeaderReply::Done).map_err(write_error)
             }
+        }
+    }
+}
+
+impl RaftNode {
+    /// A learner becomes a voter only when it runs a binary that applies the cluster's
+    /// version: a voter that could not would hold the version back or stop.
+    async fn promotable(&self, id: u64) -> Result<(), LeaderError> {
+        let addr = self.with_metrics(|m| m.membership_config.membership().get_node(&id).map(|n| n.addr.clone()));
+        let Some(addr) = addr else { return Ok(()) };
+        let have = self.cluster_version();
+        match self.ask_version(&addr).await {
+            Some(v) if v.command_version >= have => Ok(()),
+            Some(v) => Err(LeaderError::Rejected(format!(
+                "node {id} runs idnode {} (command version {}), below the cluster version {have}: upgrade it first",
+                v.binary, v.command_version
+            ))),
+            None => Err(LeaderError::Unavailable(format!("node {id} did not say which version it runs"))),
         }
     }
 }

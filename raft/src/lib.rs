@@ -8,6 +8,7 @@
 
 mod admin;
 mod auth;
+mod backup;
 mod client;
 mod consistency;
 mod dedup;
@@ -27,12 +28,16 @@ mod snapshot;
 mod state_machine;
 mod status;
 mod types;
+mod version;
 mod wire;
 
 use idnode_storage::{Batch, Engine};
 
 pub use admin::AdminClient;
 pub use auth::peer_auth_header;
+pub use backup::{
+    read_header, restore_file, verify_file, BackupError, BackupHeader, BackupKey, PATH_BACKUP, TRAILER_LEN,
+};
 pub use consistency::{ConsistencyReport, MemberDigest};
 pub use digests::{DigestOutcome, Digests};
 pub use error::ProposeError;
@@ -44,6 +49,7 @@ pub use options::RaftOptions;
 pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
 pub use types::{Proposal, Reply, Request, TypeConfig};
+pub use version::{MemberVersion, NodeVersion, BASE_VERSION};
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.
@@ -62,6 +68,16 @@ pub trait StateApp: Send + Sync + 'static {
     /// decode would stop every replica, so it is refused here instead (Err: why).
     fn check(&self, _payload: &[u8]) -> Result<(), String> {
         Ok(())
+    }
+    /// The highest command version this binary applies (see `version`): raise it when a new
+    /// kind of command appears, and make `required_version` name the new kind.
+    fn command_version(&self) -> u32 {
+        BASE_VERSION
+    }
+    /// The cluster version a proposal needs: the leader refuses it while the cluster runs a
+    /// lower one (some voter could not apply it).
+    fn required_version(&self, _payload: &[u8]) -> u32 {
+        BASE_VERSION
     }
     /// Called after entries up to `index` are in the state (for cache invalidation).
     fn applied(&self, _index: u64) {}

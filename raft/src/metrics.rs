@@ -73,6 +73,18 @@ impl Collector for RaftCollector {
         gauge(&mut enc, "idnode_raft_last_log_index", "Last log index", int(status.last_log_index.unwrap_or(0)))?;
         gauge(&mut enc, "idnode_raft_committed_index", "Committed index", int(committed))?;
         gauge(&mut enc, "idnode_raft_applied_index", "Applied index", int(applied))?;
+        gauge(
+            &mut enc,
+            "idnode_cluster_version",
+            "Replicated cluster version: the command version every voter applies",
+            i64::from(status.cluster_version),
+        )?;
+        gauge(
+            &mut enc,
+            "idnode_command_version",
+            "Highest command version this node's binary applies",
+            i64::from(node.app.command_version()),
+        )?;
         gauge(&mut enc, "idnode_raft_apply_lag", "Committed minus applied", int(committed.saturating_sub(applied)))?;
         gauge(
             &mut enc,

@@ -48,6 +48,8 @@ pub struct RaftNode {
     pub(crate) freshness: Arc<Freshness>,
     /// For the leader's check of proposals before they enter the log.
     pub(crate) app: Arc<dyn StateApp>,
+    /// The state machine's shared half (apply lock, snapshot column families).
+    pub(crate) sm: Arc<crate::state_machine::SmShared>,
     /// One catch-up at a time: callers that find the node stale wait for the same barrier.
     catching_up: tokio::sync::Mutex<()>,
 }
@@ -71,10 +73,11 @@ impl RaftNode {
         let links = SmLinks::new(opts.cluster_secret.as_deref());
         let (sm_stats, digests) = (links.stats.clone(), links.digests.clone());
         let sm = StateMachine::new(engine.clone(), app.clone(), links)?;
+        let sm_shared = sm.shared();
         let freshness = Arc::new(Freshness::new(Duration::from_millis(opts.election_timeout_min_ms)));
         let network = Network { client: client.clone(), freshness: freshness.clone() };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
-        Ok(Arc::new(RaftNode {
+        let node = Arc::new(RaftNode {
             id: opts.node_id,
             opts,
             raft,
@@ -89,8 +92,11 @@ impl RaftNode {
             forwarded: Counter::default(),
             freshness,
             app,
+            sm: sm_shared,
             catching_up: tokio::sync::Mutex::new(()),
-        }))
+        });
+        node.spawn_version_upgrades();
+        Ok(node)
     }
 
     /// Forms the cluster (like etcd's --initial-cluster). Idempotent: a node whose data dir is
@@ -224,7 +230,9 @@ impl RaftNode {
 
     pub fn status(&self) -> ClusterStatus {
         let committed = self.committed.load(Ordering::Acquire);
-        self.with_metrics(|m| status::status(m, committed))
+        let mut status = self.with_metrics(|m| status::status(m, committed));
+        status.cluster_version = self.cluster_version();
+        status
     }
 
     /// Ready to serve: see `status::readiness`; also not ready while a consistency check

@@ -43,6 +43,7 @@ impl RaftNode {
             .route(PATH_DIGEST, post(digest))
             .route(PATH_CHECK, post(check))
             .route(PATH_VERDICT, post(verdict))
+            .route(crate::version::PATH_VERSION, post(version))
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
             .with_state(self.clone())
@@ -116,8 +117,15 @@ async fn leader(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     reply(&result)
 }
 
+/// The node's status with every member's versions (what `idnode cluster status` prints).
 async fn status(State(node): State<Arc<RaftNode>>) -> Response {
-    reply(&node.status())
+    let mut status = node.status();
+    status.versions = node.member_versions().await;
+    reply(&status)
+}
+
+async fn version(State(node): State<Arc<RaftNode>>) -> Response {
+    reply(&node.own_version())
 }
 
 async fn admin(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {

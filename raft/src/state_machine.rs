@@ -116,14 +116,20 @@ impl SmShared {
     }
 }
 
+/// What a snapshot (and a backup) carries: the app's column families plus the dedup table.
+pub(crate) fn snapshot_cfs(app_cfs: &[&'static str]) -> Vec<&'static str> {
+    let mut cfs = app_cfs.to_vec();
+    cfs.push(CF_DEDUP);
+    cfs
+}
+
 pub struct StateMachine {
     shared: Arc<SmShared>,
 }
 
 impl StateMachine {
     pub fn new(engine: Arc<Engine>, app: Arc<dyn StateApp>, links: SmLinks) -> Result<Self, StorageError> {
-        let mut snapshot_cfs: Vec<&'static str> = app.column_families().to_vec();
-        snapshot_cfs.push(CF_DEDUP);
+        let snapshot_cfs = snapshot_cfs(app.column_families());
         let current: Option<StoredSnapshot> =
             engine.read().get_t(CF_META, KEY_SNAPSHOT).map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
         let shared = SmShared {
@@ -142,6 +148,12 @@ impl StateMachine {
             *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
         }
         Ok(StateMachine { shared: Arc::new(shared) })
+    }
+
+    /// What the node keeps of the state machine after handing it to openraft (backups take
+    /// the apply lock and export the same column families as snapshots).
+    pub(crate) fn shared(&self) -> Arc<SmShared> {
+        self.shared.clone()
     }
 }
 
@@ -178,6 +190,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let reply = match entry.payload {
                 EntryPayload::Blank | EntryPayload::Normal(Request::Checkpoint) => Reply::default(),
                 EntryPayload::Normal(Request::App(p)) => shared.apply_proposal(&log_id, p, &mut batch)?,
+                EntryPayload::Normal(Request::ClusterVersion(v)) => {
+                    // A version this binary cannot apply stops the node, loudly, like an
+                    // undecodable command: skipping it would let replicas diverge later.
+                    crate::version::apply(&shared.engine, &mut batch, v, shared.app.command_version())
+                        .map_err(|e| StorageIOError::apply(log_id, any(e)))?;
+                    Reply::default()
+                }
                 EntryPayload::Membership(m) => {
                     let stored = StoredMembership::new(Some(log_id), m);
                     batch.put_t(CF_META, KEY_MEMBERSHIP, &stored).map_err(|e| StorageIOError::apply(log_id, any(e)))?;

@@ -42,6 +42,10 @@ pub struct ClusterStatus {
     pub replication: Vec<PeerProgress>,
     /// Why raft stopped, if it did.
     pub fatal: Option<String>,
+    /// The replicated cluster version (see `version`).
+    pub cluster_version: u32,
+    /// Every member's binary and command version (filled by the status route, which asks them).
+    pub versions: Vec<crate::MemberVersion>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +95,8 @@ pub(crate) fn status(m: &Metrics, committed: u64) -> ClusterStatus {
         millis_since_quorum_ack: m.millis_since_quorum_ack,
         replication: replication(m),
         fatal: m.running_state.as_ref().err().map(|e| e.to_string()),
+        cluster_version: crate::BASE_VERSION,
+        versions: Vec::new(),
     }
 }
 

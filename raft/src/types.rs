@@ -21,6 +21,9 @@ pub enum Request {
     /// A consistency checkpoint: every member digests its state exactly as of this entry, so
     /// digests taken on different nodes at different times can be compared.
     Checkpoint,
+    /// Raises the cluster version (see `version`): proposed by the leader once every voter
+    /// advertises a binary that applies it.
+    ClusterVersion(u32),
 }
 
 /// The application's encoded outcome of one command.

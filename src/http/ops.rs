@@ -25,12 +25,16 @@ const POLICY_FAILED: &str = "the policy set failed to compile; the previous set 
 /// What they say about a stopped consensus core (its error names storage paths).
 const CONSENSUS_STOPPED: &str = "the consensus core stopped on a fatal error; see the node's log";
 
+/// The probes and metrics, open to anyone who reaches the listener; operator calls
+/// (backups) behind the cluster credential.
 pub fn router(node: Arc<Node>) -> Router {
+    let operator = node.raft.backup_router().merge(crate::rotation::routes::router(node.clone()));
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .with_state(node)
+        .merge(operator)
 }
 
 /// Component states as the spec names them: database, policy engine, distributed storage.

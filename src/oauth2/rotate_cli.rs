@@ -5,8 +5,6 @@
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use crate::cli::KeysCmd;
-
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
 }
@@ -37,21 +35,16 @@ async fn token(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
         .context("the login answer had no X-Subject-Token")
 }
 
-pub async fn run(action: KeysCmd, url: &str) -> anyhow::Result<()> {
+pub async fn run(domain: &str, url: &str) -> anyhow::Result<()> {
     let url = url.trim_end_matches('/').trim_end_matches("/v3");
     let http = reqwest::Client::new();
     let token = token(&http, url).await?;
-    match action {
-        KeysCmd::RotateOidc { domain } => {
-            let resp =
-                http.post(format!("{url}/v4/oauth2/{domain}/keys/rotate")).header("x-auth-token", token).send().await?;
-            let status = resp.status();
-            let body: Value = resp.json().await.unwrap_or(Value::Null);
-            if !status.is_success() {
-                bail!("rotation refused: HTTP {status}: {}", body["error"]["message"].as_str().unwrap_or(""));
-            }
-            println!("{}", serde_json::to_string_pretty(&body)?);
-        }
+    let resp = http.post(format!("{url}/v4/oauth2/{domain}/keys/rotate")).header("x-auth-token", token).send().await?;
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("rotation refused: HTTP {status}: {}", body["error"]["message"].as_str().unwrap_or(""));
     }
+    println!("{}", serde_json::to_string_pretty(&body)?);
     Ok(())
 }

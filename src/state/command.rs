@@ -149,6 +149,13 @@ pub enum Command {
     ApiKeys(super::api_keys::ApiKeyCommand),
     /// SCIM realms (see `state::scim`).
     Scim(super::scim::ScimCommand),
+    /// Rotates the token key ring: staged → primary → secondary, `new_staged` staged, only
+    /// the newest `max_secondary` secondaries kept. Command version 2.
+    RotateTokenKeys {
+        new_staged: [u8; 32],
+        now: i64,
+        max_secondary: u32,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).

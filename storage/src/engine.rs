@@ -1,5 +1,5 @@
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use idnode_keys::{DataKeys, IndexHasher, IndexKey};
 use rocksdb::{BoundColumnFamily, ColumnFamilyDescriptor, MultiThreaded, Options, WriteBatch, WriteOptions};
@@ -19,6 +19,9 @@ pub struct Engine {
     /// The hasher of index terms, for the index key the application keeps in its replicated
     /// state (`None` until the application has one). A cache: the state is the authority.
     index: RwLock<Option<Arc<IndexHasher>>>,
+    /// Held by every write, and by a re-sealing step across its reads and its write, so a
+    /// value re-sealed under a new data key never overwrites a newer write (`reseal`).
+    pub(crate) write_lock: Mutex<()>,
 }
 
 impl Engine {
@@ -37,7 +40,14 @@ impl Engine {
             ColumnFamilyDescriptor::new(*name, o)
         });
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)?;
-        Ok(Engine { db, keys, path: dir.to_path_buf(), cfs: cfs.to_vec(), index: RwLock::new(None) })
+        Ok(Engine {
+            db,
+            keys,
+            path: dir.to_path_buf(),
+            cfs: cfs.to_vec(),
+            index: RwLock::new(None),
+            write_lock: Mutex::new(()),
+        })
     }
 
     pub fn keys(&self) -> &Arc<DataKeys> {
@@ -84,6 +94,12 @@ impl Engine {
     }
 
     pub(crate) fn write_raw(&self, wb: WriteBatch, sync: bool) -> Result<()> {
+        let _turn = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.write_unlocked(wb, sync)
+    }
+
+    /// A write by a caller that holds `write_lock`.
+    pub(crate) fn write_unlocked(&self, wb: WriteBatch, sync: bool) -> Result<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
         self.db.write_opt(wb, &wo)?;

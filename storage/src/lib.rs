@@ -8,6 +8,7 @@ mod codec;
 mod digest;
 mod engine;
 mod error;
+mod reseal;
 mod stream;
 mod view;
 
@@ -17,6 +18,7 @@ pub use digest::{digest_view, StateDigest};
 pub use engine::Engine;
 pub use error::StorageError;
 pub use idnode_keys as keys;
+pub use reseal::ResealStep;
 pub use view::ReadView;
 
 pub type Result<T> = std::result::Result<T, StorageError>;

@@ -2,6 +2,8 @@
 //! processes (the binary built from this package) on loopback, each with its own data dir,
 //! driven only over HTTP and the `idnode cluster …` CLI through the harness in [`support`].
 //!
+//! * `backup_restore`: a backup taken under writes restores every acknowledged write into a new
+//!   cluster;
 //! * `blackbox_cluster`: acknowledged creates survive a SIGKILL of the leader;
 //! * `catalog_credentials`: catalog, credentials, EC2 signatures and signed-request tokens
 //!   (botocore signs the requests, see `sig_client.py` next to this file);
@@ -9,6 +11,7 @@
 //! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
+//! * `key_rotation`: token, data and wrapping keys rotate online (SIGKILL mid-way included);
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `oauth2_clients`: the OAuth2/OIDC provider judged by authlib, PyJWT and headless Chromium;
 //! * `oauth2_cluster`: OAuth2 flows across a 3-node cluster (pages, code, refresh, revocation
@@ -27,12 +30,14 @@
 
 mod support;
 
+mod backup_restore;
 mod blackbox_cluster;
 mod catalog_credentials;
 mod cluster_membership;
 mod escalation;
 mod fault_snapshot;
 mod kek_startup;
+mod key_rotation;
 mod oauth2_clients;
 mod oauth2_cluster;
 mod openapi;

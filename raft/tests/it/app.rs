@@ -15,6 +15,12 @@ pub enum Op {
     Put { key: Vec<u8>, value: Vec<u8> },
     /// Replies with the new count.
     Incr { key: Vec<u8> },
+    /// `Put` as a kind of command added in command version 2 (for the rolling-upgrade tests).
+    PutV2 { key: Vec<u8>, value: Vec<u8> },
+}
+
+pub fn put_v2(key: &str, value: &str) -> Vec<u8> {
+    postcard::to_allocvec(&Op::PutV2 { key: key.as_bytes().to_vec(), value: value.as_bytes().to_vec() }).unwrap()
 }
 
 pub fn put(key: &str, value: &str) -> Vec<u8> {
@@ -25,10 +31,23 @@ pub fn incr(key: &str) -> Vec<u8> {
     postcard::to_allocvec(&Op::Incr { key: key.as_bytes().to_vec() }).unwrap()
 }
 
-#[derive(Default)]
 pub struct KvApp {
     pub applies: AtomicU64,
     pub snapshots_installed: AtomicU64,
+    /// The binary's command version: 2 applies `PutV2`, 1 plays an older release.
+    pub command_version: u32,
+}
+
+impl Default for KvApp {
+    fn default() -> Self {
+        KvApp::with_version(2)
+    }
+}
+
+impl KvApp {
+    pub fn with_version(command_version: u32) -> Self {
+        KvApp { applies: AtomicU64::new(0), snapshots_installed: AtomicU64::new(0), command_version }
+    }
 }
 
 fn current(engine: &Engine, batch: &Batch, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
@@ -47,7 +66,8 @@ impl StateApp for KvApp {
         self.applies.fetch_add(1, Ordering::SeqCst);
         let op: Op = postcard::from_bytes(payload).map_err(|e| e.to_string())?;
         match op {
-            Op::Put { key, value } => {
+            Op::PutV2 { .. } if self.command_version < 2 => Err("PutV2 is not a command this binary knows".into()),
+            Op::Put { key, value } | Op::PutV2 { key, value } => {
                 let prev = current(engine, batch, &key)?;
                 batch.put(KV, key, &value);
                 postcard::to_allocvec(&prev).map_err(|e| e.to_string())
@@ -60,6 +80,17 @@ impl StateApp for KvApp {
                 batch.put(KV, key, &postcard::to_allocvec(&n).map_err(|e| e.to_string())?);
                 postcard::to_allocvec(&n).map_err(|e| e.to_string())
             }
+        }
+    }
+
+    fn command_version(&self) -> u32 {
+        self.command_version
+    }
+
+    fn required_version(&self, payload: &[u8]) -> u32 {
+        match postcard::from_bytes::<Op>(payload) {
+            Ok(Op::PutV2 { .. }) => 2,
+            _ => 1,
         }
     }
 

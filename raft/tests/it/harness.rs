@@ -52,6 +52,17 @@ pub fn options(id: u64, addr: SocketAddr, snapshot_every: u64) -> RaftOptions {
 
 /// Binds first (port 0 for a new seat, the old port on restart), then starts the node.
 pub async fn start(seat: Option<Seat>, id: u64, root: &std::path::Path, snapshot_every: u64) -> Running {
+    start_versioned(seat, id, root, snapshot_every, KvApp::default().command_version).await
+}
+
+/// [`start`] with the app playing a binary of `command_version`.
+pub async fn start_versioned(
+    seat: Option<Seat>,
+    id: u64,
+    root: &std::path::Path,
+    snapshot_every: u64,
+    command_version: u32,
+) -> Running {
     let listener = match &seat {
         Some(s) => TcpListener::bind(s.addr).await.unwrap(),
         None => TcpListener::bind("127.0.0.1:0").await.unwrap(),
@@ -63,7 +74,7 @@ pub async fn start(seat: Option<Seat>, id: u64, root: &std::path::Path, snapshot
         keys: Arc::new(DataKeys::ephemeral()),
     });
     let engine = Arc::new(Engine::open(&seat.dir, &all_cfs(), seat.keys.clone()).unwrap());
-    let app = Arc::new(KvApp::default());
+    let app = Arc::new(KvApp::with_version(command_version));
     let node = RaftNode::start(options(seat.id, seat.addr, snapshot_every), engine.clone(), app.clone()).await.unwrap();
     let router = node.peer_router();
     let (stop_server, stopped) = oneshot::channel::<()>();

@@ -5,3 +5,4 @@ mod app;
 mod cluster;
 mod conformance;
 mod harness;
+mod upgrade;

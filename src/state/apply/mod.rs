@@ -30,6 +30,10 @@ use idnode_storage::{Batch, Engine, StorageError};
 use super::command::{ApplyError, ApplyResult, Command};
 use super::{index_key, Tx, STATE_CFS};
 
+/// The highest command version this binary applies (see `idnode_raft`'s `version` module and
+/// docs/operations.md, "Rolling upgrades").
+pub const COMMAND_VERSION: u32 = 2;
+
 /// Storage failures inside apply are fatal for the node (raft stops): a command is never
 /// half-applied or skipped.
 pub(crate) type Fatal = StorageError;
@@ -137,6 +141,9 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::Shadow(c) => shadow::apply(tx, c),
         Command::ApiKeys(c) => api_keys::apply(tx, c),
         Command::Scim(c) => scim::apply(tx, c),
+        Command::RotateTokenKeys { new_staged, now, max_secondary } => {
+            token::rotate_keys(tx, new_staged, now, max_secondary)
+        }
     }
 }
 
@@ -179,6 +186,19 @@ impl StateApp for IdentityApp {
             Ok((Command::Bootstrap(_), _)) => Err("bootstrap without a cluster index key is not accepted".into()),
             Ok(_) => Ok(()),
             Err(e) => Err(format!("not a command this version knows: {e}")),
+        }
+    }
+
+    fn command_version(&self) -> u32 {
+        COMMAND_VERSION
+    }
+
+    /// Version 1 is every command of the first release with a cluster version; each variant
+    /// appended since names the version that brought it, here and in `COMMAND_VERSION`.
+    fn required_version(&self, payload: &[u8]) -> u32 {
+        match postcard::from_bytes::<Command>(payload) {
+            Ok(Command::RotateTokenKeys { .. }) => 2,
+            _ => idnode_raft::BASE_VERSION,
         }
     }
 

@@ -362,3 +362,29 @@ fn credentials_need_their_owner_and_go_with_user_or_project() {
     assert_eq!(v.member_ids(ns::CREDENTIALS_OF_USER, "u1").unwrap(), vec!["c2".to_string()]);
     assert!(matches!(w.apply(Command::DeleteCredential { id: "c4".into() }), Err(ApplyError::NotFound { .. })));
 }
+
+/// A command refused after some of its steps wrote leaves exactly what the batch held before
+/// it: the domain and project the first steps staged are gone, the write staged before the
+/// command is kept, and nothing else reaches the engine.
+#[test]
+fn a_refusal_after_partial_writes_leaves_the_batch_as_it_was() {
+    let w = World::new();
+    assert!(w.apply(Command::CreateProject(project("d0", "Zero", "d0", true))).is_ok());
+    let digest = |w: &World| idnode_storage::digest_view(&w.engine.read(), STATE_CFS).unwrap().hex();
+    let before = digest(&w);
+    let mut batch = w.engine.batch();
+    batch.put(crate::state::cf::DOCS, b"staged-before".to_vec(), b"kept");
+    let staged = batch.len();
+    let cmd = Command::All(vec![
+        Command::CreateProject(project("d1", "One", "d1", true)),
+        Command::CreateProject(project("p1", "Web", "d1", false)),
+        Command::CreateProject(project("p2", "WEB", "d1", false)),
+    ]);
+    let out = apply_to(&w.engine, &mut batch, cmd).unwrap();
+    assert!(matches!(out, Err(ApplyError::Conflict(_))), "{out:?}");
+    assert_eq!(batch.len(), staged, "only the write staged before the command is left");
+    assert_eq!(batch.get(crate::state::cf::DOCS, b"staged-before"), Some(Some(&b"kept"[..])));
+    drop(batch);
+    assert_eq!(digest(&w), before, "nothing of the refused command reached the engine");
+    assert!(w.engine.read().project("d1").unwrap().is_none());
+}

@@ -1,6 +1,8 @@
-//! Token revocation events.
+//! Token revocation events and the token key ring's rotation.
 
-use super::super::command::{Applied, ApplyResult};
+use idnode_keys::TokenKeyRing;
+
+use super::super::command::{Applied, ApplyError, ApplyResult};
 use super::super::model::Revocation;
 use super::super::{cf, keys, Reader, Tx};
 use super::Fatal;
@@ -27,5 +29,16 @@ pub fn revoke(tx: &mut Tx<'_>, audit_ids: Vec<String>, keep_until: i64, now: i64
         }
         tx.delete(cf::REVOCATIONS, key);
     }
+    Ok(Ok(Applied::Done))
+}
+
+/// Rotates the replicated token key ring (the staged key, known to every node since the last
+/// rotation, starts issuing). The new secret was drawn by the proposing node.
+pub fn rotate_keys(tx: &mut Tx<'_>, new_staged: [u8; 32], now: i64, max_secondary: u32) -> Result<ApplyResult, Fatal> {
+    let Some(mut ring) = tx.get::<TokenKeyRing>(cf::META, keys::META_TOKEN_KEYS)? else {
+        return Ok(Err(ApplyError::Invalid("the cluster has no token keys yet (not bootstrapped)".into())));
+    };
+    ring.rotate(new_staged, now, max_secondary as usize);
+    tx.put(cf::META, keys::META_TOKEN_KEYS.to_vec(), &ring)?;
     Ok(Ok(Applied::Done))
 }

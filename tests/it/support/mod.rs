@@ -356,6 +356,95 @@ impl Cluster {
 
     /// Spawns `n` nodes with the extra environment `env`, without waiting for them.
     pub fn spawn_with_env(n: usize, env: &[(&str, &str)]) -> Cluster {
+        let mut cluster = Self::prepare(n, env);
+        for i in 0..n {
+            cluster.spawn_node(i);
+        }
+        cluster
+    }
+
+    /// A new cluster of `n` members seeded from `backup` with `idnode restore` (the old
+    /// cluster's secret opens the file; every member gets a fresh KEK and data dir), then
+    /// started and waited for, as an operator recovers from losing a whole cluster.
+    pub async fn restore(n: usize, backup: &Path, secret: &str, admin_password: &str) -> Cluster {
+        let mut cluster = Self::prepare(n, &[]);
+        cluster.secret = secret.to_string();
+        cluster.admin_password = admin_password.to_string();
+        for i in 0..n {
+            let out = cluster.restore_cli(i, backup);
+            assert!(
+                out.status.success(),
+                "idnode restore for node {} failed: {}",
+                cluster.nodes[i].id,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        for i in 0..n {
+            cluster.spawn_node(i);
+        }
+        let deadline = Instant::now() + READY_TIMEOUT;
+        for i in 0..n {
+            cluster.wait_ready(i, deadline).await;
+        }
+        cluster
+    }
+
+    /// `idnode restore --from BACKUP` into node `i`'s data dir, with its KEK and the secret.
+    pub fn restore_cli(&self, i: usize, backup: &Path) -> Output {
+        let node = &self.nodes[i];
+        let mut cmd = self.cli();
+        cmd.arg("restore")
+            .arg("--from")
+            .arg(backup)
+            .arg("--node-id")
+            .arg(node.id.to_string())
+            .arg("--initial-cluster")
+            .arg(&self.initial_cluster)
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .env("IDNODE_CLUSTER_SECRET", &self.secret)
+            .env("IDNODE_KEK", &node.kek_b64);
+        output_within(&mut cmd, CLI_TIMEOUT)
+    }
+
+    /// `idnode backup --endpoint <ops listener of node i> --out FILE` with the cluster secret.
+    pub async fn backup_cli(&self, i: usize, out: &Path) -> Output {
+        self.backup_cli_as(i, out, &self.secret).await
+    }
+
+    /// [`Cluster::backup_cli`] proving `secret` instead of the cluster's.
+    pub async fn backup_cli_as(&self, i: usize, out: &Path, secret: &str) -> Output {
+        let mut cmd = tokio::process::Command::from(self.cli());
+        cmd.arg("backup").arg("--endpoint").arg(self.ops(i)).arg("--out").arg(out).env("IDNODE_CLUSTER_SECRET", secret);
+        output_within_async(&mut cmd, CLI_TIMEOUT).await
+    }
+
+    /// `idnode keys ARGS --endpoint <ops listeners of nodes>` with the cluster secret.
+    pub async fn keys_cli(&self, nodes: &[usize], args: &[&str]) -> Output {
+        let endpoints: Vec<String> = nodes.iter().map(|i| self.ops(*i)).collect();
+        let mut cmd = tokio::process::Command::from(self.cli());
+        cmd.arg("keys")
+            .args(args)
+            .arg("--endpoint")
+            .arg(endpoints.join(","))
+            .env("IDNODE_CLUSTER_SECRET", &self.secret);
+        output_within_async(&mut cmd, CLI_TIMEOUT).await
+    }
+
+    /// The idnode binary with none of the caller's `IDNODE_*` variables (they would be read
+    /// as configuration).
+    fn cli(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("IDNODE_") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd
+    }
+
+    /// `n` members' directories, ports and keys, nothing started.
+    fn prepare(n: usize, env: &[(&str, &str)]) -> Cluster {
         assert!(n >= 1, "a cluster has at least one node");
         let dir = tempfile::Builder::new().prefix("idnode-it-").tempdir().expect("create temp dir");
         let root = dir.path().to_path_buf();
@@ -384,7 +473,7 @@ impl Cluster {
         }
         let initial_cluster =
             nodes.iter().map(|nd| format!("{}=127.0.0.1:{}", nd.id, nd.peer_port)).collect::<Vec<_>>().join(",");
-        let mut cluster = Cluster {
+        Cluster {
             dir: Some(dir),
             root,
             nodes,
@@ -394,11 +483,7 @@ impl Cluster {
             http: Http::default(),
             bin: PathBuf::from(env!("CARGO_BIN_EXE_idnode")),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        };
-        for i in 0..n {
-            cluster.spawn_node(i);
         }
-        cluster
     }
 
     /// Spawns one more node that joins the running cluster (it waits to be added with
@@ -476,6 +561,7 @@ impl Cluster {
         let admin_password = self.admin_password.clone();
         let initial_cluster = self.initial_cluster.clone();
         let extra_env = self.env.clone();
+        let mut cmd = self.cli();
         let node = &mut self.nodes[i];
         let (cluster_flag, cluster_value) = if node.joins {
             ("--initial-cluster-state", "existing".to_string())
@@ -487,13 +573,6 @@ impl Cluster {
         let mut log = OpenOptions::new().create(true).append(true).open(&node.log_path).expect("open node log");
         writeln!(log, "===== harness: start #{} of node {} =====", node.starts, node.id).expect("write node log");
         let log_err = log.try_clone().expect("clone log handle");
-        let mut cmd = Command::new(&bin);
-        // the server reads every IDNODE_* variable as configuration: pass only ours
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("IDNODE_") {
-                cmd.env_remove(&k);
-            }
-        }
         cmd.arg("serve")
             .arg("--node-id")
             .arg(node.id.to_string())
@@ -820,6 +899,15 @@ impl Cluster {
     /// The `id`s of the objects that `GET path` on node `i` lists under `key` (e.g.
     /// `("/v3/users?name=admin", "users")`). Panics unless the answer is 200 with that list.
     pub async fn list_ids(&self, i: usize, token: &str, path: &str, key: &str) -> BTreeSet<String> {
+        self.list_field(i, token, path, key, "id").await
+    }
+
+    /// Like [`Cluster::list_ids`], the `name`s.
+    pub async fn list_names(&self, i: usize, token: &str, path: &str, key: &str) -> BTreeSet<String> {
+        self.list_field(i, token, path, key, "name").await
+    }
+
+    async fn list_field(&self, i: usize, token: &str, path: &str, key: &str, field: &str) -> BTreeSet<String> {
         // A listing of a hundred thousand records takes seconds on a debug build: a longer
         // bound than the default request timeout.
         let r = Http::new(Duration::from_secs(120))
@@ -829,7 +917,7 @@ impl Cluster {
         assert_eq!(r.status, StatusCode::OK, "GET {path} on node {}: {}", self.nodes[i].id, r.text);
         let list = r.json[key].as_array().unwrap_or_else(|| panic!("no {key} list in GET {path}: {}", r.text));
         list.iter()
-            .map(|e| e["id"].as_str().unwrap_or_else(|| panic!("an entry without id: {e}")).to_string())
+            .map(|e| e[field].as_str().unwrap_or_else(|| panic!("an entry without {field}: {e}")).to_string())
             .collect()
     }
 

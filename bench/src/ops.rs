@@ -1,0 +1,199 @@
+//! Operator benchmarks (`--ops`), on a 3-node cluster of real processes:
+//! * failover: the leader is SIGKILLed while a client writes through a follower; the figure
+//!   is the time from the kill to the next acknowledged write (etcd: 1-2 s);
+//! * backup and restore: `idnode backup` of a state of `--ops-projects` projects from a
+//!   follower, then `idnode restore` of the file into a new data directory, in MB/s.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use futures::stream::{self, StreamExt};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::api::{call, call_retry, http_client, password_body};
+use crate::cluster::{IdCluster, READY_TIMEOUT};
+use crate::util::progress;
+
+/// Longest one write may take to be acknowledged after a kill before the run gives up.
+const FAILOVER_GIVE_UP: Duration = Duration::from_secs(30);
+/// Concurrent creates while filling the state for the backup figures.
+const FILL_CONCURRENCY: usize = 16;
+
+async fn admin_token(c: &IdCluster, i: usize) -> Result<String> {
+    let body = password_body("admin", &c.admin_password, "admin");
+    let r = call_retry(&c.http, Method::POST, &format!("{}/v3/auth/tokens", c.nodes[i].api), None, Some(&body)).await?;
+    r.subject_token.with_context(|| format!("admin token: {} {}", r.status, r.text))
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Kills the leader `kills` times; returns the seconds from each kill to the next write
+/// acknowledged through a follower.
+async fn failover(c: &mut IdCluster, kills: u32) -> Result<Vec<f64>> {
+    let http = http_client(Duration::from_secs(10))?;
+    let mut times = Vec::new();
+    for k in 0..kills {
+        let leader = c.leader().await?;
+        let follower = (leader + 1) % c.nodes.len();
+        let token = admin_token(c, follower).await?;
+        let url = format!("{}/v3/projects", c.nodes[follower].api);
+        let body = |n: u32| json!({"project": {"name": format!("fo-{k}-{n}"), "domain_id": "default"}});
+        // The writer is flowing before the fault.
+        let r = call(&http, Method::POST, &url, Some(&token), Some(&body(0))).await?;
+        if r.status != StatusCode::CREATED {
+            bail!("write before kill {k}: {} {}", r.status, r.text);
+        }
+        c.kill(leader).await;
+        let killed = Instant::now();
+        let mut n = 1;
+        loop {
+            if let Ok(r) = call(&http, Method::POST, &url, Some(&token), Some(&body(n))).await {
+                if r.status == StatusCode::CREATED {
+                    break;
+                }
+            }
+            if killed.elapsed() > FAILOVER_GIVE_UP {
+                bail!("no write acknowledged within {FAILOVER_GIVE_UP:?} of kill {k}");
+            }
+            n += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let took = killed.elapsed().as_secs_f64();
+        progress(format!("  kill {}: next write acknowledged after {took:.3}s", k + 1));
+        times.push(took);
+        c.spawn(leader)?;
+        c.wait_ready(leader, Instant::now() + READY_TIMEOUT).await?;
+    }
+    Ok(times)
+}
+
+/// Creates `n` projects through `api`, `FILL_CONCURRENCY` at a time.
+async fn fill(c: &IdCluster, i: usize, n: u32) -> Result<()> {
+    let token = admin_token(c, i).await?;
+    let url = format!("{}/v3/projects", c.nodes[i].api);
+    let started = Instant::now();
+    let results: Vec<Result<()>> = stream::iter(0..n)
+        .map(|j| {
+            let (http, url, token) = (c.http.clone(), url.clone(), token.clone());
+            async move {
+                let body = json!({"project": {"name": format!("bk-{j}"), "domain_id": "default",
+                    "description": "a project of the backup benchmark's state"}});
+                let r = call_retry(&http, Method::POST, &url, Some(&token), Some(&body)).await?;
+                if r.status != StatusCode::CREATED && r.status != StatusCode::CONFLICT {
+                    bail!("create project {j}: {} {}", r.status, r.text);
+                }
+                if j > 0 && j % 10_000 == 0 {
+                    progress(format!("  {j} projects ({:.0}/s)", f64::from(j) / started.elapsed().as_secs_f64()));
+                }
+                Ok(())
+            }
+        })
+        .buffer_unordered(FILL_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Runs `idnode ARGS` with the cluster secret (and `env`), returning its JSON summary.
+async fn cli(c: &IdCluster, args: &[&str], env: &[(&str, &str)]) -> Result<Value> {
+    let mut cmd = tokio::process::Command::new(&c.bin);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("IDNODE_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let out = cmd
+        .args(args)
+        .env("IDNODE_CLUSTER_SECRET", &c.secret)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .with_context(|| format!("run idnode {args:?}"))?;
+    if !out.status.success() {
+        bail!("idnode {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    serde_json::from_slice(&out.stdout).with_context(|| format!("summary of idnode {args:?}"))
+}
+
+/// (backup summary, restore summary).
+async fn backup_restore(c: &IdCluster, dir: &Path, projects: u32) -> Result<(Value, Value)> {
+    let leader = c.leader().await?;
+    let follower = (leader + 1) % c.nodes.len();
+    progress(format!("  filling the state with {projects} projects"));
+    fill(c, leader, projects).await?;
+    let file = dir.join("state.backup");
+    let _ = std::fs::remove_file(&file);
+    let file_s = file.display().to_string();
+    let backup = cli(c, &["backup", "--endpoint", &c.nodes[follower].ops, "--out", &file_s], &[]).await?;
+    progress(format!("  backup: {backup}"));
+    let target = dir.join("restored");
+    let _ = std::fs::remove_dir_all(&target);
+    let target_s = target.display().to_string();
+    let kek = &c.nodes[0].kek;
+    let restore = cli(
+        c,
+        &[
+            "restore",
+            "--from",
+            &file_s,
+            "--node-id",
+            "1",
+            "--initial-cluster",
+            "1=127.0.0.1:1",
+            "--data-dir",
+            &target_s,
+        ],
+        &[("IDNODE_KEK", kek)],
+    )
+    .await?;
+    progress(format!("  restore: {restore}"));
+    Ok((backup, restore))
+}
+
+/// The `--ops` run: a Markdown section with the figures.
+pub async fn bench_ops(bin: &Path, out: &Path, kills: u32, projects: u32) -> Result<String> {
+    let dir = out.join("ops");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("rm -r {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut c = IdCluster::new(bin, &dir, 3)?;
+    let cold = c.start_all().await?;
+    progress(format!("== operations (3 nodes; cold start {cold:.2}s)"));
+    let result = async {
+        let mut times = failover(&mut c, kills).await?;
+        times.sort_by(f64::total_cmp);
+        let (backup, restore) = backup_restore(&c, &dir, projects).await?;
+        Ok::<_, anyhow::Error>((times, backup, restore))
+    }
+    .await;
+    c.kill_all().await;
+    let (times, backup, restore) = result?;
+    let mb = |v: &Value| v["mb_per_s"].as_f64().unwrap_or(f64::NAN);
+    let mib = |v: &Value| v["bytes"].as_f64().unwrap_or(f64::NAN) / f64::from(1 << 20);
+    Ok(format!(
+        "## Operations (3 nodes)\n\n| figure | value |\n|---|---|\n\
+         | failover: leader SIGKILL → next write acknowledged through a follower, {} kills | p50 {:.2} s, p99 {:.2} s, max {:.2} s |\n\
+         | backup of {projects} projects from a follower ({:.1} MiB) | {:.1} MB/s ({:.2} s) |\n\
+         | restore of that file into a new data dir | {:.1} MB/s ({:.2} s) |\n",
+        times.len(),
+        percentile(&times, 50.0),
+        percentile(&times, 99.0),
+        times.last().copied().unwrap_or(f64::NAN),
+        mib(&backup),
+        mb(&backup),
+        backup["seconds"].as_f64().unwrap_or(f64::NAN),
+        mb(&restore),
+        restore["seconds"].as_f64().unwrap_or(f64::NAN),
+    ))
+}

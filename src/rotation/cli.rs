@@ -1,0 +1,60 @@
+//! `idnode keys rotate --dek|--token`, `idnode keys rekey --kek-file FILE`, `idnode keys status`:
+//! calls to nodes' ops listeners with the cluster credential. Prints each node's answer as JSON;
+//! fails when any node refused.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+
+use super::routes::{PATH_KEYS, PATH_REKEY, PATH_ROTATE_DATA, PATH_ROTATE_TOKEN};
+use crate::cli::KeysCmd;
+
+pub async fn run(action: KeysCmd, endpoints: &[String]) -> anyhow::Result<()> {
+    let secret = std::env::var("IDNODE_CLUSTER_SECRET")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .context("set IDNODE_CLUSTER_SECRET to the cluster's secret")?;
+    let (name, value) = idnode_raft::peer_auth_header(&secret);
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
+    let (method, path, body) = match &action {
+        KeysCmd::Rotate { token: true, .. } => (reqwest::Method::POST, PATH_ROTATE_TOKEN, None),
+        KeysCmd::Rotate { .. } => (reqwest::Method::POST, PATH_ROTATE_DATA, None),
+        KeysCmd::Rekey { kek_file } => (reqwest::Method::POST, PATH_REKEY, Some(json!({"kek_file": kek_file}))),
+        KeysCmd::Status => (reqwest::Method::GET, PATH_KEYS, None),
+        KeysCmd::RotateOidc { .. } => bail!("rotate-oidc goes through the public API"),
+    };
+    // The token ring is replicated: one node rotates it for the whole cluster.
+    let targets = match &action {
+        KeysCmd::Rotate { token: true, .. } => &endpoints[..endpoints.len().min(1)],
+        _ => endpoints,
+    };
+    let mut failed = Vec::new();
+    for endpoint in targets {
+        let url = format!("{}{path}", endpoint.trim_end_matches('/'));
+        let mut req = http.request(method.clone(), &url).header(name, &value);
+        if let Some(b) = &body {
+            req = req.json(b);
+        }
+        let answer = match req.send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                let text = resp.text().await.unwrap_or_default();
+                let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                if !status.is_success() {
+                    failed.push(format!("{endpoint}: HTTP {status}"));
+                }
+                json!({"endpoint": endpoint, "status": status.as_u16(), "answer": body})
+            }
+            Err(e) => {
+                failed.push(format!("{endpoint}: {e}"));
+                json!({"endpoint": endpoint, "error": e.to_string()})
+            }
+        };
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    }
+    if !failed.is_empty() {
+        bail!("refused or unreachable: {}", failed.join("; "));
+    }
+    Ok(())
+}

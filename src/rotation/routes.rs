@@ -1,0 +1,104 @@
+//! The ops listener's key routes, behind the cluster credential (like backups):
+//! `GET /keys`, `POST /keys/token/rotate`, `POST /keys/data/rotate`, `POST /keys/kek/rekey`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use idnode_keys::TokenKeyRing;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::node::Node;
+use crate::state::Command;
+
+pub const PATH_KEYS: &str = "/keys";
+pub const PATH_ROTATE_TOKEN: &str = "/keys/token/rotate";
+pub const PATH_ROTATE_DATA: &str = "/keys/data/rotate";
+pub const PATH_REKEY: &str = "/keys/kek/rekey";
+
+pub fn router(node: Arc<Node>) -> Router {
+    let routes = Router::new()
+        .route(PATH_KEYS, get(show))
+        .route(PATH_ROTATE_TOKEN, post(rotate_token))
+        .route(PATH_ROTATE_DATA, post(rotate_data))
+        .route(PATH_REKEY, post(rekey))
+        .with_state(node.clone());
+    node.raft.operator_only(routes)
+}
+
+fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    (status, Json(json!({"error": message.to_string()}))).into_response()
+}
+
+/// Ids, states and creation times of the token keys; never key material.
+fn token_keys(ring: &TokenKeyRing) -> Value {
+    let keys: Vec<Value> = ring
+        .keys
+        .iter()
+        .map(|k| json!({"id": k.id, "state": format!("{:?}", k.state), "created_at": k.created_at}))
+        .collect();
+    Value::Array(keys)
+}
+
+fn status(node: &Node) -> Value {
+    let ring = node.token_ring().ok();
+    json!({
+        "node_id": node.cfg.node_id,
+        "data_keys": node.node_keys.status(),
+        "token_keys": ring.as_deref().map(token_keys),
+        "cluster_version": node.raft.cluster_version(),
+    })
+}
+
+async fn show(State(node): State<Arc<Node>>) -> Response {
+    Json(status(&node)).into_response()
+}
+
+/// Staged → primary → secondary through one replicated command: every node switches at the
+/// same log entry, and the new staged key is known everywhere before any node issues with it.
+async fn rotate_token(State(node): State<Arc<Node>>) -> Response {
+    let max_secondary = node.cfg.token_max_active_keys.saturating_sub(2);
+    let cmd = Command::RotateTokenKeys {
+        new_staged: idnode_keys::random_bytes(),
+        now: chrono::Utc::now().timestamp(),
+        max_secondary,
+    };
+    match node.propose(cmd).await {
+        Ok(_) => {
+            tracing::info!("token keys rotated");
+            Json(status(&node)).into_response()
+        }
+        Err(e) => failure(e.status, e.message),
+    }
+}
+
+async fn rotate_data(State(node): State<Arc<Node>>) -> Response {
+    match node.node_keys.rotate() {
+        Ok(_) => Json(status(&node)).into_response(),
+        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")),
+    }
+}
+
+#[derive(Deserialize)]
+struct Rekey {
+    /// A file on the node's own file system holding the new KEK (base64 of 32 bytes).
+    kek_file: PathBuf,
+}
+
+async fn rekey(
+    State(node): State<Arc<Node>>,
+    body: Result<Json<Rekey>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Ok(Json(req)) = body else {
+        return failure(StatusCode::BAD_REQUEST, "expected {\"kek_file\": \"/path/on/the/node\"}");
+    };
+    match node.node_keys.rekey(&req.kek_file, &node.cfg.data_dir) {
+        Ok(()) => Json(status(&node)).into_response(),
+        Err(e) => failure(StatusCode::BAD_REQUEST, format!("{e:#}")),
+    }
+}
