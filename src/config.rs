@@ -135,6 +135,7 @@ const SECTIONS: &[&str] = &[
     "scim_resource",
     "api_keys",
     "keys",
+    "otlp",
 ];
 
 /// The resolved configuration of a node.
@@ -202,6 +203,35 @@ pub struct Config {
     pub shadow_registry: ShadowRegistrySettings,
     /// SCIM provisioning (see `ScimSettings`).
     pub scim: ScimSettings,
+    /// `[otlp]`: pushing the metrics to an OpenTelemetry collector.
+    pub otlp: OtlpSettings,
+}
+
+/// `[otlp]`: where and how often the metrics are pushed over OTLP/HTTP (`otlp`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSettings {
+    /// The collector's OTLP/HTTP endpoint (`endpoint`, e.g. `http://otel-collector:4318`;
+    /// `/v1/metrics` is added unless present). None: nothing is pushed.
+    pub endpoint: Option<String>,
+    /// Seconds between exports (`interval`, default 30).
+    pub interval_s: u64,
+}
+
+impl OtlpSettings {
+    fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let endpoint = s.get("otlp", "endpoint").map(str::trim).filter(|e| !e.is_empty()).map(str::to_string);
+        if let Some(e) = &endpoint {
+            let url = url::Url::parse(e).map_err(|err| anyhow!("[otlp] endpoint {e:?}: {err}"))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                bail!("[otlp] endpoint {e:?}: only http and https are supported");
+            }
+        }
+        let out = OtlpSettings { endpoint, interval_s: s.parse("otlp", "interval", 30)? };
+        if out.interval_s == 0 {
+            bail!("[otlp] interval must be positive");
+        }
+        Ok(out)
+    }
 }
 
 /// SCIM provisioning (spec "Limits" and "States and transitions"): the per-provider write
@@ -464,6 +494,7 @@ impl Config {
             audit,
             shadow_registry: ShadowRegistrySettings::from_settings(s)?,
             scim: ScimSettings::from_settings(s)?,
+            otlp: OtlpSettings::from_settings(s)?,
         };
         cfg.validate()?;
         s.refuse_unknown()?;

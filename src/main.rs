@@ -23,6 +23,7 @@ mod mapping;
 mod node;
 mod oauth1;
 mod oauth2;
+mod otlp;
 mod policy;
 mod providers;
 mod resource;

@@ -259,6 +259,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
     let mut jobs = crate::jobs::spawn(&node);
     jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
+    jobs.extend(crate::otlp::spawn(&node));
     let checker = match node.cfg.raft_consistency_check_interval_s {
         0 => None,
         s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),

@@ -91,11 +91,17 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
     (status, Json(json!({"status": if ready { "ready" } else { "not ready" }, "components": c}))).into_response()
 }
 
-async fn metrics(State(node): State<Arc<Node>>) -> Response {
-    crate::oauth2::metrics::count_live_families(&node);
+/// The node's metrics as OpenMetrics text (served here, pushed over OTLP by `otlp`).
+pub fn metrics_text(node: &Node) -> Result<String, std::fmt::Error> {
+    crate::oauth2::metrics::count_live_families(node);
     let mut out = String::new();
-    match prometheus_client::encoding::text::encode(&mut out, &node.registry) {
-        Ok(()) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)
+    prometheus_client::encoding::text::encode(&mut out, &node.registry)?;
+    Ok(out)
+}
+
+async fn metrics(State(node): State<Arc<Node>>) -> Response {
+    match metrics_text(&node) {
+        Ok(out) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)
             .into_response(),
         Err(e) => crate::http::ApiError::internal(e).into_response(),
     }
