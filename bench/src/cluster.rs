@@ -111,6 +111,14 @@ impl IdCluster {
             .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_CREATION_RATE_LIMIT", "0")
             .env("IDNODE_KEYSTONE_SCIM_REALM_WRITE_RATE_LIMIT", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
+            // Extra node settings for an experiment: `IDNODE_BENCH_NODE_ENV="K=V,K=V"`.
+            .envs(
+                std::env::var("IDNODE_BENCH_NODE_ENV")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())),
+            )
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .current_dir(&self.dir)
