@@ -159,6 +159,9 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
     let mut hits = Vec::new();
     // Positive control: ids are random and kept in clear in storage keys (names never are), so
     // the project's id must show up on every node: proof the scan reads where the data lives.
+    // Its second half is searched for: table files store each key after the prefix it shares
+    // with the key before it, so a key's tail is always written out, its head not always.
+    let id_tail = &project_id.as_bytes()[project_id.len() / 2..];
     let mut control = Vec::new();
     for n in &cluster.nodes {
         let mut id_seen = false;
@@ -173,7 +176,7 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
                     hits.push(format!("{what} in {} at byte {at}", f.display()));
                 }
             }
-            id_seen |= find_bytes(&content, project_id.as_bytes()).is_some();
+            id_seen |= find_bytes(&content, id_tail).is_some();
         }
         control.push((n.id, id_seen));
     }
