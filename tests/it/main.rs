@@ -7,6 +7,8 @@
 //! * `blackbox_cluster`: acknowledged creates survive a SIGKILL of the leader;
 //! * `catalog_credentials`: catalog, credentials, EC2 signatures and signed-request tokens
 //!   (botocore signs the requests, see `sig_client.py` next to this file);
+//! * `container`: the image built from Debian's packages runs `cluster-examples/three-node`
+//!   under Docker Compose, passes the OpenStack smoke session and survives a killed container;
 //! * `cluster_membership`: a node joins as a learner, is promoted and removed;
 //! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
@@ -34,6 +36,7 @@ mod backup_restore;
 mod blackbox_cluster;
 mod catalog_credentials;
 mod cluster_membership;
+mod container;
 mod escalation;
 mod fault_snapshot;
 mod kek_startup;
