@@ -11,6 +11,7 @@
 //!   under Docker Compose, passes the OpenStack smoke session and survives a killed container;
 //! * `cluster_membership`: a node joins as a learner, is promoted and removed;
 //! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
+//! * `failover`: a write through a follower during an election reaches the new leader at once;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
 //! * `key_rotation`: token, data and wrapping keys rotate online (SIGKILL mid-way included);
@@ -38,6 +39,7 @@ mod catalog_credentials;
 mod cluster_membership;
 mod container;
 mod escalation;
+mod failover;
 mod fault_snapshot;
 mod kek_startup;
 mod key_rotation;
