@@ -82,6 +82,48 @@ impl IdCluster {
         })
     }
 
+    /// Adds a node that joins the running cluster (`--initial-cluster-state existing`); it
+    /// is not spawned. Returns its index and its peer address.
+    pub fn add_joining(&mut self) -> Result<(usize, String)> {
+        let ports = free_ports(3)?;
+        let id = self.nodes.len() as u32 + 1;
+        let template = &self.nodes[0].args;
+        let at = |flag: &str| template.iter().position(|a| a == flag).map(|i| template[i + 1].clone());
+        let peer = format!("127.0.0.1:{}", ports[2]);
+        let initial = format!("{},{id}={peer}", at("--initial-cluster").context("template args")?);
+        let data = self.dir.join(format!("node-{id}"));
+        std::fs::create_dir_all(&data).with_context(|| format!("mkdir {}", data.display()))?;
+        let args = [
+            "serve",
+            "--node-id",
+            &id.to_string(),
+            "--initial-cluster",
+            &initial,
+            "--initial-cluster-state",
+            "existing",
+            "--data-dir",
+            &data.display().to_string(),
+            "--listen",
+            &format!("127.0.0.1:{}", ports[0]),
+            "--ops-listen",
+            &format!("127.0.0.1:{}", ports[1]),
+            "--peer-listen",
+            &peer,
+            "--public-url",
+            &format!("http://127.0.0.1:{}", ports[0]),
+        ];
+        self.nodes.push(IdNode {
+            id,
+            api: format!("http://127.0.0.1:{}", ports[0]),
+            ops: format!("http://127.0.0.1:{}", ports[1]),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            kek: base64::engine::general_purpose::STANDARD.encode(random_bytes(32)?),
+            log: self.dir.join(format!("node-{id}.log")),
+            child: None,
+        });
+        Ok((self.nodes.len() - 1, peer))
+    }
+
     pub fn spawn(&mut self, i: usize) -> Result<()> {
         let n = &mut self.nodes[i];
         let log = OpenOptions::new()

@@ -2,7 +2,10 @@
 //! * failover: the leader is SIGKILLed while a client writes through a follower; the figure
 //!   is the time from the kill to the next acknowledged write (etcd: 1-2 s);
 //! * backup and restore: `idnode backup` of a state of `--ops-projects` projects from a
-//!   follower, then `idnode restore` of the file into a new data directory, in MB/s.
+//!   follower, then `idnode restore` of the file into a new data directory, in MB/s;
+//! * snapshot install: a fourth node joins as a learner and catches up on that state by a
+//!   raft snapshot; the figures are the time to catch up and the peak RSS growth of the
+//!   sender (the leader) and the receiver (`VmHWM`, reset through `/proc/PID/clear_refs`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -160,6 +163,63 @@ async fn backup_restore(c: &IdCluster, dir: &Path, projects: u32) -> Result<(Val
     Ok((backup, restore))
 }
 
+fn proc_kib(pid: u32, field: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with(field)).with_context(|| format!("{field} of {pid}"))?;
+    line.split_whitespace().nth(1).context("value")?.parse().context("kB")
+}
+
+/// Resets the peak RSS of `pid` to its current RSS; returns that RSS (KiB).
+fn reset_peak(pid: u32) -> Result<u64> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").with_context(|| format!("clear_refs of {pid}"))?;
+    proc_kib(pid, "VmRSS:")
+}
+
+/// The learner's catch-up by snapshot: (seconds, sender's RSS growth, receiver's RSS growth,
+/// snapshot bytes), RSS in KiB.
+async fn snapshot_install(c: &mut IdCluster) -> Result<(f64, u64, u64, u64)> {
+    let leader = c.leader().await?;
+    let peer_of = |c: &IdCluster, i: usize| {
+        let a = &c.nodes[i].args;
+        a.iter().position(|x| x == "--peer-listen").map(|p| a[p + 1].clone()).context("peer address")
+    };
+    let status = cli(c, &["cluster", "status", "--endpoint", &peer_of(c, leader)?], &[]).await?;
+    let target = status["committed"].as_u64().context("committed")?;
+    let pid_of = |c: &IdCluster, i: usize| c.nodes[i].child.as_ref().and_then(|ch| ch.id()).context("pid");
+    let (learner, peer) = c.add_joining()?;
+    c.spawn(learner)?;
+    // Started, not ready: it has no state yet. Let it settle before the baseline.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (sender_base, receiver_base) = (reset_peak(pid_of(c, leader)?)?, reset_peak(pid_of(c, learner)?)?);
+    let started = Instant::now();
+    let id = c.nodes[learner].id.to_string();
+    cli(c, &["cluster", "add-learner", &id, &peer, "--endpoint", &peer_of(c, leader)?], &[]).await?;
+    loop {
+        let s = cli(c, &["cluster", "status", "--endpoint", &peer], &[]).await;
+        if s.as_ref().ok().and_then(|s| s["applied"].as_u64()).is_some_and(|a| a >= target) {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(1800) {
+            bail!("the learner did not catch up in 30 min; log: {}", c.nodes[learner].log.display());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = started.elapsed().as_secs_f64();
+    let sender = proc_kib(pid_of(c, leader)?, "VmHWM:")?.saturating_sub(sender_base);
+    let receiver = proc_kib(pid_of(c, learner)?, "VmHWM:")?.saturating_sub(receiver_base);
+    let bytes = status_metric(c, learner, "idnode_raft_snapshot_size_bytes").await?;
+    progress(format!("  snapshot install: {took:.2}s, sender +{sender} KiB, receiver +{receiver} KiB, {bytes} bytes"));
+    Ok((took, sender, receiver, bytes))
+}
+
+/// One unlabelled gauge from a node's `/metrics`.
+async fn status_metric(c: &IdCluster, i: usize, name: &str) -> Result<u64> {
+    let text = c.http.get(format!("{}/metrics", c.nodes[i].ops)).send().await?.text().await?;
+    let line =
+        text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with(' ')).context(name.to_owned())?;
+    line.split_whitespace().nth(1).context("value")?.parse::<f64>().map(|v| v as u64).context("number")
+}
+
 /// The `--ops` run: a Markdown section with the figures.
 pub async fn bench_ops(bin: &Path, out: &Path, kills: u32, projects: u32) -> Result<String> {
     let dir = out.join("ops");
@@ -174,18 +234,20 @@ pub async fn bench_ops(bin: &Path, out: &Path, kills: u32, projects: u32) -> Res
         let mut times = failover(&mut c, kills).await?;
         times.sort_by(f64::total_cmp);
         let (backup, restore) = backup_restore(&c, &dir, projects).await?;
-        Ok::<_, anyhow::Error>((times, backup, restore))
+        let install = snapshot_install(&mut c).await?;
+        Ok::<_, anyhow::Error>((times, backup, restore, install))
     }
     .await;
     c.kill_all().await;
-    let (times, backup, restore) = result?;
+    let (times, backup, restore, (took, sender, receiver, bytes)) = result?;
     let mb = |v: &Value| v["mb_per_s"].as_f64().unwrap_or(f64::NAN);
     let mib = |v: &Value| v["bytes"].as_f64().unwrap_or(f64::NAN) / f64::from(1 << 20);
     Ok(format!(
         "## Operations (3 nodes)\n\n| figure | value |\n|---|---|\n\
          | failover: leader SIGKILL → next write acknowledged through a follower, {} kills | p50 {:.2} s, p99 {:.2} s, max {:.2} s |\n\
          | backup of {projects} projects from a follower ({:.1} MiB) | {:.1} MB/s ({:.2} s) |\n\
-         | restore of that file into a new data dir | {:.1} MB/s ({:.2} s) |\n",
+         | restore of that file into a new data dir | {:.1} MB/s ({:.2} s) |\n\
+         | snapshot install of that state to a new learner ({:.1} MiB snapshot) | {took:.2} s; peak RSS growth: sender {:.1} MiB, receiver {:.1} MiB |\n",
         times.len(),
         percentile(&times, 50.0),
         percentile(&times, 99.0),
@@ -195,5 +257,8 @@ pub async fn bench_ops(bin: &Path, out: &Path, kills: u32, projects: u32) -> Res
         backup["seconds"].as_f64().unwrap_or(f64::NAN),
         mb(&restore),
         restore["seconds"].as_f64().unwrap_or(f64::NAN),
+        bytes as f64 / f64::from(1 << 20),
+        sender as f64 / 1024.0,
+        receiver as f64 / 1024.0,
     ))
 }

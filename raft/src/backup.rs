@@ -27,7 +27,7 @@ use axum::routing::get;
 use axum::{middleware, Router};
 use bytes::Bytes;
 use idnode_keys::{derive_key, OpenReader, SealWriter, KEY_LEN};
-use idnode_storage::{encode, Engine};
+use idnode_storage::Engine;
 use openraft::{BasicNode, Membership as RaftMembership, StoredMembership};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -50,8 +50,6 @@ pub const TRAILER_LEN: usize = TRAILER.len() + 32;
 const KEY_PURPOSE: &str = "idnode backup v1";
 /// Largest header a reader accepts.
 const MAX_HEADER: usize = 64 << 10;
-/// Plaintext bytes per write while a restore loads the state.
-const RESTORE_BATCH_BYTES: usize = 8 << 20;
 /// Bytes handed to the HTTP response at a time.
 const CHUNK: usize = 256 << 10;
 /// Chunks in flight between the exporting thread and the response (bounds the memory used).
@@ -277,14 +275,15 @@ pub fn restore_file(
     let voters: BTreeSet<u64> = members.keys().copied().collect();
     let membership = StoredMembership::new(Some(applied), RaftMembership::new(vec![voters], nodes));
     let vote = Vote::new(applied.leader_id.term, node_id);
-    let extras = vec![
-        (CF_META, KEY_APPLIED.to_vec(), encode(&Some(applied))?),
-        (CF_META, KEY_MEMBERSHIP.to_vec(), encode(&membership)?),
-        (CF_META, KEY_PURGED.to_vec(), encode(&Some(applied))?),
-        (CF_META, KEY_COMMITTED.to_vec(), encode(&Some(applied))?),
-        (CF_META, KEY_VOTE.to_vec(), encode(&vote)?),
-    ];
-    engine.import_fresh(cfs, &mut sealed, extras, RESTORE_BATCH_BYTES).map_err(|e| match e {
+    let mut extras = engine.batch();
+    extras.put_t(CF_META, KEY_APPLIED, &Some(applied))?;
+    extras.put_t(CF_META, KEY_MEMBERSHIP, &membership)?;
+    // The log store keeps the purged id bare (not an Option).
+    extras.put_t(CF_META, KEY_PURGED, &applied)?;
+    extras.put_t(CF_META, KEY_COMMITTED, &Some(applied))?;
+    extras.put_t(CF_META, KEY_VOTE, &vote)?;
+    let staging = crate::snapshot::staging_dir(engine);
+    engine.import_fresh(cfs, &mut sealed, extras, &staging).map_err(|e| match e {
         idnode_storage::StorageError::Io(io) if io.kind() == io::ErrorKind::InvalidData => {
             invalid(format!("the backup does not open with this cluster secret (or was altered): {io}"))
         }
@@ -442,7 +441,11 @@ mod tests {
         assert_eq!(header.applied, applied(7, 4242));
         let view = target.read();
         assert_eq!(view.scan_prefix("app", b"", 10_000).unwrap().len(), 3000);
-        assert_eq!(view.get_t::<Option<LogId>>(CF_META, KEY_PURGED).unwrap(), Some(Some(applied(7, 4242))));
+        assert_eq!(
+            view.get_t::<LogId>(CF_META, KEY_PURGED).unwrap(),
+            Some(applied(7, 4242)),
+            "as the log store reads it"
+        );
         assert_eq!(view.get_t::<Vote>(CF_META, KEY_VOTE).unwrap(), Some(Vote::new(7, 2)));
         let m: StoredMembership<u64, BasicNode> = view.get_t(CF_META, KEY_MEMBERSHIP).unwrap().unwrap();
         assert_eq!(m.membership().voter_ids().collect::<Vec<_>>(), vec![1, 2, 3]);

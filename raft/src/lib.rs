@@ -13,6 +13,7 @@ mod client;
 mod consistency;
 mod dedup;
 mod digests;
+mod election;
 mod error;
 mod forward;
 mod freshness;

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::client::{CallError, PeerClient};
+use crate::election::Contact;
 use crate::freshness::Freshness;
 use crate::types::TypeConfig;
 use crate::wire::{StampedAppend, StampedReply, PATH_APPEND_STAMPED, PATH_SNAPSHOT, PATH_VOTE};
@@ -21,6 +22,9 @@ use crate::wire::{StampedAppend, StampedReply, PATH_APPEND_STAMPED, PATH_SNAPSHO
 pub struct Network {
     pub(crate) client: PeerClient,
     pub(crate) freshness: Arc<Freshness>,
+    pub(crate) contact: Arc<Contact>,
+    /// How long a member that learned its log is behind stays out of elections.
+    pub(crate) behind_pause: Duration,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -32,6 +36,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             freshness: self.freshness.clone(),
+            contact: self.contact.clone(),
+            behind_pause: self.behind_pause,
         }
     }
 }
@@ -41,6 +47,8 @@ pub struct PeerConnection {
     target: u64,
     addr: String,
     freshness: Arc<Freshness>,
+    contact: Arc<Contact>,
+    behind_pause: Duration,
 }
 
 type RpcResult<T, E> = Result<T, RPCError<u64, BasicNode, RaftError<u64, E>>>;
@@ -89,6 +97,10 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
     }
 
     async fn vote(&mut self, rpc: VoteRequest<u64>, option: RPCOption) -> RpcResult<VoteResponse<u64>, Infallible> {
-        self.rpc(PATH_VOTE, &rpc, option.hard_ttl()).await
+        let resp: VoteResponse<u64> = self.rpc(PATH_VOTE, &rpc, option.hard_ttl()).await?;
+        if !resp.vote_granted && resp.last_log_id > rpc.last_log_id {
+            self.contact.behind(self.behind_pause);
+        }
+        Ok(resp)
     }
 }

@@ -46,6 +46,8 @@ pub struct RaftNode {
     pub(crate) proposals: Counter,
     pub(crate) forwarded: Counter,
     pub(crate) freshness: Arc<Freshness>,
+    /// When a leader was last heard, for elections that do not wait out fixed timers.
+    pub(crate) contact: Arc<crate::election::Contact>,
     /// For the leader's check of proposals before they enter the log.
     pub(crate) app: Arc<dyn StateApp>,
     /// The state machine's shared half (apply lock, snapshot column families).
@@ -75,7 +77,13 @@ impl RaftNode {
         let sm = StateMachine::new(engine.clone(), app.clone(), links)?;
         let sm_shared = sm.shared();
         let freshness = Arc::new(Freshness::new(Duration::from_millis(opts.election_timeout_min_ms)));
-        let network = Network { client: client.clone(), freshness: freshness.clone() };
+        let contact = Arc::new(crate::election::Contact::default());
+        let network = Network {
+            client: client.clone(),
+            freshness: freshness.clone(),
+            contact: contact.clone(),
+            behind_pause: Duration::from_millis(2 * opts.election_timeout_max_ms),
+        };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
         let node = Arc::new(RaftNode {
             id: opts.node_id,
@@ -91,11 +99,13 @@ impl RaftNode {
             proposals: Counter::default(),
             forwarded: Counter::default(),
             freshness,
+            contact,
             app,
             sm: sm_shared,
             catching_up: tokio::sync::Mutex::new(()),
         });
         node.spawn_version_upgrades();
+        node.spawn_fast_elections();
         Ok(node)
     }
 
@@ -243,6 +253,10 @@ impl RaftNode {
         if let Some(reason) = self.divergence() {
             r.ok = false;
             r.reasons.push(reason);
+        }
+        if self.sm_stats.installing.load(Ordering::Acquire) {
+            r.ok = false;
+            r.reasons.push("replacing its state with a snapshot from the leader".to_string());
         }
         r
     }

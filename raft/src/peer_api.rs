@@ -68,7 +68,13 @@ fn reply<T: Serialize>(value: &T) -> Response {
 
 async fn append(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
-        Ok(req) => reply(&node.raft.append_entries(req).await),
+        Ok(req) => {
+            let result = node.raft.append_entries(req).await;
+            if matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+                node.contact.appended();
+            }
+            reply(&result)
+        }
         Err(resp) => resp,
     }
 }
@@ -83,20 +89,34 @@ async fn append_stamped(State(node): State<Arc<RaftNode>>, body: Bytes) -> Respo
     let result = node.raft.append_entries(rpc).await;
     if matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
         node.freshness.heard(echo, commit);
+        node.contact.appended();
     }
     reply(&StampedReply { stamp: node.freshness.stamp(), result })
 }
 
 async fn vote(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<VoteRequest<u64>>(&body) {
-        Ok(req) => reply(&node.raft.vote(req).await),
+        Ok(req) => {
+            let result = node.raft.vote(req).await;
+            // A vote granted is a leader on its way: wait a lease for it, as openraft does.
+            if matches!(&result, Ok(r) if r.vote_granted) {
+                node.contact.appended();
+            }
+            reply(&result)
+        }
         Err(resp) => resp,
     }
 }
 
 async fn snapshot(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
-        Ok(req) => reply(&node.raft.install_snapshot(req).await),
+        Ok(req) => {
+            // A leader is streaming (the last chunk waits for the whole install): no election.
+            let _receiving = node.contact.receiving();
+            let result = node.raft.install_snapshot(req).await;
+            node.contact.appended();
+            reply(&result)
+        }
         Err(resp) => resp,
     }
 }

@@ -12,7 +12,13 @@ pub const KEY_COMMITTED: &[u8] = b"committed";
 pub const KEY_PURGED: &[u8] = b"purged";
 pub const KEY_APPLIED: &[u8] = b"sm_applied";
 pub const KEY_MEMBERSHIP: &[u8] = b"sm_membership";
-pub const KEY_SNAPSHOT: &[u8] = b"snapshot";
+/// Where the snapshot lived inside the metadata before snapshots became files (removed at
+/// startup by a binary that finds it).
+pub const KEY_LEGACY_SNAPSHOT: &[u8] = b"snapshot";
+/// The current snapshot: a `SnapshotRecord` naming its file.
+pub const KEY_SNAPSHOT: &[u8] = b"snapshot_file";
+/// Present while a received snapshot replaces the state (redone at startup if found).
+pub const KEY_INSTALLING: &[u8] = b"snapshot_installing";
 
 /// Dedup records: `r || request_id` -> record; `i || BE(index) || request_id` -> () for pruning.
 pub const DEDUP_RECORD: u8 = b'r';

@@ -2,8 +2,8 @@
 //! last-applied position land in ONE RocksDB batch, so a crash never separates them. Writes
 //! are not synced: the synced log replays anything lost, and the shared WAL keeps the order.
 
-use std::io::Cursor;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -15,8 +15,10 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use crate::dedup;
 use crate::digests::Digests;
 use crate::error::any;
-use crate::schema::{CF_DEDUP, CF_META, KEY_APPLIED, KEY_MEMBERSHIP, KEY_SNAPSHOT};
-use crate::snapshot::{import_extras, unix_now, SnapshotBuilder, SnapshotKey, StoredSnapshot};
+use crate::schema::{
+    CF_DEDUP, CF_META, KEY_APPLIED, KEY_INSTALLING, KEY_LEGACY_SNAPSHOT, KEY_MEMBERSHIP, KEY_PURGED, KEY_SNAPSHOT,
+};
+use crate::snapshot::{snapshot_dir, unix_now, SnapshotBuilder, SnapshotKey, SnapshotRecord};
 use crate::types::{Entry, LogId, Membership, Proposal, Reply, Request, SnapshotMeta, StorageError, TypeConfig};
 use crate::StateApp;
 
@@ -28,6 +30,8 @@ pub struct SmStats {
     pub snapshot_created_at: AtomicU64,
     /// Snapshots received from a leader and installed since this process started.
     pub snapshot_installs: AtomicU64,
+    /// True while a received snapshot replaces the state (the node is not ready meanwhile).
+    pub installing: AtomicBool,
 }
 
 impl Default for SmStats {
@@ -37,6 +41,7 @@ impl Default for SmStats {
             snapshot_size: AtomicU64::new(0),
             snapshot_created_at: AtomicU64::new(0),
             snapshot_installs: AtomicU64::new(0),
+            installing: AtomicBool::new(false),
         }
     }
 }
@@ -70,32 +75,102 @@ pub struct SmShared {
     pub(crate) snapshot_cfs: Vec<&'static str>,
     /// Serialises applies, snapshot exports and installs (an export must match its position).
     pub(crate) apply_lock: Arc<tokio::sync::Mutex<()>>,
-    current: Mutex<Option<StoredSnapshot>>,
-    /// The current snapshot as last sealed for peers: (snapshot id, sealed bytes).
-    sealed: Mutex<Option<(String, Arc<Vec<u8>>)>>,
+    current: Mutex<Option<SnapshotRecord>>,
+    /// The file a snapshot from the leader is being written to.
+    receiving: Mutex<Option<PathBuf>>,
     pub(crate) stats: Arc<SmStats>,
     digests: Arc<Digests>,
-    snapshot_key: Arc<SnapshotKey>,
+    pub(crate) snapshot_key: Arc<SnapshotKey>,
 }
 
 impl SmShared {
-    /// Makes `snap` the current snapshot (persisted) unless a newer one already is.
-    pub(crate) fn offer_snapshot(&self, snap: StoredSnapshot) -> Result<(), StorageError> {
+    /// Makes `record` the current snapshot (persisted) unless a newer one already is; the file
+    /// that loses is removed.
+    pub(crate) fn offer_snapshot(&self, record: SnapshotRecord) -> Result<(), StorageError> {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        if current.as_ref().is_some_and(|c| c.meta.last_log_id > snap.meta.last_log_id) {
+        if current.as_ref().is_some_and(|c| c.meta.last_log_id > record.meta.last_log_id) {
+            self.remove_file(&record);
             return Ok(());
         }
         let mut batch = self.engine.batch();
-        batch.put_t(CF_META, KEY_SNAPSHOT, &snap).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
-        self.engine.write(batch, false).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
-        self.note_snapshot(&snap);
-        *current = Some(snap);
+        batch.put_t(CF_META, KEY_SNAPSHOT, &record).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        self.engine.write(batch, true).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        self.note_snapshot(&record);
+        if let Some(old) = current.replace(record) {
+            self.remove_file(&old);
+        }
         Ok(())
     }
 
-    fn note_snapshot(&self, snap: &StoredSnapshot) {
-        self.stats.snapshot_size.store(snap.data.len() as u64, Ordering::Relaxed);
-        self.stats.snapshot_created_at.store(snap.created_at, Ordering::Relaxed);
+    /// Removes a snapshot's file unless it is the current one (a reader that opened it keeps
+    /// reading: the file lives until it is closed).
+    fn remove_file(&self, record: &SnapshotRecord) {
+        let _ = std::fs::remove_file(snapshot_dir(&self.engine).join(&record.file));
+    }
+
+    pub(crate) async fn open_snapshot(&self, record: &SnapshotRecord) -> Result<tokio::fs::File, StorageError> {
+        let path = snapshot_dir(&self.engine).join(&record.file);
+        tokio::fs::File::open(&path).await.map_err(|e| {
+            StorageIOError::read_snapshot(Some(record.meta.signature()), any(format!("{}: {e}", path.display()))).into()
+        })
+    }
+
+    fn note_snapshot(&self, record: &SnapshotRecord) {
+        self.stats.snapshot_size.store(record.size, Ordering::Relaxed);
+        self.stats.snapshot_created_at.store(record.created_at, Ordering::Relaxed);
+    }
+
+    /// Startup: finishes a snapshot install that was cut short, makes sure a usable snapshot
+    /// exists wherever the log was purged behind one, and removes files nothing names.
+    fn recover_snapshots(&self) -> Result<(), StorageError> {
+        let dir = snapshot_dir(&self.engine);
+        std::fs::create_dir_all(&dir).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        let read = |key: &[u8]| -> Result<Option<SnapshotRecord>, StorageError> {
+            self.engine.read().get_t(CF_META, key).map_err(|e| StorageIOError::read_snapshot(None, any(e)).into())
+        };
+        if let Some(record) = read(KEY_INSTALLING)? {
+            tracing::warn!(snapshot = %record.meta.snapshot_id, "finishing a snapshot install that was interrupted");
+            crate::snapshot::install_file(self, &record).map_err(|e| {
+                StorageIOError::write_snapshot(
+                    Some(record.meta.signature()),
+                    any(format!(
+                        "an interrupted snapshot install cannot be finished ({e}); this member's state is partial: \
+                         remove its data directory and add it to the cluster again"
+                    )),
+                )
+            })?;
+        }
+        let usable = read(KEY_SNAPSHOT)?.filter(|r| {
+            let on_disk = std::fs::metadata(dir.join(&r.file)).map(|m| m.len()).ok();
+            r.key_check == self.snapshot_key.check() && on_disk == Some(r.size)
+        });
+        let purged: Option<LogId> =
+            self.engine.read().get_t(CF_META, KEY_PURGED).map_err(|e| StorageIOError::read_logs(any(e)))?;
+        let record = match usable {
+            Some(r) => Some(r),
+            // openraft sends the current snapshot to a peer that needs purged entries: one
+            // must exist (a changed cluster secret, a restored backup, an older binary's).
+            None if purged.is_some() => Some(crate::snapshot::build(self, ())?),
+            None => None,
+        };
+        if let Some(r) = &record {
+            let mut batch = self.engine.batch();
+            batch.put_t(CF_META, KEY_SNAPSHOT, r).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+            batch.delete(CF_META, KEY_LEGACY_SNAPSHOT);
+            self.engine.write(batch, true).map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+            self.note_snapshot(r);
+        }
+        let keep = record.as_ref().map(|r| r.file.clone());
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if Some(e.file_name().to_string_lossy().into_owned()) != keep {
+                    let p = e.path();
+                    let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                }
+            }
+        }
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = record;
+        Ok(())
     }
 
     fn apply_proposal(
@@ -130,23 +205,18 @@ pub struct StateMachine {
 impl StateMachine {
     pub fn new(engine: Arc<Engine>, app: Arc<dyn StateApp>, links: SmLinks) -> Result<Self, StorageError> {
         let snapshot_cfs = snapshot_cfs(app.column_families());
-        let current: Option<StoredSnapshot> =
-            engine.read().get_t(CF_META, KEY_SNAPSHOT).map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
         let shared = SmShared {
             engine,
             app,
             snapshot_cfs,
             apply_lock: Arc::new(tokio::sync::Mutex::new(())),
             current: Mutex::new(None),
-            sealed: Mutex::new(None),
+            receiving: Mutex::new(None),
             stats: links.stats,
             digests: links.digests,
             snapshot_key: links.snapshot_key,
         };
-        if let Some(snap) = current {
-            shared.note_snapshot(&snap);
-            *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
-        }
+        shared.recover_snapshots()?;
         Ok(StateMachine { shared: Arc::new(shared) })
     }
 
@@ -223,61 +293,96 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         SnapshotBuilder { shared: self.shared.clone() }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    /// A new file for a snapshot the leader streams to this node (openraft writes its chunks).
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        let path = snapshot_dir(&self.shared.engine).join(format!("incoming-{:016x}.part", rand::random::<u64>()));
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        if let Some(abandoned) = self.shared.receiving.lock().unwrap_or_else(|p| p.into_inner()).replace(path) {
+            let _ = std::fs::remove_file(abandoned);
+        }
+        Ok(Box::new(file))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<tokio::fs::File>,
     ) -> Result<(), StorageError> {
-        // Peers send snapshots sealed under the cluster's snapshot key; a stream that does not
-        // open is refused before anything is written.
-        let data = self
-            .shared
-            .snapshot_key
-            .open(meta, &snapshot.into_inner())
-            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), any(e)))?;
-        let snap = StoredSnapshot { meta: meta.clone(), data, created_at: unix_now() };
-        let guard = self.shared.apply_lock.clone().lock_owned().await;
+        let sig = Some(meta.signature());
+        let fail = |e: String| -> StorageError { StorageIOError::write_snapshot(sig.clone(), any(e)).into() };
+        let received = self.shared.receiving.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some(received) = received else { return Err(fail("no snapshot file is being received".into())) };
+        let file = (*snapshot).into_std().await;
         let shared = self.shared.clone();
-        let installed = snap.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), StorageError> {
+        let record = SnapshotRecord {
+            meta: meta.clone(),
+            file: format!("{}-{:08x}.snap", meta.last_log_id.map_or(0, |l| l.index), rand::random::<u32>()),
+            size: 0,
+            created_at: unix_now(),
+            key_check: shared.snapshot_key.check(),
+        };
+        let guard = self.shared.apply_lock.clone().lock_owned().await;
+        let installed = tokio::task::spawn_blocking(move || -> Result<SnapshotRecord, StorageError> {
             let _guard = guard;
-            let sig = Some(installed.meta.signature());
-            let extras = import_extras(&installed).map_err(|e| StorageIOError::write_snapshot(sig.clone(), any(e)))?;
-            // State, position, membership and the snapshot itself change in one atomic write.
-            shared
-                .engine
-                .import(&shared.snapshot_cfs, &mut Cursor::new(&installed.data), extras)
-                .map_err(|e| StorageIOError::write_snapshot(sig, any(e)))?;
-            Ok(())
+            let dir = snapshot_dir(&shared.engine);
+            let mut record = record;
+            let kept = (|| -> std::io::Result<()> {
+                let file = adopt(file, &received)?;
+                file.sync_all()?;
+                record.size = file.metadata()?.len();
+                std::fs::rename(&received, dir.join(&record.file))?;
+                std::fs::File::open(&dir)?.sync_all()
+            })();
+            if let Err(e) = kept {
+                let _ = std::fs::remove_file(&received);
+                return Err(StorageIOError::write_snapshot(Some(record.meta.signature()), any(e)).into());
+            }
+            // Peers seal snapshots under the cluster's snapshot key; one that does not open is
+            // refused (and dropped) before anything is written.
+            if let Err(e) = crate::snapshot::install_file(&shared, &record) {
+                shared.remove_file(&record);
+                return Err(e);
+            }
+            Ok(record)
         })
         .await
-        .map_err(|e| StorageIOError::write_snapshot(None, any(e)))??;
-        self.shared.note_snapshot(&snap);
+        .map_err(|e| fail(e.to_string()))??;
+        self.shared.note_snapshot(&installed);
         self.shared.stats.snapshot_installs.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(snapshot = %meta.snapshot_id, "installed a snapshot from the leader");
-        *self.shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(snap);
+        if let Some(old) = self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).replace(installed) {
+            self.shared.remove_file(&old);
+        }
         self.shared.app.installed_snapshot(&self.shared.engine);
         Ok(())
     }
 
-    /// The current snapshot, sealed for a peer (openraft asks for it to send it, and once at
-    /// startup); the sealed form is kept until the snapshot changes.
+    /// The current snapshot's file, opened for openraft to send (and once at startup).
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let current = self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(snap) = current else { return Ok(None) };
-        let mut sealed = self.shared.sealed.lock().unwrap_or_else(|p| p.into_inner());
-        let bytes = match sealed.as_ref() {
-            Some((id, bytes)) if *id == snap.meta.snapshot_id => bytes.clone(),
-            _ => {
-                let bytes = Arc::new(self.shared.snapshot_key.seal(&snap.meta, &snap.data));
-                *sealed = Some((snap.meta.snapshot_id.clone(), bytes.clone()));
-                bytes
-            }
-        };
-        Ok(Some(Snapshot { meta: snap.meta, snapshot: Box::new(Cursor::new(bytes.to_vec())) }))
+        let Some(record) = current else { return Ok(None) };
+        let data = self.shared.open_snapshot(&record).await?;
+        Ok(Some(Snapshot { meta: record.meta, snapshot: Box::new(data) }))
     }
+}
+
+/// The received snapshot as the file at `path`: openraft hands back the file that
+/// `begin_receiving_snapshot` made; any other handle (its storage test suite passes the
+/// leader's) is copied into it.
+fn adopt(mut file: std::fs::File, path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let (have, want) = (file.metadata()?, std::fs::metadata(path)?);
+    if (have.dev(), have.ino()) == (want.dev(), want.ino()) {
+        return Ok(file);
+    }
+    let mut out = std::fs::OpenOptions::new().write(true).truncate(true).open(path)?;
+    file.seek(SeekFrom::Start(0))?;
+    std::io::copy(&mut file, &mut out)?;
+    Ok(out)
 }

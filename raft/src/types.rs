@@ -1,8 +1,6 @@
 //! The concrete openraft type configuration: the crate carries opaque application commands, so
 //! nothing here is generic.
 
-use std::io::Cursor;
-
 use serde::{Deserialize, Serialize};
 
 /// One application command. `request_id` lets the state machine recognise a retried proposal
@@ -38,7 +36,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = tokio::fs::File,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

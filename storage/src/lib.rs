@@ -8,6 +8,7 @@ mod codec;
 mod digest;
 mod engine;
 mod error;
+mod ingest;
 mod reseal;
 mod stream;
 mod view;
@@ -18,6 +19,7 @@ pub use digest::{digest_view, StateDigest};
 pub use engine::Engine;
 pub use error::StorageError;
 pub use idnode_keys as keys;
+pub use ingest::Staged;
 pub use reseal::ResealStep;
 pub use view::ReadView;
 

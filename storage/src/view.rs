@@ -59,10 +59,14 @@ impl<'a> ReadView<'a> {
     }
 
     /// Calls `f` on every pair of `cf` in key order without collecting them (whole-CF walks
-    /// such as exports and digests stay flat in memory).
+    /// such as exports and digests stay flat in memory: they read around the block cache, so
+    /// a walk neither grows the process nor evicts what the API reads).
     pub fn for_each(&self, cf: &str, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         let handle = self.engine.cf(cf)?;
-        for item in self.engine.db.iterator_cf_opt(&handle, self.opts(), IteratorMode::Start) {
+        let mut opts = self.opts();
+        opts.fill_cache(false);
+        opts.set_readahead_size(1 << 20);
+        for item in self.engine.db.iterator_cf_opt(&handle, opts, IteratorMode::Start) {
             let (k, sealed) = item?;
             let v = self.open(cf, &k, &sealed)?;
             f(&k, &v)?;

@@ -76,11 +76,54 @@ fn export_import_round_trip_between_nodes_with_different_keys() {
 
     let mut buf = Vec::new();
     assert_eq!(e1.export(CFS, &mut buf).unwrap(), 2);
-    assert_eq!(e2.import(CFS, &mut buf.as_slice(), vec![("b", b"marker".to_vec(), b"m".to_vec())]).unwrap(), 2);
+    let staging = d2.path().join("staging");
+    let staged = e2.stage_import(CFS, &mut buf.as_slice(), &staging).unwrap();
+    assert_eq!(e2.read().get("a", b"stale").unwrap().unwrap(), b"old", "staging writes nothing");
+    let mut extra = e2.batch();
+    extra.put("b", b"marker".to_vec(), b"m");
+    assert_eq!(e2.commit_import(staged, extra).unwrap(), 2);
     assert!(e2.read().get("a", b"stale").unwrap().is_none(), "import replaces the column family");
     assert_eq!(e2.read().get("a", b"x").unwrap().unwrap(), b"1");
     assert_eq!(e2.read().get("b", b"marker").unwrap().unwrap(), b"m");
-    assert!(e2.import(CFS, &mut &b"garbage!"[..], vec![]).is_err());
+    assert!(!staging.exists(), "staged files are ingested or removed");
+
+    // A stream cut short, with trailing bytes or with a column family twice is refused before
+    // anything is written.
+    let before = digest_view(&e2.snapshot(), CFS).unwrap();
+    assert!(e2.stage_import(CFS, &mut &b"garbage!"[..], &staging).is_err());
+    assert!(e2.stage_import(CFS, &mut &buf[..buf.len() - 2], &staging).is_err());
+    let mut trailing = buf.clone();
+    trailing.push(0);
+    assert!(e2.stage_import(CFS, &mut trailing.as_slice(), &staging).is_err());
+    let mut twice = buf[..buf.len() - 4].to_vec();
+    twice.extend_from_slice(&buf[8..]);
+    assert!(e2.stage_import(CFS, &mut twice.as_slice(), &staging).is_err());
+    assert_eq!(digest_view(&e2.snapshot(), CFS).unwrap(), before);
+}
+
+#[test]
+fn an_import_replaces_every_key_of_a_family_whatever_its_range() {
+    let d1 = tempfile::tempdir().unwrap();
+    let d2 = tempfile::tempdir().unwrap();
+    let e1 = open(d1.path());
+    let e2 = Engine::open(d2.path(), CFS, Arc::new(DataKeys::ephemeral())).unwrap();
+    let mut b = e1.batch();
+    b.put("a", b"m".to_vec(), b"new");
+    e1.write(b, false).unwrap();
+    // Keys below, inside and above the incoming range, and a family the stream leaves empty.
+    let mut b = e2.batch();
+    for k in [&b""[..], b"\x00", b"a", b"m", b"z", b"\xff\xff\xff"] {
+        b.put("a", k.to_vec(), b"old");
+    }
+    b.put("b", b"only-here".to_vec(), b"old");
+    e2.write(b, false).unwrap();
+    let mut buf = Vec::new();
+    e1.export(CFS, &mut buf).unwrap();
+    let staged = e2.stage_import(CFS, &mut buf.as_slice(), &d2.path().join("s")).unwrap();
+    e2.commit_import(staged, e2.batch()).unwrap();
+    assert_eq!(e2.read().scan_prefix("a", b"", 100).unwrap(), vec![(b"m".to_vec(), b"new".to_vec())]);
+    assert!(e2.read().scan_prefix("b", b"", 100).unwrap().is_empty());
+    assert_eq!(digest_view(&e1.snapshot(), CFS).unwrap(), digest_view(&e2.snapshot(), CFS).unwrap());
 }
 
 #[test]
@@ -188,7 +231,7 @@ fn a_rolled_back_savepoint_restores_what_the_batch_held() {
 }
 
 #[test]
-fn fresh_imports_load_in_batches_and_refuse_a_used_directory() {
+fn fresh_imports_load_whole_and_refuse_a_used_directory() {
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
     let e1 = open(d1.path());
@@ -202,12 +245,12 @@ fn fresh_imports_load_in_batches_and_refuse_a_used_directory() {
     assert_eq!(e1.export(CFS, &mut buf).unwrap(), 5001);
 
     let e2 = Engine::open(d2.path(), CFS, Arc::new(DataKeys::ephemeral())).unwrap();
-    let extra = vec![("b", b"marker".to_vec(), b"m".to_vec())];
-    // 4 KiB batches: the load is split in many writes and still lands whole.
-    assert_eq!(e2.import_fresh(CFS, &mut buf.as_slice(), extra, 4096).unwrap(), 5001);
+    let mut extra = e2.batch();
+    extra.put("b", b"marker".to_vec(), b"m");
+    assert_eq!(e2.import_fresh(CFS, &mut buf.as_slice(), extra, &d2.path().join("s")).unwrap(), 5001);
     assert_eq!(e2.read().scan_prefix("a", b"", 10_000).unwrap().len(), 5000);
     assert_eq!(e2.read().get("b", b"marker").unwrap().unwrap(), b"m");
-    let err = e2.import_fresh(CFS, &mut buf.as_slice(), vec![], 4096).unwrap_err().to_string();
+    let err = e2.import_fresh(CFS, &mut buf.as_slice(), e2.batch(), &d2.path().join("s")).unwrap_err().to_string();
     assert!(err.contains("not empty"), "{err}");
 }
 

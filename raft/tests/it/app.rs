@@ -17,6 +17,27 @@ pub enum Op {
     Incr { key: Vec<u8> },
     /// `Put` as a kind of command added in command version 2 (for the rolling-upgrade tests).
     PutV2 { key: Vec<u8>, value: Vec<u8> },
+    /// Writes `count` values of `size` pseudo-random (incompressible) bytes under
+    /// `prefix || BE(from + i)`: a large state from a small log.
+    Fill { prefix: String, from: u32, count: u32, size: u32 },
+}
+
+pub fn fill(prefix: &str, from: u32, count: u32, size: u32) -> Vec<u8> {
+    postcard::to_allocvec(&Op::Fill { prefix: prefix.to_string(), from, count, size }).unwrap()
+}
+
+/// Deterministic bytes for `Fill` (xorshift64*, seeded by the key): every replica writes the same.
+fn noise(seed: u64, size: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(size + 8);
+    while out.len() < size {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(size);
+    out
 }
 
 pub fn put_v2(key: &str, value: &str) -> Vec<u8> {
@@ -71,6 +92,14 @@ impl StateApp for KvApp {
                 let prev = current(engine, batch, &key)?;
                 batch.put(KV, key, &value);
                 postcard::to_allocvec(&prev).map_err(|e| e.to_string())
+            }
+            Op::Fill { prefix, from, count, size } => {
+                for i in from..from.saturating_add(count) {
+                    let mut key = prefix.as_bytes().to_vec();
+                    key.extend_from_slice(&i.to_be_bytes());
+                    batch.put(KV, key, &noise(u64::from(i) ^ ((prefix.len() as u64) << 32), size as usize));
+                }
+                Ok(Vec::new())
             }
             Op::Incr { key } => {
                 let n = match current(engine, batch, &key)? {

@@ -5,4 +5,5 @@ mod app;
 mod cluster;
 mod conformance;
 mod harness;
+mod snapshot_stream;
 mod upgrade;

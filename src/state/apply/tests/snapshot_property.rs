@@ -5,8 +5,8 @@
 //! state at a checkpoint, apply the same further commands, and digest again: the digests and
 //! every command's outcome must be equal.
 
-use std::io::Cursor;
 use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use idnode_keys::{DataKeys, IndexKey, TokenKeyRing};
 use idnode_raft::storage::Engine;
@@ -180,9 +180,17 @@ async fn one_case(seed: u64) {
     b.apply(&log.entries[..prefix]).await;
     a.sm.get_snapshot_builder().await.build_snapshot().await.unwrap();
     let sent = a.sm.get_current_snapshot().await.unwrap().expect("a snapshot after building one");
-    let wire = sent.snapshot.into_inner();
+    let mut wire = Vec::new();
+    let mut file = sent.snapshot;
+    file.read_to_end(&mut wire).await.unwrap();
     assert!(wire.starts_with(b"IDNSEAL1"), "a snapshot leaves sealed");
-    b.sm.install_snapshot(&sent.meta, Box::new(Cursor::new(wire))).await.unwrap();
+    // As openraft does: the receiver's own file, written chunk by chunk.
+    let mut receiving = b.sm.begin_receiving_snapshot().await.unwrap();
+    for chunk in wire.chunks(4096) {
+        receiving.write_all(chunk).await.unwrap();
+    }
+    receiving.shutdown().await.unwrap();
+    b.sm.install_snapshot(&sent.meta, receiving).await.unwrap();
 
     let cp = log.push(Request::Checkpoint);
     let at = cp.log_id.index;
