@@ -44,14 +44,14 @@ fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
 }
 
 /// `idnode backup --endpoint URL --out FILE`.
-pub async fn backup(endpoint: &str, out: &Path) -> anyhow::Result<()> {
+pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs) -> anyhow::Result<()> {
     let (name, value) = idnode_raft::peer_auth_header(&secret()?);
     if out.exists() {
         bail!("{} exists: choose a new file name (a backup never overwrites one)", out.display());
     }
     let partial = PathBuf::from(format!("{}.partial", out.display()));
     let started = Instant::now();
-    let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).build()?;
+    let http = tls.apply(reqwest::Client::builder().connect_timeout(Duration::from_secs(5)))?.build()?;
     let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_BACKUP);
     let mut resp = http.get(&url).header(name, value).send().await.with_context(|| format!("calling {url}"))?;
     if !resp.status().is_success() {

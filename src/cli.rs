@@ -30,6 +30,9 @@ pub enum Cmd {
         /// Peer address of any node of the cluster.
         #[arg(long, global = true, default_value = "127.0.0.1:5099", env = "IDNODE_PEER_ENDPOINT")]
         endpoint: String,
+        /// With peer TLS: `--cacert` the cluster's CA, `--cert`/`--key` a member's certificate.
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
     /// Online backup of the cluster's state through any node's ops listener (the cluster
     /// secret in IDNODE_CLUSTER_SECRET proves the call and seals the file). The backup holds
@@ -41,6 +44,8 @@ pub enum Cmd {
         /// The file to write (never overwritten).
         #[arg(long)]
         out: PathBuf,
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
     /// Seed a new member's empty data directory from a backup (like `etcdutl snapshot
     /// restore`): run it for every member of the new cluster with the same
@@ -72,7 +77,42 @@ pub enum Cmd {
             value_delimiter = ','
         )]
         endpoint: Vec<String>,
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
+}
+
+/// TLS of an operator command's calls: the CA that signed an `https://` endpoint's
+/// certificate (`[idnode] tls_cert`), or with peer TLS the cluster's CA plus a member's
+/// certificate and key (like etcdctl's `--cacert`, `--cert`, `--key`).
+#[derive(Args, Debug, Default, Clone)]
+pub struct ClientTlsArgs {
+    /// CA certificate (PEM) to trust instead of the system's roots.
+    #[arg(long, global = true, env = "IDNODE_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) to present (a peer listener with mutual TLS asks for one).
+    #[arg(long, global = true, env = "IDNODE_CLIENT_CERT", requires_all = ["key", "cacert"])]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, global = true, env = "IDNODE_CLIENT_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+impl ClientTlsArgs {
+    /// None without `--cacert` (plain HTTP, or HTTPS trusting the system's roots).
+    pub fn load(&self) -> anyhow::Result<Option<idnode_raft::ClientTls>> {
+        let Some(ca) = &self.cacert else { return Ok(None) };
+        let cert_key = self.cert.as_deref().zip(self.key.as_deref());
+        idnode_raft::ClientTls::from_files(ca, cert_key).map(Some)
+    }
+
+    /// A client builder trusting `--cacert` (and presenting `--cert`) when given.
+    pub fn apply(&self, builder: reqwest::ClientBuilder) -> anyhow::Result<reqwest::ClientBuilder> {
+        match self.load()? {
+            Some(tls) => tls.apply(builder),
+            None => Ok(builder),
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use crate::cli::ClusterCmd;
+use crate::cli::{ClientTlsArgs, ClusterCmd};
 
-pub async fn run(action: ClusterCmd, endpoint: &str) -> anyhow::Result<()> {
+pub async fn run(action: ClusterCmd, endpoint: &str, tls: &ClientTlsArgs) -> anyhow::Result<()> {
     let secret = std::env::var("IDNODE_CLUSTER_SECRET").ok();
-    let client = idnode_raft::AdminClient::new(endpoint, secret.as_deref())?;
+    let client = idnode_raft::AdminClient::new(endpoint, secret.as_deref(), tls.load()?.as_ref())?;
     let out = match action {
         ClusterCmd::Check { wait_secs } => {
             let report = client.check(Duration::from_secs(wait_secs)).await?;

@@ -26,7 +26,19 @@ struct Setting {
 }
 
 /// `IDNODE_*` variables that are not configuration keys (read by the CLI or the logger).
-const NOT_SETTINGS: &[&str] = &["IDNODE_CONFIG", "IDNODE_LOG", "IDNODE_PEER_ENDPOINT", "IDNODE_ENDPOINT"];
+const NOT_SETTINGS: &[&str] = &[
+    "IDNODE_CONFIG",
+    "IDNODE_LOG",
+    "IDNODE_PEER_ENDPOINT",
+    "IDNODE_ENDPOINT",
+    "IDNODE_CACERT",
+    "IDNODE_CLIENT_CERT",
+    "IDNODE_CLIENT_KEY",
+];
+
+/// Keys of `[idnode]` whose variables begin like a section's (`IDNODE_CLUSTER_SECRET` is
+/// `[idnode] cluster_secret`, not `[cluster] secret`).
+const IDNODE_KEYS_LIKE_SECTIONS: &[&str] = &["cluster_secret", "cluster_secret_file"];
 
 impl Settings {
     pub fn from_ini_file(path: &Path) -> anyhow::Result<Self> {
@@ -68,7 +80,11 @@ impl Settings {
                 continue;
             }
             let rest = rest.to_lowercase();
-            let (section, key) = match SECTIONS.iter().find(|s| rest.starts_with(&format!("{s}_"))) {
+            let section = SECTIONS
+                .iter()
+                .filter(|_| !IDNODE_KEYS_LIKE_SECTIONS.contains(&rest.as_str()))
+                .find(|s| rest.starts_with(&format!("{s}_")));
+            let (section, key) = match section {
                 Some(s) => (s.to_string(), rest[s.len() + 1..].to_string()),
                 None => ("idnode".to_string(), rest),
             };
@@ -136,6 +152,7 @@ const SECTIONS: &[&str] = &[
     "api_keys",
     "keys",
     "otlp",
+    "cluster",
 ];
 
 /// The resolved configuration of a node.
@@ -205,6 +222,66 @@ pub struct Config {
     pub scim: ScimSettings,
     /// `[otlp]`: pushing the metrics to an OpenTelemetry collector.
     pub otlp: OtlpSettings,
+    /// `[idnode] tls_cert`, `tls_key`: HTTPS on the public and ops listeners.
+    pub tls: Option<TlsFiles>,
+    /// `[cluster] peer_tls_cert`, `peer_tls_key`, `peer_tls_ca`: mutual TLS between members.
+    pub peer_tls: Option<PeerTlsFiles>,
+}
+
+/// A listener's certificate (chain, PEM) and private key (PEM).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// What a member presents to and expects from the others (`docs/operations.md`, "TLS").
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerTlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// The CA every member's certificate comes from.
+    pub ca: PathBuf,
+}
+
+impl TlsFiles {
+    fn from_settings(s: &Settings) -> anyhow::Result<Option<Self>> {
+        match (path_setting(s, "idnode", "tls_cert"), path_setting(s, "idnode", "tls_key")) {
+            (None, None) => Ok(None),
+            (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+            _ => bail!("[idnode] tls_cert and tls_key go together: set both (HTTPS) or neither (HTTP)"),
+        }
+    }
+}
+
+impl PeerTlsFiles {
+    fn from_settings(s: &Settings) -> anyhow::Result<Option<Self>> {
+        let c = "cluster";
+        let parts = [
+            path_setting(s, c, "peer_tls_cert"),
+            path_setting(s, c, "peer_tls_key"),
+            path_setting(s, c, "peer_tls_ca"),
+        ];
+        match parts {
+            [None, None, None] => Ok(None),
+            [Some(cert), Some(key), Some(ca)] => Ok(Some(PeerTlsFiles { cert, key, ca })),
+            _ => bail!(
+                "[cluster] peer_tls_cert, peer_tls_key and peer_tls_ca go together: set all three (mutual TLS between \
+                 members) or none"
+            ),
+        }
+    }
+
+    /// What this member's peer client trusts and presents.
+    pub fn client(&self) -> anyhow::Result<idnode_raft::ClientTls> {
+        idnode_raft::ClientTls::from_files(&self.ca, Some((&self.cert, &self.key)))
+            .context("[cluster] peer_tls_cert, peer_tls_key, peer_tls_ca")
+    }
+}
+
+/// A path setting; an empty value counts as unset.
+fn path_setting(s: &Settings, section: &str, key: &str) -> Option<PathBuf> {
+    s.get(section, key).map(str::trim).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// `[otlp]`: where and how often the metrics are pushed over OTLP/HTTP (`otlp`).
@@ -495,6 +572,8 @@ impl Config {
             shadow_registry: ShadowRegistrySettings::from_settings(s)?,
             scim: ScimSettings::from_settings(s)?,
             otlp: OtlpSettings::from_settings(s)?,
+            tls: TlsFiles::from_settings(s)?,
+            peer_tls: PeerTlsFiles::from_settings(s)?,
         };
         cfg.validate()?;
         s.refuse_unknown()?;
@@ -546,7 +625,10 @@ impl Config {
     pub fn public_base(&self) -> String {
         match &self.public_url {
             Some(u) => u.trim_end_matches("/v3").to_string(),
-            None => format!("http://{}", self.listen.replace("0.0.0.0", "127.0.0.1")),
+            None => {
+                let scheme = if self.tls.is_some() { "https" } else { "http" };
+                format!("{scheme}://{}", self.listen.replace("0.0.0.0", "127.0.0.1"))
+            }
         }
     }
 }
@@ -623,6 +705,38 @@ mod tests {
         s.set("api", "trusted_proxies", "");
         s.set("auth", "rate_limit_burst", "-1");
         assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn tls_settings_go_together_and_cluster_variables_find_their_section() {
+        let mut s = Settings::default();
+        s.apply_env(
+            vec![
+                ("IDNODE_CLUSTER_SECRET".to_string(), "s3cret".to_string()),
+                ("IDNODE_CLUSTER_PEER_TLS_CERT".to_string(), "/etc/idnode/peer.crt".to_string()),
+                ("IDNODE_CLUSTER_PEER_TLS_KEY".to_string(), "/etc/idnode/peer.key".to_string()),
+                ("IDNODE_CACERT".to_string(), "/tmp/ca.pem".to_string()),
+            ]
+            .into_iter(),
+        );
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("peer_tls_ca"), "two of three peer TLS files: {err}");
+        s.set("cluster", "peer_tls_ca", "/etc/idnode/ca.crt");
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.cluster_secret.as_deref(), Some("s3cret"), "IDNODE_CLUSTER_SECRET stays [idnode] cluster_secret");
+        let files = c.peer_tls.clone().unwrap();
+        assert_eq!(
+            (files.cert.to_str(), files.ca.to_str()),
+            (Some("/etc/idnode/peer.crt"), Some("/etc/idnode/ca.crt"))
+        );
+        assert_eq!((c.tls.clone(), c.public_base()), (None, "http://127.0.0.1:5000".to_string()));
+        s.set("idnode", "tls_cert", "/etc/idnode/api.crt");
+        assert!(Config::from_settings(&s).unwrap_err().to_string().contains("tls_key"));
+        s.set("idnode", "tls_key", "/etc/idnode/api.key");
+        assert_eq!(Config::from_settings(&s).unwrap().public_base(), "https://127.0.0.1:5000");
+        s.set("cluster", "peer_tls_crt", "typo");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("[cluster] peer_tls_crt") && err.contains("did you mean peer_tls_c"), "{err}");
     }
 
     #[test]

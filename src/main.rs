@@ -83,12 +83,12 @@ fn main() -> std::process::ExitCode {
                 match cli.command.unwrap_or(Cmd::Serve(NodeArgs::default())) {
                     Cmd::Serve(args) => node::serve(load_config(cli.config, &args)?).await,
                     Cmd::Bootstrap(args) => node::bootstrap_only(load_config(cli.config, &args)?).await,
-                    Cmd::Cluster { action, endpoint } => cluster_cli::run(action, &endpoint).await,
-                    Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, .. } => {
-                        oauth2::rotate_cli::run(&domain, &url).await
+                    Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
+                    Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
+                        oauth2::rotate_cli::run(&domain, &url, &tls).await
                     }
-                    Cmd::Keys { action, endpoint, .. } => rotation::cli::run(action, &endpoint).await,
-                    Cmd::Backup { endpoint, out } => backup_cli::backup(&endpoint, &out).await,
+                    Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
+                    Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
                     Cmd::Restore { from, node } => backup_cli::restore(&from, &load_config(cli.config, &node)?),
                 }
             })

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher, TokenKeyRing};
 use idnode_raft::{RaftNode, RaftOptions};
 use idnode_storage::Engine;
@@ -16,6 +17,7 @@ use crate::config::Config;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::guard::ListenerLimits;
 use crate::http::metrics::Metrics;
+use crate::http::tls::{Admit, ServerTls, TlsListener};
 use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
 use crate::state::command::ApplyResult;
@@ -158,6 +160,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         election_timeout_max_ms: cfg.raft_election_max_ms,
         snapshot_logs_since_last: cfg.raft_snapshot_logs,
         max_in_snapshot_log_to_keep: cfg.raft_snapshot_catchup,
+        peer_tls: cfg.peer_tls.as_ref().map(|t| t.client()).transpose()?,
         ..RaftOptions::default()
     };
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
@@ -221,15 +224,52 @@ async fn bind(addr: &str, what: &str) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
 }
 
+/// A bound listener, plain or behind TLS.
+enum Listening {
+    Plain(TcpListener),
+    Tls(TlsListener),
+}
+
+impl Listening {
+    /// `tcp` as is, or behind TLS with `config` (admitting only what `admit` accepts).
+    fn new(
+        tcp: TcpListener,
+        config: Option<&Arc<rustls::ServerConfig>>,
+        admit: Option<Admit>,
+        what: &'static str,
+    ) -> Self {
+        match config {
+            Some(c) => Listening::Tls(TlsListener::new(tcp, c.clone(), admit, what)),
+            None => Listening::Plain(tcp),
+        }
+    }
+}
+
 /// Serves `router` on `listener` within `limits` (request timeout, requests in flight).
-fn spawn_server(listener: TcpListener, router: axum::Router, limits: ListenerLimits, what: &'static str) {
+fn spawn_server(listener: Listening, router: axum::Router, limits: ListenerLimits, what: &'static str) {
     let router = crate::http::guard::bounded(router, limits);
     tokio::spawn(async move {
         let svc = router.into_make_service_with_connect_info::<SocketAddr>();
-        if let Err(e) = axum::serve(listener, svc).await {
+        let served = match listener {
+            Listening::Plain(l) => axum::serve(l, svc).await,
+            // axum gives the remote address as `ConnectInfo<SocketAddr>` for TCP listeners and
+            // for tapped ones; the tap does nothing (nodelay is set before the handshake).
+            Listening::Tls(l) => axum::serve(l.tap_io(|_| {}), svc).await,
+        };
+        if let Err(e) = served {
             tracing::error!("{what} listener stopped: {e}");
         }
     });
+}
+
+/// Serves the raft and admin routes; with peer TLS, only to callers whose certificate names
+/// a current member.
+fn spawn_peer_server(node: &Node, tcp: TcpListener, tls: &ServerTls) {
+    let raft = node.raft.clone();
+    let admit = crate::http::tls::member_check(move || raft.member_hosts());
+    let listener = Listening::new(tcp, tls.peer.as_ref(), Some(admit), "peer");
+    let limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
+    spawn_server(listener, node.raft.peer_router(), limits, "peer");
 }
 
 /// `idnode serve`.
@@ -238,19 +278,23 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let peer = bind(&cfg.peer_listen, "peer").await?;
     let api = bind(&cfg.listen, "API").await?;
     let ops = bind(&cfg.ops_listen, "ops").await?;
+    let tls = ServerTls::load(&cfg)?;
     let node = open(cfg).await?;
-    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
-    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
+    spawn_peer_server(&node, peer, &tls);
     if node.cfg.form_cluster {
         node.raft.initialize(node.cfg.members()).await?;
     }
+    let api = Listening::new(api, tls.api.as_ref(), None, "API");
     spawn_server(api, crate::http::router::api(node.clone()), ListenerLimits::api(&node.cfg), "API");
+    let ops = Listening::new(ops, tls.api.as_ref(), None, "ops");
     spawn_server(ops, crate::http::ops::router(node.clone()), ListenerLimits::ops(), "ops");
     tracing::info!(
         node_id = node.cfg.node_id,
         api = %node.cfg.listen,
         ops = %node.cfg.ops_listen,
         peer = %node.cfg.peer_listen,
+        https = tls.api.is_some(),
+        peer_mtls = tls.peer.is_some(),
         "idnode started in {:?}",
         started.elapsed()
     );
@@ -288,9 +332,9 @@ const AUDIT_FLUSH_WAIT: Duration = Duration::from_secs(5);
 /// `idnode bootstrap`: start the node, make sure the cluster is bootstrapped, stop.
 pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
     let peer = bind(&cfg.peer_listen, "peer").await?;
+    let tls = ServerTls::load(&cfg)?;
     let node = open(cfg).await?;
-    let peer_limits = ListenerLimits::peer(&node.cfg, node.raft.peer_request_timeout());
-    spawn_server(peer, node.raft.peer_router(), peer_limits, "peer");
+    spawn_peer_server(&node, peer, &tls);
     node.raft.initialize(node.cfg.members()).await?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {

@@ -9,7 +9,7 @@ use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Credential;
-use crate::client::PeerClient;
+use crate::client::{ClientTls, PeerClient};
 use crate::consistency::{CheckRequest, PATH_CHECK};
 use crate::{ClusterStatus, ConsistencyReport, RaftNode};
 
@@ -78,11 +78,14 @@ pub struct AdminClient {
 }
 
 impl AdminClient {
-    pub fn new(addr: &str, secret: Option<&str>) -> anyhow::Result<Self> {
+    /// `addr` is `HOST:PORT` (a scheme in front is accepted and dropped: `tls` decides it).
+    pub fn new(addr: &str, secret: Option<&str>, tls: Option<&ClientTls>) -> anyhow::Result<Self> {
         if secret.is_none() {
             anyhow::bail!("set IDNODE_CLUSTER_SECRET to the cluster's secret");
         }
-        Ok(AdminClient { client: PeerClient::new(Arc::new(Credential::from_secret(secret)))?, addr: addr.to_string() })
+        let addr = addr.trim_start_matches("https://").trim_start_matches("http://").trim_end_matches('/');
+        let client = PeerClient::new(Arc::new(Credential::from_secret(secret)), tls)?;
+        Ok(AdminClient { client, addr: addr.to_string() })
     }
 
     pub async fn status(&self) -> anyhow::Result<ClusterStatus> {

@@ -18,20 +18,75 @@ pub enum CallError {
     Failed(String),
 }
 
+/// What a caller of the peer listener trusts and presents when peer traffic is TLS
+/// (`[cluster] peer_tls_*`): the cluster's CA, and a certificate with its key (PEM).
+#[derive(Clone)]
+pub struct ClientTls {
+    pub ca_pem: Vec<u8>,
+    /// Certificate chain and private key in one PEM buffer; `None` presents no certificate
+    /// (the peer listener refuses such a caller, which is what a test of that wants).
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ClientTls {
+    // The private key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls").field("identity", &self.identity_pem.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl ClientTls {
+    /// Reads the CA and, when both are given, the certificate and key files.
+    pub fn from_files(
+        ca: &std::path::Path,
+        cert_key: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let read = |p: &std::path::Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        let identity_pem = match cert_key {
+            Some((cert, key)) => {
+                let mut pem = read(cert)?;
+                pem.push(b'\n');
+                pem.extend(read(key)?);
+                Some(pem)
+            }
+            None => None,
+        };
+        Ok(ClientTls { ca_pem: read(ca)?, identity_pem })
+    }
+
+    /// Trust only the cluster's CA (not the public roots) and present the identity.
+    pub fn apply(&self, builder: reqwest::ClientBuilder) -> anyhow::Result<reqwest::ClientBuilder> {
+        let mut builder = builder.tls_built_in_root_certs(false).https_only(true);
+        for cert in reqwest::Certificate::from_pem_bundle(&self.ca_pem)? {
+            builder = builder.add_root_certificate(cert);
+        }
+        if let Some(pem) = &self.identity_pem {
+            builder = builder.identity(reqwest::Identity::from_pem(pem)?);
+        }
+        Ok(builder)
+    }
+}
+
 #[derive(Clone)]
 pub struct PeerClient {
     http: reqwest::Client,
     cred: Arc<Credential>,
+    /// `https` when peer traffic is TLS.
+    scheme: &'static str,
 }
 
 impl PeerClient {
-    pub fn new(cred: Arc<Credential>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+    pub fn new(cred: Arc<Credential>, tls: Option<&ClientTls>) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .build()?;
-        Ok(PeerClient { http, cred })
+            .tcp_nodelay(true);
+        if let Some(tls) = tls {
+            builder = tls.apply(builder)?;
+        }
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Ok(PeerClient { http: builder.build()?, cred, scheme })
     }
 
     pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
@@ -44,7 +99,7 @@ impl PeerClient {
         let body = postcard::to_allocvec(req).map_err(|e| CallError::Failed(e.to_string()))?;
         let resp = self
             .http
-            .post(format!("http://{addr}{path}"))
+            .post(format!("{}://{addr}{path}", self.scheme))
             .header(HEADER, self.cred.header_value())
             .header("content-type", "application/octet-stream")
             .timeout(timeout)
@@ -53,9 +108,9 @@ impl PeerClient {
             .await
             .map_err(|e| {
                 if e.is_connect() {
-                    CallError::Unreachable(e.to_string())
+                    CallError::Unreachable(with_causes(&e))
                 } else {
-                    CallError::Failed(e.to_string())
+                    CallError::Failed(with_causes(&e))
                 }
             })?;
         let status = resp.status();
@@ -65,4 +120,17 @@ impl PeerClient {
         let bytes = resp.bytes().await.map_err(|e| CallError::Failed(e.to_string()))?;
         postcard::from_bytes(&bytes).map_err(|e| CallError::Failed(format!("bad reply from {addr}: {e}")))
     }
+}
+
+/// An error with its causes (reqwest's own message hides the TLS or socket error behind it:
+/// "error sending request" alone cannot tell an operator that the certificate was refused).
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }

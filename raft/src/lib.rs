@@ -39,6 +39,7 @@ pub use auth::peer_auth_header;
 pub use backup::{
     read_header, restore_file, verify_file, BackupError, BackupHeader, BackupKey, PATH_BACKUP, TRAILER_LEN,
 };
+pub use client::ClientTls;
 pub use consistency::{ConsistencyReport, MemberDigest};
 pub use digests::{DigestOutcome, Digests};
 pub use error::ProposeError;

@@ -69,7 +69,7 @@ impl RaftNode {
         }
         let config = Arc::new(opts.raft_config().context("raft options")?);
         let cred = Arc::new(Credential::from_secret(opts.cluster_secret.as_deref()));
-        let client = PeerClient::new(cred.clone())?;
+        let client = PeerClient::new(cred.clone(), opts.peer_tls.as_ref())?;
         let log = LogStore::new(engine.clone());
         let committed = log.committed_cell();
         let links = SmLinks::new(opts.cluster_secret.as_deref());
@@ -263,6 +263,14 @@ impl RaftNode {
 
     pub fn applied_index(&self) -> u64 {
         self.with_metrics(|m| m.last_applied.map_or(0, |l| l.index))
+    }
+
+    /// The hosts (names or addresses, without ports) of every voter and learner this node
+    /// knows; empty before it learned any membership (a node waiting to be added).
+    pub fn member_hosts(&self) -> Vec<String> {
+        self.with_metrics(|m| {
+            m.membership_config.nodes().map(|(_, n)| crate::status::host_of(&n.addr).to_string()).collect()
+        })
     }
 
     pub fn is_leader(&self) -> bool {

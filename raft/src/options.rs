@@ -30,6 +30,9 @@ pub struct RaftOptions {
     pub max_in_snapshot_log_to_keep: u64,
     /// Bound on forwarding a request to the leader, retries included.
     pub forward_timeout: Duration,
+    /// Set when peer traffic is mutual TLS: what this member trusts and presents when it calls
+    /// another (the peer listener's side is the server's, `src/http/tls.rs`).
+    pub peer_tls: Option<crate::ClientTls>,
 }
 
 impl Default for RaftOptions {
@@ -44,6 +47,7 @@ impl Default for RaftOptions {
             snapshot_logs_since_last: 5000,
             max_in_snapshot_log_to_keep: 1000,
             forward_timeout: Duration::from_secs(5),
+            peer_tls: None,
         }
     }
 }

@@ -128,3 +128,21 @@ pub(crate) fn readiness(m: &Metrics, committed: u64) -> Readiness {
     }
     Readiness { ok: reasons.is_empty(), fatal, reasons }
 }
+
+/// The host of a `HOST:PORT` peer address (`[v6]:port` gives `v6`), what a member's
+/// certificate must name.
+pub(crate) fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[cfg(test)]
+mod host_tests {
+    #[test]
+    fn hosts_of_peer_addresses() {
+        assert_eq!(super::host_of("10.0.0.7:5099"), "10.0.0.7");
+        assert_eq!(super::host_of("node-2.idnode.svc:5099"), "node-2.idnode.svc");
+        assert_eq!(super::host_of("[fd00::2]:5099"), "fd00::2");
+        assert_eq!(super::host_of("bare-host"), "bare-host");
+    }
+}

@@ -35,9 +35,9 @@ async fn token(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
         .context("the login answer had no X-Subject-Token")
 }
 
-pub async fn run(domain: &str, url: &str) -> anyhow::Result<()> {
+pub async fn run(domain: &str, url: &str, tls: &crate::cli::ClientTlsArgs) -> anyhow::Result<()> {
     let url = url.trim_end_matches('/').trim_end_matches("/v3");
-    let http = reqwest::Client::new();
+    let http = tls.apply(reqwest::Client::builder())?.build()?;
     let token = token(&http, url).await?;
     let resp = http.post(format!("{url}/v4/oauth2/{domain}/keys/rotate")).header("x-auth-token", token).send().await?;
     let status = resp.status();

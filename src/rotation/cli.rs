@@ -8,15 +8,15 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 use super::routes::{PATH_KEYS, PATH_REKEY, PATH_ROTATE_DATA, PATH_ROTATE_TOKEN};
-use crate::cli::KeysCmd;
+use crate::cli::{ClientTlsArgs, KeysCmd};
 
-pub async fn run(action: KeysCmd, endpoints: &[String]) -> anyhow::Result<()> {
+pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> anyhow::Result<()> {
     let secret = std::env::var("IDNODE_CLUSTER_SECRET")
         .ok()
         .filter(|s| !s.is_empty())
         .context("set IDNODE_CLUSTER_SECRET to the cluster's secret")?;
     let (name, value) = idnode_raft::peer_auth_header(&secret);
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
+    let http = tls.apply(reqwest::Client::builder().timeout(Duration::from_secs(30)))?.build()?;
     let (method, path, body) = match &action {
         KeysCmd::Rotate { token: true, .. } => (reqwest::Method::POST, PATH_ROTATE_TOKEN, None),
         KeysCmd::Rotate { .. } => (reqwest::Method::POST, PATH_ROTATE_DATA, None),

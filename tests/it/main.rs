@@ -27,6 +27,8 @@
 //! * `snapshot_consistency`: a follower that caught up by snapshot answers like the others;
 //! * `stale_reads`: a node that was stopped never validates a token revoked meanwhile;
 //! * `tempest`: the OpenStack identity conformance suites (tempest and keystone-tempest-plugin);
+//! * `tls`: mutual TLS between members (only members admitted), HTTPS on the public and ops
+//!   listeners, the operator commands with `--cacert`;
 //! * `token_cluster`: tokens validate everywhere, revocation is immediate.
 //!
 //! Run one module with e.g. `cargo test --test it token_cluster::`.
@@ -52,4 +54,5 @@ mod scim_clients;
 mod snapshot_consistency;
 mod stale_reads;
 mod tempest;
+mod tls;
 mod token_cluster;

@@ -47,6 +47,7 @@ pub fn options(id: u64, addr: SocketAddr, snapshot_every: u64) -> RaftOptions {
         snapshot_logs_since_last: snapshot_every,
         max_in_snapshot_log_to_keep: 0,
         forward_timeout: Duration::from_secs(10),
+        peer_tls: None,
     }
 }
 

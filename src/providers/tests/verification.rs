@@ -371,30 +371,6 @@ fn svids_verify_offline_against_the_bundle() {
 
 // --- Kubernetes TokenReview ---
 
-/// A TLS listener for `axum::serve` (handshakes one at a time: enough for tests).
-struct TlsListener {
-    tcp: tokio::net::TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((stream, addr)) = self.tcp.accept().await else { continue };
-            if let Ok(tls) = self.acceptor.accept(stream).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
-}
-
 #[derive(Default)]
 pub(crate) struct ApiServer {
     /// (Authorization header, request body) of every review.
@@ -425,8 +401,6 @@ async fn token_review(
 
 /// An API server on loopback with a certificate for 127.0.0.1 from a fresh CA (returned).
 pub(crate) async fn serve_api(dir: &Path) -> (Arc<ApiServer>, SocketAddr, String) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     // a CA and a server certificate it signed (webpki refuses a CA certificate as the server's)
     let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"];
     openssl(
@@ -438,20 +412,12 @@ pub(crate) async fn serve_api(dir: &Path) -> (Arc<ApiServer>, SocketAddr, String
     let leaf = ["-keyout", "srv.key", "-out", "srv.crt", "-subj", "/CN=localhost"];
     openssl(dir, &[&["req", "-x509"][..], &ec, &leaf, &signed, &exts].concat());
     let ca_pem = String::from_utf8(read(dir, "ca.crt")).unwrap();
-    let cert_pem = String::from_utf8(read(dir, "srv.crt")).unwrap();
-    let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();
-    let key = PrivateKeyDer::from_pem_slice(&read(dir, "srv.key")).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .unwrap();
+    let config = crate::http::tls::server_config(&dir.join("srv.crt"), &dir.join("srv.key"), None, "test").unwrap();
     let state = Arc::new(ApiServer::default());
     let app = Router::new().route(TOKEN_REVIEW_PATH, post(token_review)).with_state(state.clone());
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap();
-    let listener = TlsListener { tcp, acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)) };
+    let listener = crate::http::tls::TlsListener::new(tcp, config, None, "test");
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (state, addr, ca_pem)
 }
