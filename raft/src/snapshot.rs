@@ -177,6 +177,8 @@ pub(crate) fn install_file(shared: &SmShared, record: &SnapshotRecord) -> Result
     let staging = started.elapsed();
     shared.stats.installing.store(true, std::sync::atomic::Ordering::Release);
     let imported = engine.commit_import(staged, done);
+    // The dedup table was replaced: its pruning scans from the start once more.
+    shared.dedup_floor.reset();
     shared.stats.installing.store(false, std::sync::atomic::Ordering::Release);
     let records = imported.map_err(|e| write_err(Some(meta), e))?;
     tracing::info!(

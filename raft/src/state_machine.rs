@@ -81,6 +81,8 @@ pub struct SmShared {
     pub(crate) stats: Arc<SmStats>,
     digests: Arc<Digests>,
     pub(crate) snapshot_key: Arc<SnapshotKey>,
+    /// Where the dedup table's pruning starts scanning (see `dedup::PruneFloor`).
+    pub(crate) dedup_floor: dedup::PruneFloor,
 }
 
 impl SmShared {
@@ -186,7 +188,8 @@ impl SmShared {
         // An Err here is a command this node cannot apply: stopping is the only safe answer,
         // skipping it would let replicas diverge.
         let out = self.app.apply(&self.engine, batch, log_id.index, &p.payload).map_err(fail)?;
-        dedup::record(&self.engine, batch, &p.request_id, log_id.index, &out).map_err(|e| fail(e.to_string()))?;
+        dedup::record(&self.engine, batch, &self.dedup_floor, &p.request_id, log_id.index, &out)
+            .map_err(|e| fail(e.to_string()))?;
         Ok(Reply(out))
     }
 }
@@ -215,6 +218,7 @@ impl StateMachine {
             stats: links.stats,
             digests: links.digests,
             snapshot_key: links.snapshot_key,
+            dedup_floor: dedup::PruneFloor::default(),
         };
         shared.recover_snapshots()?;
         Ok(StateMachine { shared: Arc::new(shared) })
