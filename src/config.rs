@@ -153,6 +153,7 @@ const SECTIONS: &[&str] = &[
     "keys",
     "otlp",
     "cluster",
+    "passkey",
 ];
 
 /// The resolved configuration of a node.
@@ -226,6 +227,8 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// `[cluster] peer_tls_cert`, `peer_tls_key`, `peer_tls_ca`: mutual TLS between members.
     pub peer_tls: Option<PeerTlsFiles>,
+    /// `[passkey]`: the WebAuthn relying party (see `passkey::settings`).
+    pub passkey: crate::passkey::settings::PasskeySettings,
 }
 
 /// A listener's certificate (chain, PEM) and private key (PEM).
@@ -517,7 +520,7 @@ impl Config {
             _ => None,
         };
         let audit = AuditSettings::from_settings(s, &data_dir)?;
-        let cfg = Config {
+        let mut cfg = Config {
             node_id: s.parse(i, "node_id", 1)?,
             kek_file: s.get(i, "kek_file").map(PathBuf::from).unwrap_or_else(|| data_dir.join("kek.key")),
             data_dir,
@@ -574,7 +577,9 @@ impl Config {
             otlp: OtlpSettings::from_settings(s)?,
             tls: TlsFiles::from_settings(s)?,
             peer_tls: PeerTlsFiles::from_settings(s)?,
+            passkey: Default::default(),
         };
+        cfg.passkey = crate::passkey::settings::PasskeySettings::from_settings(s, &cfg.public_base())?;
         cfg.validate()?;
         s.refuse_unknown()?;
         Ok(cfg)

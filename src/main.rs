@@ -24,6 +24,7 @@ mod node;
 mod oauth1;
 mod oauth2;
 mod otlp;
+mod passkey;
 mod policy;
 mod providers;
 mod resource;

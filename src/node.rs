@@ -64,6 +64,8 @@ pub struct Node {
     pub scim: crate::scim::Scim,
     /// This node's KEK and data keys at run time, and the re-sealer (`rotation::dek`).
     pub node_keys: Arc<crate::rotation::dek::NodeKeys>,
+    /// The WebAuthn relying party (`passkey`), or why passkeys are off.
+    pub passkeys: crate::passkey::RelyingParty,
 }
 
 impl Node {
@@ -193,6 +195,10 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     audit.metrics().register(&mut registry);
     let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry)?;
     let scim = crate::scim::Scim::new(&cfg.scim);
+    let passkeys = crate::passkey::RelyingParty::new(&cfg.passkey)?;
+    if let Some(why) = passkeys.disabled() {
+        tracing::warn!("passkeys are off: {why}");
+    }
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -217,6 +223,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         api_key_usage: crate::api_keys::auth::Usage::default(),
         scim,
         node_keys,
+        passkeys,
     }))
 }
 

@@ -18,8 +18,9 @@ use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
+use crate::state::model::User;
 use crate::state::Command;
-use crate::token::{now_micros, render_token, TokenPayload, TokenScope, ValidToken};
+use crate::token::{now_micros, render_token, Delegation, Method, TokenPayload, TokenScope, ValidToken};
 
 const MAX_TOKEN_LEN: usize = 4096;
 
@@ -256,19 +257,48 @@ async fn issue_token(
         audit_ids,
         delegation: proven.delegation.clone(),
     };
-    let token = node.seal_token(&payload)?;
-    // Validating the new token checks the scope (enabled, roles held) exactly as every later
-    // validation will, and warms this node's cache.
-    let vt = node.validate_token(&token, false).await.map_err(|_| ApiError::unauthenticated())?;
-    let kind = match vt.payload.scope {
+    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
+    respond_with(&node, &payload, status, query_flag(q.get("nocatalog"))).await
+}
+
+/// The `scope` label of the issued-tokens metric.
+pub(crate) fn scope_label(scope: &TokenScope) -> &'static str {
+    match scope {
         TokenScope::Unscoped => "unscoped",
         TokenScope::Project(_) => "project",
         TokenScope::Domain(_) => "domain",
         TokenScope::System => "system",
+    }
+}
+
+/// Seals a new token and answers with it. Validating it first checks the scope (enabled,
+/// roles held) exactly as every later validation will, and warms this node's cache.
+async fn respond_with(node: &Node, payload: &TokenPayload, status: StatusCode, nocatalog: bool) -> ApiResult<Response> {
+    let token = node.seal_token(payload)?;
+    let vt = node.validate_token(&token, false).await.map_err(|_| ApiError::unauthenticated())?;
+    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", scope_label(&vt.payload.scope))])).inc();
+    token_response(node, status, &token, &vt, nocatalog)
+}
+
+/// An unscoped token for `user`, who proved themselves with `method` (a passkey login).
+pub(crate) async fn issue_unscoped(
+    node: &Node,
+    user: &User,
+    method: Method,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let now = now_micros();
+    let payload = TokenPayload {
+        version: 2,
+        user_id: user.id.clone(),
+        methods: method as u8,
+        scope: TokenScope::Unscoped,
+        issued_at: now,
+        expires_at: now + node.cfg.token_expiration_s * 1_000_000,
+        audit_ids: vec![idnode_keys::random_bytes()],
+        delegation: Delegation::None,
     };
-    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", kind)])).inc();
-    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
-    token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+    respond_with(node, &payload, status, true).await
 }
 
 async fn validate_token(

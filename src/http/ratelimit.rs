@@ -39,7 +39,11 @@ impl Class {
             return match endpoint {
                 "token" | "revoke" | "introspect" if method == Method::POST => Some(Class::OAuth2),
                 // The sign-in pages check passwords: the token-issue limit applies.
-                "authorize/login" | "device/login" if method == Method::POST => Some(Class::TokenIssue),
+                "authorize/login" | "device/login" | "authorize/passkey" | "authorize/passkey/start"
+                    if method == Method::POST =>
+                {
+                    Some(Class::TokenIssue)
+                }
                 "userinfo" if method == Method::POST || method == Method::GET => Some(Class::OAuth2),
                 _ => None,
             };
@@ -48,7 +52,9 @@ impl Class {
             return None;
         }
         match route {
-            "/v3/auth/tokens" | "/v4/auth/tokens" => Some(Class::TokenIssue),
+            "/v3/auth/tokens" | "/v4/auth/tokens" | "/v4/auth/passkey/start" | "/v4/auth/passkey/finish" => {
+                Some(Class::TokenIssue)
+            }
             "/v3/users/{id}/password" => Some(Class::PasswordChange),
             "/v3/sigtokens" | "/v3/ec2tokens" => Some(Class::SignedToken),
             _ => None,

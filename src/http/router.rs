@@ -147,6 +147,7 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
         .merge(crate::mapped_auth::routes())
         .merge(crate::api_keys::routes())
         .merge(crate::scim::routes())
+        .merge(crate::passkey::routes())
 }
 
 /// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body

@@ -18,7 +18,7 @@ use crate::mapping::model::{IdentityMode, MappingRuleSet};
 use crate::node::Node;
 use crate::state::providers::{Provider, ProviderConfig};
 use crate::state::Reader;
-use crate::token::{now_micros, Delegation, MappedGrant, Method, TokenPayload, TokenScope};
+use crate::token::{now_micros, Delegation, MappedGrant, Method, TokenPayload};
 
 /// The domain `${enclosing_domain_id}` names when neither the ruleset nor the provider has one.
 const DEFAULT_DOMAIN: &str = "default";
@@ -121,12 +121,7 @@ pub async fn login(node: &Arc<Node>, ext: External, scope: Option<&Value>, nocat
             e
         }
     })?;
-    let kind = match vt.payload.scope {
-        TokenScope::Unscoped => "unscoped",
-        TokenScope::Project(_) => "project",
-        TokenScope::Domain(_) => "domain",
-        TokenScope::System => "system",
-    };
+    let kind = crate::auth::tokens::scope_label(&vt.payload.scope);
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", kind)])).inc();
     token_response(node, StatusCode::OK, &token, &vt, nocatalog)
 }

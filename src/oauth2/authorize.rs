@@ -136,31 +136,48 @@ pub(super) fn live_client(
     client.ok_or_else(|| PageError::bad_request("The application is unknown, disabled, or not allowed to do this."))
 }
 
-/// The login page; `error` when the last attempt failed.
-pub(super) fn login_page(
-    client_name: &str,
-    action: &str,
-    sealed: &str,
-    username: &str,
-    error: Option<&str>,
-    redirect_origin: Option<String>,
-    cookie: Option<String>,
-) -> Response {
-    let err = html::error_note(error);
+/// What the login page shows.
+#[derive(Default)]
+pub(super) struct LoginView<'a> {
+    pub client_name: &'a str,
+    /// Where the password form posts.
+    pub action: String,
+    pub sealed: &'a str,
+    pub username: &'a str,
+    /// Set when the last attempt failed.
+    pub error: Option<&'a str>,
+    pub redirect_origin: Option<String>,
+    pub cookie: Option<String>,
+    /// The passkey sign-in's endpoints (`…/authorize/passkey`), when the flow offers it.
+    pub passkey: Option<String>,
+}
+
+pub(super) fn login_page(v: LoginView<'_>) -> Response {
+    let err = html::error_note(v.error);
+    let passkey = match &v.passkey {
+        Some(base) => html::passkey_button(&format!("{base}/start"), base, v.sealed),
+        None => Html::default(),
+    };
     let body = html::render(
         html::LOGIN,
         &[
-            ("client_name", Val::Text(client_name)),
+            ("client_name", Val::Text(v.client_name)),
             ("error", Val::Html(&err)),
-            ("action", Val::Text(action)),
-            ("page_state", Val::Text(sealed)),
-            ("username", Val::Text(username)),
+            ("action", Val::Text(&v.action)),
+            ("page_state", Val::Text(v.sealed)),
+            ("username", Val::Text(v.username)),
+            ("passkey", Val::Html(&passkey)),
         ],
     );
     let mut page = Page::new(StatusCode::OK, "Sign in", body);
-    page.redirect_origin = redirect_origin;
-    page.set_cookie = cookie;
+    page.redirect_origin = v.redirect_origin;
+    page.set_cookie = v.cookie;
     page.into_response()
+}
+
+/// The passkey endpoints of the authorization flow's login page, when passkeys are on.
+pub(super) fn passkey_base(node: &Node, domain_id: &str) -> Option<String> {
+    node.passkeys.disabled().is_none().then(|| format!("{}/authorize/passkey", base_path(node, domain_id)))
 }
 
 /// The consent page; `user_code`: the device flow's code, shown for the user to compare.
@@ -380,8 +397,15 @@ pub async fn authorize(
     let csrf = page_state::csrf_for(&node, &headers);
     let cookie = page_state::set_cookie(&node, &domain_id, &csrf);
     let sealed = page_state::seal(&node, &page_state::fresh(&domain_id, csrf, Flow::Authorize(req)))?;
-    let action = format!("{}/authorize/login", base_path(&node, &domain_id));
-    Ok(login_page(&client.name, &action, &sealed, "", None, origin, Some(cookie)))
+    Ok(login_page(LoginView {
+        client_name: &client.name,
+        action: format!("{}/authorize/login", base_path(&node, &domain_id)),
+        sealed: &sealed,
+        redirect_origin: origin,
+        cookie: Some(cookie),
+        passkey: passkey_base(&node, &domain_id),
+        ..Default::default()
+    }))
 }
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/login", operation_id = "oauth2_authorize_login", tag = "oauth2",
@@ -402,7 +426,7 @@ pub async fn authorize_login(
     domain_enabled(&node, &domain_id)?;
     let form = page_form(&body)?;
     let sealed = get(&form, "page_state");
-    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
+    let st = page_state::open(&node, &domain_id, sealed, &headers)?;
     let Flow::Authorize(req) = st.flow.clone() else {
         return Err(PageError::bad_request("The form is not valid; start again from the application."));
     };
@@ -412,28 +436,54 @@ pub async fn authorize_login(
     let client = live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     let username = get(&form, "username");
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        let action = format!("{}/authorize/login", base_path(&node, &domain_id));
-        return Ok(login_page(
-            &client.name,
-            &action,
-            sealed.unwrap_or_default(),
-            username.unwrap_or_default(),
-            Some(BAD_LOGIN),
-            html::origin_of(&req.redirect_uri),
-            None,
-        ));
+        return Ok(login_again(&node, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
     };
+    signed_in_as(&node, &domain_id, st, &req, &client, &user).await
+}
+
+/// The login page again after a failed attempt.
+pub(super) fn login_again(
+    node: &Node,
+    domain_id: &str,
+    client: &Client,
+    req: &AuthRequest,
+    sealed: Option<&str>,
+    username: Option<&str>,
+    error: &str,
+) -> Response {
+    login_page(LoginView {
+        client_name: &client.name,
+        action: format!("{}/authorize/login", base_path(node, domain_id)),
+        sealed: sealed.unwrap_or_default(),
+        username: username.unwrap_or_default(),
+        error: Some(error),
+        redirect_origin: html::origin_of(&req.redirect_uri),
+        cookie: None,
+        passkey: passkey_base(node, domain_id),
+    })
+}
+
+/// After a sign-in (password or passkey): the consent page, or the code when no consent is
+/// needed.
+pub(super) async fn signed_in_as(
+    node: &Node,
+    domain_id: &str,
+    mut st: PageState,
+    req: &AuthRequest,
+    client: &Client,
+    user: &User,
+) -> PageResult {
     let at = now();
     let login = Login { user_id: user.id.clone(), auth_time: at };
     st.login = Some(login.clone());
     st.exp = at + page_state::LIFETIME_S;
     let skip = client.pre_authorized
-        || (!req.force_consent && consent_covers(&node, &domain_id, &user.id, &client.client_id, &req.scopes)?);
+        || (!req.force_consent && consent_covers(node, domain_id, &user.id, &client.client_id, &req.scopes)?);
     if skip {
-        return issue(&node, &domain_id, &req, &login, None).await;
+        return issue(node, domain_id, req, &login, None).await;
     }
-    let action = format!("{}/authorize/consent", base_path(&node, &domain_id));
-    let sealed = page_state::seal(&node, &st)?;
+    let action = format!("{}/authorize/consent", base_path(node, domain_id));
+    let sealed = page_state::seal(node, &st)?;
     Ok(consent_page(&client.name, &user.name, &req.scopes, &action, &sealed, None, html::origin_of(&req.redirect_uri)))
 }
 

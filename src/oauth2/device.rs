@@ -223,8 +223,13 @@ pub async fn device_page(
     let csrf = page_state::csrf_for(&node, &headers);
     let cookie = page_state::set_cookie(&node, &domain_id, &csrf);
     let sealed = page_state::seal(&node, &page_state::fresh(&domain_id, csrf, Flow::Device { user_code }))?;
-    let action = format!("{}/device/login", az::base_path(&node, &domain_id));
-    Ok(az::login_page(&client.name, &action, &sealed, "", None, None, Some(cookie)))
+    Ok(az::login_page(az::LoginView {
+        client_name: &client.name,
+        action: format!("{}/device/login", az::base_path(&node, &domain_id)),
+        sealed: &sealed,
+        cookie: Some(cookie),
+        ..Default::default()
+    }))
 }
 
 fn device_flow(st: &page_state::PageState) -> PageResult<String> {
@@ -264,16 +269,14 @@ pub async fn device_login(
     let client = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None)?;
     let username = get(&form, "username");
     let Some(user) = az::check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        let action = format!("{}/device/login", az::base_path(&node, &domain_id));
-        return Ok(az::login_page(
-            &client.name,
-            &action,
-            sealed.unwrap_or_default(),
-            username.unwrap_or_default(),
-            Some(az::BAD_LOGIN),
-            None,
-            None,
-        ));
+        return Ok(az::login_page(az::LoginView {
+            client_name: &client.name,
+            action: format!("{}/device/login", az::base_path(&node, &domain_id)),
+            sealed: sealed.unwrap_or_default(),
+            username: username.unwrap_or_default(),
+            error: Some(az::BAD_LOGIN),
+            ..Default::default()
+        }));
     };
     let at = now();
     st.login = Some(Login { user_id: user.id.clone(), auth_time: at });

@@ -3,7 +3,8 @@
 //! HTML-escaped unless it is markup this module rendered itself ([`Html`]), so no request
 //! value can reach a page unescaped. Every page and redirect carries the same protective
 //! headers: no caching, no framing, no referrer, and a CSP that allows nothing but the
-//! inline style (by its hash) and form posts to this origin (plus, where a post ends in a
+//! inline style and the passkey script (by their hashes), the script's calls to this origin,
+//! and form posts to this origin (plus, where a post ends in a
 //! redirect to the client, the client's origin: Chromium applies `form-action` to the
 //! redirect after a post).
 
@@ -27,10 +28,17 @@ pub const DEVICE_NOTE: &str = include_str!("pages/device_note.html");
 pub const ERROR_NOTE: &str = include_str!("pages/error_note.html");
 pub const MESSAGE: &str = include_str!("pages/message.html");
 pub const DEVICE_CODE: &str = include_str!("pages/device_code.html");
+const PASSKEY_LOGIN: &str = include_str!("pages/passkey_login.html");
+/// The login page's passkey button: the only script of the pages, allowed by its hash.
+const PASSKEY_SCRIPT: &str = include_str!("pages/passkey.js");
 
 /// The CSP source of the inline style: its SHA-256, computed once.
 static STYLE_HASH: LazyLock<String> =
     LazyLock::new(|| format!("'sha256-{}'", STANDARD.encode(Sha256::digest(STYLE.as_bytes()))));
+
+/// The CSP source of the passkey script.
+static SCRIPT_HASH: LazyLock<String> =
+    LazyLock::new(|| format!("'sha256-{}'", STANDARD.encode(Sha256::digest(PASSKEY_SCRIPT.as_bytes()))));
 
 /// Markup produced by [`render`] (or empty): the only kind of value inserted unescaped.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -94,6 +102,22 @@ pub fn render(template: &str, vars: &[(&str, Val<'_>)]) -> Html {
     Html(out)
 }
 
+/// "Sign in with a passkey" (shown only where WebAuthn is available): the script asks
+/// `start` for a challenge for the typed username, has the browser sign it, and posts the
+/// answer to `action` with the page's state, as the password form does.
+pub fn passkey_button(start: &str, action: &str, sealed: &str) -> Html {
+    let script = Html(PASSKEY_SCRIPT.to_string());
+    render(
+        PASSKEY_LOGIN,
+        &[
+            ("start_action", Val::Text(start)),
+            ("action", Val::Text(action)),
+            ("page_state", Val::Text(sealed)),
+            ("script", Val::Html(&script)),
+        ],
+    )
+}
+
 /// A whole document around `body`.
 pub fn document(title: &str, body: &Html) -> Html {
     let style = Html(STYLE.to_string());
@@ -105,8 +129,9 @@ pub fn document(title: &str, body: &Html) -> Html {
 pub fn csp(redirect_origin: Option<&str>) -> String {
     let extra = redirect_origin.map(|o| format!(" {o}")).unwrap_or_default();
     format!(
-        "default-src 'none'; style-src {}; form-action 'self'{extra}; frame-ancestors 'none'; base-uri 'none'",
-        *STYLE_HASH
+        "default-src 'none'; style-src {}; script-src {}; connect-src 'self'; form-action 'self'{extra}; \
+         frame-ancestors 'none'; base-uri 'none'",
+        *STYLE_HASH, *SCRIPT_HASH
     )
 }
 

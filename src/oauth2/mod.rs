@@ -17,6 +17,7 @@ pub mod introspect;
 pub mod keys;
 pub mod metrics;
 pub mod page_state;
+pub mod passkey_login;
 pub mod revoke;
 pub mod rotate_cli;
 pub mod schemas;
@@ -124,6 +125,8 @@ pub fn routes() -> OpenApiRouter<Arc<Node>> {
         .routes(routes!(authorize::authorize))
         .routes(routes!(authorize::authorize_login))
         .routes(routes!(authorize::authorize_consent))
+        .routes(routes!(passkey_login::passkey_start))
+        .routes(routes!(passkey_login::passkey_login))
         .routes(routes!(device::device_authorization))
         .routes(routes!(device::device_page))
         .routes(routes!(device::device_login))

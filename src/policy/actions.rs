@@ -233,6 +233,10 @@ pub const ACTIONS: &[&str] = &[
     "identity/scim/group/show",
     "identity/scim/group/update",
     "identity/scim/group/delete",
+    // passkey.rego
+    "identity/passkey/register",
+    "identity/passkey/list",
+    "identity/passkey/delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -152,6 +152,15 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/users/{uM}/oauth2/consents", None,               [401, 403, 200, 403, 200, 403]),
     (Method::DELETE, "/v4/users/{self}/oauth2/consents/no-such-client", None, [401, 404, 404, 404, 404, 404]),
     (Method::DELETE, "/v4/users/{uM}/oauth2/consents/no-such-client", None, [401, 403, 404, 403, 404, 403]),
+    // Passkeys: the user's own (with an ordinary token), or an admin; login needs no token.
+    (Method::POST, "/v4/users/{self}/passkeys/register_start", None,   [401, 201, 201, 201, 201, 201]),
+    (Method::POST, "/v4/users/{uM}/passkeys/register_start", None,     [401, 403, 201, 403, 201, 403]),
+    (Method::GET, "/v4/users/{self}/passkeys", None,                    [401, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v4/users/{uM}/passkeys", None,                      [401, 403, 200, 403, 200, 403]),
+    (Method::DELETE, "/v4/users/{self}/passkeys/no-such-passkey", None, [401, 404, 404, 404, 404, 404]),
+    (Method::DELETE, "/v4/users/{uM}/passkeys/no-such-passkey", None,   [401, 403, 404, 403, 404, 403]),
+    (Method::POST, "/v4/auth/passkey/start", Some(r#"{"passkey": {"user_id": "{uM}"}}"#), [201, 201, 201, 201, 201, 201]),
+    (Method::POST, "/v4/auth/passkey/finish", Some(r#"{"id": "AA", "rawId": "AA", "type": "public-key", "response": {"authenticatorData": "AA", "clientDataJSON": "e30", "signature": "AA"}}"#), [401, 401, 401, 401, 401, 401]),
     // OAuth2 client registry: an admin, or a manager of the client's domain.
     (Method::GET, "/v4/oauth2/{dA}/clients", None,                      [401, 403, 403, 200, 200, 403]),
     (Method::POST, "/v4/oauth2/{dA}/clients", Some(r#"{"oauth2_client": {"name": "{uniq}", "grant_types": ["client_credentials"]}}"#), [401, 403, 403, 201, 201, 403]),

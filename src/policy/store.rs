@@ -45,6 +45,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("scim_realm.rego", include_str!("default/scim_realm.rego")),
     ("scim_user.rego", include_str!("default/scim_user.rego")),
     ("scim_group.rego", include_str!("default/scim_group.rego")),
+    ("passkey.rego", include_str!("default/passkey.rego")),
 ];
 
 /// Policy metric families; the node registers them in its registry.

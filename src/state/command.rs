@@ -156,6 +156,8 @@ pub enum Command {
         now: i64,
         max_secondary: u32,
     },
+    /// Passkeys (see `state::passkeys`); command version 3.
+    Passkeys(super::passkeys::PasskeyCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -216,6 +218,7 @@ pub enum Applied {
     Shadow(super::shadow::ShadowApplied),
     ApiKeys(super::api_keys::ApiKeyApplied),
     Scim(super::scim::ScimApplied),
+    Passkeys(super::passkeys::PasskeyApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod mapping;
 pub mod model;
 pub mod oauth2;
+pub mod passkeys;
 pub mod providers;
 pub mod read;
 pub mod scim;
@@ -39,6 +40,7 @@ pub const STATE_CFS: &[&str] = &[
     cf::SHADOW,
     cf::API_KEYS,
     cf::SCIM,
+    cf::PASSKEYS,
 ];
 
 pub mod cf {
@@ -81,4 +83,6 @@ pub mod cf {
     pub const API_KEYS: &str = "api_keys";
     /// SCIM realms (`state::scim`).
     pub const SCIM: &str = "scim";
+    /// Passkeys and their pending ceremonies (`state::passkeys`).
+    pub const PASSKEYS: &str = "passkeys";
 }

@@ -22,11 +22,19 @@ pub enum Method {
     /// Issued through a mapping ruleset for an external identity (an OIDC IdP's JWT, a
     /// Kubernetes service account, a SPIFFE JWT-SVID): Keystone's federated `mapped` method.
     Mapped = 16,
+    /// Issued for a WebAuthn passkey login (`/v4/auth/passkey/finish`), unscoped.
+    Passkey = 32,
 }
 
 impl Method {
-    pub const ALL: [Method; 5] =
-        [Method::Password, Method::Token, Method::Ec2Credential, Method::ApplicationCredential, Method::Mapped];
+    pub const ALL: [Method; 6] = [
+        Method::Password,
+        Method::Token,
+        Method::Ec2Credential,
+        Method::ApplicationCredential,
+        Method::Mapped,
+        Method::Passkey,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Method::Password => "password",
@@ -34,6 +42,7 @@ impl Method {
             Method::Ec2Credential => "ec2credential",
             Method::ApplicationCredential => "application_credential",
             Method::Mapped => "mapped",
+            Method::Passkey => "passkey",
         }
     }
 }

@@ -173,5 +173,6 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;
     super::doc::remove_trusts_of(tx, &u.id)?;
     super::scim::forget(tx, super::super::scim::Kind::User, &u.id)?;
+    super::passkeys::remove_for_user(tx, &u.id)?;
     Ok(())
 }

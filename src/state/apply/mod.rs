@@ -11,6 +11,7 @@ mod group;
 mod identity;
 mod mappings;
 mod oauth2;
+mod passkeys;
 mod password;
 mod providers;
 mod resource;
@@ -32,7 +33,7 @@ use super::{index_key, Tx, STATE_CFS};
 
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
-pub const COMMAND_VERSION: u32 = 2;
+pub const COMMAND_VERSION: u32 = 3;
 
 /// Storage failures inside apply are fatal for the node (raft stops): a command is never
 /// half-applied or skipped.
@@ -144,6 +145,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::RotateTokenKeys { new_staged, now, max_secondary } => {
             token::rotate_keys(tx, new_staged, now, max_secondary)
         }
+        Command::Passkeys(c) => passkeys::apply(tx, c),
     }
 }
 
@@ -198,6 +200,7 @@ impl StateApp for IdentityApp {
     fn required_version(&self, payload: &[u8]) -> u32 {
         match postcard::from_bytes::<Command>(payload) {
             Ok(Command::RotateTokenKeys { .. }) => 2,
+            Ok(Command::Passkeys(_)) => 3,
             _ => idnode_raft::BASE_VERSION,
         }
     }

@@ -1,0 +1,286 @@
+//! The two WebAuthn ceremonies, on webauthn-rs: registration (a signed-in user adds a
+//! passkey) and login (a user proves one). Each is started and finished through raft: the
+//! start stores webauthn-rs's ceremony state under its challenge and answers once every
+//! reachable node has it, so the finish may land on any node; the finish checks everything
+//! it can before it writes, and apply checks again what could have changed meanwhile (the
+//! ceremony still pending, the passkey still registered, the counter still moving forward).
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use webauthn_rs::prelude::{
+    CreationChallengeResponse, Credential, Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential, RequestChallengeResponse, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
+};
+use webauthn_rs_proto::{
+    AllowCredentials, AuthenticatorTransport, PublicKeyCredentialRequestOptions, UserVerificationPolicy,
+};
+
+use super::settings::PasskeySettings;
+use super::wire::challenge_of;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::metrics::labels;
+use crate::node::Node;
+use crate::state::command::ApplyError;
+use crate::state::model::User;
+use crate::state::passkeys::{
+    keys, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey, CLONED,
+};
+use crate::state::{cf, Applied, Command, Reader};
+
+/// The relying party of this deployment, or why passkeys are off.
+pub struct RelyingParty {
+    webauthn: Result<Webauthn, String>,
+    rp_id: String,
+    lifetime_s: i64,
+}
+
+impl RelyingParty {
+    pub fn new(s: &PasskeySettings) -> anyhow::Result<Self> {
+        let (webauthn, rp_id) = match &s.party {
+            Ok((rp_id, origin)) => {
+                let w = WebauthnBuilder::new(rp_id, origin)
+                    .and_then(|b| {
+                        b.rp_name(&s.rp_name).timeout(Duration::from_secs(s.ceremony_lifetime_s.unsigned_abs())).build()
+                    })
+                    .map_err(|e| anyhow::anyhow!("[passkey] rp_id {rp_id:?} with rp_origin {origin}: {e}"))?;
+                (Ok(w), rp_id.clone())
+            }
+            Err(why) => (Err(why.clone()), String::new()),
+        };
+        Ok(RelyingParty { webauthn, rp_id, lifetime_s: s.ceremony_lifetime_s })
+    }
+
+    /// Why passkeys are off, if they are.
+    pub fn disabled(&self) -> Option<&str> {
+        self.webauthn.as_ref().err().map(String::as_str)
+    }
+
+    fn get(&self) -> ApiResult<&Webauthn> {
+        self.webauthn.as_ref().map_err(|why| {
+            ApiError::new(StatusCode::NOT_IMPLEMENTED, format!("Passkeys are not available on this deployment: {why}."))
+        })
+    }
+}
+
+/// The WebAuthn user handle of a user: its id as a UUID (ids are UUID hex), or a hash of it.
+fn user_handle(user_id: &str) -> Uuid {
+    Uuid::try_parse(user_id).unwrap_or_else(|_| {
+        let digest = Sha256::digest(user_id.as_bytes());
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&digest[..16]);
+        Uuid::from_bytes(b)
+    })
+}
+
+fn json<T: serde::Serialize>(v: &T) -> ApiResult<String> {
+    serde_json::to_string(v).map_err(ApiError::internal)
+}
+
+/// The user's passkeys, in id order.
+pub fn passkeys_of(node: &Node, user_id: &str) -> ApiResult<Vec<StoredPasskey>> {
+    Ok(node.engine.read().scan(cf::PASSKEYS, &keys::of_user(user_id))?)
+}
+
+/// Replicates a started ceremony and waits until the reachable members have it.
+async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<()> {
+    let challenge = URL_SAFE_NO_PAD.encode(challenge);
+    let cmd = Command::Passkeys(PasskeyCommand::Start { challenge, ceremony, at: crate::oauth2::now() });
+    let (index, _) = node.propose_at(cmd).await?;
+    node.wait_cluster_applied(index).await;
+    Ok(())
+}
+
+/// The pending ceremony `client_data_json` answers, if it is `purpose` and still on time.
+fn pending(node: &Node, client_data_json: &[u8], purpose: Purpose) -> ApiResult<Option<(String, Ceremony)>> {
+    let Some(challenge) = challenge_of(client_data_json) else { return Ok(None) };
+    let ceremony: Option<Ceremony> = node.engine.read().get_t(cf::PASSKEYS, &keys::ceremony(&challenge))?;
+    Ok(ceremony.filter(|c| c.purpose == purpose && crate::oauth2::now() < c.expires_at).map(|c| (challenge, c)))
+}
+
+pub async fn register_start(
+    node: &Node,
+    user: &User,
+    description: Option<String>,
+) -> ApiResult<CreationChallengeResponse> {
+    let webauthn = node.passkeys.get()?;
+    let exclude = passkeys_of(node, &user.id)?
+        .iter()
+        .filter_map(|p| serde_json::from_str::<Passkey>(&p.credential).ok())
+        .map(|p| p.cred_id().clone())
+        .collect();
+    let (ccr, state) = webauthn
+        .start_passkey_registration(user_handle(&user.id), &user.name, &user.name, Some(exclude))
+        .map_err(ApiError::internal)?;
+    let ceremony = Ceremony {
+        user_id: user.id.clone(),
+        purpose: Purpose::Register,
+        state: Some(json(&state)?),
+        description,
+        expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
+    };
+    begin(node, &ccr.public_key.challenge, ceremony).await?;
+    Ok(ccr)
+}
+
+pub async fn register_finish(
+    node: &Node,
+    user_id: &str,
+    reg: &RegisterPublicKeyCredential,
+) -> ApiResult<StoredPasskey> {
+    let webauthn = node.passkeys.get()?;
+    let expired = || ApiError::bad_request("The registration challenge is unknown, used or expired; start again.");
+    let (challenge, ceremony) = pending(node, &reg.response.client_data_json, Purpose::Register)?
+        .filter(|(_, c)| c.user_id == user_id)
+        .ok_or_else(expired)?;
+    let state: PasskeyRegistration =
+        serde_json::from_str(ceremony.state.as_deref().unwrap_or_default()).map_err(ApiError::internal)?;
+    let passkey = webauthn.finish_passkey_registration(reg, &state).map_err(|e| {
+        tracing::info!(user_id, error = %e, "passkey registration refused");
+        ApiError::bad_request(format!("The passkey could not be registered: {e}."))
+    })?;
+    let cred = Credential::from(passkey.clone());
+    let stored = StoredPasskey {
+        id: Uuid::new_v4().simple().to_string(),
+        user_id: user_id.to_string(),
+        description: ceremony.description,
+        credential_id: URL_SAFE_NO_PAD.encode(passkey.cred_id()),
+        credential: json(&passkey)?,
+        counter: cred.counter,
+        backup_eligible: cred.backup_eligible,
+        backup_state: cred.backup_state,
+        created_at: crate::oauth2::now(),
+        last_used_at: None,
+    };
+    let cmd = PasskeyCommand::Register { challenge, passkey: Box::new(stored), at: crate::oauth2::now() };
+    match node.propose(Command::Passkeys(cmd)).await? {
+        Applied::Passkeys(PasskeyApplied::Passkey(p)) => Ok(*p),
+        _ => Err(ApiError::internal("unexpected outcome of a passkey registration")),
+    }
+}
+
+/// A challenge for `user_id`'s passkeys. An unknown or disabled user, or one without
+/// passkeys, gets a decoy of the same shape (and the same work: it is replicated too), which
+/// no answer can finish: the answer does not tell who has passkeys.
+pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallengeResponse> {
+    let webauthn = node.passkeys.get()?;
+    let user = node.engine.read().user(user_id)?.filter(|u| u.enabled);
+    let passkeys: Vec<Passkey> = match &user {
+        Some(u) => passkeys_of(node, &u.id)?.iter().filter_map(|p| serde_json::from_str(&p.credential).ok()).collect(),
+        None => Vec::new(),
+    };
+    let (rcr, state) = if passkeys.is_empty() {
+        (decoy(node, user_id)?, None)
+    } else {
+        let (rcr, state) = webauthn.start_passkey_authentication(&passkeys).map_err(ApiError::internal)?;
+        (rcr, Some(json(&state)?))
+    };
+    let ceremony = Ceremony {
+        user_id: user_id.to_string(),
+        purpose: Purpose::Login,
+        state,
+        description: None,
+        expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
+    };
+    begin(node, &rcr.public_key.challenge, ceremony).await?;
+    Ok(rcr)
+}
+
+/// What webauthn-rs sends for one platform passkey: a fresh 32-byte challenge, the same
+/// timeout and policy, and a 32-byte credential id (`internal` transport) that stays the same
+/// for the user id (a keyed hash), so asking twice does not give the decoy away either.
+fn decoy(node: &Node, user_id: &str) -> ApiResult<RequestChallengeResponse> {
+    let hasher = node.engine.read().index_hasher()?.ok_or_else(|| ApiError::unavailable("Not bootstrapped yet."))?;
+    let id = hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec();
+    Ok(RequestChallengeResponse {
+        public_key: PublicKeyCredentialRequestOptions {
+            challenge: idnode_keys::random_bytes::<32>().to_vec(),
+            timeout: u32::try_from(node.passkeys.lifetime_s * 1000).ok(),
+            rp_id: node.passkeys.rp_id.clone(),
+            allow_credentials: vec![AllowCredentials {
+                type_: "public-key".into(),
+                id,
+                transports: Some(vec![AuthenticatorTransport::Internal]),
+            }],
+            user_verification: UserVerificationPolicy::Required,
+            hints: None,
+            extensions: None,
+        },
+        mediation: None,
+    })
+}
+
+/// Why a login was refused: logged, counted, and answered with the same 401 whatever it was.
+fn refused(node: &Node, user_id: &str, why: &str) -> ApiError {
+    tracing::info!(user_id, reason = why, "passkey login refused");
+    node.metrics.auth_attempts.get_or_create(&labels(&[("method", "passkey"), ("result", "failure")])).inc();
+    ApiError::unauthenticated()
+}
+
+fn cloned(node: &Node, user_id: &str, passkey: &str) -> ApiError {
+    tracing::warn!(
+        user_id,
+        passkey_id = passkey,
+        "passkey login refused: the signature counter did not move forward, so the authenticator may have been cloned"
+    );
+    refused(node, user_id, CLONED)
+}
+
+/// Verifies a login's assertion and records it; the user it proves.
+pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCredential) -> ApiResult<User> {
+    let webauthn = node.passkeys.get()?;
+    node.ensure_fresh().await?;
+    let claimed = user_id.unwrap_or_default();
+    let Some((challenge, ceremony)) = pending(node, &cred.response.client_data_json, Purpose::Login)? else {
+        return Err(refused(node, claimed, "the challenge is unknown, used or expired"));
+    };
+    let user_id = user_id.unwrap_or(&ceremony.user_id).to_string();
+    if ceremony.user_id != user_id {
+        return Err(refused(node, &user_id, "the challenge was issued for another user"));
+    }
+    let Some(state) = ceremony.state else {
+        return Err(refused(node, &user_id, "the challenge was a decoy"));
+    };
+    let read = node.engine.read();
+    let Some(user) = read.user(&user_id)?.filter(|u| u.enabled) else {
+        return Err(refused(node, &user_id, "the user is unknown or disabled"));
+    };
+    if !read.domain(&user.domain_id)?.is_some_and(|d| d.enabled) {
+        return Err(refused(node, &user_id, "the user's domain is disabled"));
+    }
+    let state: PasskeyAuthentication = serde_json::from_str(&state).map_err(ApiError::internal)?;
+    let result = webauthn.finish_passkey_authentication(cred, &state).map_err(|e| match e {
+        WebauthnError::CredentialPossibleCompromise => cloned(node, &user_id, &URL_SAFE_NO_PAD.encode(&cred.raw_id)),
+        e => refused(node, &user_id, &e.to_string()),
+    })?;
+    let credential_id = URL_SAFE_NO_PAD.encode(result.cred_id());
+    let owner: Option<String> = read.get_t(cf::PASSKEYS, &keys::credential(&credential_id))?;
+    let Some((_, passkey_id)) = owner.as_deref().and_then(|o| o.split_once('/')).filter(|(u, _)| *u == user_id) else {
+        return Err(refused(node, &user_id, "the passkey is not registered"));
+    };
+    let Some(stored) = read.get_t::<StoredPasskey>(cf::PASSKEYS, &keys::passkey(&user_id, passkey_id))? else {
+        return Err(refused(node, &user_id, "the passkey is not registered"));
+    };
+    drop(read);
+    let mut passkey: Passkey = serde_json::from_str(&stored.credential).map_err(ApiError::internal)?;
+    passkey.update_credential(&result);
+    let proof = LoginProof {
+        passkey_id: stored.id.clone(),
+        counter: result.counter(),
+        backup_eligible: result.backup_eligible(),
+        backup_state: result.backup_state(),
+        credential: json(&passkey)?,
+    };
+    let cmd = PasskeyCommand::Login { challenge, user_id: user_id.clone(), proof, at: crate::oauth2::now() };
+    match node.propose_outcome(Command::Passkeys(cmd)).await?.1 {
+        Ok(_) => {
+            node.metrics.auth_attempts.get_or_create(&labels(&[("method", "passkey"), ("result", "success")])).inc();
+            Ok(user)
+        }
+        Err(ApplyError::Invalid(m)) if m == CLONED => Err(cloned(node, &user_id, &stored.id)),
+        Err(e) => Err(refused(node, &user_id, &e.to_string())),
+    }
+}
