@@ -226,6 +226,47 @@ async fn authlib_code_flow_through_browser_pages() {
     assert!(out.get("token").is_none() && out["redirect_query"].get("code").is_none(), "{out}");
 }
 
+/// Issue 12: a passkey registered in Chromium (DevTools virtual authenticator) through the API,
+/// then the sign-in page's "Sign in with a passkey" button, the consent page, and the code
+/// redeemed at `/token` by authlib.
+#[tokio::test]
+async fn passkey_sign_in_through_the_browser_page() {
+    let p = Provider::start().await;
+    let (name, password) = (format!("pk-user-{}", random_hex(4)), format!("pw-{}", random_hex(8)));
+    let user = p.user(&name, &password).await;
+    let port = free_ports(1)[0];
+    let c = p
+        .client(json!({"name": "web", "confidential": true, "grant_types": ["authorization_code"],
+                       "redirect_uris": [format!("http://127.0.0.1:{port}/cb")],
+                       "allowed_scopes": ["openid", "profile"], "require_pkce": true}))
+        .await;
+    let port = port.to_string();
+    let args = [
+        "--scope",
+        "openid profile",
+        "--username",
+        &name,
+        "--password",
+        &password,
+        "--user-id",
+        &user,
+        "--redirect-port",
+        &port,
+    ];
+    let out = p.run(&c, "passkey", &args).await;
+    assert_eq!(out["registered"]["body"]["passkey"]["description"], "chromium", "{out}");
+    assert_eq!(out["authenticator_credentials"], 1, "{out}");
+    assert_eq!(out["pages"], json!(["login", "consent"]), "{out}");
+    assert_eq!(out["id_claims"]["sub"], json!(user), "{out}");
+    assert_eq!(out["access_claims"]["sub"], json!(user), "{out}");
+    // The login was recorded: the authenticator's counter moved and the passkey was used.
+    let url = format!("{}/v4/users/{user}/passkeys", p.cluster.api(0));
+    let listed = p.cluster.http.get(&url, Some(p.admin.as_str())).await.expect("list passkeys");
+    let passkey = &listed.json["passkeys"][0];
+    assert!(passkey["last_used_at"].is_string(), "{}", listed.json);
+    assert_eq!(passkey["sign_count"], out["sign_count"][0], "{} vs {out}", listed.json);
+}
+
 #[tokio::test]
 async fn authlib_device_flow() {
     let p = Provider::start().await;

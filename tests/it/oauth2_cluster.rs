@@ -108,9 +108,14 @@ fn unescape(v: &str) -> String {
 fn page_form(html: &str) -> (String, Vec<(String, String)>) {
     let action = regex::Regex::new(r#"<form method="post" action="([^"]+)">"#).expect("regex");
     let hidden = regex::Regex::new(r#"<input type="hidden" name="([^"]+)" value="([^"]*)">"#).expect("regex");
-    let action = action.captures(html).unwrap_or_else(|| panic!("no form in the page:\n{html}"))[1].to_string();
+    let found = action.captures(html).unwrap_or_else(|| panic!("no form in the page:\n{html}"));
+    // The first form only, as a browser posts one form (the login page has a second, the
+    // passkey button's).
+    let start = found.get(0).map_or(0, |m| m.end());
+    let form = &html[start..html[start..].find("</form>").map_or(html.len(), |e| start + e)];
+    let action = found[1].to_string();
     let fields: Vec<(String, String)> =
-        hidden.captures_iter(html).map(|c| (c[1].to_string(), unescape(&c[2]))).collect();
+        hidden.captures_iter(form).map(|c| (c[1].to_string(), unescape(&c[2]))).collect();
     assert!(fields.iter().any(|(k, _)| k == "page_state"), "no page_state in the form:\n{html}");
     (unescape(&action), fields)
 }

@@ -67,6 +67,16 @@ fn assert_page_headers(r: &Reply) {
     }
     assert!(!csp.contains("unsafe-inline"));
     assert!(r.text.contains(r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#));
+    // Every inline script runs only by its hash (the passkey button's), and the passkey
+    // section stays hidden until that script shows it: without scripts the password form is
+    // the whole page.
+    for script in r.text.split("<script>").skip(1).filter_map(|s| s.split("</script>").next()) {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script.as_bytes()));
+        assert!(csp.contains(&format!("script-src 'sha256-{hash}'")), "script not allowed by {csp}");
+        assert!(r.text.contains(r#"<div id="passkey" hidden"#), "{}", r.text);
+    }
 }
 
 /// A user of the default domain.
@@ -143,6 +153,7 @@ async fn authorize_login_consent_redirects_with_a_code() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     assert_page_headers(&page);
     assert!(header(&page, "content-security-policy").contains("form-action 'self' https://app.example;"));
+    assert!(page.text.contains(&format!(r#"data-start="/v4/oauth2/{D}/authorize/passkey/start""#)), "{}", page.text);
     let set = header(&page, "set-cookie");
     assert!(set.starts_with("idnode_oauth2_csrf="), "{set}");
     for attr in ["HttpOnly", "SameSite=Strict", &format!("Path=/v4/oauth2/{D}")] {
@@ -430,6 +441,7 @@ async fn device_page_signs_in_and_records_the_decision() {
         assert_eq!(login.status, StatusCode::OK, "{}", login.text);
         assert!(login.text.contains("TV &lt;App&gt;"));
         assert!(login.text.contains(&format!(r#"action="/v4/oauth2/{D}/device/login""#)));
+        assert!(!login.text.contains("passkey"), "the device flow's sign-in has no passkey button");
         let c = cookie(&login);
         let body = form(&[("page_state", &page_state(&login)), ("username", "alice"), ("password", PW)]);
         let consent = send(&t, Method::POST, &format!("{page}/login"), &[("cookie", &c)], Some(&body)).await;

@@ -6,7 +6,7 @@ the login/consent pages are driven in headless Chromium through selenium and the
 chromedriver (never Selenium Manager: no network). Used by tests/it/oauth2_clients.rs.
 
 usage: oidc_client.py SUBCOMMAND --issuer URL --client-id ID [--client-secret S] [--scope S] ...
-  client_credentials | code | refresh | device | exchange | verify | introspect | revoke | userinfo
+  client_credentials | code | passkey | refresh | device | exchange | verify | introspect | revoke | userinfo
 (see build_parser() for each subcommand's options). Every result is ONE JSON object on stdout;
 a failure exits 1 with {"error": ...} on stdout and the traceback on stderr.
 """
@@ -239,8 +239,16 @@ def drive(driver, url, stop_prefix, args, user_code=None):
             form = pw.find_element(By.XPATH, "./ancestor::form")
             form.find_element(By.NAME, "username").clear()
             form.find_element(By.NAME, "username").send_keys(args.username)
-            pw.send_keys(args.password)
-            submit(submit_button(form))
+            if getattr(args, "passkey", False):
+                # The page's script asks for a challenge, the browser's authenticator signs
+                # it, and the script posts the answer: no password typed.
+                buttons = find("#passkey-button")
+                if not buttons or not buttons[0].is_displayed():
+                    raise Fail(f"no visible passkey button on the login page: {driver.page_source[:1500]}")
+                submit(buttons[0])
+            else:
+                pw.send_keys(args.password)
+                submit(submit_button(form))
         elif page == "consent":
             remember = find("input[name=remember]")
             if args.remember:
@@ -316,6 +324,72 @@ def cmd_code(args, meta):
     out.update({"token": s.last["body"], "token_cache_control": s.last["cache_control"], "nonce": nonce,
                 **verify_tokens(args, meta, s.last["body"], nonce)})
     return out
+
+
+# Registers a passkey from the relying party's own origin, as a page of it would: the user's
+# token, register_start, navigator.credentials.create, register_finish with the browser's
+# PublicKeyCredential.toJSON() spelling.
+REGISTER_JS = """
+const [userId, token, done] = arguments;
+(async () => {
+  const headers = {'X-Auth-Token': token, 'Content-Type': 'application/json'};
+  const base = `/v4/users/${userId}/passkeys`;
+  let r = await fetch(`${base}/register_start`, {method: 'POST', headers,
+                      body: JSON.stringify({passkey: {description: 'chromium'}})});
+  if (r.status !== 201) return done({step: 'start', status: r.status, body: await r.text()});
+  const options = PublicKeyCredential.parseCreationOptionsFromJSON((await r.json()).publicKey);
+  const credential = await navigator.credentials.create({publicKey: options});
+  r = await fetch(`${base}/register_finish`, {method: 'POST', headers, body: JSON.stringify(credential.toJSON())});
+  done({step: 'finish', status: r.status, body: await r.json()});
+})().catch(e => done({step: 'error', error: String(e)}));
+"""
+
+
+def cmd_passkey(args, meta):
+    """The code flow signed in with a passkey: Chromium gets a DevTools virtual authenticator
+    (CTAP2, internal, user verification), registers a passkey for the user through
+    /v4/users/{id}/passkeys from the login page's origin, then signs in with the login page's
+    "Sign in with a passkey" button; the code is redeemed at /token and the tokens verified.
+    The browser uses `localhost` (WebAuthn needs a domain; the node's relying party is
+    `localhost` when its public URL is a loopback address)."""
+    api = meta["issuer"].split("/v4/", 1)[0]
+    r = requests.post(api + "/v3/auth/tokens", timeout=HTTP_TIMEOUT, json={"auth": {"identity": {
+        "methods": ["password"], "password": {"user": {"id": args.user_id, "password": args.password}}}}})
+    if r.status_code not in (200, 201):
+        raise Fail(f"password login for the registration failed: {r.status_code} {r.text}")
+    token = r.headers["X-Subject-Token"]
+    redirect_uri = f"http://127.0.0.1:{args.redirect_port}/cb"
+    server = ThreadingHTTPServer(("127.0.0.1", args.redirect_port), Callback)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    s = session(args, meta, redirect_uri=redirect_uri, code_challenge_method="S256")
+    verifier, nonce = generate_token(64), generate_token(24)
+    url, state = s.create_authorization_url(meta["authorization_endpoint"], code_verifier=verifier, nonce=nonce)
+    browser_url = url.replace("://127.0.0.1:", "://localhost:", 1)
+    driver = browser()
+    try:
+        driver.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
+        authenticator = driver.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
+            "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+            "hasUserVerification": True, "isUserVerified": True, "automaticPresenceSimulation": True}})
+        driver.get(browser_url)
+        driver.set_script_timeout(30)
+        registered = driver.execute_async_script(REGISTER_JS, args.user_id, token)
+        if registered.get("status") != 201:
+            raise Fail(f"registration in the browser failed: {registered}")
+        held = driver.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator["authenticatorId"]})
+        pages, checks, final = drive(driver, browser_url, redirect_uri, args)
+        after = driver.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": authenticator["authenticatorId"]})
+    finally:
+        driver.quit()
+        server.shutdown()
+    query = dict(parse_qsl(urlsplit(final).query))
+    if query.get("state") != state or "code" not in query:
+        raise Fail(f"the redirect carries no code for our state: {final}")
+    s.fetch_token(meta["token_endpoint"], authorization_response=final, state=state, code_verifier=verifier)
+    return {"registered": registered, "pages": pages, "page_checks": checks,
+            "authenticator_credentials": len(held["credentials"]),
+            "sign_count": [c["signCount"] for c in after["credentials"]],
+            "token": s.last["body"], "nonce": nonce, **verify_tokens(args, meta, s.last["body"], nonce)}
 
 
 def cmd_refresh(args, meta):
@@ -460,6 +534,12 @@ def build_parser():
         sp.add_argument("--decision", choices=["approve", "deny"], default="approve")
         sp.add_argument("--remember", action="store_true")
     c.add_argument("--prompt")
+    pk = sub.add_parser("passkey", parents=[common])
+    pk.add_argument("--redirect-port", type=int, required=True)
+    pk.add_argument("--user-id", required=True)
+    pk.add_argument("--username", required=True)
+    pk.add_argument("--password", required=True, help="only to get the token that registers the passkey")
+    pk.set_defaults(passkey=True, decision="approve", remember=False)
     c.add_argument("--narrow", action="store_true", help="320x640 window; reports fits_320")
     r = sub.add_parser("refresh", parents=[common])
     r.add_argument("--refresh-token", required=True)
