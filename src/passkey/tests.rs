@@ -281,10 +281,15 @@ async fn a_ceremony_started_on_one_node_finishes_on_another() {
         let cred = d.do_authentication(origin(), rcr).unwrap();
         let r = c.call(to, Method::POST, "/v4/auth/passkey/finish", None, Some(snake(&user_id, &cred))).await;
         assert_eq!(r.status, StatusCode::CREATED, "started on {from}, finished on {to}: {}", r.body);
-        // Replayed on the third node: refused there too.
+        // Replayed on the third node: refused there too, and nothing is written anywhere.
+        c.wait_converged().await;
+        let before: Vec<_> = (0..3).map(|i| stored(c.node(i))).collect();
         let third = 3 - from - to;
         let r = c.call(third, Method::POST, "/v4/auth/passkey/finish", None, Some(snake(&user_id, &cred))).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "replayed on {third}");
+        c.wait_converged().await;
+        let after: Vec<_> = (0..3).map(|i| stored(c.node(i))).collect();
+        assert_eq!(before, after, "a replay on node {third} wrote nothing");
     }
     c.wait_converged().await;
     let states: Vec<_> = (0..3).map(|i| stored(c.node(i))).collect();
