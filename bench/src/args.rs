@@ -49,6 +49,12 @@ pub struct Args {
     /// Leader kills of the failover benchmark.
     #[arg(long, default_value_t = 20)]
     pub ops_kills: u32,
+    /// Run the passkey benchmarks instead (see `passkey.rs`).
+    #[arg(long)]
+    pub passkey: bool,
+    /// Starts of each kind, and logins, per cluster size of the passkey benchmark.
+    #[arg(long, default_value_t = 300)]
+    pub passkey_rounds: usize,
     /// Projects in the state the backup and restore figures move.
     #[arg(long, default_value_t = 100_000)]
     pub ops_projects: u32,

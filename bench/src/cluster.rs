@@ -32,6 +32,8 @@ pub struct IdCluster {
     pub admin_password: String,
     pub nodes: Vec<IdNode>,
     pub http: Client,
+    /// Extra `IDNODE_*` settings of every node.
+    pub env: Vec<(String, String)>,
 }
 
 impl IdCluster {
@@ -79,6 +81,7 @@ impl IdCluster {
             admin_password: format!("bench-admin-{}", random_hex(8)?),
             nodes,
             http: http_client(Duration::from_secs(30))?,
+            env: Vec::new(),
         })
     }
 
@@ -161,6 +164,7 @@ impl IdCluster {
                     .filter_map(|kv| kv.split_once('='))
                     .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())),
             )
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .current_dir(&self.dir)

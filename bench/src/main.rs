@@ -19,6 +19,8 @@
 //!               lists on a 10,000-user realm (idnode only; see `scim.rs`)
 //! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
 //! `--ops` runs the operator benchmarks instead: failover time, backup and restore MB/s.
+//! `--passkey` runs the passkey benchmarks instead: start latency with and without a real
+//! user behind it, full logins.
 //! `--only oauth2` (name prefixes, comma separated) runs a subset.
 //! Besides: idle RSS (VmRSS of the node processes, summed), RSS after load, cold start (spawn to
 //! first `/ready` 200; for Keystone: run.sh's `cold_start_s`, start to first `GET /v3` 200).
@@ -31,6 +33,7 @@ mod idnode;
 mod mapped;
 mod oauth2;
 mod ops;
+mod passkey;
 mod probe;
 mod reference;
 mod report;
@@ -100,6 +103,14 @@ async fn main() -> Result<()> {
         let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join("idnode-bench-ops"));
         std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
         let table = ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?;
+        std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;
+        return Ok(());
+    }
+    if args.passkey {
+        let bin = find_idnode(args.idnode.as_ref())?;
+        let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join("idnode-bench-passkey"));
+        std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
+        let table = passkey::bench_passkey(&bin, &out, args.passkey_rounds).await?;
         std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;
         return Ok(());
     }

@@ -31,7 +31,8 @@ async fn admin_token(c: &IdCluster, i: usize) -> Result<String> {
     r.subject_token.with_context(|| format!("admin token: {} {}", r.status, r.text))
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

@@ -12,12 +12,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use webauthn_rs::prelude::{
-    CreationChallengeResponse, Credential, Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    AttestationFormat, COSEAlgorithm, COSEEC2Key, COSEKey, COSEKeyType, CreationChallengeResponse, Credential,
+    ECDSACurve, ParsedAttestation, Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
     RegisterPublicKeyCredential, RequestChallengeResponse, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
 };
-use webauthn_rs_proto::{
-    AllowCredentials, AuthenticatorTransport, PublicKeyCredentialRequestOptions, UserVerificationPolicy,
-};
+use webauthn_rs_proto::{AuthenticatorTransport, RegisteredExtensions, UserVerificationPolicy};
 
 use super::settings::PasskeySettings;
 use super::wire::challenge_of;
@@ -34,24 +33,32 @@ use crate::state::{cf, Applied, Command, Reader};
 /// The relying party of this deployment, or why passkeys are off.
 pub struct RelyingParty {
     webauthn: Result<Webauthn, String>,
-    rp_id: String,
     lifetime_s: i64,
+    /// The public key of the decoy passkeys: a P-256 key whose private half was never kept.
+    decoy_key: COSEKey,
 }
 
 impl RelyingParty {
     pub fn new(s: &PasskeySettings) -> anyhow::Result<Self> {
-        let (webauthn, rp_id) = match &s.party {
-            Ok((rp_id, origin)) => {
-                let w = WebauthnBuilder::new(rp_id, origin)
-                    .and_then(|b| {
-                        b.rp_name(&s.rp_name).timeout(Duration::from_secs(s.ceremony_lifetime_s.unsigned_abs())).build()
-                    })
-                    .map_err(|e| anyhow::anyhow!("[passkey] rp_id {rp_id:?} with rp_origin {origin}: {e}"))?;
-                (Ok(w), rp_id.clone())
-            }
-            Err(why) => (Err(why.clone()), String::new()),
+        let webauthn = match &s.party {
+            Ok((rp_id, origin)) => Ok(WebauthnBuilder::new(rp_id, origin)
+                .and_then(|b| {
+                    b.rp_name(&s.rp_name).timeout(Duration::from_secs(s.ceremony_lifetime_s.unsigned_abs())).build()
+                })
+                .map_err(|e| anyhow::anyhow!("[passkey] rp_id {rp_id:?} with rp_origin {origin}: {e}"))?),
+            Err(why) => Err(why.clone()),
         };
-        Ok(RelyingParty { webauthn, rp_id, lifetime_s: s.ceremony_lifetime_s })
+        let key = idnode_keys::generate_es256()?;
+        let coordinate = |c: &str| URL_SAFE_NO_PAD.decode(c).map_err(|e| anyhow::anyhow!("decoy key: {e}"));
+        let decoy_key = COSEKey {
+            type_: COSEAlgorithm::ES256,
+            key: COSEKeyType::EC_EC2(COSEEC2Key {
+                curve: ECDSACurve::SECP256R1,
+                x: coordinate(&key.x)?.into(),
+                y: coordinate(&key.y)?.into(),
+            }),
+        };
+        Ok(RelyingParty { webauthn, lifetime_s: s.ceremony_lifetime_s, decoy_key })
     }
 
     /// Why passkeys are off, if they are.
@@ -118,7 +125,8 @@ pub async fn register_start(
     let ceremony = Ceremony {
         user_id: user.id.clone(),
         purpose: Purpose::Register,
-        state: Some(json(&state)?),
+        state: json(&state)?,
+        decoy: false,
         description,
         expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
     };
@@ -136,13 +144,18 @@ pub async fn register_finish(
     let (challenge, ceremony) = pending(node, &reg.response.client_data_json, Purpose::Register)?
         .filter(|(_, c)| c.user_id == user_id)
         .ok_or_else(expired)?;
-    let state: PasskeyRegistration =
-        serde_json::from_str(ceremony.state.as_deref().unwrap_or_default()).map_err(ApiError::internal)?;
+    let state: PasskeyRegistration = serde_json::from_str(&ceremony.state).map_err(ApiError::internal)?;
     let passkey = webauthn.finish_passkey_registration(reg, &state).map_err(|e| {
         tracing::info!(user_id, error = %e, "passkey registration refused");
         ApiError::bad_request(format!("The passkey could not be registered: {e}."))
     })?;
-    let cred = Credential::from(passkey.clone());
+    // Registration asks for no attestation, so whatever certificate chain an authenticator
+    // sends anyway was never verified: it is not kept (and every login's ceremony state, a
+    // decoy's included, has the same shape).
+    let mut cred = Credential::from(passkey);
+    cred.attestation = ParsedAttestation::default();
+    cred.attestation_format = AttestationFormat::None;
+    let passkey = Passkey::from(cred.clone());
     let stored = StoredPasskey {
         id: Uuid::new_v4().simple().to_string(),
         user_id: user_id.to_string(),
@@ -163,25 +176,26 @@ pub async fn register_finish(
 }
 
 /// A challenge for `user_id`'s passkeys. An unknown or disabled user, or one without
-/// passkeys, gets a decoy of the same shape (and the same work: it is replicated too), which
-/// no answer can finish: the answer does not tell who has passkeys.
+/// passkeys, gets a decoy: a challenge for a passkey nobody holds, made the same way (a stored
+/// passkey read, webauthn-rs's start, a replicated ceremony of the same size), so neither the
+/// answer nor its timing tells who has passkeys. No answer finishes a decoy.
 pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallengeResponse> {
     let webauthn = node.passkeys.get()?;
-    let user = node.engine.read().user(user_id)?.filter(|u| u.enabled);
-    let passkeys: Vec<Passkey> = match &user {
-        Some(u) => passkeys_of(node, &u.id)?.iter().filter_map(|p| serde_json::from_str(&p.credential).ok()).collect(),
-        None => Vec::new(),
+    let enabled = node.engine.read().user(user_id)?.is_some_and(|u| u.enabled);
+    // Read for every id, known or not, so each path does the same reads.
+    let stored = passkeys_of(node, user_id)?;
+    let passkeys: Vec<Passkey> = match enabled {
+        true => stored.iter().filter_map(|p| serde_json::from_str(&p.credential).ok()).collect(),
+        false => Vec::new(),
     };
-    let (rcr, state) = if passkeys.is_empty() {
-        (decoy(node, user_id)?, None)
-    } else {
-        let (rcr, state) = webauthn.start_passkey_authentication(&passkeys).map_err(ApiError::internal)?;
-        (rcr, Some(json(&state)?))
-    };
+    let decoy = passkeys.is_empty();
+    let passkeys = if decoy { vec![decoy_passkey(node, user_id)?] } else { passkeys };
+    let (rcr, state) = webauthn.start_passkey_authentication(&passkeys).map_err(ApiError::internal)?;
     let ceremony = Ceremony {
         user_id: user_id.to_string(),
         purpose: Purpose::Login,
-        state,
+        state: json(&state)?,
+        decoy,
         description: None,
         expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
     };
@@ -189,28 +203,25 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
     Ok(rcr)
 }
 
-/// What webauthn-rs sends for one platform passkey: a fresh 32-byte challenge, the same
-/// timeout and policy, and a 32-byte credential id (`internal` transport) that stays the same
-/// for the user id (a keyed hash), so asking twice does not give the decoy away either.
-fn decoy(node: &Node, user_id: &str) -> ApiResult<RequestChallengeResponse> {
+/// The decoy passkey of a user id: a 32-byte credential id that stays the same for the id (a
+/// keyed hash, so asking twice does not give it away), a platform passkey's flags, and the
+/// decoy key. Read back from JSON, as a stored passkey is.
+fn decoy_passkey(node: &Node, user_id: &str) -> ApiResult<Passkey> {
     let hasher = node.engine.read().index_hasher()?.ok_or_else(|| ApiError::unavailable("Not bootstrapped yet."))?;
-    let id = hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec();
-    Ok(RequestChallengeResponse {
-        public_key: PublicKeyCredentialRequestOptions {
-            challenge: idnode_keys::random_bytes::<32>().to_vec(),
-            timeout: u32::try_from(node.passkeys.lifetime_s * 1000).ok(),
-            rp_id: node.passkeys.rp_id.clone(),
-            allow_credentials: vec![AllowCredentials {
-                type_: "public-key".into(),
-                id,
-                transports: Some(vec![AuthenticatorTransport::Internal]),
-            }],
-            user_verification: UserVerificationPolicy::Required,
-            hints: None,
-            extensions: None,
-        },
-        mediation: None,
-    })
+    let credential = Credential {
+        cred_id: hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec().into(),
+        cred: node.passkeys.decoy_key.clone(),
+        counter: 0,
+        transports: Some(vec![AuthenticatorTransport::Internal]),
+        user_verified: true,
+        backup_eligible: false,
+        backup_state: false,
+        registration_policy: UserVerificationPolicy::Required,
+        extensions: RegisteredExtensions::none(),
+        attestation: ParsedAttestation::default(),
+        attestation_format: AttestationFormat::None,
+    };
+    serde_json::from_str(&json(&Passkey::from(credential))?).map_err(ApiError::internal)
 }
 
 /// Why a login was refused: logged, counted, and answered with the same 401 whatever it was.
@@ -241,9 +252,9 @@ pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCr
     if ceremony.user_id != user_id {
         return Err(refused(node, &user_id, "the challenge was issued for another user"));
     }
-    let Some(state) = ceremony.state else {
+    if ceremony.decoy {
         return Err(refused(node, &user_id, "the challenge was a decoy"));
-    };
+    }
     let read = node.engine.read();
     let Some(user) = read.user(&user_id)?.filter(|u| u.enabled) else {
         return Err(refused(node, &user_id, "the user is unknown or disabled"));
@@ -251,7 +262,7 @@ pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCr
     if !read.domain(&user.domain_id)?.is_some_and(|d| d.enabled) {
         return Err(refused(node, &user_id, "the user's domain is disabled"));
     }
-    let state: PasskeyAuthentication = serde_json::from_str(&state).map_err(ApiError::internal)?;
+    let state: PasskeyAuthentication = serde_json::from_str(&ceremony.state).map_err(ApiError::internal)?;
     let result = webauthn.finish_passkey_authentication(cred, &state).map_err(|e| match e {
         WebauthnError::CredentialPossibleCompromise => cloned(node, &user_id, &URL_SAFE_NO_PAD.encode(&cred.raw_id)),
         e => refused(node, &user_id, &e.to_string()),

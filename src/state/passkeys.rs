@@ -62,9 +62,11 @@ pub enum Purpose {
 pub struct Ceremony {
     pub user_id: String,
     pub purpose: Purpose,
-    /// webauthn-rs's ceremony state as JSON; `None` for the decoy a login of an unknown user
-    /// (or one without passkeys) gets, which no answer can finish.
-    pub state: Option<String>,
+    /// webauthn-rs's ceremony state as JSON.
+    pub state: String,
+    /// The login of an unknown user (or one without passkeys): a challenge for a passkey
+    /// nobody holds, which no answer finishes.
+    pub decoy: bool,
     /// The description a registration will store.
     pub description: Option<String>,
     pub expires_at: i64,

@@ -74,7 +74,7 @@ fn spend(
     let Some(c) = tx.get::<Ceremony>(cf::PASSKEYS, &key)? else {
         return Ok(Err("The challenge is unknown, used or expired."));
     };
-    if c.user_id != user_id || c.purpose != purpose || c.state.is_none() || at >= c.expires_at {
+    if c.user_id != user_id || c.purpose != purpose || c.decoy || at >= c.expires_at {
         return Ok(Err("The challenge is unknown, used or expired."));
     }
     tx.delete(cf::PASSKEYS, keys::expiry(c.expires_at, challenge));

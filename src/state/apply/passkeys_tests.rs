@@ -19,7 +19,7 @@ fn world() -> World {
 
 fn start(w: &World, challenge: &str, user_id: &str, purpose: Purpose, expires_at: i64) {
     let ceremony =
-        Ceremony { user_id: user_id.into(), purpose, state: Some("{}".into()), description: None, expires_at };
+        Ceremony { user_id: user_id.into(), purpose, state: "{}".into(), decoy: false, description: None, expires_at };
     w.apply(p(PasskeyCommand::Start { challenge: challenge.into(), ceremony, at: 0 })).unwrap();
 }
 
@@ -132,10 +132,17 @@ fn counters_that_stay_zero_are_accepted_and_decoys_never_finish() {
     start(&w, "l2", "u", Purpose::Login, 100);
     assert!(login(&w, "l1", "u", proof("k1", 0), 10).is_ok());
     assert!(login(&w, "l2", "u", proof("k1", 0), 10).is_ok(), "an authenticator without a counter");
-    let decoy =
-        Ceremony { user_id: "nobody".into(), purpose: Purpose::Login, state: None, description: None, expires_at: 100 };
+    // A decoy (what a user without passkeys gets) never finishes, even naming a real passkey.
+    let decoy = Ceremony {
+        user_id: "u".into(),
+        purpose: Purpose::Login,
+        state: "{}".into(),
+        decoy: true,
+        description: None,
+        expires_at: 100,
+    };
     w.apply(p(PasskeyCommand::Start { challenge: "d1".into(), ceremony: decoy, at: 0 })).unwrap();
-    assert!(login(&w, "d1", "nobody", proof("k1", 1), 10).is_err());
+    assert!(login(&w, "d1", "u", proof("k1", 1), 10).is_err());
 }
 
 #[test]
@@ -146,7 +153,8 @@ fn expired_ceremonies_are_pruned_and_a_deleted_user_takes_its_passkeys() {
     let c = Ceremony {
         user_id: "u".into(),
         purpose: Purpose::Login,
-        state: Some("{}".into()),
+        state: "{}".into(),
+        decoy: false,
         description: None,
         expires_at: 500,
     };
