@@ -54,8 +54,8 @@ impl RelyingParty {
             type_: COSEAlgorithm::ES256,
             key: COSEKeyType::EC_EC2(COSEEC2Key {
                 curve: ECDSACurve::SECP256R1,
-                x: coordinate(&key.x)?.into(),
-                y: coordinate(&key.y)?.into(),
+                x: coordinate(&key.x)?,
+                y: coordinate(&key.y)?,
             }),
         };
         Ok(RelyingParty { webauthn, lifetime_s: s.ceremony_lifetime_s, decoy_key })
@@ -209,7 +209,7 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
 fn decoy_passkey(node: &Node, user_id: &str) -> ApiResult<Passkey> {
     let hasher = node.engine.read().index_hasher()?.ok_or_else(|| ApiError::unavailable("Not bootstrapped yet."))?;
     let credential = Credential {
-        cred_id: hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec().into(),
+        cred_id: hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec(),
         cred: node.passkeys.decoy_key.clone(),
         counter: 0,
         transports: Some(vec![AuthenticatorTransport::Internal]),
