@@ -192,6 +192,8 @@ async fn snapshot_install(c: &mut IdCluster) -> Result<(f64, u64, u64, u64)> {
     // Started, not ready: it has no state yet. Let it settle before the baseline.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (sender_base, receiver_base) = (reset_peak(pid_of(c, leader)?)?, reset_peak(pid_of(c, learner)?)?);
+    let split = |pid: u32| -> Result<(u64, u64)> { Ok((proc_kib(pid, "RssAnon:")?, proc_kib(pid, "RssFile:")?)) };
+    let receiver_split = split(pid_of(c, learner)?)?;
     let started = Instant::now();
     let id = c.nodes[learner].id.to_string();
     cli(c, &["cluster", "add-learner", &id, &peer, "--endpoint", &peer_of(c, leader)?], &[]).await?;
@@ -209,6 +211,13 @@ async fn snapshot_install(c: &mut IdCluster) -> Result<(f64, u64, u64, u64)> {
     let sender = proc_kib(pid_of(c, leader)?, "VmHWM:")?.saturating_sub(sender_base);
     let receiver = proc_kib(pid_of(c, learner)?, "VmHWM:")?.saturating_sub(receiver_base);
     let bytes = status_metric(c, learner, "idnode_raft_snapshot_size_bytes").await?;
+    // Where the receiver's memory is now: its heap (anonymous) or mapped files.
+    let now = split(pid_of(c, learner)?)?;
+    progress(format!(
+        "  receiver after the install: anonymous {:+} KiB, file-backed {:+} KiB",
+        now.0 as i64 - receiver_split.0 as i64,
+        now.1 as i64 - receiver_split.1 as i64
+    ));
     progress(format!("  snapshot install: {took:.2}s, sender +{sender} KiB, receiver +{receiver} KiB, {bytes} bytes"));
     Ok((took, sender, receiver, bytes))
 }
