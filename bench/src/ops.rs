@@ -218,6 +218,13 @@ async fn snapshot_install(c: &mut IdCluster) -> Result<(f64, u64, u64, u64)> {
         now.0 as i64 - receiver_split.0 as i64,
         now.1 as i64 - receiver_split.1 as i64
     ));
+    let mut rocks = Vec::new();
+    for name in
+        ["idnode_storage_block_cache_bytes", "idnode_storage_memtable_bytes", "idnode_storage_table_readers_bytes"]
+    {
+        rocks.push(format!("{name} {} KiB", status_metric(c, learner, name).await? / 1024));
+    }
+    progress(format!("  receiver's RocksDB: {}", rocks.join(", ")));
     progress(format!("  snapshot install: {took:.2}s, sender +{sender} KiB, receiver +{receiver} KiB, {bytes} bytes"));
     Ok((took, sender, receiver, bytes))
 }

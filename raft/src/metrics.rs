@@ -163,6 +163,15 @@ impl Collector for RaftCollector {
             "Bytes used by the database directory",
             int(node.engine.disk_usage()),
         )?;
+        let (cache, memtables, readers) = node.engine.memory_usage();
+        gauge(&mut enc, "idnode_storage_block_cache_bytes", "Bytes held by the block cache", int(cache))?;
+        gauge(&mut enc, "idnode_storage_memtable_bytes", "Bytes held by the memtables", int(memtables))?;
+        gauge(
+            &mut enc,
+            "idnode_storage_table_readers_bytes",
+            "Bytes held by open table files' index and filter blocks",
+            int(readers),
+        )?;
 
         let keys = node.engine.keys();
         gauge(

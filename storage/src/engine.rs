@@ -145,6 +145,26 @@ impl Engine {
     pub fn disk_usage(&self) -> u64 {
         dir_size(&self.path)
     }
+
+    /// RocksDB's memory, as RocksDB counts it: (block cache, memtables, table readers' index
+    /// and filter blocks), every column family together.
+    pub fn memory_usage(&self) -> (u64, u64, u64) {
+        let sum = |property: &str| -> u64 {
+            self.cfs
+                .iter()
+                .filter_map(|name| self.db.cf_handle(name))
+                .filter_map(|h| self.db.property_int_value_cf(&h, property).ok().flatten())
+                .sum()
+        };
+        // One cache serves every family: ask one of them.
+        let cache = self
+            .cfs
+            .first()
+            .and_then(|name| self.db.cf_handle(name))
+            .and_then(|h| self.db.property_int_value_cf(&h, "rocksdb.block-cache-usage").ok().flatten())
+            .unwrap_or(0);
+        (cache, sum("rocksdb.cur-size-all-mem-tables"), sum("rocksdb.estimate-table-readers-mem"))
+    }
 }
 
 fn dir_size(path: &Path) -> u64 {

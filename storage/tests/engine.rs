@@ -294,3 +294,27 @@ fn resealing_moves_every_value_to_the_current_epoch() {
     assert_eq!(e.read().get("a", &9u32.to_be_bytes()).unwrap().unwrap(), b"v9");
     assert_eq!(e.read().get("b", b"y").unwrap().unwrap(), b"2");
 }
+
+/// RocksDB's memory is reported, the block cache fills from point reads of table files, and
+/// a whole-family walk (digests, exports) leaves it as it was.
+#[test]
+fn memory_is_reported_and_walks_leave_the_block_cache_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(dir.path());
+    let mut b = e.batch();
+    for i in 0..5000 {
+        b.put("a", format!("k{i:05}").into_bytes(), &[7u8; 200]);
+    }
+    e.write(b, false).unwrap();
+    let (_, memtables, _) = e.memory_usage();
+    assert!(memtables > 1_000_000, "5000 values of 200 bytes are in the memtables: {memtables}");
+    e.flush().unwrap();
+    let (cache, _, readers) = e.memory_usage();
+    assert!(readers > 0, "the table file's index is loaded");
+    digest_view(&e.snapshot(), CFS).unwrap();
+    assert_eq!(e.memory_usage().0, cache, "a walk reads around the cache");
+    for i in (0..5000).step_by(50) {
+        assert!(e.read().get("a", format!("k{i:05}").as_bytes()).unwrap().is_some());
+    }
+    assert!(e.memory_usage().0 > cache + 100 * 4096 / 2, "point reads fill the cache: {:?}", e.memory_usage());
+}
