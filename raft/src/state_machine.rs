@@ -307,6 +307,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .open(&path)
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        // With the "snapshot installed" line this times the transfer apart from the install.
+        tracing::info!(file = %path.display(), "receiving a snapshot");
         if let Some(abandoned) = self.shared.receiving.lock().unwrap_or_else(|p| p.into_inner()).replace(path) {
             let _ = std::fs::remove_file(abandoned);
         }

@@ -24,8 +24,14 @@ pub struct Engine {
     pub(crate) write_lock: Mutex<()>,
 }
 
-/// Bytes of table blocks a node keeps cached, all column families together.
-const BLOCK_CACHE_BYTES: usize = 32 << 20;
+/// RocksDB's memory, all column families together: cached table blocks and the memtables,
+/// which are charged to the same cache, so this one figure bounds both.
+pub const MEMORY_BUDGET_BYTES: usize = 32 << 20;
+/// The part of the budget the memtables may take before the largest is flushed; writers wait
+/// for a flush when they reach it, so a burst of writes (a new member replaying the entries
+/// after its snapshot, a bulk import) cannot grow a node's memory with the write rate.
+pub const MEMTABLE_BUDGET_BYTES: usize = 16 << 20;
+const MEMTABLE_ARENA_BLOCK_BYTES: usize = 256 << 10;
 
 impl Engine {
     /// Opens (creating when missing) the database at `dir` with exactly `cfs`.
@@ -39,14 +45,25 @@ impl Engine {
         opts.set_compression_type(rocksdb::DBCompressionType::None);
         // One block cache for every column family: left alone, RocksDB gives each its own
         // (32 MiB apiece), so a node that reads its whole state once (a snapshot install, a
-        // consistency check) grew by the size of the state.
-        let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE_BYTES);
+        // consistency check) grew by the size of the state. Memtables are bounded the same
+        // way: otherwise each family's may reach 64 MiB twice over before a flush.
+        let cache = rocksdb::Cache::new_lru_cache(MEMORY_BUDGET_BYTES);
+        let buffers = rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(
+            MEMTABLE_BUDGET_BYTES,
+            true,
+            cache.clone(),
+        );
+        opts.set_write_buffer_manager(&buffers);
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&cache);
         let descriptors = cfs.iter().map(|name| {
             let mut o = Options::default();
             o.set_compression_type(rocksdb::DBCompressionType::None);
             o.set_block_based_table_factory(&table);
+            // A memtable's memory grows by whole arena blocks (1 MiB by default) and the budget
+            // counts them: smaller blocks keep a family touched by a few writes from holding a
+            // megabyte of it.
+            o.set_arena_block_size(MEMTABLE_ARENA_BLOCK_BYTES);
             ColumnFamilyDescriptor::new(*name, o)
         });
         let db = Db::open_cf_descriptors(&opts, dir, descriptors)?;
@@ -147,7 +164,9 @@ impl Engine {
     }
 
     /// RocksDB's memory, as RocksDB counts it: (block cache, memtables, table readers' index
-    /// and filter blocks), every column family together.
+    /// and filter blocks), every column family together. The memtables are charged to the
+    /// block cache, so the first figure includes the second and stays near
+    /// `MEMORY_BUDGET_BYTES`.
     pub fn memory_usage(&self) -> (u64, u64, u64) {
         let sum = |property: &str| -> u64 {
             self.cfs
