@@ -194,7 +194,9 @@ pub struct Config {
     pub raft_election_min_ms: u64,
     pub raft_election_max_ms: u64,
     pub raft_snapshot_logs: u64,
-    /// Log entries kept behind a snapshot, so a briefly lagging follower catches up from the log.
+    /// Log entries kept behind a snapshot, so a lagging follower catches up from the log and a
+    /// member receiving a snapshot still finds the entries after it when the install ends (a
+    /// newer snapshot built meanwhile would otherwise purge them and send it a second one).
     pub raft_snapshot_catchup: u64,
     /// Seconds between the leader's consistency checks; 0 turns them off.
     pub raft_consistency_check_interval_s: u64,
@@ -555,7 +557,7 @@ impl Config {
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
             raft_election_max_ms: s.parse("raft", "election_timeout_max_ms", 1000)?,
             raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
-            raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 1000)?,
+            raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 50_000)?,
             raft_consistency_check_interval_s: s.parse("raft", "consistency_check_interval", 300)?,
             policy_directory: s.get("policy", "directory").map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from),
             policy_admin_scope: s
