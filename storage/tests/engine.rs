@@ -320,7 +320,7 @@ fn memory_is_reported_and_walks_leave_the_block_cache_alone() {
 }
 
 /// A write burst several times the memtable budget: the memtables are flushed as they reach
-/// it (writers wait rather than grow them), the cache they are charged to stays near the
+/// it (the oldest memtable is flushed when they reach it), the cache they are charged to stays near the
 /// node's budget, and every value is still there.
 #[test]
 fn memtables_stay_within_the_memory_budget_under_a_write_burst() {
