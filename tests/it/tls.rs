@@ -163,10 +163,12 @@ async fn members_talk_mutual_tls_and_the_peer_listener_admits_only_members() {
     // member, and a client that does not trust the member's CA.
     let plain = status_with(&cluster, 0, &[]);
     assert!(!plain.status.success(), "plain HTTP to a TLS peer listener must fail");
-    let no_cert = status_with(&cluster, 0, &["--cacert", ca.as_str()]);
+    let no_cert_args = ["--cacert", ca.as_str()];
+    let no_cert = status_with(&cluster, 0, &no_cert_args);
     assert!(!no_cert.status.success(), "a caller without a certificate must be refused");
     let (rogue, rogue_key) = (path(d, "rogue.crt"), path(d, "rogue.key"));
-    let other_ca = status_with(&cluster, 0, &["--cacert", ca.as_str(), "--cert", &rogue, "--key", &rogue_key]);
+    let other_ca_args = ["--cacert", ca.as_str(), "--cert", &rogue, "--key", &rogue_key];
+    let other_ca = status_with(&cluster, 0, &other_ca_args);
     assert!(!other_ca.status.success(), "a certificate from another CA must be refused");
     let (intruder, intruder_key) = (path(d, "intruder.crt"), path(d, "intruder.key"));
     let non_member = status_with(&cluster, 0, &["--cacert", ca.as_str(), "--cert", &intruder, "--key", &intruder_key]);
@@ -179,8 +181,6 @@ async fn members_talk_mutual_tls_and_the_peer_listener_admits_only_members() {
     // judges the client's certificate after the client has finished its handshake, so the
     // alert races the request: hyper may report only "connection was not ready". Every try
     // must fail; one of a few must name the alert.
-    let no_cert_args = ["--cacert", ca.as_str()];
-    let other_ca_args = ["--cacert", ca.as_str(), "--cert", &rogue, "--key", &rogue_key];
     for (args, alert) in [(&no_cert_args[..], "CertificateRequired"), (&other_ca_args[..], "UnknownCA")] {
         let mut seen = Vec::new();
         for _ in 0..5 {
