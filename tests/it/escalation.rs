@@ -2,19 +2,27 @@
 //! modes (`[policy] admin_scope = any`, Keystone's, and `system`, the strict one): a manager of
 //! the Default domain and an admin of another domain try every path of the bug report against
 //! a real node; each attempt is refused and changes nothing.
+//!
+//! The v4 paths each have a child module: `mapping` (rulesets naming users, groups, roles and
+//! providers outside their domain), `credentials` (passkeys and credentials registered on a
+//! privileged user) and `scim` (SCIM writes reaching privileged users and groups).
+
+mod credentials;
+mod mapping;
+mod scim;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::{Cluster, Http, Resp};
 
-struct Api<'a> {
-    http: &'a Http,
-    base: String,
+pub(super) struct Api<'a> {
+    pub(super) http: &'a Http,
+    pub(super) base: String,
 }
 
 impl Api<'_> {
-    async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> Resp {
+    pub(super) async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> Resp {
         let url = format!("{}{path}", self.base);
         let token = (!token.is_empty()).then_some(token);
         self.http
@@ -22,15 +30,15 @@ impl Api<'_> {
             .await
             .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
-    async fn get(&self, path: &str, token: &str) -> Resp {
+    pub(super) async fn get(&self, path: &str, token: &str) -> Resp {
         self.call(reqwest::Method::GET, path, token, None).await
     }
-    async fn ok(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> Value {
+    pub(super) async fn ok(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> Value {
         let r = self.call(method.clone(), path, token, body).await;
         assert!(r.status.is_success(), "{method} {path}: {} {}", r.status, r.text);
         r.json
     }
-    async fn token(&self, user_id: &str, password: &str, scope: Value) -> String {
+    pub(super) async fn token(&self, user_id: &str, password: &str, scope: Value) -> String {
         let body = json!({"auth": {
             "identity": {"methods": ["password"], "password": {"user": {"id": user_id, "password": password}}},
             "scope": scope,
@@ -39,18 +47,18 @@ impl Api<'_> {
         assert!(r.status.is_success(), "login of {user_id}: {} {}", r.status, r.text);
         r.header("X-Subject-Token").expect("X-Subject-Token")
     }
-    async fn id_of(&self, path: &str, key: &str, name: &str, admin: &str) -> String {
+    pub(super) async fn id_of(&self, path: &str, key: &str, name: &str, admin: &str) -> String {
         let list = self.get(&format!("{path}?name={name}"), admin).await;
         list.json[key][0]["id"].as_str().unwrap_or_else(|| panic!("no {name} in {}", list.text)).to_string()
     }
     /// Creates `body` under `path` (envelope `key`) and returns its id.
-    async fn create(&self, path: &str, key: &str, body: Value, admin: &str) -> String {
+    pub(super) async fn create(&self, path: &str, key: &str, body: Value, admin: &str) -> String {
         let v = self.ok(reqwest::Method::POST, path, admin, Some(json!({ key: body }))).await;
         v[key]["id"].as_str().expect("id").to_string()
     }
 }
 
-fn refused(r: &Resp, what: &str) {
+pub(super) fn refused(r: &Resp, what: &str) {
     assert!(
         r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND,
         "{what}: expected 403 (or 404 for a domain on the projects path), got {} {}",
