@@ -85,6 +85,7 @@ pub fn evaluate(node: &Node, ext: &External) -> ApiResult<(Arc<Live>, Matched)> 
 pub async fn login(node: &Arc<Node>, ext: External, scope: Option<&Value>, nocatalog: bool) -> ApiResult<Response> {
     node.mapped.auth_limit.check(&ext.provider.id)?;
     let (live, m) = evaluate(node, &ext)?;
+    super::confine::rule(&node.engine.read(), &live.rs, &m)?;
     let domain_ok = node.engine.read().domain(&m.identity.user_domain_id)?.is_some_and(|d| d.enabled);
     if !domain_ok {
         return Err(ApiError::unauthorized("The mapped user's domain does not exist or is disabled."));

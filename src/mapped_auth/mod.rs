@@ -8,10 +8,12 @@
 //! - `login`: evaluation, principal, scope and minting, shared by all of them;
 //! - `principal`: `local` (a real user, groups synced) and `ephemeral` (a virtual user in the
 //!   shadow registry) principals, written only when something changed;
+//! - `confine`: what a login may reach (whose user, which groups and roles);
 //! - `grant`: what a mapped token is worth at validation (its ruleset must still stand);
 //! - `rulesets`: the parsed live rulesets; `limits`: the per-provider rate limits.
 
 pub mod browser;
+mod confine;
 pub mod grant;
 pub mod limits;
 pub mod login;

@@ -74,6 +74,7 @@ pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<U
                 if !u.enabled {
                     return Err(ApiError::unauthorized("The mapped user is disabled."));
                 }
+                super::confine::local_user(&view, &u, &m.identity.user_domain_id, &ext.provider)?;
                 let mut wanted = Vec::new();
                 let mut in_sync = true;
                 for g in &groups {

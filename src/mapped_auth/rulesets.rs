@@ -5,11 +5,12 @@
 use std::sync::Arc;
 
 use crate::http::error::{ApiError, ApiResult};
-use crate::mapping::model::{MappingRuleSet, Source};
+use crate::mapping::model::MappingRuleSet;
+use crate::mapping::targets;
 use crate::mapping::MappingError;
 use crate::node::Node;
 use crate::state::mapping::{keys, MappingRecord};
-use crate::state::providers::{Provider, ProviderConfig};
+use crate::state::providers::Provider;
 use crate::state::{cf, Reader};
 
 /// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
@@ -51,24 +52,19 @@ pub fn one(node: &Node, mapping_id: &str) -> idnode_storage::Result<Option<Arc<L
     Ok(all(node)?.iter().find(|l| l.id == mapping_id).cloned())
 }
 
-/// Whether a ruleset's `source` names this provider: a federation `idp_id` or a k8s
-/// `cluster_id` is the provider's id; a SPIFFE `trust_domain` its id or its trust domain name.
-pub fn names(source: &Source, p: &Provider) -> bool {
-    match (source, &p.config) {
-        (Source::Federation { idp_id }, ProviderConfig::Oidc(_)) => *idp_id == p.id,
-        (Source::K8s { cluster_id }, ProviderConfig::K8s(_)) => *cluster_id == p.id,
-        (Source::Spiffe { trust_domain }, ProviderConfig::Spiffe(td)) => {
-            *trust_domain == p.id || *trust_domain == td.trust_domain
-        }
-        _ => false,
-    }
+/// Whether a ruleset takes its identities from `p`: its `source` names it (by id; a SPIFFE
+/// trust domain's name only for a record of the ruleset's own domain) and the provider may
+/// feed it (never one domain's provider into another domain's ruleset: `targets`).
+pub fn names(rs: &MappingRuleSet, p: &Provider) -> bool {
+    let domain = rs.domain_id.as_deref();
+    targets::names(&rs.source, domain, p) && targets::feeds(p, domain)
 }
 
 /// The enabled rulesets whose source is `p`, in `mapping_id` order: a login tries them in
 /// turn and the first rule that matches in any of them wins. None at all is 404
 /// `mapping_not_found`.
 pub fn for_provider(node: &Node, p: &Provider) -> ApiResult<Vec<Arc<Live>>> {
-    let found: Vec<Arc<Live>> = all(node)?.iter().filter(|l| names(&l.rs.source, p)).cloned().collect();
+    let found: Vec<Arc<Live>> = all(node)?.iter().filter(|l| names(&l.rs, p)).cloned().collect();
     if found.is_empty() {
         return Err(MappingError::new(404, "mapping_not_found", "No mapping ruleset names this provider.").into());
     }

@@ -563,3 +563,214 @@ async fn a_local_user_whose_name_another_user_holds_is_a_shadow_registry_conflic
     let uid = derived_user_id(&f.domain, "dave");
     assert!(f.t.node.engine.read().user(&uid).unwrap().is_none(), "nothing written");
 }
+
+#[tokio::test]
+async fn a_local_login_becomes_only_a_user_this_provider_made() {
+    let f = Fed::new(&[]).await;
+    let admin_id = f.t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+    // Users the provider did not make: the bootstrap admin, a user of the domain made through
+    // v3, and one another provider of the domain federated.
+    let plain = f.t.create("/v3/users", "user", json!({"name": "plain", "domain_id": f.domain})).await;
+    let (_keys, addr) = serve_jwks(vec![f.ec.jwk()]).await;
+    let other =
+        f.t.create(
+            "/v4/federation/identity_providers",
+            "identity_provider",
+            json!({"domain_id": f.domain, "provider_id": "other", "issuer": ISSUER, "client_id": CLIENT_ID,
+                   "jwks_uri": format!("http://{addr}/jwks")}),
+        )
+        .await;
+    let r = f.mapping("other", json!({"type": "federation", "idp_id": other}), json!([f.staff_rule("local")])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let path = format!("/v4/federation/identity_providers/{other}/jwt");
+    let bearer = format!("Bearer {}", f.ec.sign(&claims("erin", "erin@corp.example")));
+    let r = send_with_headers(&f.t.router, Method::POST, &path, &[("authorization", &bearer)], None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let erin = r.body["token"]["user"]["id"].as_str().unwrap().to_string();
+
+    // A ruleset (the cloud administrator's, or one written before the checks) naming each.
+    let mut rule = f.staff_rule("local");
+    rule["identity"]["user_id"] = json!("${claims.target}");
+    rule["groups"] = json!([{"group_name": "staff"}]);
+    let r = f.mapping("named", json!({"type": "federation", "idp_id": f.idp}), json!([rule])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let before = f.t.node.app.state_version();
+    for (who, id) in [("the bootstrap admin", &admin_id), ("a v3 user", &plain), ("another provider's user", &erin)] {
+        let mut c = claims("mallory", "mallory@corp.example");
+        c["target"] = json!(id);
+        let r =
+            f.jwt_login(&f.ec.sign(&c), Some(json!({"project": {"name": "admin", "domain": {"id": "default"}}}))).await;
+        assert_eq!(
+            (r.status, r.body["detail"].clone()),
+            (StatusCode::FORBIDDEN, json!("user_mapping_unauthorized")),
+            "{who}: {}",
+            r.body
+        );
+        assert!(r.headers.get("x-subject-token").is_none());
+    }
+    assert_eq!(f.t.node.app.state_version(), before, "nothing written");
+    let fed: Vec<String> =
+        f.t.node.engine.read().user(&admin_id).unwrap().unwrap().federated.iter().map(|i| i.idp_id.clone()).collect();
+    assert!(fed.is_empty(), "{fed:?}");
+    // The user this provider makes logs in, and again.
+    for _ in 0..2 {
+        let mut c = claims("zed", "zed@corp.example");
+        c["target"] = json!("zed-user-id");
+        let r = f.jwt_login(&f.ec.sign(&c), None).await;
+        assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!("zed-user-id")), "{}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn a_domain_ruleset_binds_no_privileged_or_foreign_group_and_grants_no_privileged_role_at_login() {
+    let f = Fed::new(&[]).await;
+    let admin_role = role(&f.t, "admin");
+    let other = f.t.create("/v3/domains", "domain", json!({"name": "elsewhere"})).await;
+    let foreign = f.t.create("/v3/groups", "group", json!({"name": "foreign", "domain_id": other})).await;
+    let ops_role = f.t.create("/v3/roles", "role", json!({"name": "ops"})).await;
+    // Rules each binding a group or granting a role that is harmless when written.
+    let rule = |name: &str, sub: &str, mode: &str, extra: Value| {
+        let mut r = f.staff_rule(mode);
+        r["name"] = json!(name);
+        r["match"] = json!({"all_of": [{"type": "equals", "claim": "sub", "value": sub}]});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        r
+    };
+    let rules = json!([
+        rule("late", "a", "local", json!({"groups": [{"group_name": "late-admins"}]})),
+        rule("late-virtual", "b", "ephemeral", json!({"groups": [{"group_name": "late-admins"}]})),
+        rule("foreign", "c", "local", json!({"groups": [{"group_id": foreign, "group_name": "foreign"}]})),
+        rule(
+            "ops",
+            "d",
+            "ephemeral",
+            json!({"authorizations": [{"type": "project", "project_id": f.project,
+            "project_domain_id": f.domain, "roles": [{"id": ops_role}]}]})
+        ),
+    ]);
+    let r = f.mapping("m", json!({"type": "federation", "idp_id": f.idp}), rules).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // Then the state moves on: a group of that name is made and holds admin; ops implies service.
+    let late = f.t.create("/v3/groups", "group", json!({"name": "late-admins", "domain_id": f.domain})).await;
+    let grant = format!("/v3/projects/{}/groups/{late}/roles/{admin_role}", f.project);
+    assert_eq!(f.t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+    let r = f.t.admin(Method::PUT, &format!("/v3/roles/{ops_role}/implies/{}", role(&f.t, "service")), None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+
+    let before = f.t.node.app.state_version();
+    for (sub, key) in [
+        ("a", "group_assignment_unauthorized"),
+        ("b", "group_assignment_unauthorized"),
+        ("c", "cross_domain_mapping"),
+        ("d", "role_grant_unauthorized"),
+    ] {
+        let r = f.jwt_login(&f.ec.sign(&claims(sub, &format!("{sub}@corp.example"))), Some(f.project_scope())).await;
+        assert_eq!((r.status, r.body["detail"].clone()), (StatusCode::FORBIDDEN, json!(key)), "{sub}: {}", r.body);
+    }
+    assert_eq!(f.t.node.app.state_version(), before, "a refused login writes nothing");
+    let members = f.t.admin(Method::GET, &format!("/v3/groups/{late}/users"), None).await;
+    assert_eq!(members.body["users"], json!([]), "{}", members.body);
+
+    // The same rules in a global ruleset, which only a cloud administrator writes, still map.
+    let body = json!({"mapping": {"mapping_id": "global", "domain_id": null, "provider_id": "corp",
+        "source": {"type": "federation", "idp_id": f.idp},
+        "rules": [rule("late", "a", "local", json!({"groups": [{"group_name": "late-admins"}]}))]}});
+    assert_eq!(f.t.admin(Method::DELETE, "/v4/mappings/m", None).await.status, StatusCode::NO_CONTENT);
+    let r = f.t.admin(Method::POST, "/v4/mappings", Some(body)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = f.jwt_login(&f.ec.sign(&claims("a", "a@corp.example")), Some(f.project_scope())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_provider_feeds_only_its_own_domains_rulesets() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_a = TestKey::ec(dir.path(), "bundle-a");
+    let key_b = TestKey::ec(dir.path(), "bundle-b");
+    let t = TestNode::start_with(&[("keystone", "spiffe_jwt_audience", "idnode-test")]).await;
+    let (d_a, d_b) = (
+        t.create("/v3/domains", "domain", json!({"name": "mesh-a"})).await,
+        t.create("/v3/domains", "domain", json!({"name": "mesh-b"})).await,
+    );
+    let td = |domain: &str, pem: &str| {
+        let body = json!({"domain_id": domain, "provider_id": "mesh", "trust_domain": "prod.example.test",
+                          "trust_bundle_pem": pem});
+        let t = &t;
+        async move { t.create("/v4/spiffe/trust_domains", "trust_domain", body).await }
+    };
+    let td_b = td(&d_b, &key_b.cert_pem).await;
+    // A's manager registers a trust domain named like B's, with a key it holds.
+    let td_a = td(&d_a, &key_a.cert_pem).await;
+    let rule = json!({"name": "any", "match": {"all_of": []}, "identity": {"user_name": "${claims.sub}"},
+        "authorizations": [{"type": "domain", "domain_id": d_b, "roles": [{"id": role(&t, "reader")}]}]});
+    for (id, source) in [("by-name", json!("prod.example.test")), ("by-id", json!(td_a))] {
+        // B's rulesets: one by name, and one naming A's record by id (written by the admin).
+        let body = json!({"mapping": {"mapping_id": id, "domain_id": d_b, "provider_id": "mesh",
+                                      "source": {"type": "spiffe", "trust_domain": source}, "rules": [rule]}});
+        assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+    }
+    let svid = |key: &TestKey| {
+        key.sign(&json!({"sub": "spiffe://prod.example.test/x", "aud": ["idnode-test"], "exp": now() + 300}))
+    };
+    let before = t.node.app.state_version();
+    let r = t
+        .call(Method::POST, &format!("/v4/spiffe/trust_domains/{td_a}/auth"), None, Some(json!({"jwt": svid(&key_a)})))
+        .await;
+    assert_eq!((r.status, r.body["detail"].clone()), (StatusCode::NOT_FOUND, json!("mapping_not_found")), "{}", r.body);
+    assert_eq!(t.node.app.state_version(), before, "nothing written");
+    // B's own record still feeds B's ruleset by name.
+    let r = t
+        .call(
+            Method::POST,
+            &format!("/v4/spiffe/trust_domains/{td_b}/auth"),
+            None,
+            Some(json!({"jwt": svid(&key_b), "scope": {"domain": {"id": d_b}}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    // Likewise an OIDC provider of A never feeds B's ruleset naming it.
+    let (_jwks, addr) = serve_jwks(vec![key_a.jwk()]).await;
+    let idp_a = provider(&t, &d_a, addr).await;
+    let body = json!({"mapping": {"mapping_id": "fed", "domain_id": d_b, "provider_id": "corp",
+                                  "source": {"type": "federation", "idp_id": idp_a}, "rules": [rule]}});
+    assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+    let bearer = format!("Bearer {}", key_a.sign(&claims("mallory", "m@corp.example")));
+    let path = format!("/v4/federation/identity_providers/{idp_a}/jwt");
+    let r = send_with_headers(&t.router, Method::POST, &path, &[("authorization", &bearer)], None).await;
+    assert_eq!((r.status, r.body["detail"].clone()), (StatusCode::NOT_FOUND, json!("mapping_not_found")), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_local_login_finds_the_user_scim_provisioned_for_a_realm_of_its_provider() {
+    use crate::state::scim::{Expect, RealmRef, ScimCommand, UserFields};
+    let f = Fed::new(&[]).await;
+    let mut rule = f.staff_rule("local");
+    rule["identity"]["user_id"] = json!("${claims.target}");
+    let r = f.mapping("scim", json!({"type": "federation", "idp_id": f.idp}), json!([rule])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let realm =
+        json!({"scim_realm": {"domain_id": f.domain, "provider_id": "corp", "idp_id": f.idp, "display_name": "Corp"}});
+    assert_eq!(f.t.admin(Method::POST, "/v4/scim-realms", Some(realm)).await.status, StatusCode::CREATED);
+    let fields = UserFields {
+        user_name: Some("sam".into()),
+        external_id: Some("sam-ext".into()),
+        active: Some(true),
+        ..UserFields::default()
+    };
+    let realm = RealmRef { domain_id: f.domain.clone(), provider_id: "corp".into() };
+    let cmd = ScimCommand::PutUser {
+        realm,
+        id: "scim-sam".into(),
+        fields: Box::new(fields),
+        expect: Expect::Create,
+        at: now(),
+    };
+    f.t.node.propose(crate::state::Command::Scim(cmd)).await.unwrap();
+    let mut c = claims("sam", "sam@corp.example");
+    c["target"] = json!("scim-sam");
+    let r = f.jwt_login(&f.ec.sign(&c), None).await;
+    assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!("scim-sam")), "{}", r.body);
+}

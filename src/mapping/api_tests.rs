@@ -11,7 +11,8 @@ use crate::testkit::{Reply, TestNode};
 
 const PASSWORD: &str = "correct horse battery";
 
-/// Domains A and B with a project each, a group in A, and a domain-scoped manager of A.
+/// Domains A and B with a project each, a group in A, an OIDC provider in each domain and a
+/// global one, and a domain-scoped manager of A.
 struct World {
     t: TestNode,
     d_a: String,
@@ -19,7 +20,20 @@ struct World {
     p_a: String,
     p_b: String,
     g_a: String,
+    idp_a: String,
+    idp_b: String,
+    idp_global: String,
     manager: String,
+}
+
+async fn idp(t: &TestNode, domain: Option<&str>, handle: &str) -> String {
+    t.create(
+        "/v4/federation/identity_providers",
+        "identity_provider",
+        json!({"domain_id": domain, "provider_id": handle, "issuer": "https://idp.example",
+               "client_id": "c", "jwks_uri": "https://idp.example/jwks"}),
+    )
+    .await
 }
 
 impl World {
@@ -34,7 +48,10 @@ impl World {
         let grant = format!("/v3/domains/{d_a}/users/{u}/roles/{}", role(&t, "manager"));
         assert_eq!(t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
         let manager = t.token_for_id(&u, PASSWORD, json!({"domain": {"id": d_a}})).await;
-        World { t, d_a, d_b, p_a, p_b, g_a, manager }
+        let idp_a = idp(&t, Some(&d_a), "corp").await;
+        let idp_b = idp(&t, Some(&d_b), "corp").await;
+        let idp_global = idp(&t, None, "corp").await;
+        World { t, d_a, d_b, p_a, p_b, g_a, idp_a, idp_b, idp_global, manager }
     }
 
     fn role(&self, name: &str) -> String {
@@ -53,7 +70,7 @@ impl World {
     fn ruleset(&self) -> Value {
         json!({
             "domain_id": self.d_a, "provider_id": "corp",
-            "source": {"type": "federation", "idp_id": "idp"},
+            "source": {"type": "federation", "idp_id": self.idp_a},
             "rules": [rule("first", json!([{"type": "domain", "domain_id": self.d_a, "roles": [{"id": self.role("reader")}]}]))],
         })
     }
@@ -379,4 +396,159 @@ async fn is_system_rules_need_a_system_administrator_and_the_admin_skips_tier_tw
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     // Nothing refused was stored.
     assert_eq!(w.admin(Method::GET, "/v4/mappings", None).await.body["mappings"].as_array().unwrap().len(), 1);
+}
+
+/// A user of domain A holding `admin` on A, with a domain-scoped token: under
+/// `admin_scope = any` a cloud administrator for policy, never for the guard rails.
+async fn domain_admin(w: &World) -> String {
+    let u = w.t.create("/v3/users", "user", json!({"name": "dadm", "domain_id": w.d_a, "password": PASSWORD})).await;
+    let grant = format!("/v3/domains/{}/users/{u}/roles/{}", w.d_a, w.role("admin"));
+    assert_eq!(w.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+    w.t.token_for_id(&u, PASSWORD, json!({"domain": {"id": w.d_a}})).await
+}
+
+async fn count(w: &World) -> usize {
+    w.admin(Method::GET, "/v4/mappings", None).await.body["mappings"].as_array().unwrap().len()
+}
+
+async fn trust_domain(w: &World, domain: &str, name: &str, pem: &str) -> String {
+    w.t.create(
+        "/v4/spiffe/trust_domains",
+        "trust_domain",
+        json!({"domain_id": domain, "provider_id": "mesh", "trust_domain": name, "trust_bundle_pem": pem}),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_cloud_administrator_names_a_global_or_another_domains_provider() {
+    let w = World::new().await;
+    let dadm = domain_admin(&w).await;
+    let pem = crate::providers::tests::CERT;
+    let td_b = trust_domain(&w, &w.d_b, "mesh.example", pem).await;
+    let td_a = trust_domain(&w, &w.d_a, "mesh-a.example", pem).await;
+    for (source, what) in [
+        (json!({"type": "federation", "idp_id": w.idp_b}), "another domain's provider"),
+        (json!({"type": "federation", "idp_id": w.idp_global}), "a global provider"),
+        (json!({"type": "federation", "idp_id": "no-such-idp"}), "no provider"),
+        (json!({"type": "k8s", "cluster_id": w.idp_a}), "a provider of another kind"),
+        (json!({"type": "spiffe", "trust_domain": td_b}), "B's trust domain by id"),
+        (json!({"type": "spiffe", "trust_domain": "mesh.example"}), "B's trust domain by name"),
+    ] {
+        for (who, token) in [("manager", &w.manager), ("domain admin", &dadm)] {
+            let r = w.t.call(Method::POST, "/v4/mappings", Some(token), Some(w.with(json!({"source": source})))).await;
+            assert_eq!(r.body["detail"], json!("cross_domain_mapping"), "{who}, {what}: {}", r.body);
+            assert_detail(&r, 403, "cross_domain_mapping");
+        }
+    }
+    assert_eq!(count(&w).await, 0, "nothing refused is stored");
+    // Its own domain's providers, by id or (a trust domain) by name.
+    for source in [
+        json!({"type": "federation", "idp_id": w.idp_a}),
+        json!({"type": "spiffe", "trust_domain": td_a}),
+        json!({"type": "spiffe", "trust_domain": "mesh-a.example"}),
+    ] {
+        let r = w.as_manager(Method::POST, "/v4/mappings", Some(w.with(json!({"source": source})))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    // A PUT cannot move the source out either.
+    let id = w.as_manager(Method::GET, "/v4/mappings", None).await.body["mappings"][0]["mapping_id"].clone();
+    let moved = w.with(json!({"source": {"type": "federation", "idp_id": w.idp_b}}));
+    let r = w.as_manager(Method::PUT, &format!("/v4/mappings/{}", id.as_str().unwrap()), Some(moved)).await;
+    assert_detail(&r, 403, "cross_domain_mapping");
+    // The cloud administrator may.
+    let r = create(&w, w.with(json!({"source": {"type": "federation", "idp_id": w.idp_global}}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_admin_names_no_privileged_or_foreign_user_group_or_role() {
+    let w = World::new().await;
+    let dadm = domain_admin(&w).await;
+    let admin_id = w.t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+    let admin_role = w.role("admin");
+    // A group and a user of A made privileged by the cloud administrator, a group of B, and
+    // a role implying service that the domain admin holds on A.
+    let ops = w.t.create("/v3/groups", "group", json!({"name": "ops", "domain_id": w.d_a})).await;
+    let boss = w.t.create("/v3/users", "user", json!({"name": "boss", "domain_id": w.d_a})).await;
+    for who in [format!("groups/{ops}"), format!("users/{boss}")] {
+        let grant = format!("/v3/projects/{}/{who}/roles/{admin_role}", w.p_a);
+        assert_eq!(w.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+    }
+    let g_b = w.t.create("/v3/groups", "group", json!({"name": "gb", "domain_id": w.d_b})).await;
+    let sup = w.t.create("/v3/roles", "role", json!({"name": "super"})).await;
+    let r = w.admin(Method::PUT, &format!("/v3/roles/{sup}/implies/{}", w.role("service")), None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let dadm_id = w.t.node.engine.read().id_by_name(ns::USER_NAME, &w.d_a, "dadm").unwrap().unwrap();
+    let grant = format!("/v3/domains/{}/users/{dadm_id}/roles/{sup}", w.d_a);
+    assert_eq!(w.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+
+    let local = |id: &str| json!({"identity_mode": "local", "user_name": "x", "user_id": id});
+    let on_a = |role: &str| json!([{"type": "domain", "domain_id": w.d_a, "roles": [{"id": role}]}]);
+    let reader = reader_on(&w, &w.d_a);
+    let cases = [
+        (
+            "the bootstrap admin by id",
+            one_rule(&w, local(&admin_id), reader.clone(), json!({})),
+            "cross_domain_mapping",
+        ),
+        (
+            "a privileged user of the domain",
+            one_rule(&w, local(&boss), reader.clone(), json!({})),
+            "user_mapping_unauthorized",
+        ),
+        (
+            "a privileged group by name",
+            one_rule(&w, user("u"), reader.clone(), json!({"groups": [{"group_name": "ops"}]})),
+            "group_assignment_unauthorized",
+        ),
+        (
+            "a privileged group by id",
+            one_rule(&w, user("u"), reader.clone(), json!({"groups": [{"group_id": ops, "group_name": "ops"}]})),
+            "group_assignment_unauthorized",
+        ),
+        (
+            "B's group by id",
+            one_rule(&w, user("u"), reader.clone(), json!({"groups": [{"group_id": g_b, "group_name": "x"}]})),
+            "cross_domain_mapping",
+        ),
+        (
+            "B's group by name",
+            one_rule(
+                &w,
+                user("u"),
+                reader.clone(),
+                json!({"groups": [{"group_name": "gb", "group_domain_id": w.d_b}]}),
+            ),
+            "cross_domain_mapping",
+        ),
+        ("admin on its domain", one_rule(&w, user("u"), on_a(&admin_role), json!({})), "role_grant_unauthorized"),
+        ("a role implying service", one_rule(&w, user("u"), on_a(&sup), json!({})), "role_grant_unauthorized"),
+    ];
+    for (what, body, key) in &cases {
+        let r = w.t.call(Method::POST, "/v4/mappings", Some(&dadm), Some(body.clone())).await;
+        assert_eq!(r.body["detail"], json!(key), "{what}: {}", r.body);
+        assert_detail(&r, 403, key);
+    }
+    // A manager, who holds no admin on the domain, binds no group by name either.
+    let by_name = one_rule(&w, user("u"), reader.clone(), json!({"groups": [{"group_name": "ga"}]}));
+    assert_detail(
+        &w.as_manager(Method::POST, "/v4/mappings", Some(by_name)).await,
+        403,
+        "group_assignment_unauthorized",
+    );
+    assert_eq!(count(&w).await, 0, "nothing refused is stored");
+    // Its own ordinary group, by name or id, and a user id of its domain nobody holds, pass.
+    let fine = one_rule(
+        &w,
+        local("someone-new"),
+        reader,
+        json!({"groups": [{"group_name": "ga"}, {"group_id": w.g_a, "group_name": "ga"}]}),
+    );
+    let r = w.t.call(Method::POST, "/v4/mappings", Some(&dadm), Some(fine)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // The cloud administrator skips tier two.
+    for (what, body, _) in cases {
+        assert_eq!(create(&w, body).await.status, StatusCode::CREATED, "the admin: {what}");
+    }
 }

@@ -6,15 +6,20 @@
 //! Tier 1: a rule with `is_system` needs a system administrator. Tier 2, for everyone but a
 //! cloud administrator (`policy::guard::cloud_admin`, never by a domain-scoped token): the
 //! ruleset stays in the operator's own domain (the domain of the token's scope, else the
-//! user's), the operator holds every role it grants on the target, and `admin` on the domain
-//! of every group it names by id. Roles exist: apply checks that (422 `role_not_found`).
+//! user's), its `source` is a provider of that domain, the operator holds every role it
+//! grants on the target, and `admin` on the domain of every group it binds (by id or by
+//! name); and what the ruleset names stays in the domain and is not privileged (`targets`:
+//! no group, role or user of another domain, no privileged group, no role that is or implies
+//! `admin` or `service`, no privileged user). Roles exist: apply checks that (422
+//! `role_not_found`).
 //! And for everyone: a `provider_id` with an enabled SCIM realm (in the ruleset's domain; any,
 //! for a global ruleset) refuses `project` authorizations (422
 //! `scim_realm_project_authorization`): a realm's keys act on their domain only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::{Authorization, DomainResolutionMode, MappingRuleSet};
+use super::model::{Authorization, DomainResolutionMode, MappingRule, MappingRuleSet};
+use super::targets;
 use super::MappingError;
 use crate::assignment::listing;
 use crate::http::error::{ApiError, ApiResult};
@@ -88,6 +93,7 @@ pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResul
     if rs.domain_id.as_deref() != Some(own.as_str()) {
         return Err(refuse("cross_domain_mapping", format!("A mapping you create must belong to your domain {own}.")));
     }
+    targets::source_in_domain(r, &rs.source, &own)?;
     let held = held_roles(r, &ctx.user.id)?;
     let holds = |target: &Target, role: &str| held.get(target).is_some_and(|s| s.contains(role));
     for rule in &rs.rules {
@@ -130,26 +136,43 @@ pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResul
                 ));
             }
         }
+        let roles: Vec<String> =
+            rule.authorizations.iter().flat_map(|a| a.roles().iter().map(|r| r.id.clone())).collect();
+        targets::roles_allowed(r, &rule.name, &roles, &own)?;
         let admin_role = r.id_by_name(ns::ROLE_NAME, "", "admin")?;
         for g in &rule.groups {
-            let mut domain = g.group_domain_id.clone().unwrap_or_else(|| own.clone());
-            if let Some(group) = g.group_id.as_deref().map(|id| r.group(id)).transpose()?.flatten() {
-                domain = group.domain_id;
-            }
-            if domain != own {
-                return Err(refuse(
-                    "cross_domain_mapping",
-                    format!("Rule {:?}: group {} is outside your domain {own}.", rule.name, g.group_name),
-                ));
-            }
-            let Some(group_id) = &g.group_id else { continue };
-            if !admin_role.as_deref().is_some_and(|a| holds(&Target::Domain(domain.clone()), a)) {
+            // By id or by a name no claim decides, the group that exists gets the same checks.
+            let existing = targets::bound_group(r, g, &own)?;
+            let domain = g.group_domain_id.clone().unwrap_or_else(|| own.clone());
+            targets::group_allowed(r, &rule.name, existing.as_ref(), &domain, &own)?;
+            if !admin_role.as_deref().is_some_and(|a| holds(&Target::Domain(own.clone()), a)) {
                 return Err(refuse(
                     "group_assignment_unauthorized",
-                    format!("Rule {:?}: you need the admin role on the domain of group {group_id}.", rule.name),
+                    format!("Rule {:?}: you need the admin role on the domain of group {}.", rule.name, g.group_name),
                 ));
             }
         }
+        user_allowed(r, rule, &own)?;
+    }
+    Ok(())
+}
+
+/// A user the rule names by a `user_id` no claim decides: of the domain, and not privileged
+/// (whether the login may become it is decided again at each login: `mapped_auth`).
+fn user_allowed(r: &impl Reader, rule: &MappingRule, own: &str) -> ApiResult<()> {
+    let Some(id) = rule.identity.user_id.as_deref().and_then(|t| targets::literal(t, own)) else { return Ok(()) };
+    let Some(user) = r.user(&id)? else { return Ok(()) };
+    if user.domain_id != own {
+        return Err(refuse(
+            "cross_domain_mapping",
+            format!("Rule {:?}: user {id} is outside your domain {own}.", rule.name),
+        ));
+    }
+    if guard::privileged_user(r, &id)? {
+        return Err(refuse(
+            "user_mapping_unauthorized",
+            format!("Rule {:?}: user {id} holds the admin or service role or a system role.", rule.name),
+        ));
     }
     Ok(())
 }

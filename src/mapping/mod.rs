@@ -8,6 +8,7 @@ pub mod engine;
 pub mod model;
 mod mutate;
 pub mod regex_cache;
+pub mod targets;
 pub mod template;
 pub mod validate;
 
@@ -49,7 +50,8 @@ impl std::error::Error for MappingError {}
 /// Every `detail` key the mapping administration answers with: the spec's table (Errors
 /// item 7) plus `domain_id_immutable` (a PUT that would move a ruleset to another domain,
 /// which the spec refuses with 422 without naming a key) and `scim_realm_project_authorization`
-/// (a project authorization for a provider with an active SCIM realm, likewise 422 unnamed).
+/// (a project authorization for a provider with an active SCIM realm, likewise 422 unnamed)
+/// and `user_mapping_unauthorized` (403: a rule or a login naming a user it may not become).
 pub const DETAIL_KEYS: &[&str] = &[
     "system_token_shadowing",
     "domain_claim_required",
@@ -76,6 +78,7 @@ pub const DETAIL_KEYS: &[&str] = &[
     "invalid_template",
     "domain_id_immutable",
     "scim_realm_project_authorization",
+    "user_mapping_unauthorized",
 ];
 
 /// The static form of a detail key that crossed the raft log as a string (`None`: unknown).

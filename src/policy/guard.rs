@@ -32,7 +32,7 @@ fn refuse(what: &str) -> ApiError {
 }
 
 /// Whether any of `role_ids` is, or implies, `admin` or `service`.
-fn holds_guarded_role(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
+pub(crate) fn holds_guarded_role(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
     let closure = listing::implied_closure(r, role_ids)?;
     for id in closure {
         if r.role(&id)?.is_some_and(|role| role.domain_id.is_none() && GUARDED_ROLES.contains(&role.name.as_str())) {

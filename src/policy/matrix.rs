@@ -291,7 +291,7 @@ fn scratch_name(prefix: &str, suffix: &str) -> &'static str {
     }
 }
 /// A ruleset of domain A granting `reader` there (which its manager holds).
-const MAPPING_A: &str = r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "i"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}, "authorizations": [{"type": "domain", "domain_id": "{dA}", "roles": [{"id": "{role_reader}"}]}]}]}}"#;
+const MAPPING_A: &str = r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_A}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}, "authorizations": [{"type": "domain", "domain_id": "{dA}", "roles": [{"id": "{role_reader}"}]}]}]}}"#;
 
 fn fill(template: &str, vars: &HashMap<&str, String>) -> String {
     vars.iter().fold(template.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
@@ -392,7 +392,9 @@ async fn run_matrix(admin_scope: &str, expect: fn(&[u16; 6]) -> [u16; 6]) {
     }
     let mapping_a = || {
         let t = &t;
-        let body = fill(MAPPING_A, &HashMap::from([("dA", d_a.clone()), ("role_reader", role_reader.clone())]));
+        let idp_a = fixtures.iter().find(|(k, _)| k == "idp_A").map(|(_, v)| v.clone()).unwrap_or_default();
+        let vars = HashMap::from([("dA", d_a.clone()), ("role_reader", role_reader.clone()), ("idp_A", idp_a)]);
+        let body = fill(MAPPING_A, &vars);
         async move {
             let r = t.admin(Method::POST, "/v4/mappings", Some(serde_json::from_str(&body).unwrap())).await;
             assert_eq!(r.status, StatusCode::CREATED, "mapping: {}", r.body);
