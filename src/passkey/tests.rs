@@ -8,7 +8,7 @@ use webauthn_authenticator_rs::softtoken::SoftToken;
 use webauthn_authenticator_rs::WebauthnAuthenticator;
 use webauthn_rs::prelude::{CreationChallengeResponse, PublicKeyCredential, RequestChallengeResponse};
 
-use crate::state::cf;
+use crate::state::{cf, Reader};
 use crate::testkit::cluster::TestCluster;
 use crate::testkit::{Reply, TestNode};
 
