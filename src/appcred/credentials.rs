@@ -21,7 +21,7 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
@@ -205,6 +205,7 @@ pub async fn create(
             "You are not authorized to perform the requested action: Cannot create an application credential for another user.",
         ));
     }
+    guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
     let TokenScope::Project(project_id) = &ctx.payload.scope else {
         return Err(ApiError::forbidden("Application credentials are created with a project-scoped token."));
     };

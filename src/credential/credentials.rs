@@ -15,7 +15,7 @@ use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::{enforce, Persona};
+use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{cf, Applied, Command, Reader};
@@ -151,6 +151,7 @@ pub async fn create(
         extra: extra(&o, KNOWN, "{}"),
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
+    guard::add_authenticator(&node.engine.read(), &ctx, &c.user_id)?;
     respond(&node, StatusCode::CREATED, node.propose(Command::CreateCredential(c)).await?)
 }
 
@@ -208,6 +209,7 @@ pub async fn update(
     ctx.refuse_virtual()?;
     let o = envelope(body, "credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
+    let before = c.clone();
     if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
@@ -229,6 +231,13 @@ pub async fn update(
     }
     c.extra = extra(&o, KNOWN, &c.extra);
     enforce("identity:update_credential", &ctx, &target(&c))?;
+    // A new owner, secret or type is a new way to sign in as the owner; taking a credential
+    // away from its owner rewrites theirs.
+    if c.user_id != before.user_id || c.blob != before.blob || c.cred_type != before.cred_type {
+        let view = node.engine.read();
+        guard::add_authenticator(&view, &ctx, &c.user_id)?;
+        guard::add_authenticator(&view, &ctx, &before.user_id)?;
+    }
     respond(&node, StatusCode::OK, node.propose(Command::UpdateCredential(c)).await?)
 }
 

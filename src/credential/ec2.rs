@@ -17,7 +17,7 @@ use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{Applied, Command, Reader};
@@ -140,6 +140,7 @@ pub async fn create(
     ctx.refuse_virtual()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
+    guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
     if !body.is_object() {
         return Err(ApiError::bad_request("The request body must be a JSON object."));
     }

@@ -39,4 +39,4 @@ pub fn blob_field(c: &Credential, key: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -14,7 +14,7 @@ use crate::http::fields::{envelope, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::{Command, Reader};
 use crate::token::now_micros;
 
@@ -66,6 +66,7 @@ pub async fn change(
     let new = required_password(&o, "password")?;
     let user = node.engine.read().user(&id)?.ok_or_else(|| ApiError::not_found("user", &id))?;
     enforce("identity:change_password", &ctx, &json!({"user": {"id": user.id, "domain_id": user.domain_id}}))?;
+    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
     let Some(current) = user.password_hash.clone() else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

@@ -20,7 +20,7 @@ use crate::http::extract::MaybeJson;
 use crate::http::openapi::errors as E;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::model::User;
 use crate::state::passkeys::{PasskeyCommand, StoredPasskey};
 use crate::state::{Command, Reader};
@@ -101,6 +101,7 @@ pub async fn register_start(
     MaybeJson(body): MaybeJson,
 ) -> ApiResult<(StatusCode, Json<RegisterChallenge>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
+    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
     let body: RegisterStartRequest = match body {
         serde_json::Value::Null => RegisterStartRequest::default(),
         v => serde_json::from_value(v)
@@ -133,6 +134,7 @@ pub async fn register_finish(
     JsonBody(b): JsonBody<AttestationBody>,
 ) -> ApiResult<(StatusCode, Json<PasskeyOne>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
+    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
     let stored = ceremony::register_finish(&node, &user.id, &b.credential()?).await?;
     Ok((StatusCode::CREATED, Json(PasskeyOne { passkey: view(&stored) })))
 }

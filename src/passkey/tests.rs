@@ -8,7 +8,7 @@ use webauthn_authenticator_rs::softtoken::SoftToken;
 use webauthn_authenticator_rs::WebauthnAuthenticator;
 use webauthn_rs::prelude::{CreationChallengeResponse, PublicKeyCredential, RequestChallengeResponse};
 
-use crate::state::cf;
+use crate::state::{cf, Reader};
 use crate::testkit::cluster::TestCluster;
 use crate::testkit::{Reply, TestNode};
 
@@ -246,6 +246,51 @@ async fn only_the_user_or_an_admin_manages_passkeys() {
     let r = f.t.call(Method::POST, &path, Some(&f.token), Some(serde_json::to_value(&reg).unwrap())).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert_eq!(stored(&f.t.node), before);
+}
+
+/// Another domain's admin registers no passkey on the bootstrap admin, in either admin mode:
+/// neither a fresh ceremony nor one the admin started; the admin still registers its own,
+/// and the other admin still registers one for an ordinary user when policy lets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_passkey_for_a_privileged_user_but_from_a_cloud_admin_or_the_user() {
+    for mode in ["any", "system"] {
+        let mut settings = SETTINGS.to_vec();
+        settings.push(("policy", "admin_scope", mode));
+        let t = TestNode::start_with(&settings).await;
+        let admin_id = t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+        let (_, da) = crate::credential::tests::domain_admin(&t, "d2").await;
+        let before = stored(&t.node);
+
+        let start_path = format!("/v4/users/{admin_id}/passkeys/register_start");
+        let r = t.call(Method::POST, &start_path, Some(&da), None).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "[{mode}] {}", r.body);
+        assert!(r.body["error"]["message"].is_string(), "[{mode}] {}", r.body);
+        assert_eq!(stored(&t.node), before, "[{mode}] a refused start writes nothing");
+
+        // With a ceremony the admin started in hand, the other admin cannot finish it.
+        let mut d = device();
+        let r = t.admin(Method::POST, &start_path, None).await;
+        assert_eq!(r.status, StatusCode::CREATED, "[{mode}] {}", r.body);
+        let ccr: CreationChallengeResponse = serde_json::from_value(json!({"publicKey": r.body["publicKey"]})).unwrap();
+        let reg = serde_json::to_value(d.do_registration(origin(), ccr).unwrap()).unwrap();
+        let finish_path = format!("/v4/users/{admin_id}/passkeys/register_finish");
+        let with_challenge = stored(&t.node);
+        let r = t.call(Method::POST, &finish_path, Some(&da), Some(reg.clone())).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "[{mode}] {}", r.body);
+        assert_eq!(stored(&t.node), with_challenge, "[{mode}] a refused finish writes nothing");
+        let listed = t.admin(Method::GET, &format!("/v4/users/{admin_id}/passkeys"), None).await;
+        assert_eq!(listed.body["passkeys"], json!([]), "[{mode}] {}", listed.body);
+        t.token_for_id(&admin_id, "secret", Value::Null).await;
+
+        // The admin itself finishes its own ceremony.
+        let r = t.admin(Method::POST, &finish_path, Some(reg)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "[{mode}] {}", r.body);
+        // An ordinary user: policy decides (Keystone's mode lets any admin).
+        let plain = t.create("/v3/users", "user", json!({"name": "pat", "domain_id": "default"})).await;
+        let r = t.call(Method::POST, &format!("/v4/users/{plain}/passkeys/register_start"), Some(&da), None).await;
+        let expected = if mode == "any" { StatusCode::CREATED } else { StatusCode::FORBIDDEN };
+        assert_eq!(r.status, expected, "[{mode}] {}", r.body);
+    }
 }
 
 /// Start on one node, finish on another: the ceremony travels through raft.

@@ -13,7 +13,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::policy::Persona;
 use crate::state::model::{Assignment, Target};
 use crate::state::Reader;
-use crate::token::{TokenScope, ValidToken};
+use crate::token::{Delegation, TokenScope, ValidToken};
 
 /// Roles only a cloud administrator may hand out, or hold and still be managed by others.
 const GUARDED_ROLES: [&str; 2] = ["admin", "service"];
@@ -136,4 +136,52 @@ pub fn disable_domain(r: &impl Reader, ctx: &ValidToken, domain_id: &str) -> Api
         return Err(refuse("disable or delete the domain of the bootstrap administrator"));
     }
     Ok(())
+}
+
+/// Whether `ctx` is `user_id` acting on its own behalf: its own token, not one minted for a
+/// trust (even an impersonating one), a mapping rule or a signed request. An application
+/// credential's token counts only when the credential is unrestricted, Keystone's mark of one
+/// that may create further credentials.
+fn acting_as_itself(ctx: &ValidToken, user_id: &str) -> bool {
+    if ctx.user.id != user_id || ctx.payload.is_delegated() {
+        return false;
+    }
+    match &ctx.payload.delegation {
+        Delegation::None => true,
+        Delegation::AppCred(_) => ctx.app_cred.as_ref().is_some_and(|a| a.unrestricted),
+        Delegation::Trust(_) | Delegation::Mapped(_) => false,
+    }
+}
+
+/// Create, or rewrite, anything that lets its holder sign in as `user_id`: a passkey, a
+/// credential (EC2 or any `/v3/credentials` record), an application credential, a password.
+/// Whoever holds it becomes that user, so for a user who holds the admin or service role or
+/// a system role only a cloud administrator or the user itself may (see
+/// [`acting_as_itself`]); for anyone else policy alone decides.
+pub fn add_authenticator(r: &impl Reader, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || acting_as_itself(ctx, user_id) || !privileged_user(r, user_id)? {
+        return Ok(());
+    }
+    Err(refuse(
+        "give a way to sign in (a passkey, a credential or a password) to a user who holds the admin or service role \
+         or a system role",
+    ))
+}
+
+/// [`change_user`] for a caller that is never a cloud administrator (an API key, e.g. a SCIM
+/// realm's): it may not update, disable or delete a privileged user.
+pub fn change_user_by_key(r: &impl Reader, user_id: &str) -> ApiResult<()> {
+    if !privileged_user(r, user_id)? {
+        return Ok(());
+    }
+    Err(refuse("change, disable or delete a user who holds the admin or service role or a system role"))
+}
+
+/// [`change_group`] for a caller that is never a cloud administrator (an API key): it may not
+/// change, or change the members of, a privileged group.
+pub fn change_group_by_key(r: &impl Reader, group_id: &str) -> ApiResult<()> {
+    if !privileged_group(r, group_id)? {
+        return Ok(());
+    }
+    Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))
 }

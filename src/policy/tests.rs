@@ -384,3 +384,68 @@ fn scim_policies_take_an_api_keys_provisioning_roles_on_its_own_domain() {
     let doc = input::principal_document("identity:list_domains", &p, &json!({}));
     assert!(!store.allowed("identity:list_domains", &doc));
 }
+
+/// `guard::add_authenticator` and the API-key guards on real state: the bootstrap admin is
+/// privileged, a fresh user is not; who counts as "the user itself" follows the token's
+/// delegation, in both admin modes.
+#[tokio::test]
+async fn authenticators_of_privileged_users_are_the_cloud_admins_or_their_own() {
+    use axum::http::Method;
+
+    use crate::policy::guard;
+    use crate::state::Reader;
+    use crate::token::MappedGrant;
+
+    let t = crate::testkit::TestNode::start().await;
+    let admin_id = t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+    let plain = t.create("/v3/users", "user", json!({"name": "plain", "domain_id": "default"})).await;
+    let view = t.node.engine.read();
+    for keystone in [false, true] {
+        let mode = |tk: ValidToken| if keystone { keystone_mode(tk) } else { tk };
+        let d2_admin =
+            || mode(token(TokenScope::Domain("d2".into()), &["admin", "manager", "member", "reader"], false));
+        let own = || {
+            let mut tk = mode(token(TokenScope::Project("p1".into()), &["member"], false));
+            tk.user.id = admin_id.clone();
+            tk.payload.user_id = admin_id.clone();
+            tk
+        };
+        // Another domain's admin: never for the privileged user, policy's call for the rest.
+        assert!(guard::add_authenticator(&view, &d2_admin(), &admin_id).is_err(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, &d2_admin(), &plain).is_ok(), "keystone={keystone}");
+        // A cloud administrator, and the user itself with its own token.
+        let sys_admin = mode(token(TokenScope::System, &["admin", "reader"], false));
+        assert!(guard::add_authenticator(&view, &sys_admin, &admin_id).is_ok(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, &own(), &admin_id).is_ok(), "keystone={keystone}");
+        // The user's id on a delegated token is not the user acting (an impersonating trust's
+        // token names the trustor as its user).
+        let mut trust = own();
+        trust.payload.delegation = Delegation::Trust("t1".into());
+        let mut mapped = own();
+        mapped.payload.delegation = Delegation::Mapped(MappedGrant {
+            mapping_id: "m".into(),
+            rule_name: "r".into(),
+            ruleset_version: "0".repeat(32),
+            ephemeral: false,
+        });
+        let mut signed = own();
+        signed.payload.methods = crate::token::Method::Ec2Credential as u8;
+        // A restricted application credential's token (`app_cred` unset: not unrestricted).
+        let mut app_cred = own();
+        app_cred.payload.delegation = Delegation::AppCred("ac".into());
+        for (tk, what) in [(trust, "trust"), (mapped, "mapped"), (signed, "signed request"), (app_cred, "restricted")] {
+            assert!(guard::add_authenticator(&view, &tk, &admin_id).is_err(), "{what}, keystone={keystone}");
+            assert!(guard::add_authenticator(&view, &tk, &plain).is_ok(), "{what}, keystone={keystone}");
+        }
+    }
+    // An API key is never a cloud administrator.
+    assert!(guard::change_user_by_key(&view, &admin_id).is_err());
+    assert!(guard::change_user_by_key(&view, &plain).is_ok());
+    drop(view);
+    let g = t.create("/v3/groups", "group", json!({"name": "g", "domain_id": "default"})).await;
+    assert!(guard::change_group_by_key(&t.node.engine.read(), &g).is_ok());
+    let admin_role = t.node.engine.read().id_by_name(crate::state::keys::ns::ROLE_NAME, "", "admin").unwrap().unwrap();
+    let r = t.admin(Method::PUT, &format!("/v3/domains/default/groups/{g}/roles/{admin_role}"), None).await;
+    assert!(r.status.is_success(), "{}", r.body);
+    assert!(guard::change_group_by_key(&t.node.engine.read(), &g).is_err());
+}

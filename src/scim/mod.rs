@@ -29,6 +29,8 @@ mod cluster_tests;
 #[cfg(test)]
 mod endpoint_tests;
 #[cfg(test)]
+mod guard_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;

@@ -22,7 +22,7 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
 use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimRealm};
@@ -259,6 +259,12 @@ pub async fn purge(
     authorize("purge", &ctx, &domain_id)?;
     load(&node, &domain_id, &provider_id)?;
     let kind = Kind::parse(&resource_type).ok_or_else(|| ApiError::not_found("SCIM resource type", &resource_type))?;
+    // The realm's own administrators may purge what it provisioned, but not a privileged
+    // user or group: that stays with a cloud administrator.
+    match kind {
+        Kind::User => guard::change_user(&node.engine.read(), &ctx, &keystone_id)?,
+        Kind::Group => guard::change_group(&node.engine.read(), &ctx, &keystone_id)?,
+    }
     let realm = RealmRef { domain_id, provider_id };
     let cmd = ScimCommand::Purge { realm, kind, id: keystone_id, deprovisioned_by: None };
     if let Applied::Scim(ScimApplied::Resource(gone)) = node.propose(Command::Scim(cmd)).await? {

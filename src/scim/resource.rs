@@ -15,6 +15,7 @@ use super::wire::{if_match, reply, ScimError, ScimResult, LIST_URN};
 use super::{patch, write};
 use crate::audit::event::Action;
 use crate::node::Node;
+use crate::policy::guard;
 use crate::state::scim::{keys, Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
 use crate::state::{cf, Reader};
 
@@ -78,6 +79,18 @@ fn found<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> ScimRes
     let idx: Option<ScimResourceIndex> = view.get(cf::SCIM, &keys::index(R::KIND, id))?;
     let Some(idx) = idx.filter(|i| i.live_in(realm)) else { return Ok(None) };
     Ok(R::load(view, id)?.map(|item| Record { idx, item }))
+}
+
+/// The guard rails on a change to an existing resource: an API key is never a cloud
+/// administrator, so it may not change a user or group that holds the admin or service role,
+/// a system role or a role on the admin project (403, nothing written). Checked on the state
+/// the request reads, before anything is proposed.
+fn guarded<R: Resource>(view: &impl Reader, id: &str) -> ScimResult<()> {
+    match R::KIND {
+        Kind::User => guard::change_user_by_key(view, id)?,
+        Kind::Group => guard::change_group_by_key(view, id)?,
+    }
+    Ok(())
 }
 
 fn now_micros() -> i64 {
@@ -172,6 +185,7 @@ pub async fn replace<R: Resource>(
     let expect = Expect::Change { if_match: if_match(headers)? };
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
     caller.authorize(R::KIND, "update")?;
+    guarded::<R>(&node.engine.read(), id)?;
     let cmd = R::replace(&caller.realm_ref(), id, body, expect, now_micros())?;
     write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
     answer::<R>(node, caller, StatusCode::OK, id)
@@ -187,6 +201,7 @@ pub async fn modify<R: Resource>(
     let expect = Expect::Change { if_match: if_match(headers)? };
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
     caller.authorize(R::KIND, "update")?;
+    guarded::<R>(&node.engine.read(), id)?;
     let ops = patch::parse(body, R::SCHEMA)?;
     let cmd = R::patch(&caller.realm_ref(), id, &ops, expect, now_micros())?;
     write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
@@ -196,6 +211,7 @@ pub async fn modify<R: Resource>(
 pub async fn deprovision<R: Resource>(node: &Node, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
     caller.authorize(R::KIND, "delete")?;
+    guarded::<R>(&node.engine.read(), id)?;
     let cmd =
         ScimCommand::Deprovision { realm: caller.realm_ref(), kind: R::KIND, id: id.to_string(), at: now_micros() };
     write::submit(node, caller, R::KIND, Action::Disable, cmd).await?;
