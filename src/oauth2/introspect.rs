@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::cutoff;
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
@@ -41,8 +42,11 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
         return Ok(None);
     }
     let read = node.engine.read();
-    if read.get_raw(cf::OAUTH2, &k::revoked_jti(domain_id, jti))?.is_some() {
-        return Ok(None);
+    // A token exchanged from another dies with it: its ancestors' ids are checked too.
+    for id in std::iter::once(jti).chain(super::exchange::ancestors(&claims).iter().filter_map(Value::as_str)) {
+        if read.get_raw(cf::OAUTH2, &k::revoked_jti(domain_id, id))?.is_some() {
+            return Ok(None);
+        }
     }
     let at = now();
     if let Some(sid) = claims.get("sid").and_then(Value::as_str) {
@@ -56,7 +60,9 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
     // tokens exchanged from one, whose `client_id` is the exchanging client).
     let subject_ok = match Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, sub))? {
         Some(c) => c.enabled,
-        None => read.user(sub)?.is_some_and(|u| u.enabled && u.domain_id == domain_id),
+        None => read.user(sub)?.is_some_and(|u| {
+            u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::token_issued_us(&claims))
+        }),
     };
     let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
     Ok((client_ok && subject_ok && domain_ok).then_some(claims))
@@ -65,11 +71,15 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
 /// The live refresh family a presented refresh token is the current token of.
 pub fn live_refresh_family(node: &Node, domain_id: &str, token: &str) -> OAuthResult<Option<RefreshFamily>> {
     let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
-    let Some(f) = Reader::get::<RefreshFamily>(&node.engine.read(), cf::OAUTH2, &k::family(family_id))? else {
+    let read = node.engine.read();
+    let Some(f) = Reader::get::<RefreshFamily>(&read, cf::OAUTH2, &k::family(family_id))? else {
         return Ok(None);
     };
     let hash = keyed_hash(node, REFRESH, secret)?;
-    Ok((f.domain_id == domain_id && f.live(now()) && same_hash(&f.current, &hash)).then_some(f))
+    let user_ok = read
+        .user(&f.user_id)?
+        .is_some_and(|u| u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::family_issued_us(&f)));
+    Ok((f.domain_id == domain_id && user_ok && f.live(now()) && same_hash(&f.current, &hash)).then_some(f))
 }
 
 fn answer(v: Value) -> Response {

@@ -11,13 +11,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
-use super::scopes::{self, PLATFORM};
+use super::scopes;
 use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
 use super::{client_auth, issuer, now};
@@ -84,7 +84,7 @@ async fn grant(
         scopes::AUTHORIZATION_CODE => authorization_code(node, &keys, &iss, &client, form).await,
         scopes::REFRESH_TOKEN => refresh(node, &keys, &iss, &client, form).await,
         scopes::DEVICE_CODE => device_code(node, &keys, &iss, &client, form).await,
-        _ => exchange(node, &keys, &client, form),
+        _ => super::exchange::exchange(node, &keys, &client, form),
     }
 }
 
@@ -156,9 +156,10 @@ fn new_family(
     if !client.allows_grant(scopes::REFRESH_TOKEN) {
         return Ok(None);
     }
-    let id = uuid::Uuid::new_v4().simple().to_string();
+    let now_us = crate::token::now_micros();
+    let id = super::cutoff::new_family_id(now_us);
     let secret = new_secret();
-    let at = now();
+    let at = now_us / 1_000_000;
     let family = RefreshFamily {
         id: id.clone(),
         domain_id: client.domain_id.clone(),
@@ -300,6 +301,14 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         }
     };
     let user = live_user(node, &client.domain_id, &family.user_id)?;
+    // The refresh is applied here, and so is every password change or disable before it.
+    if super::cutoff::cut_off(&user, super::cutoff::family_issued_us(&family)) {
+        let cmd = OAuth2Command::RevokeFamily { family_id: family.id, client_id: client.client_id.clone(), at: now() };
+        decide_everywhere(node, cmd).await?;
+        return Err(OAuthError::invalid_grant(
+            "The user's password changed or the user was disabled; the refresh token is revoked.",
+        ));
+    }
     let subject = Subject::User { user: &user, auth_time: family.auth_time };
     let minted = mint(node, keys, iss, client, &subject, &granted, None, Some(&family.id), None)?;
     Ok(tokens::response(node, &minted, &granted, Some(tokens::refresh_token(&family.id, &next_secret))))
@@ -368,66 +377,6 @@ async fn device_code(
         },
         _ => Err(crate::http::ApiError::internal("unexpected outcome of a device poll").into()),
     }
-}
-
-/// RFC 8693: a platform access token of this domain, narrowed to the requested
-/// `platform-apis:<service_type>` audiences (service types of the catalog).
-fn exchange(node: &Node, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
-    let subject_token = form.require("subject_token")?;
-    if let Some(t) = form.get("subject_token_type") {
-        if t != "urn:ietf:params:oauth:token-type:access_token" && t != "urn:ietf:params:oauth:token-type:jwt" {
-            return Err(OAuthError::invalid_request("subject_token_type must be an access token."));
-        }
-    }
-    let claims = super::introspect::live_access_claims(node, keys, &client.domain_id, subject_token)?
-        .ok_or_else(|| OAuthError::invalid_grant("The subject token is not an active access token of this domain."))?;
-    if claims.get("platform_context").is_none() {
-        return Err(OAuthError::invalid_grant("Only platform access tokens can be exchanged."));
-    }
-    let audiences: Vec<String> = form.all("audience").map(str::to_string).collect();
-    if audiences.is_empty() {
-        return Err(OAuthError::invalid_request("The parameter audience is missing."));
-    }
-    let types: Vec<String> = Reader::scan::<crate::state::model::Service>(
-        &node.engine.read(),
-        cf::CATALOG,
-        crate::state::keys::SERVICE_PREFIX,
-    )?
-    .into_iter()
-    .filter(|s| s.enabled)
-    .map(|s| s.service_type)
-    .collect();
-    for a in &audiences {
-        let known = a.strip_prefix("platform-apis:").is_some_and(|t| types.iter().any(|x| x == t));
-        if !known {
-            return Err(OAuthError::invalid_target(format!(
-                "{a} is not platform-apis:<service type> of a catalog service."
-            )));
-        }
-    }
-    // The exchanged token keeps the subject, scope and context; it is narrowed to the
-    // audiences, lives no longer than the subject token, and names the exchanging client
-    // as its actor (RFC 8693 §4.1).
-    let now = now();
-    let exp =
-        claims.get("exp").and_then(Value::as_i64).unwrap_or(now).min(now + node.cfg.oauth2.access_token_lifetime_s);
-    let mut c = claims;
-    c["aud"] = json!(audiences);
-    c["jti"] = json!(uuid::Uuid::new_v4().simple().to_string());
-    c["iat"] = json!(now);
-    c["nbf"] = json!(now);
-    c["exp"] = json!(exp);
-    c["client_id"] = json!(client.client_id);
-    c["act"] = json!({"sub": client.client_id});
-    let scope = c.get("scope").and_then(Value::as_str).unwrap_or(PLATFORM).to_string();
-    let access_token = keys.sign(&c)?;
-    Ok(json!({
-        "access_token": access_token,
-        "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-        "token_type": "Bearer",
-        "expires_in": exp - now,
-        "scope": scope,
-    }))
 }
 
 impl From<ApplyError> for OAuthError {

@@ -86,7 +86,8 @@ pub fn mint(
     family_id: Option<&str>,
     audience: Option<&[String]>,
 ) -> OAuthResult<Minted> {
-    let now = super::now();
+    let now_us = crate::token::now_micros();
+    let now = now_us / 1_000_000;
     let exp = now + node.cfg.oauth2.access_token_lifetime_s;
     let jti = new_jti();
     let sub = match subject {
@@ -102,6 +103,7 @@ pub fn mint(
     claims.insert("iat".into(), json!(now));
     claims.insert("nbf".into(), json!(now));
     claims.insert("jti".into(), json!(jti));
+    claims.insert(super::cutoff::ISSUED_US.into(), json!(now_us));
     claims.insert("scope".into(), json!(granted.join(" ")));
     claims.insert("token_use".into(), json!("access"));
     if let Some(f) = family_id {

@@ -1,5 +1,8 @@
 //! In-process tests of the OAuth2 provider through the real router.
 
 mod clients;
+mod cluster;
+mod cutoff;
 mod errors;
+mod exchange;
 mod pages;

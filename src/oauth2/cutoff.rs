@@ -1,0 +1,89 @@
+//! The user's `tokens_valid_after` applied to the provider's tokens, as Keystone token
+//! validation applies it: a password change, or a disable (re-enabled or not), ends every
+//! access token and refresh family issued before it. The comparison reads the replicated user
+//! record, so it holds on every node once the change is applied there.
+//!
+//! `tokens_valid_after` is in microseconds and JWT times are seconds, so the provider's tokens
+//! carry their issue time in microseconds too (claim [`ISSUED_US`]), and a refresh family's id
+//! begins with it (stored families have no field for it). Tokens and families from before this
+//! fall back to their issue second, which only errs on the side of refusing.
+
+use serde_json::Value;
+
+use crate::state::model::User;
+use crate::state::oauth2::RefreshFamily;
+
+/// The access-token claim holding its issue time in microseconds.
+pub const ISSUED_US: &str = "iat_us";
+
+/// Hex digits of the issue time at the start of a family id.
+const FAMILY_TIME_DIGITS: usize = 16;
+
+/// When an access token was issued, in microseconds.
+pub fn token_issued_us(claims: &Value) -> i64 {
+    match claims.get(ISSUED_US).and_then(Value::as_i64) {
+        Some(us) => us,
+        None => claims.get("iat").and_then(Value::as_i64).unwrap_or(0).saturating_mul(1_000_000),
+    }
+}
+
+/// A new refresh family's id: its issue time (microseconds, hex) and a random part.
+pub fn new_family_id(now_us: i64) -> String {
+    format!("{:0width$x}{}", now_us.max(0), uuid::Uuid::new_v4().simple(), width = FAMILY_TIME_DIGITS)
+}
+
+/// When a refresh family was issued, in microseconds.
+pub fn family_issued_us(f: &RefreshFamily) -> i64 {
+    let from_id = (f.id.len() == FAMILY_TIME_DIGITS + 32)
+        .then(|| f.id.get(..FAMILY_TIME_DIGITS))
+        .flatten()
+        .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+        // The id's time is the proposer's clock, taken with `created_at`: never trust it
+        // further than the same second.
+        .filter(|us| us / 1_000_000 == f.created_at);
+    from_id.unwrap_or_else(|| f.created_at.saturating_mul(1_000_000))
+}
+
+/// Whether something issued at `issued_us` predates the user's token cut-off.
+pub fn cut_off(user: &User, issued_us: i64) -> bool {
+    issued_us < user.tokens_valid_after
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn family(id: String, created_at: i64) -> RefreshFamily {
+        RefreshFamily {
+            id,
+            domain_id: "d".into(),
+            client_id: "c".into(),
+            user_id: "u".into(),
+            scopes: vec![],
+            auth_time: created_at,
+            created_at,
+            expires_at: created_at + 10,
+            current: String::new(),
+            spent: vec![],
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn family_ids_carry_their_issue_time_and_old_ones_fall_back_to_the_second() {
+        let us = 1_700_000_000_123_456;
+        let id = new_family_id(us);
+        assert!(id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(family_issued_us(&family(id.clone(), us / 1_000_000)), us);
+        // An id whose time disagrees with the record's second is not believed.
+        assert_eq!(family_issued_us(&family(id, 5)), 5_000_000);
+        let old = uuid::Uuid::new_v4().simple().to_string();
+        assert_eq!(family_issued_us(&family(old, 7)), 7_000_000);
+    }
+
+    #[test]
+    fn token_times_prefer_microseconds() {
+        assert_eq!(token_issued_us(&serde_json::json!({"iat": 3, ISSUED_US: 3_500_000})), 3_500_000);
+        assert_eq!(token_issued_us(&serde_json::json!({"iat": 3})), 3_000_000);
+    }
+}

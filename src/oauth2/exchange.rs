@@ -1,0 +1,133 @@
+//! The token-exchange grant (RFC 8693): a live platform access token of the domain, exchanged
+//! by a client of the domain for one narrowed to `platform-apis:<service_type>` audiences.
+//! An exchange only narrows: the audiences stay within the subject token's, the token lives
+//! no longer than it, the earlier actors stay nested under the new one (§4.1), and it names
+//! the tokens it descends from, so revoking any of them (or their refresh family, `sid`,
+//! which it keeps) ends it too.
+
+use serde_json::{json, Value};
+
+use super::error::{OAuthError, OAuthResult};
+use super::form::OAuthForm;
+use super::keys::DomainKeys;
+use super::now;
+use super::scopes::PLATFORM;
+use super::tokens::PLATFORM_AUDIENCE;
+use crate::node::Node;
+use crate::state::oauth2::Client;
+use crate::state::{cf, Reader};
+
+/// The claim listing the ids of the tokens an exchanged token descends from, nearest last.
+pub const EXCHANGED_FROM: &str = "exchanged_from";
+
+/// How many exchanges may follow one another (each one lengthens the token).
+const MAX_CHAIN: usize = 8;
+
+/// The ids of the tokens `claims`' token was exchanged from (empty for a minted one).
+pub fn ancestors(claims: &Value) -> &[Value] {
+    claims.get(EXCHANGED_FROM).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// Whether a subject token of audience `aud` may be narrowed to `requested`: a token for
+/// every platform API to any of them, a narrowed one only to audiences it lists.
+fn within(aud: Option<&Value>, requested: &str) -> bool {
+    match aud {
+        Some(Value::String(a)) => a == PLATFORM_AUDIENCE || a == requested,
+        Some(Value::Array(list)) => {
+            list.iter().any(|a| a.as_str().is_some_and(|a| a == PLATFORM_AUDIENCE || a == requested))
+        }
+        _ => false,
+    }
+}
+
+pub fn exchange(node: &Node, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+    let subject_token = form.require("subject_token")?;
+    if let Some(t) = form.get("subject_token_type") {
+        if t != "urn:ietf:params:oauth:token-type:access_token" && t != "urn:ietf:params:oauth:token-type:jwt" {
+            return Err(OAuthError::invalid_request("subject_token_type must be an access token."));
+        }
+    }
+    let claims = super::introspect::live_access_claims(node, keys, &client.domain_id, subject_token)?
+        .ok_or_else(|| OAuthError::invalid_grant("The subject token is not an active access token of this domain."))?;
+    if claims.get("platform_context").is_none() {
+        return Err(OAuthError::invalid_grant("Only platform access tokens can be exchanged."));
+    }
+    let audiences: Vec<String> = form.all("audience").map(str::to_string).collect();
+    if audiences.is_empty() {
+        return Err(OAuthError::invalid_request("The parameter audience is missing."));
+    }
+    let types: Vec<String> = Reader::scan::<crate::state::model::Service>(
+        &node.engine.read(),
+        cf::CATALOG,
+        crate::state::keys::SERVICE_PREFIX,
+    )?
+    .into_iter()
+    .filter(|s| s.enabled)
+    .map(|s| s.service_type)
+    .collect();
+    for a in &audiences {
+        let known = a.strip_prefix("platform-apis:").is_some_and(|t| types.iter().any(|x| x == t));
+        if !known {
+            return Err(OAuthError::invalid_target(format!(
+                "{a} is not platform-apis:<service type> of a catalog service."
+            )));
+        }
+        if !within(claims.get("aud"), a) {
+            return Err(OAuthError::invalid_target(format!("The subject token's audience does not include {a}.")));
+        }
+    }
+    let Some(subject_jti) = claims.get("jti").and_then(Value::as_str).map(str::to_string) else {
+        return Err(OAuthError::invalid_grant("The subject token has no id."));
+    };
+    let mut chain = ancestors(&claims).to_vec();
+    if chain.len() >= MAX_CHAIN {
+        return Err(OAuthError::invalid_grant("The subject token was exchanged too many times already."));
+    }
+    chain.push(json!(subject_jti));
+    // The exchanged token keeps the subject, scope, context, refresh family (`sid`) and the
+    // issue time its user's token cut-off is compared with; it lives no longer than the
+    // subject token.
+    let now = now();
+    let exp =
+        claims.get("exp").and_then(Value::as_i64).unwrap_or(now).min(now + node.cfg.oauth2.access_token_lifetime_s);
+    let mut actor = json!({"sub": client.client_id});
+    if let Some(previous) = claims.get("act") {
+        actor["act"] = previous.clone();
+    }
+    let issued_us = super::cutoff::token_issued_us(&claims);
+    let mut c = claims;
+    c[super::cutoff::ISSUED_US] = json!(issued_us);
+    c["aud"] = json!(audiences);
+    c["jti"] = json!(uuid::Uuid::new_v4().simple().to_string());
+    c["iat"] = json!(now);
+    c["nbf"] = json!(now);
+    c["exp"] = json!(exp);
+    c["client_id"] = json!(client.client_id);
+    c["act"] = actor;
+    c[EXCHANGED_FROM] = Value::Array(chain);
+    let scope = c.get("scope").and_then(Value::as_str).unwrap_or(PLATFORM).to_string();
+    let access_token = keys.sign(&c)?;
+    Ok(json!({
+        "access_token": access_token,
+        "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        "token_type": "Bearer",
+        "expires_in": exp - now,
+        "scope": scope,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audiences_only_narrow() {
+        let all = json!("platform-apis");
+        let one = json!(["platform-apis:compute"]);
+        assert!(within(Some(&all), "platform-apis:image"));
+        assert!(within(Some(&one), "platform-apis:compute"));
+        assert!(!within(Some(&one), "platform-apis:image"));
+        assert!(!within(Some(&json!("client-x")), "platform-apis:compute"));
+        assert!(!within(None, "platform-apis:compute"));
+    }
+}
