@@ -121,6 +121,7 @@ impl DiscoveryCache {
     }
 
     /// How many issuers are remembered.
+    #[cfg(test)]
     pub fn remembered(&self) -> usize {
         self.docs.lock().unwrap_or_else(|p| p.into_inner()).len()
     }

@@ -207,11 +207,13 @@ impl JwksCache {
     }
 
     /// How many URIs are remembered.
+    #[cfg(test)]
     pub fn remembered(&self) -> usize {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Whether `uri` is remembered.
+    #[cfg(test)]
     pub fn holds(&self, uri: &str) -> bool {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).contains_key(uri)
     }
