@@ -154,6 +154,7 @@ const SECTIONS: &[&str] = &[
     "otlp",
     "cluster",
     "passkey",
+    "federation",
 ];
 
 /// The resolved configuration of a node.
@@ -231,6 +232,34 @@ pub struct Config {
     pub peer_tls: Option<PeerTlsFiles>,
     /// `[passkey]`: the WebAuthn relying party (see `passkey::settings`).
     pub passkey: crate::passkey::settings::PasskeySettings,
+    /// `[federation]`: what the node may reach when it calls registered providers.
+    pub federation: FederationSettings,
+}
+
+/// `[federation]`: the requests the node makes to registered identity providers, Kubernetes
+/// API servers and their discovery documents (`providers::outbound`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FederationSettings {
+    /// Whether provider URLs may name loopback, private, link-local or other non-public
+    /// addresses (`allow_private_networks`, default false). Off, such URLs are refused when a
+    /// provider is written and every name is resolved to public addresses only when called,
+    /// so a domain manager cannot make the node reach its own network. Tests that run an
+    /// identity provider on loopback turn it on; so does a deployment whose IdP or cluster is
+    /// on a private network.
+    pub allow_private_networks: bool,
+    /// Requests per minute this node makes to one provider host (`outbound_rate_limit`,
+    /// default 600); beyond, logins needing a fetch get 503. 0: no limit.
+    pub outbound_rate_limit: u32,
+}
+
+impl FederationSettings {
+    fn from_settings(s: &Settings) -> anyhow::Result<Self> {
+        let f = "federation";
+        Ok(FederationSettings {
+            allow_private_networks: s.flag(f, "allow_private_networks", false)?,
+            outbound_rate_limit: s.parse(f, "outbound_rate_limit", 600)?,
+        })
+    }
 }
 
 /// A listener's certificate (chain, PEM) and private key (PEM).
@@ -580,6 +609,7 @@ impl Config {
             tls: TlsFiles::from_settings(s)?,
             peer_tls: PeerTlsFiles::from_settings(s)?,
             passkey: Default::default(),
+            federation: FederationSettings::from_settings(s)?,
         };
         cfg.passkey = crate::passkey::settings::PasskeySettings::from_settings(s, &cfg.public_base())?;
         cfg.validate()?;
@@ -711,6 +741,26 @@ mod tests {
         assert!(err.contains("trusted_proxies"), "{err}");
         s.set("api", "trusted_proxies", "");
         s.set("auth", "rate_limit_burst", "-1");
+        assert!(Config::from_settings(&s).is_err());
+    }
+
+    #[test]
+    fn private_networks_for_providers_are_off_unless_set_in_the_file_or_the_environment() {
+        let mut s = Settings::default();
+        let c = Config::from_settings(&s).unwrap();
+        assert!(!c.federation.allow_private_networks, "off by default");
+        assert_eq!(c.federation.outbound_rate_limit, 600);
+        s.apply_env(
+            [
+                ("IDNODE_FEDERATION_ALLOW_PRIVATE_NETWORKS".to_string(), "true".to_string()),
+                ("IDNODE_FEDERATION_OUTBOUND_RATE_LIMIT".to_string(), "0".to_string()),
+            ]
+            .into_iter(),
+        );
+        let c = Config::from_settings(&s).unwrap();
+        assert!(c.federation.allow_private_networks);
+        assert_eq!(c.federation.outbound_rate_limit, 0);
+        s.set("federation", "allow_private_networks", "maybe");
         assert!(Config::from_settings(&s).is_err());
     }
 

@@ -193,7 +193,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         retry_max: crate::audit::RETRY_MAX,
     })?;
     audit.metrics().register(&mut registry);
-    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry)?;
+    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry, &cfg.federation)?;
     let scim = crate::scim::Scim::new(&cfg.scim);
     let passkeys = crate::passkey::RelyingParty::new(&cfg.passkey)?;
     if let Some(why) = passkeys.disabled() {

@@ -155,6 +155,9 @@ impl IdCluster {
             .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_AUTH_RATE_LIMIT", "0")
             .env("IDNODE_KEYSTONE_SHADOW_REGISTRY_CREATION_RATE_LIMIT", "0")
             .env("IDNODE_KEYSTONE_SCIM_REALM_WRITE_RATE_LIMIT", "0")
+            // The mapped-login benchmark's IdP serves its keys on loopback.
+            .env("IDNODE_FEDERATION_ALLOW_PRIVATE_NETWORKS", "true")
+            .env("IDNODE_FEDERATION_OUTBOUND_RATE_LIMIT", "0")
             .env("IDNODE_LOG", std::env::var("IDNODE_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()))
             // Extra node settings for an experiment: `IDNODE_BENCH_NODE_ENV="K=V,K=V"`.
             .envs(

@@ -1,5 +1,6 @@
 //! Per-source rate limits on the routes that cost the server a password hash or let a client
-//! guess secrets: token issue (`POST /v3/auth/tokens`, `/v4/auth/tokens`), password change
+//! guess secrets: token issue (`POST /v3/auth/tokens`, `/v4/auth/tokens`, and the mapped
+//! logins, which also make this node call the provider), password change
 //! (`POST /v3/users/{id}/password`) and signed-request tokens (`POST /v3/sigtokens`,
 //! `/v3/ec2tokens`). Each class has its own buckets, so a client busy changing passwords
 //! still gets tokens. GCRA buckets from `governor`, keyed by source IP (IPv6 by /64, since a
@@ -55,6 +56,13 @@ impl Class {
             "/v3/auth/tokens" | "/v4/auth/tokens" | "/v4/auth/passkey/start" | "/v4/auth/passkey/finish" => {
                 Some(Class::TokenIssue)
             }
+            // Logins through mappings: unauthenticated, and each may make this node call the
+            // provider (discovery, token endpoint, key set, TokenReview).
+            "/v4/federation/identity_providers/{idp_id}/auth"
+            | "/v4/federation/identity_providers/{idp_id}/jwt"
+            | "/v4/federation/oidc/callback"
+            | "/v4/k8s_auth/instances/{instance_id}/auth"
+            | "/v4/spiffe/trust_domains/{trust_domain_id}/auth" => Some(Class::TokenIssue),
             "/v3/users/{id}/password" => Some(Class::PasswordChange),
             "/v3/sigtokens" | "/v3/ec2tokens" => Some(Class::SignedToken),
             _ => None,
@@ -214,6 +222,41 @@ mod tests {
         assert_eq!(Class::of(&Method::POST, "/v3/ec2tokens"), Some(Class::SignedToken));
         assert_eq!(Class::of(&Method::GET, "/v3/auth/tokens"), None, "validation is not limited");
         assert_eq!(Class::of(&Method::POST, "/v3/users"), None);
+        for login in [
+            "/v4/federation/identity_providers/{idp_id}/auth",
+            "/v4/federation/identity_providers/{idp_id}/jwt",
+            "/v4/federation/oidc/callback",
+            "/v4/k8s_auth/instances/{instance_id}/auth",
+            "/v4/spiffe/trust_domains/{trust_domain_id}/auth",
+        ] {
+            assert_eq!(Class::of(&Method::POST, login), Some(Class::TokenIssue), "{login}");
+        }
+    }
+
+    /// Through the real router: the unauthenticated browser-login start is limited per
+    /// source like token issue (its route template is the one the router matches).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_federation_browser_start_is_limited_per_source() {
+        use crate::testkit::TestNode;
+        use serde_json::json;
+
+        let t =
+            TestNode::start_with(&[("auth", "rate_limit_per_second", "1"), ("auth", "rate_limit_burst", "2")]).await;
+        let path = "/v4/federation/identity_providers/no-such-idp/auth";
+        let body = json!({"redirect_uri": "https://app.example/cb"});
+        let mut passed = 0;
+        let limited = loop {
+            let r = t.call(Method::POST, path, None, Some(body.clone())).await;
+            if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
+                break r;
+            }
+            assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+            passed += 1;
+        };
+        // (the node's start-up login came from the same test address and took one)
+        assert!((1..10).contains(&passed), "{passed} requests passed");
+        assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.body);
+        assert!(limited.headers.contains_key("retry-after"));
     }
 
     /// Through the real router: the password change and signed-token routes answer 429 with

@@ -11,14 +11,24 @@
 //! verifier, expiry) travels in `state`, sealed under the token key ring (`token::sealed`),
 //! so the callback may land on any node. The provider's endpoints come from its discovery
 //! document (`{issuer}/.well-known/openid-configuration`, whose `issuer` must be the
-//! provider's), cached for [`DISCOVERY_TTL`].
+//! provider's), cached for [`DISCOVERY_TTL`] (a failure for [`DISCOVERY_RETRY`]; at most
+//! [`MAX_DISCOVERY_DOCS`] issuers, the least recently used forgotten first). Every request to
+//! the provider goes through the node's outbound policy (`providers::outbound`).
+//!
+//! Login CSRF: the state is bound to the browser that started the login. The start answer
+//! sets a random cookie (`HttpOnly`, `SameSite=Lax`, limited to the callback's path, `Secure`
+//! with the `__Secure-` prefix when this service is https); the state carries only its hash,
+//! and a callback whose cookie is missing or differs is refused before the code is redeemed.
+//! So someone who obtains a state and code (their own login at the provider) cannot make
+//! another browser finish it. The page at `redirect_uri` must send the callback from the same
+//! browser with its cookies (same site as this service, `credentials: "include"`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -35,6 +45,7 @@ use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::providers::jwks::read_capped;
+use crate::providers::outbound::Outbound;
 use crate::providers::verify::{verify_oidc_jwt, VerifyError};
 use crate::state::providers::{OidcProvider, ProviderConfig, ProviderKind};
 use crate::token::sealed;
@@ -42,10 +53,16 @@ use crate::token::sealed;
 /// Seconds a started login may take to come back.
 pub const FLOW_LIFETIME_S: i64 = 600;
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
-const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a failed discovery is remembered (logins in it fail without a new request).
+pub const DISCOVERY_RETRY: Duration = Duration::from_secs(10);
+/// Issuers whose discovery documents are kept at most.
+pub const MAX_DISCOVERY_DOCS: usize = 1024;
 const MAX_RESPONSE: usize = 256 * 1024;
+/// Where the browser-binding cookie is sent back (and nowhere else).
+const CALLBACK_PATH: &str = "/v4/federation/oidc/callback";
+/// v2: the state carries the browser binding; a v1 state (or an older node) opens none of v2.
 const PURPOSE: sealed::Purpose =
-    sealed::Purpose { label: "idnode federation oidc state v1", ad: b"idnode-federation-oidc-v1", max_len: 8 * 1024 };
+    sealed::Purpose { label: "idnode federation oidc state v2", ad: b"idnode-federation-oidc-v2", max_len: 8 * 1024 };
 
 /// The pending login carried in `state`.
 #[derive(Serialize, Deserialize)]
@@ -57,6 +74,8 @@ struct Pending {
     nonce: String,
     verifier: String,
     exp: i64,
+    /// The hash of the browser-binding cookie set by the start.
+    browser: String,
 }
 
 /// The endpoints of a provider's discovery document.
@@ -67,18 +86,19 @@ pub struct Discovery {
     token_endpoint: String,
 }
 
-#[derive(Default)]
-pub struct DiscoveryCache {
-    docs: Mutex<HashMap<String, (Instant, Discovery)>>,
+/// What is known of one issuer's discovery: the document or a failure, when it was learnt
+/// and when it was last asked for.
+struct Known {
+    at: Instant,
+    /// A use counter: the least recently used has the smallest.
+    used: u64,
+    doc: Option<Discovery>,
 }
 
-fn http() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .timeout(HTTP_TIMEOUT)
-        .connect_timeout(HTTP_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("no HTTP client: {e}"))
+pub struct DiscoveryCache {
+    docs: Mutex<HashMap<String, Known>>,
+    uses: std::sync::atomic::AtomicU64,
+    max: usize,
 }
 
 fn unreachable(why: impl std::fmt::Display) -> ApiError {
@@ -91,26 +111,106 @@ fn endpoint_ok(u: &str) -> bool {
 }
 
 impl DiscoveryCache {
-    async fn get(&self, issuer: &str) -> ApiResult<Discovery> {
-        if let Some((at, d)) = self.docs.lock().unwrap_or_else(|p| p.into_inner()).get(issuer) {
-            if at.elapsed() < DISCOVERY_TTL {
-                return Ok(d.clone());
+    /// A cache of at most `max` issuers.
+    pub fn new(max: usize) -> DiscoveryCache {
+        DiscoveryCache { docs: Mutex::new(HashMap::new()), uses: Default::default(), max: max.max(1) }
+    }
+
+    fn tick(&self) -> u64 {
+        self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many issuers are remembered.
+    #[cfg(test)]
+    pub fn remembered(&self) -> usize {
+        self.docs.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The cached answer while it holds: a document for [`DISCOVERY_TTL`], a failure for
+    /// [`DISCOVERY_RETRY`].
+    fn cached(&self, issuer: &str) -> Option<ApiResult<Discovery>> {
+        let mut docs = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        let k = docs.get_mut(issuer)?;
+        let live = match &k.doc {
+            Some(_) => k.at.elapsed() < DISCOVERY_TTL,
+            None => k.at.elapsed() < DISCOVERY_RETRY,
+        };
+        if !live {
+            return None;
+        }
+        k.used = self.tick();
+        Some(k.doc.clone().ok_or_else(|| unreachable("the discovery document failed recently")))
+    }
+
+    fn remember(&self, issuer: &str, doc: Option<Discovery>) {
+        let mut docs = self.docs.lock().unwrap_or_else(|p| p.into_inner());
+        if !docs.contains_key(issuer) && docs.len() >= self.max {
+            if let Some(lru) = docs.iter().min_by_key(|(_, k)| k.used).map(|(i, _)| i.clone()) {
+                docs.remove(&lru);
             }
         }
-        let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
-        let mut resp = http().map_err(unreachable)?.get(url).send().await.map_err(|e| unreachable(e.without_url()))?;
-        if !resp.status().is_success() {
-            return Err(unreachable(format!("discovery answered {}", resp.status())));
-        }
-        let body = read_capped(&mut resp, MAX_RESPONSE).await.map_err(unreachable)?;
-        let d: Discovery =
-            serde_json::from_slice(&body).map_err(|_| unreachable("the discovery document is not valid"))?;
-        if d.issuer != issuer || !endpoint_ok(&d.authorization_endpoint) || !endpoint_ok(&d.token_endpoint) {
-            return Err(unreachable("the discovery document names another issuer or an insecure endpoint"));
-        }
-        self.docs.lock().unwrap_or_else(|p| p.into_inner()).insert(issuer.to_string(), (Instant::now(), d.clone()));
-        Ok(d)
+        docs.insert(issuer.to_string(), Known { at: Instant::now(), used: self.tick(), doc });
     }
+
+    async fn get(&self, outbound: &Outbound, issuer: &str) -> ApiResult<Discovery> {
+        if let Some(answer) = self.cached(issuer) {
+            return answer;
+        }
+        let fetched = fetch_discovery(outbound, issuer).await;
+        self.remember(issuer, fetched.as_ref().ok().cloned());
+        fetched.map_err(unreachable)
+    }
+}
+
+async fn fetch_discovery(outbound: &Outbound, issuer: &str) -> Result<Discovery, String> {
+    let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+    let client = outbound.client();
+    let mut resp = outbound.send(client, client.get(url)).await?;
+    if !resp.status().is_success() {
+        return Err(format!("discovery answered {}", resp.status()));
+    }
+    let body = read_capped(&mut resp, MAX_RESPONSE).await?;
+    let d: Discovery = serde_json::from_slice(&body).map_err(|_| "the discovery document is not valid".to_string())?;
+    if d.issuer != issuer || !endpoint_ok(&d.authorization_endpoint) || !endpoint_ok(&d.token_endpoint) {
+        return Err("the discovery document names another issuer or an insecure endpoint".into());
+    }
+    Ok(d)
+}
+
+/// The browser-binding cookie's name: `__Secure-` prefixed (and `Secure`) when this service
+/// is https.
+fn cookie_name(node: &Node) -> &'static str {
+    if secure(node) {
+        "__Secure-idnode_federation_login"
+    } else {
+        "idnode_federation_login"
+    }
+}
+
+fn secure(node: &Node) -> bool {
+    node.cfg.public_base().starts_with("https://")
+}
+
+fn binding_cookie(node: &Node, value: &str, max_age: i64) -> Option<HeaderValue> {
+    let secure = if secure(node) { "; Secure" } else { "" };
+    let c = format!(
+        "{}={value}; Path={CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}",
+        cookie_name(node)
+    );
+    HeaderValue::from_str(&c).ok()
+}
+
+/// What the state keeps of the cookie: its hash, so the state (which travels through the
+/// provider and the redirect URI) never holds the cookie itself.
+fn browser_hash(cookie: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(cookie.as_bytes()))
+}
+
+/// Whether the request carries the cookie of the browser that started this login.
+fn same_browser(node: &Node, headers: &HeaderMap, p: &Pending) -> bool {
+    crate::oauth2::page_state::cookie(headers, cookie_name(node))
+        .filter(|c| !c.is_empty() && c.len() <= 256)
+        .is_some_and(|c| idnode_keys::constant_time_eq(browser_hash(&c).as_bytes(), p.browser.as_bytes()))
 }
 
 fn oidc(p: &crate::state::providers::Provider) -> ApiResult<&OidcProvider> {
@@ -131,7 +231,7 @@ fn oidc(p: &crate::state::providers::Provider) -> ApiResult<&OidcProvider> {
     request_body(content = BrowserStartBody, content_type = "application/json"),
     responses(
         (status = 201, description = "Where to send the browser.", body = BrowserStart),
-        E::BadRequest, E::Unauthorized, E::NotFound, E::Internal, E::Unavailable,
+        E::BadRequest, E::Unauthorized, E::NotFound, E::TooManyRequests, E::Internal, E::Unavailable,
     )
 )]
 pub async fn start(
@@ -146,8 +246,9 @@ pub async fn start(
             "Invalid input for field 'redirect_uri': not one of the provider's allowed_redirect_uris.",
         ));
     }
-    let d = node.mapped.discovery.get(&idp.issuer).await?;
+    let d = node.mapped.discovery.get(&node.mapped.outbound, &idp.issuer).await?;
     let verifier = idnode_keys::random_token(32);
+    let browser = idnode_keys::random_token(32);
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     let pending = Pending {
         idp_id: provider.id.clone(),
@@ -156,6 +257,7 @@ pub async fn start(
         nonce: idnode_keys::random_token(16),
         verifier,
         exp: crate::oauth2::now() + FLOW_LIFETIME_S,
+        browser: browser_hash(&browser),
     };
     let ring = node.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet."))?;
     let state = sealed::seal(&ring, &PURPOSE, &pending).ok_or_else(|| ApiError::internal("no primary token key"))?;
@@ -173,7 +275,10 @@ pub async fn start(
         .append_pair("nonce", &pending.nonce)
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256");
-    Ok((StatusCode::CREATED, Json(BrowserStart { auth_url: url.to_string() })).into_response())
+    let mut resp = (StatusCode::CREATED, Json(BrowserStart { auth_url: url.to_string() })).into_response();
+    let cookie = binding_cookie(&node, &browser, FLOW_LIFETIME_S).ok_or_else(|| ApiError::internal("no cookie"))?;
+    resp.headers_mut().append(header::SET_COOKIE, cookie);
+    Ok(resp)
 }
 
 #[derive(Deserialize)]
@@ -182,7 +287,7 @@ struct TokenAnswer {
 }
 
 /// Redeems the code at the provider's token endpoint; answers its ID token.
-async fn redeem(idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> ApiResult<String> {
+async fn redeem(outbound: &Outbound, idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> ApiResult<String> {
     let mut form = vec![
         ("grant_type", "authorization_code"),
         ("code", code),
@@ -191,7 +296,8 @@ async fn redeem(idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> A
     ];
     let secret = idp.client_secret.as_ref().map(|s| s.0.as_str());
     let method = idp.token_endpoint_auth_method.as_deref().unwrap_or("client_secret_basic");
-    let mut req = http().map_err(unreachable)?.post(&d.token_endpoint);
+    let client = outbound.client();
+    let mut req = client.post(&d.token_endpoint);
     match (method, secret) {
         ("client_secret_basic", Some(secret)) => {
             // RFC 6749 §2.3.1: both parts form-urlencoded before Basic encoding.
@@ -204,10 +310,11 @@ async fn redeem(idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> A
         }
         _ => form.push(("client_id", idp.client_id.as_str())),
     }
-    let mut resp = req.form(&form).send().await.map_err(|e| unreachable(e.without_url()))?;
+    let mut resp = outbound.send(client, req.form(&form)).await.map_err(unreachable)?;
     let status = resp.status();
     let body = read_capped(&mut resp, MAX_RESPONSE).await.map_err(unreachable)?;
     if status.is_client_error() {
+        tracing::debug!("the token endpoint refused a code: {status}");
         return Err(ApiError::unauthorized("The identity provider refused the authorization code."));
     }
     if !status.is_success() {
@@ -223,7 +330,7 @@ async fn redeem(idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> A
     path = "/v4/federation/oidc/callback",
     tag = "identity_providers",
     operation_id = "federation_browser_callback",
-    description = "Finishes a browser login: redeems the provider's authorization code, verifies the ID token (signature, issuer, audience, times, nonce) and answers a Keystone token through the provider's mapping rulesets. 401: the state is invalid or expired, the code is refused, or no rule matches.",
+    description = "Finishes a browser login: redeems the provider's authorization code, verifies the ID token (signature, issuer, audience, times, nonce) and answers a Keystone token through the provider's mapping rulesets. Must come from the browser that started the login (with the cookie the start set). 400: the browser's cookie is missing or not this login's; 401: the state is invalid or expired, the code is refused, or no rule matches.",
     security(()),
     params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = CallbackBody, content_type = "application/json"),
@@ -235,19 +342,25 @@ async fn redeem(idp: &OidcProvider, d: &Discovery, p: &Pending, code: &str) -> A
 pub async fn callback(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<CallbackBody>,
 ) -> ApiResult<Response> {
     let ring = node.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet."))?;
     let pending: Pending = sealed::open(&ring, &PURPOSE, &body.state)
         .filter(|p: &Pending| crate::oauth2::now() < p.exp)
         .ok_or_else(|| ApiError::unauthorized("The login state is not valid or has expired; start again."))?;
+    if !same_browser(&node, &headers, &pending) {
+        return Err(ApiError::bad_request(
+            "This login was not started in this browser (its cookie is missing or differs); start again.",
+        ));
+    }
     if body.code.is_empty() || body.code.len() > 4096 {
         return Err(ApiError::bad_request("Invalid input for field 'code'."));
     }
     let provider = usable_provider(&node, ProviderKind::Oidc, &pending.idp_id)?;
     let idp = oidc(&provider)?;
-    let d = node.mapped.discovery.get(&idp.issuer).await?;
-    let id_token = redeem(idp, &d, &pending, &body.code).await?;
+    let d = node.mapped.discovery.get(&node.mapped.outbound, &idp.issuer).await?;
+    let id_token = redeem(&node.mapped.outbound, idp, &d, &pending, &body.code).await?;
     let claims = verify_oidc_jwt(idp, &id_token, crate::oauth2::now(), &node.mapped.jwks).await.map_err(refused)?;
     let nonce_ok = claims
         .get("nonce")
@@ -262,5 +375,63 @@ pub async fn callback(
         None => None,
     };
     let ext = External { provider, claims, workload, rule_name: None };
-    login(&node, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await
+    let mut resp = login(&node, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await?;
+    // The login is finished: the browser forgets its binding.
+    if let Some(clear) = binding_cookie(&node, "", 0) {
+        resp.headers_mut().append(header::SET_COOKIE, clear);
+    }
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn doc(issuer: &str) -> Discovery {
+        Discovery {
+            issuer: issuer.into(),
+            authorization_endpoint: format!("{issuer}/authorize"),
+            token_endpoint: format!("{issuer}/token"),
+        }
+    }
+
+    #[test]
+    fn the_discovery_cache_keeps_a_bounded_number_of_issuers() {
+        let cache = DiscoveryCache::new(2);
+        let issuer = |i: usize| format!("https://idp{i}.example");
+        cache.remember(&issuer(1), Some(doc(&issuer(1))));
+        for i in 2..50 {
+            cache.remember(&issuer(i), Some(doc(&issuer(i))));
+            assert!(cache.cached(&issuer(1)).is_some(), "issuer 1, used all along, stays");
+        }
+        assert_eq!(cache.remembered(), 2);
+        assert!(cache.cached(&issuer(49)).is_some() && cache.cached(&issuer(2)).is_none());
+    }
+
+    /// A failed discovery is remembered: logins right after it do not ask the provider again.
+    #[tokio::test]
+    async fn a_failed_discovery_is_not_retried_at_once() {
+        let hits = Arc::new(AtomicUsize::new(0));
+        let h = hits.clone();
+        let app = axum::Router::new().route(
+            "/.well-known/openid-configuration",
+            axum::routing::get(move || {
+                h.fetch_add(1, Ordering::SeqCst);
+                async { (StatusCode::INTERNAL_SERVER_ERROR, "upstream detail") }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let outbound = Outbound::permissive();
+        let cache = DiscoveryCache::new(MAX_DISCOVERY_DOCS);
+        for _ in 0..5 {
+            let err = cache.get(&outbound, &issuer).await.err().expect("refused");
+            assert_eq!(err.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(!err.message.contains("500") && !err.message.contains("upstream"), "{}", err.message);
+        }
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "one request for five logins");
+    }
 }

@@ -37,7 +37,8 @@ async fn a_ruleset_change_fails_old_tokens_everywhere_and_jobs_run_once_per_clus
     let dir = tempfile::tempdir().unwrap();
     let key = TestKey::ec(dir.path(), "ec-c");
     let (_jwks, addr) = serve_jwks(vec![key.jwk()]).await;
-    let c = TestCluster::start(3, &[]).await;
+    // The IdP runs on loopback.
+    let c = TestCluster::start(3, &[super::tests::PRIVATE_NETWORKS]).await;
     c.wait_leader().await;
     let admin = c.admin_token(0).await;
     let domain = admin_create(&c, &admin, "/v3/domains", "domain", json!({"name": "fleet"})).await;

@@ -35,14 +35,17 @@ use std::time::Duration;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::config::ShadowRegistrySettings;
+use crate::config::{FederationSettings, ShadowRegistrySettings};
 use crate::mapping::regex_cache::RegexCache;
 use crate::node::Node;
 use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
+use crate::providers::outbound::Outbound;
 use crate::token::AppliedCache;
 
 /// The node's state for mapped logins.
 pub struct MappedAuth {
+    /// What the node may reach when it calls a provider (`[federation]`).
+    pub outbound: Arc<Outbound>,
     pub jwks: JwksCache,
     pub regexes: RegexCache,
     pub regex_deadline: Duration,
@@ -57,15 +60,18 @@ pub struct MappedAuth {
 }
 
 impl MappedAuth {
-    pub fn new(s: &ShadowRegistrySettings) -> anyhow::Result<MappedAuth> {
+    pub fn new(s: &ShadowRegistrySettings, f: &FederationSettings) -> anyhow::Result<MappedAuth> {
+        let outbound =
+            Arc::new(Outbound::new(f.allow_private_networks, f.outbound_rate_limit).map_err(|e| anyhow::anyhow!(e))?);
         Ok(MappedAuth {
-            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL).map_err(|e| anyhow::anyhow!("{e}"))?,
+            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL, outbound.clone()),
+            outbound,
             regexes: RegexCache::new(),
             regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
             rulesets: AppliedCache::new(1),
             auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
             creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
-            discovery: browser::DiscoveryCache::default(),
+            discovery: browser::DiscoveryCache::new(browser::MAX_DISCOVERY_DOCS),
             verified: verified::VerifiedCache::default(),
         })
     }
@@ -73,6 +79,7 @@ impl MappedAuth {
     pub fn housekeep(&self) {
         self.auth_limit.housekeep();
         self.creation_limit.housekeep();
+        self.outbound.housekeep();
     }
 }
 

@@ -18,6 +18,8 @@ use crate::state::{cf, Reader};
 use crate::testkit::{send_with_headers, Reply, TestNode};
 
 const ISSUER: &str = "https://idp.example.test";
+/// The issuers these tests run are on loopback, which a node calls only with this setting.
+pub(crate) const PRIVATE_NETWORKS: (&str, &str, &str) = ("federation", "allow_private_networks", "true");
 const CLIENT_ID: &str = "idnode-client";
 
 fn now() -> i64 {
@@ -64,7 +66,9 @@ impl Fed {
         let rsa = TestKey::rsa(dir.path(), "rsa-1");
         let ec = TestKey::ec(dir.path(), "ec-1");
         let (_server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
-        let t = TestNode::start_with(settings).await;
+        let mut settings = settings.to_vec();
+        settings.push(PRIVATE_NETWORKS);
+        let t = TestNode::start_with(&settings).await;
         let domain = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
         let project = t.create("/v3/projects", "project", json!({"name": "apps", "domain_id": domain})).await;
         let idp = provider(&t, &domain, addr).await;
@@ -236,7 +240,7 @@ async fn a_changed_disabled_or_deleted_ruleset_fails_its_tokens_with_the_spec_de
 async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_credentials_or_trusts() {
     let dir = tempfile::tempdir().unwrap();
     let (_api, addr, ca) = serve_api(dir.path()).await;
-    let t = TestNode::start().await;
+    let t = TestNode::start_with(&[PRIVATE_NETWORKS]).await;
     let domain = t.create("/v3/domains", "domain", json!({"name": "k8s"})).await;
     let project = t.create("/v3/projects", "project", json!({"name": "web", "domain_id": domain})).await;
     let group = t.create("/v3/groups", "group", json!({"name": "readers", "domain_id": domain})).await;
@@ -442,7 +446,7 @@ async fn a_group_the_rule_only_gets_must_exist() {
 async fn the_browser_flow_logs_in_through_a_real_oidc_provider() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let t = TestNode::start_with(&[("idnode", "public_url", &base)]).await;
+    let t = TestNode::start_with(&[("idnode", "public_url", &base), PRIVATE_NETWORKS]).await;
     let app = t.router.clone().into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let cb = "http://127.0.0.1:9/cb";
@@ -485,6 +489,12 @@ async fn the_browser_flow_logs_in_through_a_real_oidc_provider() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // The browser-binding cookie: random, HttpOnly, SameSite=Lax, only for the callback.
+    let set_cookie = r.headers["set-cookie"].to_str().unwrap().to_string();
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/v4/federation/oidc/callback"] {
+        assert!(set_cookie.contains(attr), "{set_cookie}");
+    }
+    let browser_cookie = set_cookie.split(';').next().unwrap().to_string();
     let auth_url = url::Url::parse(r.body["auth_url"].as_str().unwrap()).unwrap();
     let q: std::collections::HashMap<String, String> = auth_url.query_pairs().into_owned().collect();
     assert_eq!((q["code_challenge_method"].as_str(), q["client_id"].as_str()), ("S256", client_id.as_str()));
@@ -524,15 +534,33 @@ async fn the_browser_flow_logs_in_through_a_real_oidc_provider() {
     let back_q: std::collections::HashMap<String, String> = loc.query_pairs().into_owned().collect();
     assert!(loc.as_str().starts_with(cb));
 
-    // The redirect page posts what it got: a token through the mapping.
+    // The redirect page posts what it got: refused from another browser (no cookie, or
+    // another login's), before the code is spent ...
     let cb_body = json!({"state": back_q["state"], "code": back_q["code"]});
-    let r = t.call(Method::POST, "/v4/federation/oidc/callback", None, Some(cb_body.clone())).await;
+    let callback = |cookie: Option<String>, body: Value| {
+        let router = t.router.clone();
+        async move {
+            let headers: Vec<(&str, &str)> = cookie.as_deref().map(|c| vec![("cookie", c)]).unwrap_or_default();
+            send_with_headers(&router, Method::POST, "/v4/federation/oidc/callback", &headers, Some(body)).await
+        }
+    };
+    let (name, _) = browser_cookie.split_once('=').unwrap();
+    for cookie in
+        [None, Some(format!("{name}=")), Some(format!("{name}=another-browsers-value")), Some("other=x".into())]
+    {
+        let r = callback(cookie.clone(), cb_body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{cookie:?}: {}", r.body);
+        assert!(r.body["error"]["message"].as_str().unwrap().contains("browser"), "{}", r.body);
+    }
+    // ... and from the browser that started it: a token through the mapping.
+    let r = callback(Some(browser_cookie.clone()), cb_body.clone()).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.headers["set-cookie"].to_str().unwrap().contains("Max-Age=0"), "the binding is cleared");
     assert_eq!(r.body["token"]["project"]["id"], json!(project));
     assert!(r.body["token"]["user"]["name"].as_str().unwrap().starts_with("fed-"));
     assert!(role_names(&r).contains(&"member".to_string()));
     // The code was spent; a forged state opens nothing.
-    let r = t.call(Method::POST, "/v4/federation/oidc/callback", None, Some(cb_body)).await;
+    let r = callback(Some(browser_cookie.clone()), cb_body).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     let r = t
         .call(
@@ -773,4 +801,27 @@ async fn a_local_login_finds_the_user_scim_provisioned_for_a_realm_of_its_provid
     c["target"] = json!("scim-sam");
     let r = f.jwt_login(&f.ec.sign(&c), None).await;
     assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!("scim-sam")), "{}", r.body);
+}
+
+/// A key set that cannot be had (the IdP answers 404, or too much) is one neutral 503: what
+/// the IdP answered stays in the server's log.
+#[tokio::test]
+async fn an_unavailable_key_set_is_a_neutral_503() {
+    let f = Fed::new(&[]).await;
+    let r = f.mapping("m", json!({"type": "federation", "idp_id": f.idp}), json!([f.staff_rule("ephemeral")])).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let (_other, addr) = serve_jwks(vec![]).await;
+    let mut messages = Vec::new();
+    for path in ["missing", "big"] {
+        let patch = json!({"identity_provider": {"jwks_uri": format!("http://{addr}/{path}")}});
+        let r = f.t.admin(Method::PATCH, &format!("/v4/federation/identity_providers/{}", f.idp), Some(patch)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let r = f.jwt_login(&f.ec.sign(&claims(path, &format!("{path}@corp.example"))), None).await;
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+        for leak in ["404", "Not Found", "answered", "larger", "bytes", "text/plain", &addr.to_string()] {
+            assert!(!r.text.contains(leak), "the answer echoes the IdP's ({leak}): {}", r.text);
+        }
+        messages.push(r.body["error"]["message"].clone());
+    }
+    assert_eq!(messages[0], messages[1], "one message whatever went wrong");
 }

@@ -60,7 +60,7 @@ pub async fn k8s_login(
     };
     // A provider no ruleset names is refused before its cluster is asked anything.
     super::rulesets::for_provider(&node, &provider)?;
-    let who = review(cluster, token).await.map_err(refused)?;
+    let who = review(&node.mapped.outbound, cluster, token).await.map_err(refused)?;
     let claims = who.claims();
     let ext = External { provider, claims, workload: who.username.clone(), rule_name: body.rule_name };
     login(&node, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await

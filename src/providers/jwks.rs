@@ -1,7 +1,8 @@
 //! A per-node cache of OIDC providers' key sets (JWKS), keyed by `jwks_uri`.
 //!
-//! A set is fetched over HTTPS (reqwest, rustls; 5 s timeout, no redirects, body at most
-//! 1 MiB) and kept for [`JwksCache::ttl`]. A token naming a `kid` the cached set lacks
+//! A set is fetched over HTTPS (reqwest, rustls; through the node's outbound policy,
+//! `outbound`: public addresses only unless allowed, 5 s timeout, no redirects, rate per
+//! host; body at most 1 MiB) and kept for [`JwksCache::ttl`]. A token naming a `kid` the cached set lacks
 //! triggers one refetch (key rollover), but at most once per [`JwksCache::refetch_interval`]
 //! per URI: a flood of tokens with invented kids costs the IdP one request per interval.
 //! Only asymmetric keys are kept: RSA (RS256/384/512, PS256/384/512) and EC P-256 (ES256) /
@@ -13,6 +14,9 @@
 //! used once a refetch failed (fail closed). Concurrent logins needing a fetch of one URI
 //! wait for the single fetch in flight.
 //!
+//! At most [`MAX_URIS`] URIs are remembered; past it, the one used least recently is
+//! forgotten (it is fetched again when next needed).
+//!
 //! Nodes fetch independently (nothing is replicated): a key set is public, refetching it is
 //! cheap, and every node must verify tokens on its own.
 
@@ -23,12 +27,13 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 
+use super::outbound::Outbound;
 use super::verify::VerifyError;
 
 /// The largest key set accepted.
 pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
-/// Time allowed for one fetch (connect to last byte).
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// URIs whose sets are kept at most.
+pub const MAX_URIS: usize = 1024;
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 pub const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -159,29 +164,58 @@ struct Slot {
     fetching: tokio::sync::Mutex<()>,
 }
 
-/// The node's key-set cache (one per node, shared by every login). Its URIs are those of
-/// registered providers (administrators'), so it is not bounded otherwise.
+/// The node's key-set cache (one per node, shared by every login), of at most [`MAX_URIS`]
+/// URIs.
 pub struct JwksCache {
-    client: reqwest::Client,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    outbound: Arc<Outbound>,
+    /// Each URI's slot and when it was last asked for (a use counter: the least recently used
+    /// has the smallest).
+    slots: Mutex<HashMap<String, (u64, Arc<Slot>)>>,
+    uses: std::sync::atomic::AtomicU64,
     pub ttl: Duration,
     pub refetch_interval: Duration,
+    pub max_uris: usize,
 }
 
 impl JwksCache {
-    pub fn new(ttl: Duration, refetch_interval: Duration) -> Result<JwksCache, VerifyError> {
-        let client = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .connect_timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| VerifyError::KeySetUnavailable(format!("no HTTP client: {e}")))?;
-        Ok(JwksCache { client, slots: Mutex::new(HashMap::new()), ttl, refetch_interval })
+    pub fn new(ttl: Duration, refetch_interval: Duration, outbound: Arc<Outbound>) -> JwksCache {
+        JwksCache {
+            outbound,
+            slots: Mutex::new(HashMap::new()),
+            uses: Default::default(),
+            ttl,
+            refetch_interval,
+            max_uris: MAX_URIS,
+        }
     }
 
     fn slot(&self, uri: &str) -> Arc<Slot> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.entry(uri.to_owned()).or_default().clone()
+        let now = self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some((used, slot)) = slots.get_mut(uri) {
+            *used = now;
+            return slot.clone();
+        }
+        if slots.len() >= self.max_uris.max(1) {
+            if let Some(lru) = slots.iter().min_by_key(|(_, (used, _))| *used).map(|(k, _)| k.clone()) {
+                slots.remove(&lru);
+            }
+        }
+        let slot = Arc::new(Slot::default());
+        slots.insert(uri.to_owned(), (now, slot.clone()));
+        slot
+    }
+
+    /// How many URIs are remembered.
+    #[cfg(test)]
+    pub fn remembered(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether `uri` is remembered.
+    #[cfg(test)]
+    pub fn holds(&self, uri: &str) -> bool {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).contains_key(uri)
     }
 
     /// The answer from what is cached, or `None` when a fetch is due: the set while it is
@@ -235,13 +269,9 @@ impl JwksCache {
 
     async fn fetch(&self, uri: &str) -> Result<KeySet, VerifyError> {
         let unavailable = |why: String| VerifyError::KeySetUnavailable(why);
-        let mut resp = self
-            .client
-            .get(uri)
-            .header(reqwest::header::ACCEPT, "application/json, application/jwk-set+json")
-            .send()
-            .await
-            .map_err(|e| unavailable(format!("request failed: {}", e.without_url())))?;
+        let client = self.outbound.client();
+        let req = client.get(uri).header(reqwest::header::ACCEPT, "application/json, application/jwk-set+json");
+        let mut resp = self.outbound.send(client, req).await.map_err(unavailable)?;
         if !resp.status().is_success() {
             return Err(unavailable(format!("the key set endpoint answered {}", resp.status())));
         }

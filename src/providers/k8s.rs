@@ -26,7 +26,8 @@ pub struct InstanceBody {
     pub domain_id: Option<Option<String>>,
     /// The mapping coordinate: unique per domain (letters, digits, `.`, `-`, `_`).
     pub provider_id: Option<String>,
-    /// The API server: an `https` URL.
+    /// The API server: an `https` URL at a public address (unless
+    /// `[federation] allow_private_networks`).
     pub kubernetes_host: Option<String>,
     /// PEM certificates the API server's certificate must chain to.
     #[serde(default, deserialize_with = "crate::http::fields::present")]
@@ -147,6 +148,10 @@ impl Registry for K8s {
         out.insert("kubernetes_ca_cert".into(), json!(c.kubernetes_ca_cert));
         out.insert("token_reviewer_jwt_set".into(), json!(c.token_reviewer_jwt.is_some()));
         out.insert("disable_local_ca_jwt".into(), json!(c.disable_local_ca_jwt));
+    }
+
+    fn fetched_urls(c: &ClusterIssuer) -> Vec<(&'static str, String)> {
+        vec![("kubernetes_host", c.kubernetes_host.clone())]
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod jwks;
 pub mod k8s;
 pub mod oidc;
+pub mod outbound;
 pub mod registry;
 pub mod spiffe;
 pub mod token_review;

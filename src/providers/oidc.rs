@@ -28,7 +28,8 @@ pub struct IdpBody {
     pub domain_id: Option<Option<String>>,
     /// The mapping coordinate: unique per domain (letters, digits, `.`, `-`, `_`).
     pub provider_id: Option<String>,
-    /// The `iss` of the provider's tokens: an https URL (http only for loopback hosts).
+    /// The `iss` of the provider's tokens: an https URL (http only for loopback hosts, which
+    /// need `[federation] allow_private_networks`).
     pub issuer: Option<String>,
     /// This service's client id at the provider (the `aud` its tokens must carry).
     pub client_id: Option<String>,
@@ -36,7 +37,8 @@ pub struct IdpBody {
     #[serde(default, deserialize_with = "crate::http::fields::present")]
     #[schema(value_type = Option<String>, write_only)]
     pub client_secret: Option<Option<String>>,
-    /// The provider's key set: an https URL (http only for loopback hosts).
+    /// The provider's key set: an https URL at a public address (unless
+    /// `[federation] allow_private_networks`; then http is accepted for loopback hosts).
     pub jwks_uri: Option<String>,
     pub allowed_redirect_uris: Option<Vec<String>>,
     pub oidc_scopes: Option<Vec<String>>,
@@ -183,6 +185,11 @@ impl Registry for Oidc {
         out.insert("allowed_redirect_uris".into(), json!(c.allowed_redirect_uris));
         out.insert("oidc_scopes".into(), json!(c.oidc_scopes));
         out.insert("token_endpoint_auth_method".into(), json!(c.token_endpoint_auth_method));
+    }
+
+    /// The key set, and the issuer (its discovery document, for the browser flow).
+    fn fetched_urls(c: &OidcProvider) -> Vec<(&'static str, String)> {
+        vec![("issuer", c.issuer.clone()), ("jwks_uri", c.jwks_uri.clone())]
     }
 }
 

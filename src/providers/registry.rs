@@ -49,6 +49,34 @@ pub trait Registry: 'static {
     fn unwrap(c: ProviderConfig) -> Option<Self::Config>;
     /// The kind's fields as the API shows them: never a secret, at most whether one is set.
     fn render(c: &Self::Config, out: &mut Map<String, Value>);
+    /// The URLs of `c` this node will request, by field (checked by [`outbound_urls`]).
+    fn fetched_urls(_c: &Self::Config) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+}
+
+/// Unless `[federation] allow_private_networks` is on, refuses (400 naming the field) a URL
+/// the node would request whose host is a literal loopback, private, link-local, unspecified
+/// or multicast address, or `localhost`. Only URLs new or changed against `before` are
+/// judged, so a PATCH of another field keeps working on a record written when the setting was
+/// on. Names are judged again at every request (`outbound`), when they are resolved.
+fn outbound_urls<R: Registry>(node: &Node, before: Option<&R::Config>, after: &R::Config) -> ApiResult<()> {
+    if node.cfg.federation.allow_private_networks {
+        return Ok(());
+    }
+    let old = before.map(R::fetched_urls).unwrap_or_default();
+    for (field, url) in R::fetched_urls(after) {
+        if old.iter().any(|(f, u)| *f == field && *u == url) {
+            continue;
+        }
+        if let Some(why) = super::outbound::url_refusal(&url) {
+            return Err(bad(
+                field,
+                format!("{why}; this service calls only public addresses (see [federation] allow_private_networks)."),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub fn bad(field: &str, why: impl std::fmt::Display) -> ApiError {
@@ -193,12 +221,14 @@ pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) 
         }
     }
     let provider_id = handle(required("provider_id", head.provider_id)?)?;
+    let config = R::merge(None, b)?;
+    outbound_urls::<R>(node, None, &config)?;
     let at = now();
     let provider = Provider {
         id: uuid::Uuid::new_v4().simple().to_string(),
         domain_id,
         provider_id,
-        config: R::wrap(R::merge(None, b)?),
+        config: R::wrap(config),
         created_at: at,
         updated_at: at,
     };
@@ -227,7 +257,10 @@ pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b:
     if let Some(h) = head.provider_id {
         p.provider_id = handle(h)?;
     }
-    p.config = R::wrap(R::merge(Some(config::<R>(&p)?), b)?);
+    let before = config::<R>(&p)?;
+    let after = R::merge(Some(config::<R>(&p)?), b)?;
+    outbound_urls::<R>(node, Some(&before), &after)?;
+    p.config = R::wrap(after);
     p.updated_at = now();
     let saved = save(node, p, false).await?;
     one::<R>(node, &saved)

@@ -3,8 +3,9 @@
 //! `{kubernetes_host}/apis/authentication.k8s.io/v1/tokenreviews` over HTTPS that trusts only
 //! the instance's `kubernetes_ca_cert` (no built-in roots), presenting the instance's
 //! `token_reviewer_jwt` as `Authorization: Bearer` (none configured: the reviewed token
-//! itself, which then needs the `system:auth-delegator` role, as Vault does). 5 s timeout,
-//! no redirects, answer at most 1 MiB.
+//! itself, which then needs the `system:auth-delegator` role, as Vault does). Through the
+//! node's outbound policy (`outbound`: public addresses only unless allowed, 5 s timeout, no
+//! redirects, rate per host), answer at most 1 MiB.
 //!
 //! Claims handed to the mapping engine ([`ReviewedIdentity::claims`]):
 //! - `sub` and `username`: the username the cluster reports;
@@ -18,16 +19,14 @@
 //!   `kubernetes.io/serviceaccount/service-account.name` and
 //!   `kubernetes.io/serviceaccount/service-account.uid` (= `uid`).
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{json, Map};
 
 use super::jwks::read_capped;
+use super::outbound::Outbound;
 use super::verify::{Claims, VerifyError};
 use crate::state::providers::ClusterIssuer;
 
-pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_REVIEW_BYTES: usize = 1024 * 1024;
 pub const TOKEN_REVIEW_PATH: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
 
@@ -87,7 +86,7 @@ fn unavailable(why: impl Into<String>) -> VerifyError {
 }
 
 /// The HTTPS client of one instance: its CA certificates only.
-fn client(instance: &ClusterIssuer) -> Result<reqwest::Client, VerifyError> {
+fn client(outbound: &Outbound, instance: &ClusterIssuer) -> Result<reqwest::Client, VerifyError> {
     let Some(ca) = instance.kubernetes_ca_cert.as_deref() else {
         return Err(unavailable("the instance has no kubernetes_ca_cert"));
     };
@@ -96,13 +95,7 @@ fn client(instance: &ClusterIssuer) -> Result<reqwest::Client, VerifyError> {
     if certs.is_empty() {
         return Err(unavailable("kubernetes_ca_cert holds no certificate"));
     }
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .https_only(true)
-        .timeout(REVIEW_TIMEOUT)
-        .connect_timeout(REVIEW_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none());
+    let mut builder = outbound.builder().use_rustls_tls().tls_built_in_root_certs(false).https_only(true);
     for cert in certs {
         builder = builder.add_root_certificate(cert);
     }
@@ -110,8 +103,12 @@ fn client(instance: &ClusterIssuer) -> Result<reqwest::Client, VerifyError> {
 }
 
 /// Asks the instance's cluster who `token` belongs to.
-pub async fn review(instance: &ClusterIssuer, token: &str) -> Result<ReviewedIdentity, VerifyError> {
-    let client = client(instance)?;
+pub async fn review(
+    outbound: &Outbound,
+    instance: &ClusterIssuer,
+    token: &str,
+) -> Result<ReviewedIdentity, VerifyError> {
+    let client = client(outbound, instance)?;
     let url = format!("{}{TOKEN_REVIEW_PATH}", instance.kubernetes_host.trim_end_matches('/'));
     let reviewer = instance.token_reviewer_jwt.as_ref().map_or(token, |s| s.0.as_str());
     let body = json!({
@@ -119,14 +116,8 @@ pub async fn review(instance: &ClusterIssuer, token: &str) -> Result<ReviewedIde
         "kind": "TokenReview",
         "spec": {"token": token},
     });
-    let mut resp = client
-        .post(url)
-        .bearer_auth(reviewer)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| unavailable(format!("request failed: {}", describe(&e))))?;
+    let req = client.post(url).bearer_auth(reviewer).header(reqwest::header::ACCEPT, "application/json").json(&body);
+    let mut resp = outbound.send(&client, req).await.map_err(unavailable)?;
     let status = resp.status();
     let bytes = read_capped(&mut resp, MAX_REVIEW_BYTES).await.map_err(unavailable)?;
     if !status.is_success() {
@@ -140,17 +131,4 @@ pub async fn review(instance: &ClusterIssuer, token: &str) -> Result<ReviewedIde
         (true, _) => Err(unavailable("the review names no user")),
         (false, _) => Err(VerifyError::NotAuthenticated(st.error.map(|e| e.chars().take(200).collect()))),
     }
-}
-
-/// A request error with its causes (TLS failures are in the sources), without the URL's
-/// query (there is none) repeated.
-fn describe(e: &reqwest::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        src = s.source();
-    }
-    out
 }

@@ -112,7 +112,7 @@ async fn create_get_list_patch_delete_each_kind() {
     let other = t.create("/v3/domains", "domain", json!({"name": "other"})).await;
     for (k, patch, kept, cleared) in [
         (&OIDC, json!({"issuer": "https://login.example.net/realm"}), "client_id", "token_endpoint_auth_method"),
-        (&K8S, json!({"kubernetes_host": "https://10.0.0.1"}), "disable_local_ca_jwt", "kubernetes_ca_cert"),
+        (&K8S, json!({"kubernetes_host": "https://k8s-2.example"}), "disable_local_ca_jwt", "kubernetes_ca_cert"),
         (&SPIFFE, json!({"trust_domain": "staging.example.org"}), "trust_bundle_pem", ""),
     ] {
         let r = k.create(&t, &t.admin, json!("default"), "corp").await;
@@ -224,14 +224,10 @@ async fn invalid_fields_are_400_naming_the_field() {
         assert!(message.contains(field), "{fields}: {message}");
         assert!(!r.text.contains(CLIENT_SECRET) && !r.text.contains(REVIEWER_JWT), "{}", r.text);
     }
-    // Plain http only to loopback hosts; a bundle of two certificates is a bundle.
+    // Redirect URIs (the browser's, not this node's) may be loopback; a bundle of two
+    // certificates is a bundle.
     let r = t
-        .admin(
-            Method::POST,
-            OIDC.path,
-            Some(OIDC.with(&json!({"issuer": "http://127.0.0.1:8080/realm",
-        "jwks_uri": "http://localhost:8080/jwks", "allowed_redirect_uris": ["http://[::1]:9000/cb"]}))),
-        )
+        .admin(Method::POST, OIDC.path, Some(OIDC.with(&json!({"allowed_redirect_uris": ["http://[::1]:9000/cb"]}))))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let two = format!("{CERT}{CERT}");
@@ -296,6 +292,65 @@ async fn secrets_are_never_in_a_response() {
         assert!(serde_json::to_string(&k.stored(&t, &id).unwrap()).unwrap().contains("rotated-value"));
         let r = t.admin(Method::PATCH, &one, Some(json!({ k.envelope: { field: null } }))).await;
         assert_eq!(r.body[k.envelope][set], json!(false), "{}", r.body);
+    }
+}
+
+/// The URLs this node calls (an IdP's issuer and key set, a cluster's API server) must be at
+/// public addresses unless `[federation] allow_private_networks` is on: a literal loopback,
+/// private, link-local, unspecified or multicast address, or `localhost`, is a 400 naming the
+/// field, on create and on PATCH, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_urls_at_private_addresses_are_refused_unless_allowed() {
+    use crate::state::Reader;
+    let count = |t: &TestNode| -> usize {
+        [ProviderKind::Oidc, ProviderKind::K8s]
+            .iter()
+            .map(|k| t.node.engine.read().scan::<Provider>(cf::PROVIDERS, &keys::records_prefix(*k)).unwrap().len())
+            .sum()
+    };
+    let cases = [
+        (&OIDC, json!({"issuer": "http://127.0.0.1:8080/realm"}), "issuer"),
+        (&OIDC, json!({"jwks_uri": "http://localhost:8080/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://10.1.2.3/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://172.16.0.1/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"issuer": "https://169.254.169.254/latest"}), "issuer"),
+        (&OIDC, json!({"jwks_uri": "https://0.0.0.0/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://[::1]/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://[::ffff:127.0.0.1]/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://[fd00::1]/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://[fe80::1]/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"jwks_uri": "https://[ff02::1]/jwks"}), "jwks_uri"),
+        (&OIDC, json!({"issuer": "https://idp.localhost/realm"}), "issuer"),
+        (&K8S, json!({"kubernetes_host": "https://192.168.0.10:6443"}), "kubernetes_host"),
+        (&K8S, json!({"kubernetes_host": "https://[::1]:6443"}), "kubernetes_host"),
+    ];
+    let t = TestNode::start().await;
+    for (k, fields, field) in &cases {
+        let r = t.admin(Method::POST, k.path, Some(k.with(fields))).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{fields}: {}", r.body);
+        let message = r.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(field) && message.contains("allow_private_networks"), "{fields}: {message}");
+    }
+    assert_eq!(count(&t), 0, "nothing was written");
+    // PATCH: a changed URL is judged; another field of the record still changes.
+    let r = OIDC.create(&t, &t.admin, json!("default"), "public").await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let one = OIDC.one(&id_of(&r, OIDC.envelope));
+    let before = t.admin(Method::GET, &one, None).await.body;
+    for (_, fields, field) in cases.iter().filter(|(k, _, _)| k.kind == ProviderKind::Oidc) {
+        let r = t.admin(Method::PATCH, &one, Some(json!({ "identity_provider": fields }))).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "PATCH {fields}: {}", r.body);
+        assert!(r.body["error"]["message"].as_str().unwrap().contains(field), "{}", r.body);
+    }
+    assert_eq!(t.admin(Method::GET, &one, None).await.body, before, "PATCH wrote nothing");
+
+    // With the setting on (as tests running an IdP on loopback set it), the same are accepted.
+    let open = TestNode::start_with(&[("federation", "allow_private_networks", "true")]).await;
+    for (i, (k, fields, _)) in cases.iter().enumerate() {
+        let mut body = k.with(fields);
+        body[k.envelope]["provider_id"] = json!(format!("p{i}"));
+        let r = open.admin(Method::POST, k.path, Some(body)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{fields}: {}", r.body);
     }
 }
 

@@ -20,6 +20,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
 use crate::providers::jwks::{JwksCache, DEFAULT_TTL, MAX_JWKS_BYTES};
+use crate::providers::outbound::Outbound;
 use crate::providers::token_review::{review, TOKEN_REVIEW_PATH};
 use crate::providers::verify::{verify_oidc_jwt, verify_svid, VerifyError, LEEWAY_SECS};
 use crate::state::providers::{ClusterIssuer, OidcProvider, Secret, TrustDomain};
@@ -164,7 +165,7 @@ async fn rsa_and_ec_tokens_verify_against_a_jwks_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let (rsa, ec) = (TestKey::rsa(dir.path(), "rsa-1"), TestKey::ec(dir.path(), "ec-1"));
     let (server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30)).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
     let idp = idp(addr);
     let now = now();
 
@@ -189,7 +190,7 @@ async fn key_rollover_refetches_on_a_new_kid_and_the_old_kid_then_fails() {
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = (TestKey::ec(dir.path(), "ec-old"), TestKey::ec(dir.path(), "ec-new"));
     let (server, addr) = serve_jwks(vec![old.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO, Outbound::permissive());
     let idp = idp(addr);
     let now = now();
     verify_oidc_jwt(&idp, &old.sign(&idp_claims(now)), now, &cache).await.unwrap();
@@ -207,7 +208,7 @@ async fn a_flood_of_unknown_kids_does_not_hammer_the_idp() {
     let dir = tempfile::tempdir().unwrap();
     let key = TestKey::ec(dir.path(), "ec-1");
     let (server, addr) = serve_jwks(vec![key.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300)).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
     let idp = idp(addr);
     let now = now();
     verify_oidc_jwt(&idp, &key.sign(&idp_claims(now)), now, &cache).await.unwrap();
@@ -227,7 +228,7 @@ async fn an_idp_that_is_down_is_asked_once_per_interval_and_logins_share_one_fet
     let dir = tempfile::tempdir().unwrap();
     let key = TestKey::ec(dir.path(), "ec-1");
     let (server, addr) = serve_jwks(vec![key.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300)).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
     let idp = idp(addr);
     let now = now();
     let token = key.sign(&idp_claims(now));
@@ -254,7 +255,7 @@ async fn bad_tokens_are_refused_with_what_failed() {
     let (rsa, ec) = (TestKey::rsa(dir.path(), "rsa-1"), TestKey::ec(dir.path(), "ec-1"));
     let other = TestKey::ec(dir.path(), "ec-other");
     let (_server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30)).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
     let idp = idp(addr);
     let now = now();
     let c = || idp_claims(now);
@@ -305,7 +306,7 @@ async fn bad_tokens_are_refused_with_what_failed() {
 #[tokio::test]
 async fn an_unreachable_or_oversized_key_set_is_unavailable() {
     let (_server, addr) = serve_jwks(vec![]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO).unwrap();
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO, Outbound::permissive());
     let err = match cache.key_set(&format!("http://{addr}/big"), None).await {
         Err(e) => e,
         Ok(_) => panic!("an oversized key set was accepted"),
@@ -316,6 +317,44 @@ async fn an_unreachable_or_oversized_key_set_is_unavailable() {
         Ok(_) => panic!("a 404 was accepted"),
     };
     assert!(matches!(err, VerifyError::KeySetUnavailable(ref m) if m.contains("404")), "{err}");
+}
+
+/// The cache holds a bounded number of URIs: past it, the least recently used is forgotten
+/// (and fetched again when next needed).
+#[tokio::test]
+async fn the_key_set_cache_keeps_a_bounded_number_of_uris() {
+    let (server, addr) = serve_jwks(vec![]).await;
+    let mut cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
+    cache.max_uris = 2;
+    let uri = |i: usize| format!("http://{addr}/jwks?n={i}");
+    cache.key_set(&uri(1), None).await.unwrap();
+    cache.key_set(&uri(2), None).await.unwrap();
+    cache.key_set(&uri(1), None).await.unwrap();
+    assert_eq!(server.hits(), 2, "the second ask of uri 1 is cached");
+    for i in 3..50 {
+        cache.key_set(&uri(i), None).await.unwrap();
+        cache.key_set(&uri(1), None).await.unwrap();
+    }
+    assert_eq!(cache.remembered(), 2, "never more than the bound");
+    assert!(cache.holds(&uri(1)) && cache.holds(&uri(49)) && !cache.holds(&uri(2)), "the least recently used went");
+    assert_eq!(server.hits(), 49, "uri 1, used all along, was fetched once");
+}
+
+/// Under the default policy (private networks not allowed) a key set on loopback is never
+/// requested, and the failure says why only to the server.
+#[tokio::test]
+async fn a_key_set_on_a_private_address_is_not_fetched_by_default() {
+    let (server, addr) = serve_jwks(vec![]).await;
+    let strict = Arc::new(Outbound::new(false, 0).unwrap());
+    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO, strict);
+    for uri in [format!("http://{addr}/jwks"), format!("http://localhost:{}/jwks", addr.port())] {
+        let err = match cache.key_set(&uri, None).await {
+            Err(e) => e,
+            Ok(_) => panic!("{uri} was fetched"),
+        };
+        assert!(matches!(err, VerifyError::KeySetUnavailable(_)), "{err}");
+    }
+    assert_eq!(server.hits(), 0);
 }
 
 // --- SPIFFE ---
@@ -437,7 +476,7 @@ async fn token_review_over_https_with_the_configured_ca() {
     let (api, addr, ca) = serve_api(dir.path()).await;
     let inst = instance(addr, &ca);
 
-    let who = review(&inst, "sa-token").await.unwrap();
+    let who = review(&Outbound::permissive(), &inst, "sa-token").await.unwrap();
     assert_eq!(who.username, "system:serviceaccount:apps:web");
     assert_eq!(who.uid, "uid-1");
     assert_eq!(who.groups, ["system:serviceaccounts", "system:serviceaccounts:apps"]);
@@ -459,20 +498,20 @@ async fn token_review_over_https_with_the_configured_ca() {
         assert_eq!(body["spec"]["token"], "sa-token");
     }
 
-    let err = review(&inst, "expired-token").await.unwrap_err();
+    let err = review(&Outbound::permissive(), &inst, "expired-token").await.unwrap_err();
     assert_eq!(err, VerifyError::NotAuthenticated(Some("token has expired".into())));
     assert!(!err.to_string().contains("expired-token"));
 
     // a rejected reviewer credential is not an authentication
     let mut wrong_reviewer = inst.clone();
     wrong_reviewer.token_reviewer_jwt = Some(Secret("stale".into()));
-    let err = review(&wrong_reviewer, "sa-token").await.unwrap_err();
+    let err = review(&Outbound::permissive(), &wrong_reviewer, "sa-token").await.unwrap_err();
     assert!(matches!(err, VerifyError::ReviewUnavailable(ref m) if m.contains("401")), "{err}");
 
     // without a reviewer JWT the reviewed token is the bearer
     let mut self_review = inst.clone();
     self_review.token_reviewer_jwt = None;
-    review(&self_review, "sa-token").await.unwrap_err();
+    review(&Outbound::permissive(), &self_review, "sa-token").await.unwrap_err();
     assert_eq!(api.seen.lock().unwrap().last().unwrap().0, "Bearer sa-token");
 }
 
@@ -482,16 +521,22 @@ async fn token_review_trusts_only_the_configured_ca() {
     let (api, addr, _ca) = serve_api(dir.path()).await;
     // a CA that did not sign the server's certificate (built-in roots are not trusted either)
     let other = TestKey::ec(dir.path(), "other-ca");
-    let err = review(&instance(addr, &other.cert_pem), "sa-token").await.unwrap_err();
+    let err = review(&Outbound::permissive(), &instance(addr, &other.cert_pem), "sa-token").await.unwrap_err();
     assert!(matches!(err, VerifyError::ReviewUnavailable(ref m) if m.contains("certificate")), "{err}");
     assert!(api.seen.lock().unwrap().is_empty(), "no request reached the server");
 
     let mut no_ca = instance(addr, "");
     no_ca.kubernetes_ca_cert = None;
-    assert!(matches!(review(&no_ca, "sa-token").await.unwrap_err(), VerifyError::ReviewUnavailable(_)));
+    assert!(matches!(
+        review(&Outbound::permissive(), &no_ca, "sa-token").await.unwrap_err(),
+        VerifyError::ReviewUnavailable(_)
+    ));
     let mut plain = instance(addr, &other.cert_pem);
     plain.kubernetes_host = format!("http://{addr}");
-    assert!(matches!(review(&plain, "sa-token").await.unwrap_err(), VerifyError::ReviewUnavailable(_)));
+    assert!(matches!(
+        review(&Outbound::permissive(), &plain, "sa-token").await.unwrap_err(),
+        VerifyError::ReviewUnavailable(_)
+    ));
 }
 
 #[test]
