@@ -406,6 +406,12 @@ const GUARD_CASES: &[Case] = &[
     (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_A}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}, "groups": [{"group_name": "{g_priv_name}", "group_domain_id": "{dA}", "strategy": "get"}]}]}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_B}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}}]}}"#), [401, 403, 403, 403, 403, 0, 403, 403]),
     (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dA}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_global}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}}]}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    // Rulesets of domain B, which its manager and its admin may write: the admin as the local
+    // identity, `admin` on domain B (which its admin holds, but may not hand out: the v3
+    // grant guard refuses it the same), domain A's identity provider as the source.
+    (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dB}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_B}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"identity_mode": "local", "user_name": "admin", "user_id": "{admin_user}"}}]}}"#), [401, 403, 403, 403, 403, 0, 403, 403]),
+    (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dB}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_B}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}, "authorizations": [{"type": "domain", "domain_id": "{dB}", "roles": [{"id": "{role_admin}"}]}]}]}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::POST, "/v4/mappings", Some(r#"{"mapping": {"domain_id": "{dB}", "provider_id": "p", "source": {"type": "federation", "idp_id": "{idp_A}"}, "rules": [{"name": "r", "match": {"all_of": []}, "identity": {"user_name": "u"}}]}}"#), [401, 403, 403, 403, 403, 0, 403, 403]),
 ];
 
 /// A ruleset of domain A (source: domain A's identity provider) granting `reader` there,
