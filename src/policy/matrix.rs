@@ -24,8 +24,8 @@
 //! `{scratch_token}`, `{scratch_client_A}`, `{scratch_client_B}` (OAuth2 clients),
 //! `{scratch_key_A}` (an API key): created by the admin just before the call, so allowed
 //! deletions do not disturb later rows. `{client_A}`, `{client_B}`: OAuth2 clients of domains
-//! A and B made by the admin with the fixtures; `{key_A}` an API key of domain A; domain A's
-//! SCIM realm is `scim-a`. Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`,
+//! A and B made by the admin with the fixtures; `{key_A}`, `{key_B}` API keys of domains A and
+//! B; their SCIM realms are `scim-a` and `scim-b`. Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`,
 //! `{idp_B}`, `{idp_global}` fixtures and `{scratch_idp_A}`, `{scratch_idp_B}`,
 //! `{scratch_idp_global}` made before the call, likewise for the others; `{cert}` a PEM
 //! certificate, escaped for a JSON string. Mapping rulesets: `{mapping_A}`, `{mapping_B}`,
@@ -309,13 +309,17 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/api-keys/no-such-key?domain_id={dA}", None,      [401, 403, 403, 404, 403, 404, 403, 404]),
     (Method::GET, "/v4/api-keys?domain_id={dB}", None,                  [401, 403, 403, 403, 200, 200, 200, 200]),
     (Method::POST, "/v4/api-keys", Some(r#"{"api_key": {"domain_id": "{dB}", "provider_id": "{uniq}", "expires_at": "2099-01-01T00:00:00Z"}}"#), [401, 403, 403, 403, 201, 201, 201, 201]),
+    (Method::GET, "/v4/api-keys/{key_B}?domain_id={dB}", None,          [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::PUT, "/v4/api-keys/{key_B}?domain_id={dB}", Some(r#"{"api_key": {"description": "x"}}"#), [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::GET, "/v4/api-keys/{key_B}?domain_id={dA}", None,          [401, 403, 403, 404, 403, 404, 403, 404]),
     (Method::GET, "/v4/api-keys/{key_A}?domain_id={dB}", None,          [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::PUT, "/v4/api-keys/{key_A}?domain_id={dB}", Some(r#"{"api_key": {"enabled": false}}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::POST, "/v4/api-keys/{key_A}/revoke?domain_id={dB}", None,  [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::POST, "/v4/api-keys/simulate-access", Some(r#"{"client_id": "{key_A}", "domain_id": "{dB}"}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
-    // SCIM realms: an admin, or a manager of the realm's domain; `{realm_A}` is domain A's
-    // realm (of the provider coordinate `scim-a`, identity provider idp_A). A realm is
-    // addressed under its domain: another domain's path finds nothing.
+    // SCIM realms: an admin, or a manager of the realm's domain; `scim-a` is domain A's realm
+    // (identity provider idp_A), `scim-b` domain B's. A realm is addressed under its domain:
+    // another domain's path finds nothing, and a realm names only its domain's (or a global)
+    // identity provider (404).
     (Method::GET, "/v4/scim-realms?domain_id={dA}", None,               [401, 403, 403, 200, 403, 200, 403, 200]),
     (Method::POST, "/v4/scim-realms", Some(r#"{"scim_realm": {"domain_id": "{dA}", "provider_id": "{uniq}", "idp_id": "{idp_A}", "display_name": "x"}}"#), [401, 403, 403, 201, 403, 201, 403, 201]),
     (Method::GET, "/v4/scim-realms/{dA}/scim-a", None,                  [401, 403, 403, 200, 403, 200, 403, 200]),
@@ -325,6 +329,9 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/scim-realms?domain_id={dB}", None,               [401, 403, 403, 403, 200, 200, 200, 200]),
     (Method::POST, "/v4/scim-realms", Some(r#"{"scim_realm": {"domain_id": "{dB}", "provider_id": "{uniq}", "idp_id": "{idp_B}", "display_name": "x"}}"#), [401, 403, 403, 403, 201, 201, 201, 201]),
     (Method::POST, "/v4/scim-realms", Some(r#"{"scim_realm": {"domain_id": "{dB}", "provider_id": "{uniq}", "idp_id": "{idp_A}", "display_name": "x"}}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
+    (Method::GET, "/v4/scim-realms/{dB}/scim-b", None,                  [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::PATCH, "/v4/scim-realms/{dB}/scim-b", Some(r#"{"scim_realm": {"enabled": true}}"#), [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::GET, "/v4/scim-realms/{dA}/scim-b", None,                  [401, 403, 403, 404, 403, 404, 403, 404]),
     (Method::GET, "/v4/scim-realms/{dB}/scim-a", None,                  [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::PATCH, "/v4/scim-realms/{dB}/scim-a", Some(r#"{"scim_realm": {"enabled": false}}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::DELETE, "/v4/scim-realms/{dB}/scim-a/purge/user/no-such-user", None, [401, 403, 403, 403, 404, 404, 404, 404]),
@@ -592,9 +599,12 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
             r.body["api_key"]["client_id"].as_str().unwrap().to_string()
         }
     };
-    let realm = json!({"scim_realm": {"domain_id": d_a, "provider_id": "scim-a", "idp_id": base["idp_A"], "display_name": "A"}});
-    let r = t.admin(Method::POST, "/v4/scim-realms", Some(realm)).await;
-    assert_eq!(r.status, StatusCode::CREATED, "SCIM realm: {}", r.body);
+    for (domain, handle, idp) in [(&d_a, "scim-a", &base["idp_A"]), (&d_b, "scim-b", &base["idp_B"])] {
+        let realm =
+            json!({"scim_realm": {"domain_id": domain, "provider_id": handle, "idp_id": idp, "display_name": handle}});
+        let r = t.admin(Method::POST, "/v4/scim-realms", Some(realm)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "SCIM realm: {}", r.body);
+    }
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
 
     let mut vars = base.clone();
@@ -618,6 +628,7 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
         ("mapping_B".into(), mapping(MAPPING_B).await),
         ("mapping_global".into(), mapping(MAPPING_GLOBAL).await),
         ("key_A".into(), api_key(&d_a).await),
+        ("key_B".into(), api_key(&d_b).await),
         ("admin_user".into(), info.admin_user_id.clone()),
         ("admin_project".into(), info.admin_project_id.clone()),
     ]);
