@@ -106,9 +106,9 @@ async fn written(api: &Api<'_>, admin: &str, admin_id: &str) -> (usize, Value, V
 
 async fn rulesets_stay_in_their_domain(mode: &str) {
     let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
-    // Loopback provider URLs must be allowed once outbound fetches are confined to public
-    // addresses (`[federation] allow_private_networks`); unknown settings are refused today.
-    let cluster = Cluster::start_with_env(1, &[("IDNODE_POLICY_ADMIN_SCOPE", mode)]).await;
+    // The test's issuer is on loopback, which outbound fetches refuse unless allowed.
+    let env = [("IDNODE_POLICY_ADMIN_SCOPE", mode), ("IDNODE_FEDERATION_ALLOW_PRIVATE_NETWORKS", "true")];
+    let cluster = Cluster::start_with_env(1, &env).await;
     let api = Api { http: &cluster.http, base: cluster.api(0) };
     let admin = cluster.admin_token(0).await;
     let pw = cluster.admin_password.clone();
