@@ -25,7 +25,7 @@ use crate::http::openapi::{errors as E, CollectionLinks};
 use crate::http::pages::page_by;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
-use crate::policy::{enforce, Persona};
+use crate::policy::{enforce, guard, Persona};
 use crate::state::mapping::{keys, MappingApplied, MappingCommand, MappingRecord};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::ValidToken;
@@ -248,6 +248,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let rs = load(&node, &id)?;
     authorize("identity/mapping/delete", &ctx, rs.domain_id.as_deref())?;
+    guard::change_global(&ctx, rs.domain_id.as_deref(), "delete a global mapping ruleset")?;
     let (index, _) = node.propose_at(Command::Mapping(MappingCommand::Delete { id })).await?;
     node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)

@@ -185,3 +185,14 @@ pub fn change_group_by_key(r: &impl Reader, group_id: &str) -> ApiResult<()> {
     }
     Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))
 }
+
+/// Create, change or delete a global object (an identity provider or mapping ruleset of no
+/// domain): global providers feed global rulesets, which may map logins to any domain, so a
+/// domain's own administrators (a domain-scoped admin in Keystone's mode included) never
+/// touch them.
+pub fn change_global(ctx: &ValidToken, domain_id: Option<&str>, what: &str) -> ApiResult<()> {
+    if domain_id.is_some() || cloud_admin(ctx) {
+        return Ok(());
+    }
+    Err(refuse(what))
+}

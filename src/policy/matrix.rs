@@ -243,8 +243,8 @@ const CASES: &[Case] = &[
     // Provider registries (OIDC IdPs, Kubernetes cluster issuers, SPIFFE trust domains): an
     // admin, or a manager of the provider's domain; listing every domain's, or a global
     // provider, is for admins only. Under Keystone's mode the admin of domain B passes
-    // `admin_required` here for every domain's and the global providers (nothing like the
-    // mapping checks' `guard::cloud_admin` stands in front of the registries).
+    // `admin_required` here for every domain's providers, but a global one is a cloud
+    // administrator's alone (`guard::change_global`): global providers feed global rulesets.
     (Method::GET, "/v4/federation/identity_providers?domain_id={dA}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
     (Method::POST, "/v4/federation/identity_providers", Some(r#"{"identity_provider": {"domain_id": "{dA}", "provider_id": "{uniq}", "issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}}"#), [401, 403, 403, 201, 403, 201, 403, 201]),
     (Method::GET, "/v4/federation/identity_providers/{idp_A}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
@@ -257,7 +257,7 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v4/federation/identity_providers/{scratch_idp_B}", None, [401, 403, 403, 403, 204, 204, 204, 204]),
     (Method::GET, "/v4/federation/identity_providers", None, [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::GET, "/v4/federation/identity_providers/{idp_global}", None, [401, 403, 403, 403, 403, 200, 403, 200]),
-    (Method::PATCH, "/v4/federation/identity_providers/{idp_global}", Some(r#"{"identity_provider": {"oidc_scopes": ["openid"]}}"#), [401, 403, 403, 403, 403, 200, 403, 200]),
+    (Method::PATCH, "/v4/federation/identity_providers/{idp_global}", Some(r#"{"identity_provider": {"oidc_scopes": ["openid"]}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
     (Method::GET, "/v4/k8s_auth/instances?domain_id={dA}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
     (Method::POST, "/v4/k8s_auth/instances", Some(r#"{"instance": {"domain_id": "{dA}", "provider_id": "{uniq}", "kubernetes_host": "https://k8s.example"}}"#), [401, 403, 403, 201, 403, 201, 403, 201]),
     (Method::GET, "/v4/k8s_auth/instances/{k8s_A}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
@@ -270,7 +270,7 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v4/k8s_auth/instances/{scratch_k8s_B}", None, [401, 403, 403, 403, 204, 204, 204, 204]),
     (Method::GET, "/v4/k8s_auth/instances", None, [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::GET, "/v4/k8s_auth/instances/{k8s_global}", None, [401, 403, 403, 403, 403, 200, 403, 200]),
-    (Method::PATCH, "/v4/k8s_auth/instances/{k8s_global}", Some(r#"{"instance": {"disable_local_ca_jwt": true}}"#), [401, 403, 403, 403, 403, 200, 403, 200]),
+    (Method::PATCH, "/v4/k8s_auth/instances/{k8s_global}", Some(r#"{"instance": {"disable_local_ca_jwt": true}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
     (Method::GET, "/v4/spiffe/trust_domains?domain_id={dA}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
     (Method::POST, "/v4/spiffe/trust_domains", Some(r#"{"trust_domain": {"domain_id": "{dA}", "provider_id": "{uniq}", "trust_domain": "example.org", "trust_bundle_pem": "{cert}"}}"#), [401, 403, 403, 201, 403, 201, 403, 201]),
     (Method::GET, "/v4/spiffe/trust_domains/{td_A}", None, [401, 403, 403, 200, 403, 200, 403, 200]),
@@ -283,13 +283,13 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v4/spiffe/trust_domains/{scratch_td_B}", None, [401, 403, 403, 403, 204, 204, 204, 204]),
     (Method::GET, "/v4/spiffe/trust_domains", None, [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::GET, "/v4/spiffe/trust_domains/{td_global}", None, [401, 403, 403, 403, 403, 200, 403, 200]),
-    (Method::PATCH, "/v4/spiffe/trust_domains/{td_global}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 403, 403, 200, 403, 200]),
-    (Method::POST, "/v4/federation/identity_providers", Some(r#"{"identity_provider": {"domain_id": null, "provider_id": "{uniq}", "issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}}"#), [401, 403, 403, 403, 403, 201, 403, 201]),
-    (Method::DELETE, "/v4/federation/identity_providers/{scratch_idp_global}", None, [401, 403, 403, 403, 403, 204, 403, 204]),
-    (Method::POST, "/v4/k8s_auth/instances", Some(r#"{"instance": {"domain_id": null, "provider_id": "{uniq}", "kubernetes_host": "https://k8s.example"}}"#), [401, 403, 403, 403, 403, 201, 403, 201]),
-    (Method::DELETE, "/v4/k8s_auth/instances/{scratch_k8s_global}", None, [401, 403, 403, 403, 403, 204, 403, 204]),
-    (Method::POST, "/v4/spiffe/trust_domains", Some(r#"{"trust_domain": {"domain_id": null, "provider_id": "{uniq}", "trust_domain": "example.org", "trust_bundle_pem": "{cert}"}}"#), [401, 403, 403, 403, 403, 201, 403, 201]),
-    (Method::DELETE, "/v4/spiffe/trust_domains/{scratch_td_global}", None, [401, 403, 403, 403, 403, 204, 403, 204]),
+    (Method::PATCH, "/v4/spiffe/trust_domains/{td_global}", Some(r#"{"trust_domain": {"trust_domain": "example.org"}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
+    (Method::POST, "/v4/federation/identity_providers", Some(r#"{"identity_provider": {"domain_id": null, "provider_id": "{uniq}", "issuer": "https://idp.example", "client_id": "c", "jwks_uri": "https://idp.example/jwks"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::DELETE, "/v4/federation/identity_providers/{scratch_idp_global}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::POST, "/v4/k8s_auth/instances", Some(r#"{"instance": {"domain_id": null, "provider_id": "{uniq}", "kubernetes_host": "https://k8s.example"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::DELETE, "/v4/k8s_auth/instances/{scratch_k8s_global}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::POST, "/v4/spiffe/trust_domains", Some(r#"{"trust_domain": {"domain_id": null, "provider_id": "{uniq}", "trust_domain": "example.org", "trust_bundle_pem": "{cert}"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::DELETE, "/v4/spiffe/trust_domains/{scratch_td_global}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
     // Mapped logins: the identity the provider vouches for authenticates (no token needed or
     // used); the fixtures' providers have no ruleset, a forged state opens nothing, and the
     // redirect URI is not the provider's.
@@ -363,8 +363,9 @@ const CASES: &[Case] = &[
     // which only a cloud administrator (never by a domain-scoped token) skips: the ruleset
     // stays in the writer's domain and grants only roles the writer holds there. So the admin
     // of domain B passes the Keystone-mode policy on domain A's ruleset, reads and deletes
-    // it, but cannot write it, nor a global one (422: the claims-driven domain resolution modes
-    // are an administrator's). (Privileged names: GUARD_CASES.)
+    // it, but cannot write it, nor write or delete a global one (422: the claims-driven domain
+    // resolution modes are an administrator's; 403: `guard::change_global`). (Privileged
+    // names: GUARD_CASES.)
     (Method::GET, "/v4/mappings", None,                                 [401, 403, 403, 200, 200, 200, 200, 200]),
     (Method::POST, "/v4/mappings", Some(MAPPING_A),                     [401, 403, 403, 201, 403, 201, 403, 403]),
     (Method::GET, "/v4/mappings/{mapping_A}", None,                     [401, 403, 403, 200, 403, 200, 403, 200]),
@@ -382,7 +383,7 @@ const CASES: &[Case] = &[
     (Method::POST, "/v4/mappings", Some(MAPPING_GLOBAL),                [401, 403, 403, 403, 403, 201, 403, 422]),
     (Method::GET, "/v4/mappings/{mapping_global}", None,                [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::PUT, "/v4/mappings/{mapping_global}", Some(MAPPING_GLOBAL), [401, 403, 403, 403, 403, 200, 403, 422]),
-    (Method::DELETE, "/v4/mappings/{scratch_mapping_global}", None,     [401, 403, 403, 403, 403, 204, 403, 204]),
+    (Method::DELETE, "/v4/mappings/{scratch_mapping_global}", None,     [401, 403, 403, 403, 403, 204, 403, 403]),
 ];
 
 /// The guard rails on the v4 write paths, for privileged targets: the bootstrap admin

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
 use crate::node::Node;
-use crate::policy::enforce;
+use crate::policy::{enforce, guard};
 use crate::state::providers::{keys, Provider, ProviderApplied, ProviderCommand, ProviderConfig, ProviderKind};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::ValidToken;
@@ -212,6 +212,7 @@ pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) 
     let head = R::head(&mut b);
     let domain_id = head.domain_id.flatten();
     authorize::<R>("create", ctx, domain_id.as_deref())?;
+    guard::change_global(ctx, domain_id.as_deref(), "register a global provider")?;
     if head.id.is_some() {
         return Err(bad("id", "the server chooses ids; it cannot be set."));
     }
@@ -247,6 +248,7 @@ pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b:
     let p = load::<R>(node, id);
     authorize::<R>("update", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
     let mut p = p?;
+    guard::change_global(ctx, p.domain_id.as_deref(), "change a global provider")?;
     let head = R::head(&mut b);
     if head.id.is_some_and(|i| i != p.id) {
         return Err(bad("id", "the server chooses ids; it cannot be changed."));
@@ -270,6 +272,7 @@ pub async fn delete<R: Registry>(node: &Node, ctx: &ValidToken, id: &str) -> Api
     let p = load::<R>(node, id);
     authorize::<R>("delete", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
     let p = p?;
+    guard::change_global(ctx, p.domain_id.as_deref(), "delete a global provider")?;
     node.propose(Command::Providers(ProviderCommand::Delete { kind: R::KIND, id: p.id })).await?;
     Ok(StatusCode::NO_CONTENT)
 }
