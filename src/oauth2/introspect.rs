@@ -41,7 +41,8 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
         return Ok(None);
     }
     let read = node.engine.read();
-    if read.get_raw(cf::OAUTH2, &k::revoked_jti(domain_id, jti))?.is_some() {
+    let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(i64::MAX);
+    if crate::state::oauth2::jti_revoked(&read, domain_id, jti, exp)? {
         return Ok(None);
     }
     let at = now();

@@ -2,4 +2,5 @@
 
 mod clients;
 mod errors;
+mod hardening;
 mod pages;
