@@ -316,7 +316,13 @@ async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
 /// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
 /// when another update or rotation came first (retrying reads the newer record).
 pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> ApiResult<Client> {
-    saved(super::propose_everywhere(node, OAuth2Command::ReplaceClient { expected, client }).await?)
+    saved(
+        super::propose_everywhere(
+            node,
+            OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) },
+        )
+        .await?,
+    )
 }
 
 fn saved(applied: Applied) -> ApiResult<Client> {

@@ -343,8 +343,8 @@ pub enum OAuth2Command {
     /// otherwise a conflict, so a write computed from an older record (an update racing a
     /// secret rotation) cannot undo the other one.
     ReplaceClient {
-        expected: Client,
-        client: Client,
+        expected: Box<Client>,
+        client: Box<Client>,
     },
 }
 

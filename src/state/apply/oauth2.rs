@@ -79,7 +79,7 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
         }
         OAuth2Command::DeleteConsent { user_id, client_id, at } => delete_consent(tx, &user_id, &client_id, at),
         OAuth2Command::StartDeviceAt { hash, grant, at: _ } => start_device(tx, &hash, grant),
-        OAuth2Command::ReplaceClient { expected, client } => replace_client(tx, expected, client),
+        OAuth2Command::ReplaceClient { expected, client } => replace_client(tx, *expected, *client),
     }?;
     if let (Some(at), Ok(_)) = (at, &outcome) {
         prune(tx, at)?;

@@ -397,26 +397,29 @@ fn a_client_write_computed_from_an_older_record_loses() {
     let mut rotated = read.clone();
     rotated.secret_hash = Some("h2".into());
     rotated.updated_at = 5;
-    w.apply(o(OAuth2Command::ReplaceClient { expected: read.clone(), client: rotated.clone() })).unwrap();
+    w.apply(o(OAuth2Command::ReplaceClient { expected: Box::new(read.clone()), client: Box::new(rotated.clone()) }))
+        .unwrap();
     let mut renamed = read.clone();
     renamed.name = "renamed".into();
     renamed.updated_at = 6;
-    let stale = o(OAuth2Command::ReplaceClient { expected: read.clone(), client: renamed.clone() });
+    let stale = o(OAuth2Command::ReplaceClient { expected: Box::new(read.clone()), client: Box::new(renamed.clone()) });
     assert!(matches!(w.apply(stale), Err(ApplyError::Conflict(_))), "the stale update is refused");
     let stored: Client = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::client("d", "c")).unwrap().unwrap();
     assert_eq!(stored, rotated, "the rotated secret stays");
     // Retried from the record as it is now, the update goes through and keeps the new secret.
     let mut retried = rotated.clone();
     retried.name = "renamed".into();
-    w.apply(o(OAuth2Command::ReplaceClient { expected: rotated, client: retried.clone() })).unwrap();
+    w.apply(o(OAuth2Command::ReplaceClient { expected: Box::new(rotated), client: Box::new(retried.clone()) }))
+        .unwrap();
     let stored: Client = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::client("d", "c")).unwrap().unwrap();
     assert_eq!((stored.name.as_str(), stored.secret_hash.as_deref()), ("renamed", Some("h2")));
     // Another client's record, or a missing one, is not replaced.
     let mut other = retried.clone();
     other.client_id = "other".into();
-    let cross = o(OAuth2Command::ReplaceClient { expected: retried.clone(), client: other.clone() });
+    let cross =
+        o(OAuth2Command::ReplaceClient { expected: Box::new(retried.clone()), client: Box::new(other.clone()) });
     assert!(matches!(w.apply(cross), Err(ApplyError::Invalid(_))));
-    let missing = o(OAuth2Command::ReplaceClient { expected: other.clone(), client: other });
+    let missing = o(OAuth2Command::ReplaceClient { expected: Box::new(other.clone()), client: Box::new(other) });
     assert!(matches!(w.apply(missing), Err(ApplyError::NotFound { .. })));
 }
 
