@@ -505,8 +505,9 @@ pub struct OAuth2Settings {
     /// Seconds a staged signing key must have been published before a rotation promotes it
     /// (`key_publish_delay`, default 300: the `/jwks` cache lifetime).
     pub key_publish_delay_s: i64,
-    /// Requests per second and source IP on token, revoke, introspect and userinfo (and per
-    /// client on introspect); 0 disables (`rate_limit_per_second`, `rate_limit_burst`).
+    /// Requests per second and source IP on token, device_authorization, revoke, introspect
+    /// and userinfo (and per client on introspect); 0 disables (`rate_limit_per_second`,
+    /// `rate_limit_burst`).
     pub rate_limit_per_second: u32,
     pub rate_limit_burst: u32,
 }

@@ -28,8 +28,8 @@ pub enum Class {
     TokenIssue,
     PasswordChange,
     SignedToken,
-    /// The OAuth2 provider's token, revoke, introspect and userinfo endpoints (answered with
-    /// the RFC 6749 error body).
+    /// The OAuth2 provider's token, device authorization, revoke, introspect and userinfo
+    /// endpoints (answered with the RFC 6749 error body).
     OAuth2,
 }
 
@@ -38,7 +38,10 @@ impl Class {
     pub fn of(method: &Method, route: &str) -> Option<Class> {
         if let Some(endpoint) = route.strip_prefix("/v4/oauth2/{domain_id}/") {
             return match endpoint {
-                "token" | "revoke" | "introspect" if method == Method::POST => Some(Class::OAuth2),
+                // A device authorization is an unauthenticated (public client) replicated write.
+                "token" | "device_authorization" | "revoke" | "introspect" if method == Method::POST => {
+                    Some(Class::OAuth2)
+                }
                 // The sign-in pages check passwords: the token-issue limit applies.
                 "authorize/login" | "device/login" | "authorize/passkey" | "authorize/passkey/start"
                     if method == Method::POST =>
@@ -222,6 +225,8 @@ mod tests {
         assert_eq!(Class::of(&Method::POST, "/v3/ec2tokens"), Some(Class::SignedToken));
         assert_eq!(Class::of(&Method::GET, "/v3/auth/tokens"), None, "validation is not limited");
         assert_eq!(Class::of(&Method::POST, "/v3/users"), None);
+        let device = "/v4/oauth2/{domain_id}/device_authorization";
+        assert_eq!(Class::of(&Method::POST, device), Some(Class::OAuth2), "a replicated write, like /token");
         for login in [
             "/v4/federation/identity_providers/{idp_id}/auth",
             "/v4/federation/identity_providers/{idp_id}/jwt",

@@ -310,7 +310,23 @@ fn load(node: &Node, domain_id: &str, client_id: &str) -> ApiResult<Client> {
 
 async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
     // Every node knows the client (and its new secret) before its creator does.
-    match super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await? {
+    saved(super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await?)
+}
+
+/// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
+/// when another update or rotation came first (retrying reads the newer record).
+pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> ApiResult<Client> {
+    saved(
+        super::propose_everywhere(
+            node,
+            OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) },
+        )
+        .await?,
+    )
+}
+
+fn saved(applied: Applied) -> ApiResult<Client> {
+    match applied {
         Applied::OAuth2(OAuth2Applied::Client(c)) => Ok(c),
         _ => Err(ApiError::internal("unexpected outcome of a client write")),
     }
@@ -401,7 +417,7 @@ pub async fn get(
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     request_body(content = ClientEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The updated client.", body = s::ClientOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn update(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
@@ -409,9 +425,10 @@ pub async fn update(
     JsonBody(b): JsonBody<ClientEnvelope>,
 ) -> ApiResult<Json<Value>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
-    let mut client = merge(load(&node, &domain_id, &client_id)?, b.oauth2_client, false)?;
+    let before = load(&node, &domain_id, &client_id)?;
+    let mut client = merge(before.clone(), b.oauth2_client, false)?;
     client.updated_at = now();
-    let saved = save(&node, client, false).await?;
+    let saved = replace(&node, before, client).await?;
     Ok(Json(json!({"oauth2_client": render(&node, &saved)})))
 }
 
@@ -431,21 +448,22 @@ pub async fn delete(
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/clients/{client_id}/rotate-secret", operation_id = "oauth2_clients_rotate_secret", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     responses((status = 200, description = "The new secret; the old one stops working at once.", body = s::ClientSecret),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_secret(
     State(node): State<Arc<Node>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
-    let mut client = load(&node, &domain_id, &client_id)?;
-    if !client.confidential {
+    let before = load(&node, &domain_id, &client_id)?;
+    if !before.confidential {
         return Err(bad("confidential", "a public client has no secret."));
     }
     let secret = new_secret();
+    let mut client = before.clone();
     client.secret_hash =
         Some(keyed_hash(&node, CLIENT_SECRET, &secret).map_err(|e| ApiError::internal(e.description))?);
     client.updated_at = now();
-    save(&node, client, false).await?;
+    replace(&node, before, client).await?;
     Ok(Json(json!({"client_secret": secret})))
 }

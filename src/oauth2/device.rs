@@ -104,6 +104,7 @@ pub fn display_user_code(code: &str) -> String {
               (status = 400, description = "`invalid_request`, `unauthorized_client` (not registered for the device grant) or `invalid_scope`.", body = super::schemas::OAuthErrorBody),
               (status = 401, description = "`invalid_client`.", body = super::schemas::OAuthErrorBody),
               (status = 404, description = "No such enabled domain.", body = super::schemas::OAuthErrorBody),
+              (status = 429, description = "Rate limited (the `[oauth2]` per-source limit of `/token`); see Retry-After.", body = super::schemas::OAuthErrorBody),
               (status = 503, description = "`temporarily_unavailable`.", body = super::schemas::OAuthErrorBody)))]
 pub async fn device_authorization(
     State(node): State<Arc<Node>>,
@@ -125,18 +126,19 @@ pub async fn device_authorization(
     let (device_code, user_code) = loop {
         let device_code = new_secret();
         let user_code = new_user_code();
+        let at = now();
         let grant = DeviceGrant {
             domain_id: domain_id.clone(),
             client_id: client.client_id.clone(),
             scopes: granted.clone(),
             user_code: user_code.clone(),
-            expires_at: now() + lifetime,
+            expires_at: at + lifetime,
             interval,
             last_poll: None,
             status: DeviceStatus::Pending,
         };
         let hash = keyed_hash(&node, secrets::DEVICE_CODE, &device_code)?;
-        match node.propose(Command::OAuth2(OAuth2Command::StartDevice { hash, grant })).await {
+        match node.propose(Command::OAuth2(OAuth2Command::StartDeviceAt { hash, grant, at })).await {
             Ok(_) => break (device_code, user_code),
             // A user code already pending (about 1 in 10^11 per pending code): draw again.
             Err(e) if e.status == StatusCode::CONFLICT && attempt == 0 => attempt += 1,

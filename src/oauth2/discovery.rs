@@ -10,14 +10,13 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
-use super::{issuer, keys, now, scopes};
+use super::{issuer, keys, revocations, scopes};
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;
 use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::oauth2::keys as k;
-use crate::state::{cf, Reader};
+use crate::state::Reader;
 
 fn cached(body: Value, max_age: u32) -> Response {
     let mut resp = Json(body).into_response();
@@ -82,16 +81,8 @@ pub async fn revoked_jtis(State(node): State<Arc<Node>>, Path(domain_id): Path<S
     if !node.engine.read().domain(&domain_id)?.is_some_and(|d| d.enabled) {
         return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
     }
-    let prefix = k::revoked_jtis_prefix(&domain_id);
-    let at = now();
-    let mut ids = Vec::new();
-    for (key, v) in node.engine.read().scan_prefix(cf::OAUTH2, &prefix, usize::MAX)? {
-        let exp: i64 = idnode_storage::decode(&v)?;
-        if exp > at {
-            ids.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
-        }
-    }
-    Ok(cached(json!({ "revoked_jtis": ids }), 60))
+    let list = revocations::current(&node, &domain_id)?;
+    Ok(revocations::response(&list, 60))
 }
 
 fn key_view(set: &crate::state::oauth2::SigningKeys) -> Value {

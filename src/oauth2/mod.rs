@@ -20,6 +20,7 @@ pub mod keys;
 pub mod metrics;
 pub mod page_state;
 pub mod passkey_login;
+pub mod revocations;
 pub mod revoke;
 pub mod rotate_cli;
 pub mod schemas;
@@ -48,6 +49,8 @@ pub struct Provider {
     /// The last parsed key set of each domain, kept across writes that do not change it.
     pub parsed_keys: std::sync::Mutex<std::collections::HashMap<String, Arc<keys::DomainKeys>>>,
     pub metrics: metrics::OAuth2Metrics,
+    /// Each domain's published revocation list, per state version.
+    pub revoked: AppliedCache<String, Arc<revocations::RevokedList>>,
     /// Introspection calls per client (the per-source limit is the router's).
     introspect_per_client: Option<governor::DefaultKeyedRateLimiter<String>>,
 }
@@ -65,6 +68,11 @@ impl Provider {
             keys: AppliedCache::new(1024),
             parsed_keys: Default::default(),
             metrics: metrics::OAuth2Metrics::default(),
+            revoked: AppliedCache::with_budget(
+                revocations::CACHED_DOMAINS,
+                revocations::CACHED_BYTES,
+                revocations::footprint,
+            ),
             introspect_per_client,
         }
     }

@@ -212,8 +212,14 @@ async fn authorization_code(
     let stored = Reader::get::<AuthCode>(&node.engine.read(), cf::OAUTH2, &k::code(&hash))?
         .filter(|c| c.client_id == client.client_id)
         .ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or expired."))?;
-    if form.get("redirect_uri").unwrap_or(&stored.redirect_uri) != stored.redirect_uri {
-        return Err(OAuthError::invalid_grant("redirect_uri differs from the authorization request's."));
+    // RFC 6749 §4.1.3: the authorization request's redirect URI, present and identical (a
+    // code has one, given or the client's only registered URI).
+    match form.get("redirect_uri") {
+        None => return Err(OAuthError::invalid_grant("redirect_uri is required with an authorization code.")),
+        Some(uri) if uri != stored.redirect_uri => {
+            return Err(OAuthError::invalid_grant("redirect_uri differs from the authorization request's."))
+        }
+        Some(_) => {}
     }
     match (&stored.code_challenge, form.get("code_verifier")) {
         (Some(challenge), Some(verifier)) => {

@@ -58,6 +58,11 @@ pub mod keys {
     pub fn revoked_jtis_prefix(domain_id: &str) -> Vec<u8> {
         format!("j/{domain_id}/").into_bytes()
     }
+    pub const REVOKED_JTI_PREFIX: &[u8] = b"j/";
+    /// The latest `exp` of a revoked access-token id of the domain that pruning dropped.
+    pub fn jtis_pruned_through(domain_id: &str) -> Vec<u8> {
+        format!("jw/{domain_id}").into_bytes()
+    }
     /// Expiry index: `x/{expiry, order-preserving big-endian}{key of the record}`; records
     /// whose time is over are dropped a few per command, without a scan.
     pub const EXPIRY_PREFIX: &[u8] = b"x/";
@@ -327,6 +332,37 @@ pub enum OAuth2Command {
         client_id: String,
         at: i64,
     },
+    /// `StartDevice` stamped with the proposer's time, so that starting a grant also drops
+    /// expired records: a stream of device starts alone cannot grow the state.
+    StartDeviceAt {
+        hash: String,
+        grant: DeviceGrant,
+        at: i64,
+    },
+    /// Replaces a client only while it is still exactly `expected` (what the writer read);
+    /// otherwise a conflict, so a write computed from an older record (an update racing a
+    /// secret rotation) cannot undo the other one.
+    ReplaceClient {
+        expected: Box<Client>,
+        client: Box<Client>,
+    },
+}
+
+/// Whether an access token (`jti`, `exp`) of `domain_id` must be refused as revoked: listed, or
+/// no longer listed because pruning went past its `exp`. Pruning runs on a proposer's clock;
+/// one running ahead may drop an id whose token other clocks still call live, and such a
+/// token must stay refused rather than become valid again.
+pub fn jti_revoked<R: crate::state::Reader>(
+    read: &R,
+    domain_id: &str,
+    jti: &str,
+    exp: i64,
+) -> idnode_storage::Result<bool> {
+    if read.get_raw(crate::state::cf::OAUTH2, &keys::revoked_jti(domain_id, jti))?.is_some() {
+        return Ok(true);
+    }
+    let pruned_through: Option<i64> = read.get(crate::state::cf::OAUTH2, &keys::jtis_pruned_through(domain_id))?;
+    Ok(pruned_through.is_some_and(|t| exp <= t))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -5,4 +5,5 @@ mod cluster;
 mod cutoff;
 mod errors;
 mod exchange;
+mod hardening;
 mod pages;

@@ -33,7 +33,7 @@ use super::{index_key, Tx, STATE_CFS};
 
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
-pub const COMMAND_VERSION: u32 = 3;
+pub const COMMAND_VERSION: u32 = 4;
 
 /// Storage failures inside apply are fatal for the node (raft stops): a command is never
 /// half-applied or skipped.
@@ -201,6 +201,9 @@ impl StateApp for IdentityApp {
         match postcard::from_bytes::<Command>(payload) {
             Ok(Command::RotateTokenKeys { .. }) => 2,
             Ok(Command::Passkeys(_)) => 3,
+            Ok(Command::OAuth2(
+                super::oauth2::OAuth2Command::StartDeviceAt { .. } | super::oauth2::OAuth2Command::ReplaceClient { .. },
+            )) => 4,
             _ => idnode_raft::BASE_VERSION,
         }
     }

@@ -28,7 +28,8 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
         | OAuth2Command::RevokeJti { at, .. }
         | OAuth2Command::DecideDevice { at, .. }
         | OAuth2Command::PollDevice { at, .. }
-        | OAuth2Command::DeleteConsent { at, .. } => Some(*at),
+        | OAuth2Command::DeleteConsent { at, .. }
+        | OAuth2Command::StartDeviceAt { at, .. } => Some(*at),
         _ => None,
     };
     let outcome = match cmd {
@@ -77,6 +78,8 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
             done(OAuth2Applied::Done)
         }
         OAuth2Command::DeleteConsent { user_id, client_id, at } => delete_consent(tx, &user_id, &client_id, at),
+        OAuth2Command::StartDeviceAt { hash, grant, at: _ } => start_device(tx, &hash, grant),
+        OAuth2Command::ReplaceClient { expected, client } => replace_client(tx, *expected, *client),
     }?;
     if let (Some(at), Ok(_)) = (at, &outcome) {
         prune(tx, at)?;
@@ -156,6 +159,19 @@ fn put_client(tx: &mut Tx<'_>, client: Client, create: bool) -> Result<ApplyResu
     }
     tx.put(cf::OAUTH2, key, &client)?;
     done(OAuth2Applied::Client(client))
+}
+
+fn replace_client(tx: &mut Tx<'_>, expected: Client, client: Client) -> Result<ApplyResult, Fatal> {
+    if (&expected.domain_id, &expected.client_id) != (&client.domain_id, &client.client_id) {
+        return invalid("a client replacement names another client");
+    }
+    match tx.get::<Client>(cf::OAUTH2, &keys::client(&client.domain_id, &client.client_id))? {
+        None => Ok(Err(not_found("oauth2_client", &client.client_id))),
+        Some(current) if current != expected => {
+            Ok(Err(ApplyError::Conflict("The client was changed by another request since it was read; retry.".into())))
+        }
+        Some(_) => put_client(tx, client, false),
+    }
 }
 
 fn delete_client(tx: &mut Tx<'_>, domain_id: &str, client_id: &str) -> Result<ApplyResult, Fatal> {
@@ -451,10 +467,27 @@ fn prune(tx: &mut Tx<'_>, at: i64) -> Result<(), Fatal> {
                 if let Some(f) = tx.get::<RefreshFamily>(cf::OAUTH2, &record)? {
                     tx.delete(cf::OAUTH2, keys::user_family(&f.user_id, &f.client_id, &f.id));
                 }
+            } else if record.starts_with(keys::REVOKED_JTI_PREFIX) {
+                note_pruned_jti(tx, &record)?;
             }
             tx.delete(cf::OAUTH2, record);
         }
         tx.delete(cf::OAUTH2, index_key);
+    }
+    Ok(())
+}
+
+/// Remembers the latest `exp` of a domain's pruned revoked ids: a token expiring by then that
+/// is not listed may have been revoked, so it is refused (`jti_revoked`) even where the local
+/// clock still calls it live.
+fn note_pruned_jti(tx: &mut Tx<'_>, record: &[u8]) -> Result<(), Fatal> {
+    let Some(exp) = tx.get::<i64>(cf::OAUTH2, record)? else { return Ok(()) };
+    let rest = &record[keys::REVOKED_JTI_PREFIX.len()..];
+    let Some(slash) = rest.iter().position(|b| *b == b'/') else { return Ok(()) };
+    let domain_id = String::from_utf8_lossy(&rest[..slash]).into_owned();
+    let key = keys::jtis_pruned_through(&domain_id);
+    if tx.get::<i64>(cf::OAUTH2, &key)?.is_none_or(|t| t < exp) {
+        tx.put(cf::OAUTH2, key, &exp)?;
     }
     Ok(())
 }

@@ -349,3 +349,99 @@ fn expired_records_are_pruned_through_the_expiry_index() {
     assert!(!revoked(&w, "old"), "pruned after its exp");
     assert!(revoked(&w, "new"));
 }
+
+fn device_grant(user_code: &str, expires_at: i64) -> DeviceGrant {
+    DeviceGrant {
+        domain_id: "d".into(),
+        client_id: "c".into(),
+        scopes: vec!["openid".into()],
+        user_code: user_code.into(),
+        expires_at,
+        interval: 5,
+        last_poll: None,
+        status: DeviceStatus::Pending,
+    }
+}
+
+fn has(w: &World, key: &[u8]) -> bool {
+    w.engine.read().get_raw(cf::OAUTH2, key).unwrap().is_some()
+}
+
+#[test]
+fn starting_a_device_grant_prunes_expired_ones() {
+    let w = world();
+    w.apply(o(OAuth2Command::StartDevice { hash: "old".into(), grant: device_grant("AAAA2222", 50) })).unwrap();
+    assert!(has(&w, &keys::device("old")) && has(&w, &keys::user_code("AAAA2222")));
+    // Nothing but device starts arrive: each one still drops what has expired.
+    let start = |hash: &str, code: &str, at: i64| {
+        o(OAuth2Command::StartDeviceAt { hash: hash.into(), grant: device_grant(code, at + 600), at })
+    };
+    w.apply(start("mid", "BBBB3333", 40)).unwrap();
+    assert!(has(&w, &keys::device("old")), "not expired yet at 40");
+    w.apply(start("new", "CCCC4444", 100)).unwrap();
+    assert!(!has(&w, &keys::device("old")), "the expired grant is gone");
+    assert!(!has(&w, &keys::user_code("AAAA2222")), "its user code too");
+    assert!(has(&w, &keys::device("mid")) && has(&w, &keys::device("new")));
+    let index = w.engine.read().scan_prefix(cf::OAUTH2, keys::EXPIRY_PREFIX, usize::MAX).unwrap();
+    assert_eq!(index.len(), 4, "two index entries per live grant, none left for the pruned one");
+    // A start that collides is refused and writes nothing.
+    assert!(matches!(w.apply(start("new", "DDDD5555", 110)), Err(ApplyError::Conflict(_))));
+    assert!(!has(&w, &keys::user_code("DDDD5555")));
+}
+
+#[test]
+fn a_client_write_computed_from_an_older_record_loses() {
+    let w = world();
+    let read = client("c");
+    // A secret rotation and an update both read `read`; the rotation lands first.
+    let mut rotated = read.clone();
+    rotated.secret_hash = Some("h2".into());
+    rotated.updated_at = 5;
+    w.apply(o(OAuth2Command::ReplaceClient { expected: Box::new(read.clone()), client: Box::new(rotated.clone()) }))
+        .unwrap();
+    let mut renamed = read.clone();
+    renamed.name = "renamed".into();
+    renamed.updated_at = 6;
+    let stale = o(OAuth2Command::ReplaceClient { expected: Box::new(read.clone()), client: Box::new(renamed.clone()) });
+    assert!(matches!(w.apply(stale), Err(ApplyError::Conflict(_))), "the stale update is refused");
+    let stored: Client = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::client("d", "c")).unwrap().unwrap();
+    assert_eq!(stored, rotated, "the rotated secret stays");
+    // Retried from the record as it is now, the update goes through and keeps the new secret.
+    let mut retried = rotated.clone();
+    retried.name = "renamed".into();
+    w.apply(o(OAuth2Command::ReplaceClient { expected: Box::new(rotated), client: Box::new(retried.clone()) }))
+        .unwrap();
+    let stored: Client = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::client("d", "c")).unwrap().unwrap();
+    assert_eq!((stored.name.as_str(), stored.secret_hash.as_deref()), ("renamed", Some("h2")));
+    // Another client's record, or a missing one, is not replaced.
+    let mut other = retried.clone();
+    other.client_id = "other".into();
+    let cross =
+        o(OAuth2Command::ReplaceClient { expected: Box::new(retried.clone()), client: Box::new(other.clone()) });
+    assert!(matches!(w.apply(cross), Err(ApplyError::Invalid(_))));
+    let missing = o(OAuth2Command::ReplaceClient { expected: Box::new(other.clone()), client: Box::new(other) });
+    assert!(matches!(w.apply(missing), Err(ApplyError::NotFound { .. })));
+}
+
+#[test]
+fn a_revoked_jti_stays_refused_after_a_prune_on_a_clock_ahead() {
+    let w = world();
+    w.apply(o(OAuth2Command::RevokeJti { domain_id: "d".into(), jti: "j".into(), exp: 500, family_id: None, at: 10 }))
+        .unwrap();
+    let refused = |domain: &str, jti: &str, exp: i64| jti_revoked(&w.engine.read(), domain, jti, exp).unwrap();
+    assert!(refused("d", "j", 500));
+    assert!(!refused("d", "live", 500), "nothing pruned yet: only listed ids are refused");
+    // A proposer whose clock is far ahead prunes the id while its token is still live by
+    // every other clock: the token stays refused.
+    w.apply(o(OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: "c".into(), at: 100_000 })).unwrap();
+    assert!(!revoked(&w, "j"), "the id itself was pruned");
+    assert!(refused("d", "j", 500), "a still-valid revoked token is not valid again");
+    // Tokens expiring later than anything pruned, and other domains, are unaffected.
+    assert!(!refused("d", "later", 501));
+    assert!(!refused("e", "j", 500));
+    // The mark only moves forward.
+    w.apply(o(OAuth2Command::RevokeJti { domain_id: "d".into(), jti: "k".into(), exp: 300, family_id: None, at: 10 }))
+        .unwrap();
+    w.apply(o(OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: "c".into(), at: 100_001 })).unwrap();
+    assert!(refused("d", "j", 500));
+}
