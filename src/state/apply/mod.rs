@@ -6,6 +6,7 @@ mod assignment;
 mod bootstrap;
 mod catalog;
 pub mod credential;
+mod derived_ids;
 mod doc;
 mod group;
 mod identity;
@@ -33,7 +34,7 @@ use super::{index_key, Tx, STATE_CFS};
 
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
-pub const COMMAND_VERSION: u32 = 3;
+pub const COMMAND_VERSION: u32 = 4;
 
 /// Storage failures inside apply are fatal for the node (raft stops): a command is never
 /// half-applied or skipped.
@@ -146,6 +147,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
             token::rotate_keys(tx, new_staged, now, max_secondary)
         }
         Command::Passkeys(c) => passkeys::apply(tx, c),
+        Command::MigrateDerivedUserIds { batch } => derived_ids::migrate(tx, batch),
     }
 }
 
@@ -201,6 +203,7 @@ impl StateApp for IdentityApp {
         match postcard::from_bytes::<Command>(payload) {
             Ok(Command::RotateTokenKeys { .. }) => 2,
             Ok(Command::Passkeys(_)) => 3,
+            Ok(Command::MigrateDerivedUserIds { .. }) => 4,
             _ => idnode_raft::BASE_VERSION,
         }
     }
