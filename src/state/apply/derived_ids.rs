@@ -11,7 +11,7 @@ use idnode_storage::decode;
 use super::super::command::{Applied, ApplyResult};
 use super::super::derived_ids::{aliases_for, keys, progress, Progress, MAX_BATCH};
 use super::super::model::User;
-use super::super::{cf, Tx};
+use super::super::{cf, Reader, Tx};
 use super::Fatal;
 
 /// At most `limit` users with ids after `after`, this batch's own writes included (a replica

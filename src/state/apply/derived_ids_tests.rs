@@ -100,7 +100,8 @@ fn users_of_the_old_derivation_stay_reachable_through_the_migration() {
     assert_ne!(resolve(&w, "d", "idp2", "alice"), alice);
     assert_ne!(resolve(&w, "d", "idp1", "carol"), carol);
     let new_alice = derived_user_id(DerivedBy::Mapped, "d", "idp1", "alice");
-    assert_eq!(w.engine.read().get::<String>(cf::SCIM, &keys::alias(&new_alice)).unwrap(), Some(alice.clone()));
+    let alias = Reader::get::<String>(&w.engine.read(), cf::SCIM, &keys::alias(&new_alice)).unwrap();
+    assert_eq!(alias, Some(alice.clone()));
 
     // Idempotent: once done, another command changes nothing.
     let before = scim_cf(&w.engine);
