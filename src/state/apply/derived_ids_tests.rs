@@ -50,8 +50,12 @@ fn resolve(w: &World, domain: &str, idp: &str, subject: &str) -> String {
 
 #[test]
 fn every_part_is_separated_and_the_provider_counts() {
-    // The old derivation: ("ab", "c") and ("a", "bc") ran together into one input.
-    assert_eq!(legacy_derived_user_id("ab", "userc"), legacy_derived_user_id("a", "buserc"));
+    // The old derivation ran the parts together: "d" "user" "userx" = "duser" "user" "x".
+    assert_eq!(legacy_derived_user_id("d", "userx"), legacy_derived_user_id("duser", "x"));
+    assert_ne!(
+        derived_user_id(DerivedBy::Mapped, "d", "p", "userx"),
+        derived_user_id(DerivedBy::Mapped, "duser", "p", "x")
+    );
     let d = |by, dom: &str, p: &str, s: &str| derived_user_id(by, dom, p, s);
     assert_ne!(d(DerivedBy::Mapped, "ab", "p", "c"), d(DerivedBy::Mapped, "a", "bp", "c"));
     assert_ne!(d(DerivedBy::Mapped, "d", "ab", "c"), d(DerivedBy::Mapped, "d", "a", "bc"));
