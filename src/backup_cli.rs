@@ -27,6 +27,15 @@ fn secret() -> anyhow::Result<String> {
         .context("set IDNODE_CLUSTER_SECRET to the cluster's secret: it proves the call and seals the backup")
 }
 
+/// The path (and query) a request to `url` carries: what its signature covers.
+pub fn path_of(url: &str) -> anyhow::Result<String> {
+    let u = reqwest::Url::parse(url).with_context(|| format!("{url} is not a URL"))?;
+    Ok(match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_string(),
+    })
+}
+
 fn bar(total: Option<u64>, what: &str) -> ProgressBar {
     let (bar, template) = match total {
         Some(n) => (ProgressBar::new(n), "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}"),
@@ -45,7 +54,7 @@ fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
 
 /// `idnode backup --endpoint URL --out FILE`.
 pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs) -> anyhow::Result<()> {
-    let (name, value) = idnode_raft::peer_auth_header(&secret()?);
+    let secret = secret()?;
     if out.exists() {
         bail!("{} exists: choose a new file name (a backup never overwrites one)", out.display());
     }
@@ -53,6 +62,7 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
     let started = Instant::now();
     let http = tls.apply(reqwest::Client::builder().connect_timeout(Duration::from_secs(5)))?.build()?;
     let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_BACKUP);
+    let (name, value) = idnode_raft::sign_request(&secret, "GET", &path_of(&url)?, b"");
     let mut resp = http.get(&url).header(name, value).send().await.with_context(|| format!("calling {url}"))?;
     if !resp.status().is_success() {
         let status = resp.status();

@@ -1,5 +1,5 @@
-//! Outgoing peer calls: one persistent HTTP client (connection reuse) that attaches the cluster
-//! credential and speaks postcard.
+//! Outgoing peer calls: one persistent HTTP client (connection reuse) that signs every request
+//! (`auth`) and speaks postcard.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,10 +97,11 @@ impl PeerClient {
         timeout: Duration,
     ) -> Result<Resp, CallError> {
         let body = postcard::to_allocvec(req).map_err(|e| CallError::Failed(e.to_string()))?;
+        let signed = self.cred.sign("POST", path, &body, crate::auth::now_s());
         let resp = self
             .http
             .post(format!("{}://{addr}{path}", self.scheme))
-            .header(HEADER, self.cred.header_value())
+            .header(HEADER, signed)
             .header("content-type", "application/octet-stream")
             .timeout(timeout)
             .body(body)

@@ -35,7 +35,7 @@ mod wire;
 use idnode_storage::{Batch, Engine};
 
 pub use admin::AdminClient;
-pub use auth::peer_auth_header;
+pub use auth::{sign_request, WINDOW_S as PEER_AUTH_WINDOW_S};
 pub use backup::{
     read_header, restore_file, verify_file, BackupError, BackupHeader, BackupKey, PATH_BACKUP, TRAILER_LEN,
 };

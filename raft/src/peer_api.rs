@@ -25,7 +25,7 @@ use crate::wire::{
 use crate::RaftNode;
 
 /// Append batches and snapshot chunks (1 MiB) must fit with room to spare.
-const MAX_BODY: usize = 64 << 20;
+const MAX_BODY: usize = auth::MAX_BODY;
 
 impl RaftNode {
     /// axum Router for the peer listener (raft RPCs, forwarded proposals, read index and

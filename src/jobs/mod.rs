@@ -9,6 +9,7 @@
 //! its next tick. The pass functions take `now`, so tests drive them without sleeping.
 
 pub mod api_keys;
+pub mod derived_ids;
 pub mod scim;
 pub mod shadow;
 
@@ -21,6 +22,10 @@ use crate::node::Node;
 /// bootstrapped), early enough that frequent restarts do not starve a daily or weekly job.
 const FIRST_PASS_AFTER: Duration = Duration::from_secs(300);
 
+/// How often the leader checks that the migration of derived user ids has run (it runs once,
+/// after the last voter is upgraded; every later pass reads one record and stops).
+const DERIVED_IDS_EVERY: Duration = Duration::from_secs(60);
+
 /// Starts the jobs; the handles are aborted at shutdown.
 pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
     let s = &node.cfg.shadow_registry;
@@ -29,6 +34,7 @@ pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
         tokio::spawn(every(node.clone(), Duration::from_secs(s.archive_cleanup_interval_s), Job::ArchiveCleanup)),
         tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ScimJanitor)),
         tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ApiKeyReclaim)),
+        tokio::spawn(every(node.clone(), DERIVED_IDS_EVERY, Job::DerivedUserIds)),
         // Every node reports its own API key uses (not leader-gated: the uses are its own).
         tokio::spawn(crate::api_keys::auth::report_every(node.clone())),
     ]
@@ -42,6 +48,7 @@ pub enum Job {
     ArchiveCleanup,
     ScimJanitor,
     ApiKeyReclaim,
+    DerivedUserIds,
 }
 
 /// One tick of `job` at `now` (unix seconds): `None` on a follower (it does nothing), else
@@ -55,6 +62,7 @@ pub async fn tick(node: &Node, job: Job, now: i64) -> Option<crate::http::error:
         Job::ArchiveCleanup => shadow::archive_cleanup_pass(node, now).await,
         Job::ScimJanitor => scim::janitor_pass(node, now).await,
         Job::ApiKeyReclaim => api_keys::reclaim_pass(node, now).await,
+        Job::DerivedUserIds => derived_ids::migrate_pass(node).await,
     })
 }
 

@@ -13,9 +13,9 @@ use crate::mapping::engine::Matched;
 use crate::mapping::model::GroupStrategy;
 use crate::mapping::MappingError;
 use crate::node::Node;
+use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
-use crate::state::scim::derived_user_id;
 use crate::state::shadow::{
     keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
 };
@@ -62,7 +62,10 @@ fn find_group(view: &impl Reader, g: &GroupRequest) -> idnode_storage::Result<Op
 /// `externalId`: a user an IdP provisioned and the same person's login meet in one record),
 /// created on first login, with its groups synced.
 pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<User> {
-    let id = m.identity.user_id.clone().unwrap_or_else(|| derived_user_id(&m.identity.user_domain_id, &ext.workload));
+    let id = m.identity.user_id.clone().map_or_else(
+        || resolve_derived_user(&node.engine.read(), &m.identity.user_domain_id, &ext.provider.id, &ext.workload),
+        Ok,
+    )?;
     if id.is_empty() || id.len() > MAX_USER_ID || id.contains('/') {
         return Err(ApiError::unauthorized("The mapped user id is not a valid user id."));
     }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::providers::tests::verification::{serve_api, serve_jwks, TestKey};
 use crate::state::keys::ns;
-use crate::state::scim::derived_user_id;
+use crate::state::scim::{derived_user_id, DerivedBy};
 use crate::state::shadow::{keys as shadow_keys, virtual_user_id, VirtualUserMetadata};
 use crate::state::{cf, Reader};
 use crate::testkit::{send_with_headers, Reply, TestNode};
@@ -131,7 +131,7 @@ async fn an_idp_jwt_signed_by_rsa_or_ec_logs_a_local_user_in_and_a_bad_one_is_40
         assert_eq!(v.status, StatusCode::OK, "{}", v.body);
     }
     // A real user, federated, found again (not created twice) on the next login.
-    let uid = derived_user_id(&f.domain, "alice");
+    let uid = derived_user_id(DerivedBy::Mapped, &f.domain, &f.idp, "alice");
     let users = f.t.admin(Method::GET, "/v3/users?unique_id=alice", None).await;
     assert_eq!(users.body["users"].as_array().unwrap().len(), 1, "{}", users.body);
     assert_eq!(users.body["users"][0]["id"], json!(uid));
@@ -429,12 +429,12 @@ async fn a_group_the_rule_only_gets_must_exist() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let r = f.jwt_login(&f.ec.sign(&claims("alice", "alice@corp.example")), None).await;
     assert_eq!((r.status, r.body["detail"].clone()), (StatusCode::FORBIDDEN, json!("group_not_found")), "{}", r.body);
-    let uid = derived_user_id(&f.domain, "alice");
+    let uid = derived_user_id(DerivedBy::Mapped, &f.domain, &f.idp, "alice");
     assert!(f.t.node.engine.read().user(&uid).unwrap().is_none(), "a refused login writes nothing");
     // create_or_get makes the group and the user joins it.
     let r = f.jwt_login(&f.ec.sign(&claims("bob", "bob@corp.example")), None).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let bob = derived_user_id(&f.domain, "bob");
+    let bob = derived_user_id(DerivedBy::Mapped, &f.domain, &f.idp, "bob");
     let groups = f.t.admin(Method::GET, &format!("/v3/users/{bob}/groups"), None).await;
     assert_eq!(groups.body["groups"][0]["name"], json!("engineers"), "{}", groups.body);
 }
@@ -588,7 +588,7 @@ async fn a_local_user_whose_name_another_user_holds_is_a_shadow_registry_conflic
         "{}",
         r.body
     );
-    let uid = derived_user_id(&f.domain, "dave");
+    let uid = derived_user_id(DerivedBy::Mapped, &f.domain, &f.idp, "dave");
     assert!(f.t.node.engine.read().user(&uid).unwrap().is_none(), "nothing written");
 }
 

@@ -15,7 +15,6 @@ pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> 
         .ok()
         .filter(|s| !s.is_empty())
         .context("set IDNODE_CLUSTER_SECRET to the cluster's secret")?;
-    let (name, value) = idnode_raft::peer_auth_header(&secret);
     let http = tls.apply(reqwest::Client::builder().timeout(Duration::from_secs(30)))?.build()?;
     let (method, path, body) = match &action {
         KeysCmd::Rotate { token: true, .. } => (reqwest::Method::POST, PATH_ROTATE_TOKEN, None),
@@ -32,9 +31,16 @@ pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> 
     let mut failed = Vec::new();
     for endpoint in targets {
         let url = format!("{}{path}", endpoint.trim_end_matches('/'));
-        let mut req = http.request(method.clone(), &url).header(name, &value);
-        if let Some(b) = &body {
-            req = req.json(b);
+        // Each request is signed over its own method, path and body (and a fresh nonce).
+        let bytes = match &body {
+            Some(b) => serde_json::to_vec(b)?,
+            None => Vec::new(),
+        };
+        let path = crate::backup_cli::path_of(&url)?;
+        let (name, value) = idnode_raft::sign_request(&secret, method.as_str(), &path, &bytes);
+        let mut req = http.request(method.clone(), &url).header(name, value);
+        if body.is_some() {
+            req = req.header("content-type", "application/json").body(bytes);
         }
         let answer = match req.send().await {
             Ok(resp) => {

@@ -10,7 +10,7 @@ use tower::ServiceExt;
 
 use crate::scim::wire::{ERROR_URN, GROUP_URN, PATCH_URN, USER_URN};
 use crate::state::keys::ns;
-use crate::state::scim::{derived_user_id, keys, Kind, ScimResourceIndex};
+use crate::state::scim::{derived_user_id, keys, DerivedBy, Kind, ScimResourceIndex};
 use crate::state::{cf, Reader};
 use crate::testkit::{send_with_headers, Reply, TestNode};
 
@@ -194,7 +194,7 @@ async fn users_round_trip_with_derived_ids_etags_and_the_attribute_mapping() {
     let w = World::new().await;
     let r = w.scim(Method::POST, "/Users", Some(user("00u1", "bjensen"))).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = derived_user_id(&w.d, "00u1");
+    let id = derived_user_id(DerivedBy::Scim, &w.d, "okta-scim", "00u1");
     assert_eq!(r.body["id"], json!(id));
     assert_eq!(id.len(), 64);
     assert_eq!(r.headers["content-type"], "application/scim+json");

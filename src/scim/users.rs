@@ -25,7 +25,7 @@ use crate::http::client_ip::SourceIp;
 use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::User;
-use crate::state::scim::{derived_user_id, Expect, RealmRef, ScimCommand, UserFields};
+use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, UserFields};
 use crate::state::Reader;
 
 pub fn routes() -> OpenApiRouter<Arc<Node>> {
@@ -168,7 +168,8 @@ impl Resource for UserResource {
 
     fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)> {
         let fields = body_fields(body, true)?;
-        let id = derived_user_id(&realm.domain_id, fields.external_id.as_deref().unwrap_or_default());
+        let external_id = fields.external_id.as_deref().unwrap_or_default();
+        let id = derived_user_id(DerivedBy::Scim, &realm.domain_id, &realm.provider_id, external_id);
         let cmd = ScimCommand::PutUser {
             realm: realm.clone(),
             id: id.clone(),

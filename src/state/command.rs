@@ -158,6 +158,11 @@ pub enum Command {
     },
     /// Passkeys (see `state::passkeys`); command version 3.
     Passkeys(super::passkeys::PasskeyCommand),
+    /// The next `batch` users' aliases from the new derivation of user ids to their ids (see
+    /// `state::derived_ids`); command version 4.
+    MigrateDerivedUserIds {
+        batch: u32,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).

@@ -5,6 +5,7 @@
 pub mod api_keys;
 pub mod apply;
 pub mod command;
+pub mod derived_ids;
 pub mod index_key;
 pub mod keys;
 pub mod mapping;

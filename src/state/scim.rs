@@ -187,14 +187,46 @@ pub enum ScimApplied {
     Resource(Box<ScimResourceIndex>),
 }
 
-/// The SCIM user id of an `externalId` in a domain: hex SHA-256 over `domain_id`, `"user"`
-/// and `external_id` (api-shapes §11.2), the derivation federation's just-in-time users share,
-/// so a provisioned user and the same person's first federated login meet in one record.
-pub fn derived_user_id(domain_id: &str, external_id: &str) -> String {
+/// Who derives a user id: SCIM (the provider is the realm's coordinate) or a mapped login
+/// (the provider is the identity provider's id). Part of the derivation, so a SCIM realm and an
+/// identity provider that happen to share an id still derive different users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DerivedBy {
+    Scim,
+    Mapped,
+}
+
+impl DerivedBy {
+    fn tag(self) -> &'static [u8] {
+        match self {
+            DerivedBy::Scim => b"scim",
+            DerivedBy::Mapped => b"mapped",
+        }
+    }
+}
+
+/// The id of the user a provider creates for `subject` in a domain: hex SHA-256 over a
+/// version tag and the length-prefixed who, domain, provider and subject. Every part is
+/// length-prefixed, so no two different tuples share an input; the provider is included, so
+/// two providers of one domain whose subjects are equal derive two users (docs/decisions.md).
+pub fn derived_user_id(by: DerivedBy, domain_id: &str, provider_id: &str, subject: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"idnode derived user id v2");
+    for part in [by.tag(), domain_id.as_bytes(), provider_id.as_bytes(), subject.as_bytes()] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part);
+    }
+    hex::encode(h.finalize())
+}
+
+/// The first release's derivation: `domain_id`, `"user"` and the subject run together, no
+/// provider. Only read to recognise the users it created (`derived_ids`), never to create one.
+pub fn legacy_derived_user_id(domain_id: &str, subject: &str) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(domain_id.as_bytes());
     h.update(b"user");
-    h.update(external_id.as_bytes());
+    h.update(subject.as_bytes());
     hex::encode(h.finalize())
 }

@@ -89,13 +89,35 @@ async fn follower_writes_dedup_auth_and_full_restart() {
         assert_eq!(none.status(), 401, "{path} without credential");
         let wrong = http.post(&url).header("x-idnode-cluster-auth", "00ff").body(vec![0u8; 4]).send().await.unwrap();
         assert_eq!(wrong.status(), 401, "{path} with a wrong credential");
-        let other = idnode_raft::peer_auth_header("another-cluster");
+        let other = idnode_raft::sign_request("another-cluster", "POST", path, &[0u8; 4]);
         let wrong = http.post(&url).header(other.0, other.1).body(vec![0u8; 4]).send().await.unwrap();
         assert_eq!(wrong.status(), 401, "{path} with another cluster's credential");
+        // The previous release's static bearer (hex SHA-256 of a label and the secret).
+        let bearer = {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(b"idnode-raft-peer-credential-v1\0");
+            h.update(SECRET.as_bytes());
+            h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        let old = http.post(&url).header("x-idnode-cluster-auth", bearer).body(vec![0u8; 4]).send().await.unwrap();
+        assert_eq!(old.status(), 401, "{path} with the old static credential");
     }
-    let (name, value) = idnode_raft::peer_auth_header(SECRET);
-    let ok = http.post(format!("http://{}/raft/vote", leader.seat.addr)).header(name, value).body(vec![0xffu8; 4]);
+    let vote = format!("http://{}/raft/vote", leader.seat.addr);
+    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/vote", &[0xffu8; 4]);
+    let ok = http.post(&vote).header(name, value.clone()).body(vec![0xffu8; 4]);
     assert_eq!(ok.send().await.unwrap().status(), 400, "credential accepted, garbage body refused");
+    // The same signed request again: a replay.
+    let again = http.post(&vote).header(name, value).body(vec![0xffu8; 4]).send().await.unwrap();
+    assert_eq!(again.status(), 401, "a replayed request");
+    assert_eq!(again.text().await.unwrap(), "request replayed");
+    // Signed for another body, or another path.
+    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/vote", &[0xffu8; 4]);
+    let tampered = http.post(&vote).header(name, value).body(vec![0xfeu8; 4]).send().await.unwrap();
+    assert_eq!(tampered.status(), 401, "a tampered body");
+    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/append", &[0xffu8; 4]);
+    let moved = http.post(&vote).header(name, value).body(vec![0xffu8; 4]).send().await.unwrap();
+    assert_eq!(moved.status(), 401, "a request signed for another path");
 
     // Status and readiness.
     for n in &nodes {

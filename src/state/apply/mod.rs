@@ -6,6 +6,7 @@ mod assignment;
 mod bootstrap;
 mod catalog;
 pub mod credential;
+mod derived_ids;
 mod doc;
 mod group;
 mod identity;
@@ -146,6 +147,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
             token::rotate_keys(tx, new_staged, now, max_secondary)
         }
         Command::Passkeys(c) => passkeys::apply(tx, c),
+        Command::MigrateDerivedUserIds { batch } => derived_ids::migrate(tx, batch),
     }
 }
 
@@ -204,6 +206,7 @@ impl StateApp for IdentityApp {
             Ok(Command::OAuth2(
                 super::oauth2::OAuth2Command::StartDeviceAt { .. } | super::oauth2::OAuth2Command::ReplaceClient { .. },
             )) => 4,
+            Ok(Command::MigrateDerivedUserIds { .. }) => 4,
             _ => idnode_raft::BASE_VERSION,
         }
     }
