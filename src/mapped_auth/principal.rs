@@ -58,9 +58,9 @@ fn find_group(view: &impl Reader, g: &GroupRequest) -> idnode_storage::Result<Op
 }
 
 /// `local`: the real user the rule names (its `user_id` template, else the id derived from
-/// the user's domain and the identity, as SCIM derives a provisioned user's from its
-/// `externalId`: a user an IdP provisioned and the same person's login meet in one record),
-/// created on first login, with its groups synced.
+/// the user's domain, this provider and the identity, so two providers whose subjects collide
+/// never share a user), created on first login, with its groups synced. An existing user is
+/// taken only if this provider made it (`confine::local_user`).
 pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<User> {
     let id = m.identity.user_id.clone().map_or_else(
         || resolve_derived_user(&node.engine.read(), &m.identity.user_domain_id, &ext.provider.id, &ext.workload),
