@@ -258,13 +258,13 @@ mod tests {
     fn tampered_requests_are_refused() {
         let a = Credential::from_secret(Some("s3cret"));
         let b = Credential::from_secret(Some("s3cret"));
-        let h = a.sign("POST", "/raft/append", b"entries", NOW);
-        let h = Some(h.as_bytes());
+        let signed = a.sign("POST", "/raft/append", b"entries", NOW);
+        let h = Some(signed.as_bytes());
         assert_eq!(b.verify("POST", "/raft/append", b"entriez", h, NOW), Err(Refusal::BadMac));
         assert_eq!(b.verify("POST", "/raft/vote", b"entries", h, NOW), Err(Refusal::BadMac));
         assert_eq!(b.verify("GET", "/raft/append", b"entries", h, NOW), Err(Refusal::BadMac));
         // A moved timestamp breaks the MAC too.
-        let parts: Vec<&str> = std::str::from_utf8(h.unwrap()).unwrap().split(' ').collect();
+        let parts: Vec<&str> = signed.split(' ').collect();
         let moved = format!("{} {} {} {}", parts[0], NOW + 1, parts[2], parts[3]);
         assert_eq!(b.verify("POST", "/raft/append", b"entries", Some(moved.as_bytes()), NOW), Err(Refusal::BadMac));
         // Another cluster's secret.
