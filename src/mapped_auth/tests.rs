@@ -717,7 +717,7 @@ async fn a_provider_feeds_only_its_own_domains_rulesets() {
     let dir = tempfile::tempdir().unwrap();
     let key_a = TestKey::ec(dir.path(), "bundle-a");
     let key_b = TestKey::ec(dir.path(), "bundle-b");
-    let t = TestNode::start_with(&[("keystone", "spiffe_jwt_audience", "idnode-test")]).await;
+    let t = TestNode::start_with(&[("keystone", "spiffe_jwt_audience", "idnode-test"), PRIVATE_NETWORKS]).await;
     let (d_a, d_b) = (
         t.create("/v3/domains", "domain", json!({"name": "mesh-a"})).await,
         t.create("/v3/domains", "domain", json!({"name": "mesh-b"})).await,
