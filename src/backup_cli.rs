@@ -140,7 +140,7 @@ pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let marker = cfg.data_dir.join(RESTORING);
     std::fs::write(&marker, b"a restore into this directory has not finished\n")?;
-    let (engine, _) = crate::node::open_engine(cfg)?;
+    let (engine, _) = crate::serve::startup::open_engine(cfg)?;
     let started = Instant::now();
     let verify = bar(Some(size), "verify ");
     let load = bar(Some(size), "restore");

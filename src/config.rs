@@ -204,7 +204,7 @@ pub struct Config {
     /// Operator policy files (`*.rego`) replacing or extending the bundled ones.
     pub policy_directory: Option<PathBuf>,
     /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
-    pub policy_admin_scope: crate::policy::AdminScope,
+    pub policy_admin_scope: crate::policy::admin_scope::AdminScope,
     /// Token issue (and password change, signed-request token) requests per second and
     /// source IP, each class its own bucket; 0 disables the limits.
     pub auth_rate_limit_per_second: u32,

@@ -8,10 +8,12 @@ mod auth;
 mod backup_cli;
 mod catalog;
 mod cli;
+mod clock;
 mod cluster_cli;
 #[cfg(test)]
 mod cluster_tests;
 mod config;
+mod context;
 mod credential;
 mod federation;
 mod http;
@@ -30,6 +32,7 @@ mod providers;
 mod resource;
 mod rotation;
 mod scim;
+mod serve;
 mod state;
 #[cfg(test)]
 mod testkit;
@@ -82,8 +85,8 @@ fn main() -> std::process::ExitCode {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from).and_then(|rt| {
             rt.block_on(async move {
                 match cli.command.unwrap_or(Cmd::Serve(NodeArgs::default())) {
-                    Cmd::Serve(args) => node::serve(load_config(cli.config, &args)?).await,
-                    Cmd::Bootstrap(args) => node::bootstrap_only(load_config(cli.config, &args)?).await,
+                    Cmd::Serve(args) => serve::startup::serve(load_config(cli.config, &args)?).await,
+                    Cmd::Bootstrap(args) => serve::startup::bootstrap_only(load_config(cli.config, &args)?).await,
                     Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
                     Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
                         oauth2::rotate_cli::run(&domain, &url, &tls).await

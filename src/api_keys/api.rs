@@ -19,13 +19,14 @@ use crate::http::client_ip::Cidr;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
-use crate::http::{Caller, JsonBody};
+use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::providers::registry::handle;
 use crate::state::api_keys::{keys, ApiKey, ApiKeyApplied, ApiKeyCommand};
 use crate::state::{cf, Applied, Command, Reader};
 use crate::token::render::iso_seconds;
+use crate::token::Caller;
 use crate::token::ValidToken;
 
 const MAX_DESCRIPTION: usize = 255;
@@ -150,7 +151,7 @@ pub async fn create(
     let b = b.api_key;
     authorize("create", &ctx, &b.domain_id)?;
     let provider_id = handle(b.provider_id)?;
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let expires_at = chrono::DateTime::parse_from_rfc3339(&b.expires_at)
         .map_err(|_| bad("expires_at", "an RFC 3339 time, e.g. 2027-01-31T00:00:00Z."))?
         .timestamp();
@@ -234,7 +235,8 @@ pub async fn revoke(
     let domain = domain_query(&q)?;
     authorize("revoke", &ctx, &domain)?;
     load(&node, &client_id, &domain)?;
-    let cmd = ApiKeyCommand::Revoke { client_id, domain_id: domain, by: ctx.user.id.clone(), at: crate::oauth2::now() };
+    let cmd =
+        ApiKeyCommand::Revoke { client_id, domain_id: domain, by: ctx.user.id.clone(), at: crate::clock::now_secs() };
     Ok(one(&write(&node, cmd).await?))
 }
 

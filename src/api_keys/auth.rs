@@ -79,7 +79,7 @@ pub fn presented_hash(node: &Node, authorization: Option<&str>) -> ApiResult<Str
 /// notes the use for `last_used_at`. Callers that kept the key (per applied state) run these
 /// on every request: expiry and the source change without a write.
 pub fn admit(node: &Node, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let usable = idnode_keys::constant_time_eq(key.secret_hash.as_bytes(), hash.as_bytes())
         && key.enabled
         && key.revoked_at.is_none()

@@ -13,14 +13,12 @@ pub mod simulate;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::node::Node;
+use crate::node::AppState;
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(api::list, api::create))
         .routes(routes!(api::get, api::update))

@@ -4,8 +4,8 @@
 //! the state; it is no security measure (the secret is). Only the secret's keyed hash is
 //! stored (`state::api_keys`).
 
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::Reader;
 
 pub const PREFIX: &str = "kscim_";
@@ -56,7 +56,7 @@ pub fn parse(token: &str) -> Option<&str> {
 }
 
 /// Hex of the secret's keyed hash under the cluster index key: the same on every node.
-pub fn hash(node: &Node, secret: &str) -> ApiResult<String> {
+pub fn hash(node: &Core, secret: &str) -> ApiResult<String> {
     let hasher = node
         .engine
         .read()

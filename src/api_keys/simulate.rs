@@ -116,7 +116,7 @@ pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
     if k.revoked_at.is_some() || !k.enabled {
         return Ok(refused(k, "the key is disabled"));
     }
-    if crate::oauth2::now() >= k.expires_at {
+    if crate::clock::now_secs() >= k.expires_at {
         return Ok(refused(k, "the key has expired"));
     }
     let realm: Option<ScimRealm> =

@@ -14,7 +14,7 @@ use crate::testkit::{Reply, TestNode};
 const PW: &str = "key manager pw 1";
 
 fn later() -> String {
-    crate::token::render::iso_seconds(crate::oauth2::now() + 86_400)
+    crate::token::render::iso_seconds(crate::clock::now_secs() + 86_400)
 }
 
 fn ip(s: &str) -> IpAddr {
@@ -107,7 +107,7 @@ async fn create_show_list_update_revoke_and_the_secret_shown_once() {
 #[tokio::test]
 async fn bad_bodies_and_foreign_domains_are_refused() {
     let w = World::new().await;
-    let past = crate::token::render::iso_seconds(crate::oauth2::now() - 10);
+    let past = crate::token::render::iso_seconds(crate::clock::now_secs() - 10);
     for (why, body) in [
         ("expiry in the past", json!({"domain_id": w.d, "provider_id": "p", "expires_at": past})),
         ("expiry not a time", json!({"domain_id": w.d, "provider_id": "p", "expires_at": "tomorrow"})),
@@ -168,7 +168,7 @@ async fn a_use_is_refused_in_every_way_the_spec_names_and_last_used_is_batched()
     // Expired.
     let (id2, token2) = w.create(json!({})).await;
     let mut k = w.stored(&id2);
-    k.expires_at = crate::oauth2::now() - 1;
+    k.expires_at = crate::clock::now_secs() - 1;
     let cmd = crate::state::api_keys::ApiKeyCommand::Create(Box::new(ApiKey {
         client_id: "expired".into(),
         secret_hash: "0".repeat(64),
@@ -177,7 +177,7 @@ async fn a_use_is_refused_in_every_way_the_spec_names_and_last_used_is_batched()
     node.propose(crate::state::Command::ApiKeys(cmd)).await.unwrap();
     assert!(authenticate(node, Some(&format!("Bearer {token2}")), ip("192.0.2.7")).is_ok());
     let expired: ApiKey = w.t.node.engine.read().get_t(cf::API_KEYS, &keys::record("expired")).unwrap().unwrap();
-    assert!(expired.expires_at < crate::oauth2::now());
+    assert!(expired.expires_at < crate::clock::now_secs());
 }
 
 #[tokio::test]
@@ -220,7 +220,7 @@ async fn revoked_keys_tombstones_are_reclaimed_after_the_retention_by_the_leader
     let (kept, _) = w.create(json!({})).await;
     let r = w.call(Method::POST, &format!("/v4/api-keys/{revoked}/revoke?domain_id={}", w.d), None).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let tick = |at: i64| crate::jobs::tick(&w.t.node, crate::jobs::Job::ApiKeyReclaim, at);
     assert_eq!(tick(now + 29 * 86_400).await.unwrap().unwrap(), 0, "the tombstone stays within the retention");
     assert!(w.stored(&revoked).revoked_at.is_some());

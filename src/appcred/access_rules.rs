@@ -11,16 +11,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::AppCred;
+use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::json_obj;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind};
 use crate::state::Reader;
+use crate::token::Caller;
 
 const API: DocApi = DocApi {
     kind: DocKind::AccessRule,
@@ -33,7 +33,7 @@ fn target(user_id: &str) -> Value {
     json!({"user": {"id": user_id}})
 }
 
-fn show(node: &Node, d: &Doc) -> Value {
+fn show(node: &Core, d: &Doc) -> Value {
     let b = json_obj(&d.body);
     let mut v = super::rule_json(&b);
     if let Some(o) = v.as_object_mut() {
@@ -42,7 +42,7 @@ fn show(node: &Node, d: &Doc) -> Value {
     v
 }
 
-fn load(node: &Node, user_id: &str, id: &str) -> ApiResult<Doc> {
+fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<Doc> {
     node.engine.read().doc(API.kind, &format!("{user_id}/{id}"))?.ok_or_else(|| ApiError::not_found("Access Rule", id))
 }
 
@@ -55,7 +55,7 @@ fn load(node: &Node, user_id: &str, id: &str) -> ApiResult<Doc> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's access rules.", body = s::AccessRuleList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -82,7 +82,7 @@ pub async fn list(
     params(("user_id" = String, Path, description = "The owner."), ("access_rule_id" = String, Path, description = "The rule's id.")),
     responses((status = 200, description = "The rule.", body = s::AccessRuleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -96,7 +96,7 @@ pub async fn get(
     responses((status = 204, description = "Deleted."), (status = 403, description = "A credential still uses the rule.", body = crate::http::openapi::ErrorBody),
               E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

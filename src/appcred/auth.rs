@@ -5,18 +5,19 @@ use serde_json::Value;
 
 use super::{find, name_term, AppCred};
 use crate::auth::methods::Proven;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::keys::{doc_unique_ns, ns};
 use crate::state::model::DocKind;
 use crate::state::Reader;
-use crate::token::{now_micros, Delegation, Method, TokenScope};
+use crate::token::{Delegation, Method, TokenScope};
 
 const SUFFIX: &str = "The server could not comply with the request since it is either malformed or otherwise \
                       incorrect. The client is assumed to be in error.";
 
 /// The owner a by-name request names: `{"id"}` or `{"name", "domain": {"id"|"name"}}`.
-fn owner_id(node: &Node, user: &Value) -> ApiResult<Option<String>> {
+fn owner_id(node: &Core, user: &Value) -> ApiResult<Option<String>> {
     let view = node.engine.read();
     if let Some(id) = user.get("id").and_then(Value::as_str) {
         return Ok(Some(id.to_string()));
@@ -35,7 +36,7 @@ fn owner_id(node: &Node, user: &Value) -> ApiResult<Option<String>> {
     }
 }
 
-pub async fn authenticate(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+pub async fn authenticate(node: &Core, body: Option<&Value>) -> ApiResult<Proven> {
     let body = body.ok_or_else(|| ApiError::bad_request("'application_credential' is a required property."))?;
     let secret = body.get("secret").and_then(Value::as_str).map(str::to_string);
     let doc = match (body.get("id").and_then(Value::as_str), body.get("name").and_then(Value::as_str)) {

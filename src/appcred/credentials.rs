@@ -13,19 +13,21 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::{find, id_term, name_term, render, AppCred};
 use crate::assignment::listing::implied_closure;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::federation::{invalid, member, only_keys};
 use crate::http::docs::{applied_doc, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{future_time, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
-use crate::token::{now_micros, TokenScope, ValidToken};
+use crate::token::Caller;
+use crate::token::{TokenScope, ValidToken};
 
 const API: DocApi = DocApi {
     kind: DocKind::ApplicationCredential,
@@ -73,7 +75,7 @@ fn target(user_id: &str) -> Value {
     json!({"user_id": user_id, "application_credential": {"user_id": user_id}})
 }
 
-fn load(node: &Node, user_id: &str, id: &str) -> ApiResult<(Doc, AppCred)> {
+fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<(Doc, AppCred)> {
     let doc = find(&node.engine.read(), id)?
         .filter(|d| d.id.starts_with(&format!("{user_id}/")))
         .ok_or_else(|| ApiError::not_found("Application Credential", id))?;
@@ -89,7 +91,7 @@ fn generate_secret() -> String {
 }
 
 /// The role ids a body asks for (by id or by name), with what they imply.
-fn requested_roles(node: &Node, roles: &[Value]) -> ApiResult<Vec<String>> {
+fn requested_roles(node: &Core, roles: &[Value]) -> ApiResult<Vec<String>> {
     let view = node.engine.read();
     let mut ids = Vec::new();
     for r in roles {
@@ -111,7 +113,7 @@ fn requested_roles(node: &Node, roles: &[Value]) -> ApiResult<Vec<String>> {
 
 /// The access rules of a body: existing rules of the user are reused (by id, or by the same
 /// service, path and method); the others are new records.
-fn access_rules(node: &Node, user_id: &str, rules: &[Value]) -> ApiResult<(Vec<String>, Vec<Doc>, Vec<Ref>)> {
+fn access_rules(node: &Core, user_id: &str, rules: &[Value]) -> ApiResult<(Vec<String>, Vec<Doc>, Vec<Ref>)> {
     let existing: Vec<Obj> = node
         .engine
         .read()
@@ -174,7 +176,7 @@ fn access_rules(node: &Node, user_id: &str, rules: &[Value]) -> ApiResult<(Vec<S
     responses((status = 201, description = "The credential with its secret (shown only here).", body = s::AppCredCreated),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -274,7 +276,7 @@ pub async fn create(
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -297,7 +299,7 @@ pub async fn list(
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
     responses((status = 200, description = "The credential (without its secret).", body = s::AppCredEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -311,7 +313,7 @@ pub async fn get(
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
     responses((status = 204, description = "Deleted; tokens from it stop validating. Its access rules stay."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -12,8 +12,8 @@ pub mod schemas;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::keys::doc_unique_ns;
 use crate::state::model::{Doc, DocKind};
 use crate::state::Reader;
@@ -73,7 +73,7 @@ pub fn rule_json(r: &Value) -> Value {
 }
 
 /// The credential as the API shows it (never with its secret).
-pub fn render(node: &Node, c: &AppCred) -> ApiResult<Value> {
+pub fn render(node: &Core, c: &AppCred) -> ApiResult<Value> {
     let view = node.engine.read();
     let base = node.cfg.public_base();
     let mut roles = Vec::new();

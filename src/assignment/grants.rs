@@ -13,13 +13,13 @@ use serde_json::{json, Map, Value};
 
 use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::{cf, Command, Reader};
+use crate::token::Caller;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -197,7 +197,7 @@ macro_rules! grant_shapes {
             use crate::assignment::schemas as s;
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
-            use crate::http::Caller;
+            use crate::token::Caller;
             use crate::node::Node;
 
             type P = Path<HashMap<String, String>>;
@@ -276,7 +276,7 @@ macro_rules! grant_shapes {
     )*
 
         /// Every grant route, described.
-        pub fn routes() -> utoipa_axum::router::OpenApiRouter<std::sync::Arc<crate::node::Node>> {
+        pub fn routes() -> utoipa_axum::router::OpenApiRouter<crate::node::AppState> {
             use utoipa_axum::routes;
             utoipa_axum::router::OpenApiRouter::default()
                 $(

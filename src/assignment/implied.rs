@@ -12,14 +12,14 @@ use serde_json::{json, Value};
 
 use super::roles;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::Role;
 use crate::state::{cf, Command, Reader};
+use crate::token::Caller;
 
 fn role_ref(r: &Role, base: &str) -> Value {
     let mut v = json!({"id": r.id, "name": r.name, "links": {"self": format!("{base}/v3/roles/{}", r.id)}});
@@ -33,7 +33,7 @@ fn rule_target(prior: &Role, implied: Option<&Role>) -> Value {
     json!({"prior_role": roles::target(prior)["role"], "implied_role": implied.map(|i| roles::target(i)["role"].clone())})
 }
 
-fn single(node: &Node, prior: &Role, implied: &Role) -> Value {
+fn single(node: &Core, prior: &Role, implied: &Role) -> Value {
     let base = node.cfg.public_base();
     json!({
         "role_inference": {"prior_role": role_ref(prior, &base), "implies": role_ref(implied, &base)},
@@ -42,7 +42,7 @@ fn single(node: &Node, prior: &Role, implied: &Role) -> Value {
 }
 
 /// Loads both roles and checks the rule exists: 404 otherwise.
-fn load_rule(node: &Node, prior_id: &str, implied_id: &str) -> ApiResult<(Role, Role)> {
+fn load_rule(node: &Core, prior_id: &str, implied_id: &str) -> ApiResult<(Role, Role)> {
     let prior = roles::load(node, prior_id)?;
     let implied = roles::load(node, implied_id)?;
     if !node.engine.read().implied_rule_exists(prior_id, implied_id)? {
@@ -68,7 +68,7 @@ fn load_rule(node: &Node, prior_id: &str, implied_id: &str) -> ApiResult<(Role, 
     )
 )]
 pub async fn list_for_prior(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(prior_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -108,7 +108,7 @@ pub async fn list_for_prior(
     )
 )]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -136,7 +136,7 @@ pub async fn get(
     )
 )]
 pub async fn check(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -167,7 +167,7 @@ pub async fn check(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -200,7 +200,7 @@ pub async fn create(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -223,7 +223,7 @@ pub async fn delete(
         E::Internal,
     )
 )]
-pub async fn list_all(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn list_all(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:list_role_inference_rules", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();

@@ -18,13 +18,13 @@ use serde_json::{json, Map, Value};
 
 use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::Caller;
-use crate::node::Node;
+use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::{cf, Command, Reader};
+use crate::token::Caller;
 use crate::token::ValidToken;
 
 fn param<'a>(p: &'a HashMap<String, String>, key: &str) -> ApiResult<&'a str> {
@@ -182,7 +182,7 @@ macro_rules! inherited_shapes {
 
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
-            use crate::http::Caller;
+            use crate::token::Caller;
             use crate::node::Node;
 
             type P = Path<HashMap<String, String>>;
@@ -258,7 +258,7 @@ macro_rules! inherited_lists {
             use crate::assignment::schemas as s;
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
-            use crate::http::Caller;
+            use crate::token::Caller;
             use crate::node::Node;
 
             type P = Path<HashMap<String, String>>;
@@ -296,7 +296,7 @@ inherited_lists! {
 }
 
 /// Every OS-INHERIT route, described.
-pub fn routes() -> utoipa_axum::router::OpenApiRouter<Arc<Node>> {
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
     use utoipa_axum::routes;
     utoipa_axum::router::OpenApiRouter::default()
         .routes(routes!(domain_user::create, domain_user::check, domain_user::revoke))

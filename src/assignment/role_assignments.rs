@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 use super::listing::{self, Entry, Filter};
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
+use crate::token::Caller;
 use crate::token::TokenScope;
 
 /// Parses and checks the query (400 for combinations that can never match, in Keystone's
@@ -88,7 +88,7 @@ const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     RawQuery(raw): RawQuery,
     Query(q): Query<HashMap<String, String>>,
@@ -142,7 +142,7 @@ pub async fn list(
 
 /// `include_subtree`: the project (404 if unknown) is the policy target of
 /// `identity:list_role_assignments_for_tree`, and it is required (400).
-fn authorize_tree(node: &Node, ctx: &crate::token::ValidToken, project: Option<&String>) -> ApiResult<()> {
+fn authorize_tree(node: &Core, ctx: &crate::token::ValidToken, project: Option<&String>) -> ApiResult<()> {
     let target = match project.filter(|p| !p.is_empty()) {
         Some(id) => {
             let p = node

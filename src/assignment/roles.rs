@@ -10,15 +10,16 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::{self, ns};
 use crate::state::model::Role;
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];
 
@@ -33,7 +34,7 @@ pub fn role_json(r: &Role, base: &str) -> Value {
     )
 }
 
-pub fn load(node: &Node, id: &str) -> ApiResult<Role> {
+pub fn load(node: &Core, id: &str) -> ApiResult<Role> {
     node.engine.read().role(id)?.ok_or_else(|| ApiError::not_found("role", id))
 }
 
@@ -51,7 +52,7 @@ fn action(r: &Role, global: &'static str, domain: &'static str) -> &'static str 
     }
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Role(r) => Ok((status, Json(json!({"role": role_json(&r, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -76,7 +77,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -121,7 +122,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -154,7 +155,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let r = load(&node, &id)?;
     enforce(action(&r, "identity:get_role", "identity:get_domain_role"), &ctx, &target(&r))?;
     Ok(Json(json!({"role": role_json(&r, &node.cfg.public_base())})))
@@ -182,7 +183,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -226,7 +227,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -221,7 +221,7 @@ async fn node_emits_to_the_configured_file_and_exports_metrics() {
     }));
     assert!(t.node.audit.flush(Duration::from_secs(10)).await);
     assert_eq!(sink_ids(&file), vec!["vu1".to_string()]);
-    let ops = crate::http::ops::router(t.node.clone());
+    let ops = crate::serve::ops::router(t.node.clone());
     let resp = ops.oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap();
     let body = axum::body::to_bytes(resp.into_body(), 1 << 22).await.unwrap();
     let text = String::from_utf8(body.to_vec()).unwrap();

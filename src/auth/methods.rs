@@ -3,13 +3,14 @@
 
 use serde_json::Value;
 
+use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
 use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::Reader;
-use crate::token::{now_micros, Delegation, Method, TokenPayload, TokenScope};
+use crate::token::{Delegation, Method, TokenPayload, TokenScope};
 
 /// What the identity part of a request proved.
 pub struct Proven {

@@ -12,12 +12,12 @@ use super::schemas as s;
 use crate::assignment::effective;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::resource::{domain_json, project_json};
 use crate::state::model::Target;
 use crate::state::Reader;
+use crate::token::Caller;
 use crate::token::TokenScope;
 
 fn links(base: &str, path: &str) -> Value {

@@ -5,14 +5,14 @@
 use serde_json::Value;
 
 use crate::assignment::effective;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::{Target, User};
 use crate::state::Reader;
 use crate::token::TokenScope;
 
-fn domain_ref(node: &Node, d: &Value) -> ApiResult<Option<String>> {
+fn domain_ref(node: &Core, d: &Value) -> ApiResult<Option<String>> {
     match (d.get("id").and_then(Value::as_str), d.get("name").and_then(Value::as_str)) {
         (Some(id), _) => Ok(Some(id.to_string())),
         (None, Some(n)) => Ok(node.engine.read().id_by_name(ns::DOMAIN_NAME, "", n)?),
@@ -21,7 +21,7 @@ fn domain_ref(node: &Node, d: &Value) -> ApiResult<Option<String>> {
 }
 
 /// Parses the requested scope; targets that do not exist become 401 like Keystone.
-pub fn requested(node: &Node, scope: Option<&Value>, user: &User) -> ApiResult<TokenScope> {
+pub fn requested(node: &Core, scope: Option<&Value>, user: &User) -> ApiResult<TokenScope> {
     let scope = match scope {
         None => return default_scope(node, user),
         Some(Value::String(s)) if s == "unscoped" => return Ok(TokenScope::Unscoped),
@@ -63,7 +63,7 @@ pub fn requested(node: &Node, scope: Option<&Value>, user: &User) -> ApiResult<T
     Err(ApiError::forbidden("Trust-scoped tokens are not supported."))
 }
 
-fn default_scope(node: &Node, user: &User) -> ApiResult<TokenScope> {
+fn default_scope(node: &Core, user: &User) -> ApiResult<TokenScope> {
     let Some(pid) = &user.default_project_id else { return Ok(TokenScope::Unscoped) };
     let view = node.engine.read();
     let usable = view.project(pid)?.is_some_and(|p| p.enabled)

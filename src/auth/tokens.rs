@@ -11,16 +11,18 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{methods, scope};
+use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
+use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::User;
 use crate::state::Command;
-use crate::token::{now_micros, render_token, Delegation, Method, TokenPayload, TokenScope, ValidToken};
+use crate::token::Caller;
+use crate::token::{render_token, Delegation, Method, TokenPayload, TokenScope, ValidToken};
 
 const MAX_TOKEN_LEN: usize = 4096;
 

@@ -12,18 +12,19 @@ use serde_json::{json, Value};
 
 use super::render::endpoint_json;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::resource::render::project_json;
 use crate::state::keys;
 use crate::state::model::{DocKind, Endpoint, Ref};
 use crate::state::{cf, Reader};
+use crate::token::Caller;
 
 pub const GROUPS: DocApi = DocApi {
     kind: DocKind::EndpointGroup,
@@ -131,16 +132,16 @@ pub fn project_endpoint_ids(r: &impl Reader, project_id: &str) -> idnode_storage
     Ok(any.then_some(ids))
 }
 
-fn endpoints_body(node: &Node, eps: Vec<Endpoint>, path: &str, q: &HashMap<String, String>) -> ApiResult<Value> {
+fn endpoints_body(node: &Core, eps: Vec<Endpoint>, path: &str, q: &HashMap<String, String>) -> ApiResult<Value> {
     let base = node.cfg.public_base();
     page("endpoints", eps.iter().map(|e| endpoint_json(e, &base)).collect(), &base, path, q)
 }
 
-fn load_project(node: &Node, id: &str) -> ApiResult<crate::state::model::Project> {
+fn load_project(node: &Core, id: &str) -> ApiResult<crate::state::model::Project> {
     node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
 }
 
-fn load_endpoint(node: &Node, id: &str) -> ApiResult<Endpoint> {
+fn load_endpoint(node: &Core, id: &str) -> ApiResult<Endpoint> {
     node.engine.read().endpoint(id)?.ok_or_else(|| ApiError::not_found("endpoint", id))
 }
 
@@ -150,7 +151,7 @@ fn load_endpoint(node: &Node, id: &str) -> ApiResult<Endpoint> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The endpoint groups.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -164,7 +165,7 @@ pub async fn list(
     responses((status = 201, description = "The created group.", body = s::EndpointGroupEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -181,7 +182,7 @@ pub async fn create(
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The group (HEAD: whether it exists).", body = s::EndpointGroupEnvelope),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_endpoint_group", &ctx, &json!({}))?;
     Ok(Json(GROUPS.one(&node, &GROUPS.load(&node, &id)?)))
 }
@@ -192,7 +193,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     responses((status = 200, description = "The updated group.", body = s::EndpointGroupEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -211,7 +212,7 @@ pub async fn update(
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 204, description = "Deleted with its project associations."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
@@ -225,7 +226,7 @@ pub async fn delete(
     responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn group_endpoints_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -241,7 +242,7 @@ pub async fn group_endpoints_list(
     responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn group_projects_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -263,7 +264,7 @@ pub async fn group_projects_list(
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The association.", body = s::ProjectEndpointGroupEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn group_project_get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -278,7 +279,7 @@ pub async fn group_project_get(
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
     responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn group_project_add(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -307,7 +308,7 @@ pub async fn group_project_add(
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
     responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn group_project_remove(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -321,7 +322,7 @@ pub async fn group_project_remove(
     params(("project_id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The groups tied to the project.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn project_groups_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(project_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -344,7 +345,7 @@ pub async fn project_groups_list(
     responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn project_endpoints_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(project_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -362,7 +363,7 @@ pub async fn project_endpoints_list(
     responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn endpoint_projects_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(endpoint_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -385,7 +386,7 @@ pub async fn endpoint_projects_list(
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
     responses((status = 204, description = "The endpoint is tied to the project."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn project_endpoint_check(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -400,7 +401,7 @@ pub async fn project_endpoint_check(
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
     responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn project_endpoint_add(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -428,7 +429,7 @@ pub async fn project_endpoint_add(
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
     responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn project_endpoint_remove(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

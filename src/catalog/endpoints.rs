@@ -11,23 +11,24 @@ use serde_json::{json, Value};
 use super::opt_ref;
 use super::render::endpoint_json;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::{Endpoint, Region};
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
 const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
 /// Keystone's URL rule: a scheme, a colon, something after it; at most 225 characters.
 const MAX_URL: usize = 225;
 
-fn load(node: &Node, id: &str) -> ApiResult<Endpoint> {
+fn load(node: &Core, id: &str) -> ApiResult<Endpoint> {
     node.engine.read().endpoint(id)?.ok_or_else(|| ApiError::not_found("endpoint", id))
 }
 
@@ -35,7 +36,7 @@ fn target(e: &Endpoint) -> Value {
     json!({"endpoint": {"id": e.id, "service_id": e.service_id, "region_id": e.region_id, "interface": e.interface}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Endpoint(e) => Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -78,7 +79,7 @@ fn region_of(o: &Obj) -> ApiResult<Option<String>> {
 /// Keystone's backward compatibility with v2 clients: an endpoint that names its region with
 /// the deprecated `region` field (and no `region_id`) creates that region when it does not exist
 /// yet, as a write of its own before the endpoint's (so does Keystone). `region_id` never does.
-async fn ensure_legacy_region(node: &Node, o: &Obj) -> ApiResult<()> {
+async fn ensure_legacy_region(node: &Core, o: &Obj) -> ApiResult<()> {
     if o.contains_key("region_id") {
         return Ok(());
     }
@@ -112,7 +113,7 @@ async fn ensure_legacy_region(node: &Node, o: &Obj) -> ApiResult<()> {
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -152,7 +153,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -191,7 +192,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let e = load(&node, &id)?;
     enforce("identity:get_endpoint", &ctx, &target(&e))?;
     Ok(Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))
@@ -219,7 +220,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -272,7 +273,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -10,15 +10,16 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
+use crate::token::Caller;
 
 pub const API: DocApi =
     DocApi { kind: DocKind::Policy, member: "policy", collection: "policies", path: |id| format!("/v3/policies/{id}") };
@@ -55,7 +56,7 @@ fn check(o: &Obj, create: bool) -> ApiResult<()> {
     responses((status = 200, description = "The policies.", body = s::PolicyList), E::Unauthorized, E::Forbidden, E::Internal)
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -74,7 +75,7 @@ pub async fn list(
               E::BadRequest, E::Unauthorized, E::Forbidden, E::PayloadTooLarge, E::Internal, E::Unavailable)
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -96,7 +97,7 @@ pub async fn create(
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal)
 )]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(policy_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -115,7 +116,7 @@ pub async fn get(
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(policy_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -136,7 +137,7 @@ pub async fn update(
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(policy_id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -11,21 +11,22 @@ use serde_json::{json, Value};
 use super::opt_ref;
 use super::render::region_json;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::Region;
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
 const MAX_ID: usize = 255;
 
-fn load(node: &Node, id: &str) -> ApiResult<Region> {
+fn load(node: &Core, id: &str) -> ApiResult<Region> {
     node.engine.read().region(id)?.ok_or_else(|| ApiError::not_found("region", id))
 }
 
@@ -33,7 +34,7 @@ fn target(r: &Region) -> Value {
     json!({"region": {"id": r.id, "parent_region_id": r.parent_region_id}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Region(r) => Ok((status, Json(json!({"region": region_json(&r, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -56,7 +57,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -85,7 +86,7 @@ fn from_body(o: &Obj, id: Option<String>) -> ApiResult<Region> {
     })
 }
 
-async fn create_region(node: &Node, ctx: &crate::token::ValidToken, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
+async fn create_region(node: &Core, ctx: &crate::token::ValidToken, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
     enforce("identity:create_region", ctx, &target(&r))?;
     respond(node, StatusCode::CREATED, node.propose(Command::CreateRegion(r)).await?)
 }
@@ -109,7 +110,7 @@ async fn create_region(node: &Node, ctx: &crate::token::ValidToken, r: Region) -
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -141,7 +142,7 @@ pub async fn create(
     )
 )]
 pub async fn put(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -175,7 +176,7 @@ pub async fn put(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let r = load(&node, &id)?;
     enforce("identity:get_region", &ctx, &target(&r))?;
     Ok(Json(json!({"region": region_json(&r, &node.cfg.public_base())})))
@@ -203,7 +204,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -244,7 +245,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -10,20 +10,21 @@ use serde_json::{json, Value};
 
 use super::render::service_json;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::Service;
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];
 
-fn load(node: &Node, id: &str) -> ApiResult<Service> {
+fn load(node: &Core, id: &str) -> ApiResult<Service> {
     node.engine.read().service(id)?.ok_or_else(|| ApiError::not_found("service", id))
 }
 
@@ -31,7 +32,7 @@ fn target(s: &Service) -> Value {
     json!({"service": {"id": s.id, "type": s.service_type}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Service(s) => Ok((status, Json(json!({"service": service_json(&s, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -55,7 +56,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -90,7 +91,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -123,7 +124,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let s = load(&node, &id)?;
     enforce("identity:get_service", &ctx, &target(&s))?;
     Ok(Json(json!({"service": service_json(&s, &node.cfg.public_base())})))
@@ -151,7 +152,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -199,7 +200,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -10,15 +10,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{credential_json, ec2_id, EC2};
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 use crate::token::ValidToken;
 
 const KNOWN: &[&str] = &["id", "type", "blob", "user_id", "project_id"];
@@ -28,7 +29,7 @@ fn target(c: &Credential) -> Value {
     json!({"credential": {"id": c.id, "user_id": c.user_id, "project_id": c.project_id, "type": c.cred_type}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Credential(c) => {
             Ok((status, Json(json!({"credential": credential_json(&c, &node.cfg.public_base())}))))
@@ -40,7 +41,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
 /// Loads a credential after authorizing `action` on it. A missing credential is checked
 /// against an empty target, so only callers who could see any credential learn it is absent
 /// (Keystone's order); everyone else gets 403.
-fn load_authorized(node: &Node, ctx: &ValidToken, action: &str, id: &str) -> ApiResult<Credential> {
+fn load_authorized(node: &Core, ctx: &ValidToken, action: &str, id: &str) -> ApiResult<Credential> {
     let found = node.engine.read().credential(id)?;
     enforce(action, ctx, &found.as_ref().map(target).unwrap_or_else(|| json!({})))?;
     found.ok_or_else(|| ApiError::not_found("credential", id))
@@ -76,7 +77,7 @@ fn req_blob(o: &Obj) -> ApiResult<String> {
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -124,7 +125,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -171,7 +172,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let c = load_authorized(&node, &ctx, "identity:get_credential", &id)?;
     Ok(Json(json!({"credential": credential_json(&c, &node.cfg.public_base())})))
 }
@@ -201,7 +202,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -274,7 +275,7 @@ fn ec2_scope_unchanged(old: &str, new: &str) -> ApiResult<()> {
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -12,15 +12,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{blob_field, ec2_id, EC2};
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{Applied, Command, Reader};
+use crate::token::Caller;
 
 const MAX_KEY: usize = 255;
 
@@ -40,7 +41,7 @@ fn owner_target(user_id: &str) -> Value {
     json!({"credential": {"user_id": user_id}})
 }
 
-fn require_user(node: &Node, user_id: &str) -> ApiResult<()> {
+fn require_user(node: &Core, user_id: &str) -> ApiResult<()> {
     match node.engine.read().user(user_id)? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found("user", user_id)),
@@ -49,7 +50,7 @@ fn require_user(node: &Node, user_id: &str) -> ApiResult<()> {
 
 /// The user's signature credential for `access`, after authorizing `action` on it.
 fn load_authorized(
-    node: &Node,
+    node: &Core,
     ctx: &crate::token::ValidToken,
     action: &str,
     user_id: &str,
@@ -78,7 +79,7 @@ fn load_authorized(
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -132,7 +133,7 @@ fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -184,7 +185,7 @@ pub async fn create(
     )
 )]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, access)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -213,7 +214,7 @@ pub async fn get(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, access)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -21,6 +21,7 @@ use super::schemas as s;
 use super::signer::{self, SignedRequest};
 use super::{blob_field, ec2_id, EC2};
 use crate::auth::tokens::token_response;
+use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
@@ -28,7 +29,7 @@ use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::state::Reader;
-use crate::token::{now_micros, Delegation, Method, TokenPayload, TokenScope};
+use crate::token::{Delegation, Method, TokenPayload, TokenScope};
 
 /// How far a signed timestamp may be from the node's clock, either way (Keystone's
 /// `auth_ttl`, which Keystone applies to the past only).

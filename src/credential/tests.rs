@@ -5,9 +5,9 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::signer::{self, SignedRequest};
+use crate::clock::now_micros;
 use crate::state::Reader;
 use crate::testkit::TestNode;
-use crate::token::now_micros;
 
 /// An EC2 credential of the admin on the admin project: (access, secret).
 async fn ec2_credential(t: &TestNode) -> (String, String) {

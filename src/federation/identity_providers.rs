@@ -12,17 +12,18 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{bool_like, check_path_id, invalid, member, only_keys, str_or_null};
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::docs::{applied_doc, body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{DocKind, Project, Ref};
 use crate::state::{Command, Reader};
-use crate::token::now_micros;
+use crate::token::Caller;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::IdentityProvider,
@@ -108,7 +109,7 @@ fn remote_id_conflict(e: ApiError) -> ApiError {
 }
 
 /// A list item also links the provider's protocols.
-fn list_item(node: &Node, d: &crate::state::model::Doc) -> Value {
+fn list_item(node: &Core, d: &crate::state::model::Doc) -> Value {
     let mut v = API.render(node, d);
     if let Some(links) = v.get_mut("links").and_then(Value::as_object_mut) {
         let base = node.cfg.public_base();
@@ -124,7 +125,7 @@ fn list_item(node: &Node, d: &crate::state::model::Doc) -> Value {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The identity providers.", body = s::IdentityProviderList), E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -153,7 +154,7 @@ pub async fn list(
     responses((status = 201, description = "The created provider; without `domain_id` a new domain was created for it.", body = s::IdentityProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
     MaybeJson(b): MaybeJson,
@@ -216,7 +217,7 @@ pub async fn create(
     params(("idp_id" = String, Path, description = "The provider's id.")),
     responses((status = 200, description = "The provider.", body = s::IdentityProviderEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -237,7 +238,7 @@ pub async fn get(
     responses((status = 200, description = "The updated provider.", body = s::IdentityProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -257,7 +258,7 @@ pub async fn update(
     params(("idp_id" = String, Path, description = "The provider's id.")),
     responses((status = 204, description = "Deleted with its protocols; its domain stays."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
 ) -> ApiResult<StatusCode> {

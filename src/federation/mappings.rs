@@ -11,16 +11,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{check_path_id, mapping_rules};
+use crate::context::Core;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
+use crate::token::Caller;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::Mapping,
@@ -63,7 +63,7 @@ fn checked(b: Value, stored: Option<&Obj>) -> ApiResult<Obj> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The mappings.", body = s::MappingList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -78,7 +78,7 @@ pub async fn list(
     responses((status = 201, description = "The created mapping.", body = s::MappingEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
     MaybeJson(b): MaybeJson,
@@ -100,7 +100,7 @@ pub async fn create(
     params(("mapping_id" = String, Path, description = "The mapping's id.")),
     responses((status = 200, description = "The mapping.", body = s::MappingEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -114,7 +114,7 @@ pub async fn get(
     responses((status = 200, description = "The updated mapping.", body = s::MappingEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
     MaybeJson(b): MaybeJson,
@@ -131,7 +131,7 @@ pub async fn update(
     params(("mapping_id" = String, Path, description = "The mapping's id.")),
     responses((status = 204, description = "Deleted (protocols naming it keep the id)."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -12,15 +12,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{check_path_id, invalid, member, only_keys};
+use crate::context::Core;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{DocKind, Ref};
 use crate::state::Reader;
+use crate::token::Caller;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::FederationProtocol,
@@ -46,18 +47,18 @@ fn fields(o: &Obj) -> ApiResult<(String, Option<String>)> {
 }
 
 /// Keystone checks the mapping before the provider, and answers 400 for an unknown one.
-fn check_mapping(node: &Node, mapping_id: &str) -> ApiResult<()> {
+fn check_mapping(node: &Core, mapping_id: &str) -> ApiResult<()> {
     match node.engine.read().doc(DocKind::Mapping, mapping_id)? {
         Some(_) => Ok(()),
         None => Err(ApiError::bad_request(format!("Invalid mapping id: {mapping_id}"))),
     }
 }
 
-fn load_idp(node: &Node, idp_id: &str) -> ApiResult<()> {
+fn load_idp(node: &Core, idp_id: &str) -> ApiResult<()> {
     super::identity_providers::API.load(node, idp_id).map(|_| ())
 }
 
-fn load(node: &Node, idp_id: &str, protocol_id: &str) -> ApiResult<crate::state::model::Doc> {
+fn load(node: &Core, idp_id: &str, protocol_id: &str) -> ApiResult<crate::state::model::Doc> {
     node.engine.read().doc(API.kind, &format!("{idp_id}/{protocol_id}"))?.ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -66,7 +67,7 @@ fn load(node: &Node, idp_id: &str, protocol_id: &str) -> ApiResult<crate::state:
     })
 }
 
-fn with_links(node: &Node, d: &crate::state::model::Doc, idp_id: &str) -> Value {
+fn with_links(node: &Core, d: &crate::state::model::Doc, idp_id: &str) -> Value {
     let mut v = API.render(node, d);
     if let Some(links) = v.get_mut("links").and_then(Value::as_object_mut) {
         let idp = format!("{}/v3/OS-FEDERATION/identity_providers/{idp_id}", node.cfg.public_base());
@@ -76,7 +77,7 @@ fn with_links(node: &Node, d: &crate::state::model::Doc, idp_id: &str) -> Value 
 }
 
 async fn save(
-    node: &Node,
+    node: &Core,
     idp_id: &str,
     protocol_id: &str,
     f: (String, Option<String>),
@@ -98,7 +99,7 @@ async fn save(
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The provider's protocols (none for an unknown provider).", body = s::ProtocolList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -116,7 +117,7 @@ pub async fn list(
     responses((status = 201, description = "The created protocol.", body = s::ProtocolEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<Value>,
@@ -147,7 +148,7 @@ pub async fn create(
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
     responses((status = 200, description = "The protocol.", body = s::ProtocolEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -163,7 +164,7 @@ pub async fn get(
     responses((status = 200, description = "The updated protocol.", body = s::ProtocolEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<Value>,
@@ -187,7 +188,7 @@ pub async fn update(
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -11,15 +11,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{bool_like, check_path_id, check_url, invalid, member, only_keys, str_or_null};
+use crate::context::Core;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
+use crate::token::Caller;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::ServiceProvider,
@@ -69,7 +70,7 @@ fn fields(o: &Obj) -> ApiResult<Obj> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The service providers.", body = s::ServiceProviderList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -84,7 +85,7 @@ pub async fn list(
     responses((status = 201, description = "The created provider.", body = s::ServiceProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -125,7 +126,7 @@ pub async fn create(
     params(("sp_id" = String, Path, description = "The provider's id.")),
     responses((status = 200, description = "The provider.", body = s::ServiceProviderEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -139,7 +140,7 @@ pub async fn get(
     responses((status = 200, description = "The updated provider.", body = s::ServiceProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -156,7 +157,7 @@ pub async fn update(
     params(("sp_id" = String, Path, description = "The provider's id.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
 ) -> ApiResult<StatusCode> {

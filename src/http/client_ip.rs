@@ -105,19 +105,28 @@ pub fn source(peer: IpAddr, headers: &HeaderMap, trusted: &[Cidr]) -> IpAddr {
 /// as the rate limits and API keys' `allowed_ips` see it.
 pub struct SourceIp(pub IpAddr);
 
-impl axum::extract::FromRequestParts<std::sync::Arc<crate::node::Node>> for SourceIp {
+/// The router state's word on which proxies' forwarding headers to believe
+/// (`[api] trusted_proxies`).
+pub trait TrustedProxies {
+    fn trusted_proxies(&self) -> &[Cidr];
+}
+
+impl<T: TrustedProxies> TrustedProxies for std::sync::Arc<T> {
+    fn trusted_proxies(&self) -> &[Cidr] {
+        (**self).trusted_proxies()
+    }
+}
+
+impl<S: TrustedProxies + Send + Sync> axum::extract::FromRequestParts<S> for SourceIp {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        node: &std::sync::Arc<crate::node::Node>,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
         let peer = parts
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|c| c.0.ip())
             .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
-        Ok(SourceIp(source(peer, &parts.headers, &node.rate_limits.trusted_proxies)))
+        Ok(SourceIp(source(peer, &parts.headers, state.trusted_proxies())))
     }
 }
 

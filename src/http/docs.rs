@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::fields::{json_obj, Obj};
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Applied, Command, Reader};
 
@@ -25,12 +25,12 @@ pub struct DocApi {
 
 impl DocApi {
     /// The record, or Keystone's 404.
-    pub fn load(&self, node: &Node, id: &str) -> ApiResult<Doc> {
+    pub fn load(&self, node: &Core, id: &str) -> ApiResult<Doc> {
         node.engine.read().doc(self.kind, id)?.ok_or_else(|| ApiError::not_found(self.kind.name(), id))
     }
 
     /// The record as the API shows it: its body plus `links.self`.
-    pub fn render(&self, node: &Node, doc: &Doc) -> Value {
+    pub fn render(&self, node: &Core, doc: &Doc) -> Value {
         let mut v = json_obj(&doc.body);
         if let Some(o) = v.as_object_mut() {
             o.insert("links".into(), json!({"self": format!("{}{}", node.cfg.public_base(), (self.path)(&doc.id))}));
@@ -39,7 +39,7 @@ impl DocApi {
     }
 
     /// `{member: record}`.
-    pub fn one(&self, node: &Node, doc: &Doc) -> Value {
+    pub fn one(&self, node: &Core, doc: &Doc) -> Value {
         json!({self.member: self.render(node, doc)})
     }
 
@@ -47,7 +47,7 @@ impl DocApi {
     /// values for the keys in `filters` (booleans compare with `true`/`false`).
     pub fn list(
         &self,
-        node: &Node,
+        node: &Core,
         docs: impl IntoIterator<Item = Doc>,
         q: &HashMap<String, String>,
         filters: &[&str],
@@ -62,12 +62,12 @@ impl DocApi {
     }
 
     /// Creates (`create`) or replaces the record through raft.
-    pub async fn save(&self, node: &Node, doc: Doc, create: bool, requires: Vec<Ref>) -> ApiResult<Doc> {
+    pub async fn save(&self, node: &Core, doc: Doc, create: bool, requires: Vec<Ref>) -> ApiResult<Doc> {
         applied_doc(node.propose(Command::PutDoc { doc, create, requires }).await?)
     }
 
     /// Merges `changes` (but never `id` or `links`) into the record's body and saves it.
-    pub async fn update(&self, node: &Node, mut doc: Doc, changes: Obj) -> ApiResult<Doc> {
+    pub async fn update(&self, node: &Core, mut doc: Doc, changes: Obj) -> ApiResult<Doc> {
         let mut merged = body(&doc);
         merged.extend(changes.into_iter().filter(|(k, _)| k != "id" && k != "links"));
         doc.body = Value::Object(merged).to_string();
@@ -75,7 +75,7 @@ impl DocApi {
     }
 
     /// Deletes the record (and what belongs to it) through raft.
-    pub async fn delete(&self, node: &Node, id: &str) -> ApiResult<()> {
+    pub async fn delete(&self, node: &Core, id: &str) -> ApiResult<()> {
         node.propose(Command::DeleteDoc { kind: self.kind, id: id.to_string() }).await?;
         Ok(())
     }

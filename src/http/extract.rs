@@ -1,15 +1,10 @@
-//! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text), and
-//! the authenticated caller from `X-Auth-Token`.
+//! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text). The
+//! authenticated caller is the token layer's (`token::Caller`).
 
-use std::sync::Arc;
-
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
+use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 
 use super::ApiError;
-use crate::node::Node;
-use crate::token::ValidToken;
 
 /// Bodies larger than this are refused before parsing.
 const MAX_BODY: usize = 1 << 20;
@@ -62,34 +57,6 @@ fn sanitize(e: &serde_json::Error) -> String {
             format!("invalid value{}", &text[i..])
         }
         _ => text,
-    }
-}
-
-/// The authenticated caller.
-pub struct Caller(pub Arc<ValidToken>);
-
-impl FromRequestParts<Arc<Node>> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, node: &Arc<Node>) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get("x-auth-token")
-            .and_then(|v| v.to_str().ok())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(ApiError::unauthenticated)?;
-        let vt = node.validate_token(token, false).await.map_err(|e| {
-            if e.status.as_u16() == 404 {
-                ApiError::unauthenticated()
-            } else {
-                e
-            }
-        })?;
-        if vt.payload.is_delegated() {
-            // Keystone: tokens minted from signed requests serve other services, not this API.
-            return Err(ApiError::forbidden("EC2 credential tokens cannot be used for authorization."));
-        }
-        Ok(Caller(vt))
     }
 }
 

@@ -14,7 +14,6 @@ use axum::Router;
 use tower::limit::GlobalConcurrencyLimitLayer;
 
 use super::ApiError;
-use crate::config::Config;
 
 /// The ops listener answers probes and scrapes: small, quick requests.
 const OPS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,11 +33,8 @@ pub struct ListenerLimits {
 
 impl ListenerLimits {
     /// The public API: `[api] request_timeout_s` and `[api] max_concurrent_requests`.
-    pub fn api(cfg: &Config) -> Self {
-        ListenerLimits {
-            timeout: Duration::from_secs(cfg.api_request_timeout_s),
-            max_concurrent: cfg.api_max_concurrent_requests,
-        }
+    pub fn api(request_timeout_s: u64, max_concurrent_requests: usize) -> Self {
+        ListenerLimits { timeout: Duration::from_secs(request_timeout_s), max_concurrent: max_concurrent_requests }
     }
 
     pub fn ops() -> Self {
@@ -47,8 +43,9 @@ impl ListenerLimits {
 
     /// The peer listener: `timeout` comes from the raft layer, which knows its longest
     /// legitimate request (snapshot chunks, forwarded writes, consistency checks).
-    pub fn peer(cfg: &Config, timeout: Duration) -> Self {
-        let max_concurrent = cfg.api_max_concurrent_requests.saturating_mul(PEER_FORWARDERS) + PEER_RAFT_HEADROOM;
+    /// `api_max_concurrent` is the public API's `[api] max_concurrent_requests`.
+    pub fn peer(api_max_concurrent: usize, timeout: Duration) -> Self {
+        let max_concurrent = api_max_concurrent.saturating_mul(PEER_FORWARDERS) + PEER_RAFT_HEADROOM;
         ListenerLimits { timeout, max_concurrent }
     }
 }

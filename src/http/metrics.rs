@@ -1,5 +1,5 @@
-//! Application metric families (HTTP, tokens, authentication). The raft crate registers the
-//! consensus and key series into the same registry.
+//! Application metric families (HTTP, tokens, authentication). The policy engine and the raft
+//! crate register their own series into the same registry.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -41,10 +41,6 @@ impl Metrics {
             m.auth_attempts.clone(),
         );
         registry.register("idnode_rate_limited", "Requests refused by a rate limit, by route", m.rate_limited.clone());
-        let policy = &crate::policy::global().metrics;
-        registry.register("idnode_policy_decisions", "Policy decisions by action and result", policy.decisions.clone());
-        registry.register("idnode_policy_evaluation_seconds", "Policy evaluation latency", policy.evaluation.clone());
-        registry.register("idnode_policy_reloads", "Policy set loads by result", policy.reloads.clone());
         m
     }
 }

@@ -1,8 +1,9 @@
-//! HTTP: router assembly, the caller's auth context, error rendering, discovery and the ops
-//! listener.
+//! The HTTP toolkit every feature builds its handlers with: error rendering, body extractors,
+//! field checks, pagination, limits, rate-limit buckets, the source address, listener guards,
+//! TLS and the OpenAPI building blocks. It imports no feature; the router that assembles the
+//! features is in `serve`.
 
 pub mod client_ip;
-pub mod discovery;
 pub mod docs;
 pub mod error;
 pub mod extract;
@@ -11,13 +12,9 @@ pub mod guard;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
-pub mod ops;
 pub mod pages;
 pub mod ratelimit;
-#[cfg(test)]
-mod route_parity;
-pub mod router;
 pub mod tls;
 
 pub use error::ApiError;
-pub use extract::{Caller, JsonBody};
+pub use extract::JsonBody;

@@ -4,23 +4,17 @@
 //! (`POST /v3/users/{id}/password`) and signed-request tokens (`POST /v3/sigtokens`,
 //! `/v3/ec2tokens`). Each class has its own buckets, so a client busy changing passwords
 //! still gets tokens. GCRA buckets from `governor`, keyed by source IP (IPv6 by /64, since a
-//! host usually owns a whole /64); the source is chosen by [`super::client_ip`].
+//! host usually owns a whole /64); the source is chosen by [`super::client_ip`]. The layer that
+//! applies them to the public API is the router's (`serve::router::limit`).
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
-use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::Method;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
-use super::client_ip::{self, Cidr};
-use super::metrics::labels;
-use super::ApiError;
-use crate::node::Node;
+use super::client_ip::Cidr;
 
 /// The request classes that are limited, each with its own buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +66,8 @@ impl Class {
         }
     }
 
-    fn message(self) -> &'static str {
+    /// The 429 message of Keystone's error body.
+    pub fn message(self) -> &'static str {
         match self {
             Class::TokenIssue => "Too many token requests; retry later.",
             Class::PasswordChange => "Too many password change requests; retry later.",
@@ -132,7 +127,7 @@ impl RateLimits {
         }
     }
 
-    fn class(&self, class: Class) -> Option<&SourceRateLimit> {
+    pub fn class(&self, class: Class) -> Option<&SourceRateLimit> {
         match class {
             Class::TokenIssue => self.token.as_ref(),
             Class::PasswordChange => self.password.as_ref(),
@@ -159,39 +154,10 @@ fn bucket(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Layer over the public API: requests of a limited class are counted against their source
-/// before any work is done; 429 with `Retry-After` beyond the limit.
-pub async fn limit(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
-    let limited = route.as_deref().and_then(|r| Class::of(req.method(), r));
-    let (Some(route), Some(class)) = (route, limited) else {
-        return next.run(req).await;
-    };
-    let Some(limit) = node.rate_limits.class(class) else {
-        return next.run(req).await;
-    };
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
-    let source = client_ip::source(peer, req.headers(), &node.rate_limits.trusted_proxies);
-    match limit.check(source) {
-        Ok(()) => next.run(req).await,
-        Err(retry_after) => {
-            node.metrics.rate_limited.get_or_create(&labels(&[("route", &route)])).inc();
-            if class == Class::OAuth2 {
-                return crate::oauth2::error::OAuthError::rate_limited(retry_after).into_response();
-            }
-            let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, class.message());
-            err.retry_after = Some(retry_after);
-            err.into_response()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::http::StatusCode;
+
     use super::*;
 
     #[test]

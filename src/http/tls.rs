@@ -195,14 +195,15 @@ pub struct ServerTls {
 }
 
 impl ServerTls {
-    pub fn load(cfg: &crate::config::Config) -> anyhow::Result<Self> {
-        let api = match &cfg.tls {
-            Some(t) => Some(server_config(&t.cert, &t.key, None, "[idnode] tls_cert, tls_key")?),
+    /// `api`: certificate and key files; `peer`: certificate, key and the CA that signs members.
+    pub fn load(api: Option<(&Path, &Path)>, peer: Option<(&Path, &Path, &Path)>) -> anyhow::Result<Self> {
+        let api = match api {
+            Some((cert, key)) => Some(server_config(cert, key, None, "[idnode] tls_cert, tls_key")?),
             None => None,
         };
-        let peer = match &cfg.peer_tls {
-            Some(t) => {
-                Some(server_config(&t.cert, &t.key, Some(&t.ca), "[cluster] peer_tls_cert, peer_tls_key, peer_tls_ca")?)
+        let peer = match peer {
+            Some((cert, key, ca)) => {
+                Some(server_config(cert, key, Some(ca), "[cluster] peer_tls_cert, peer_tls_key, peer_tls_ca")?)
             }
             None => None,
         };

@@ -4,16 +4,16 @@
 
 use idnode_keys::{random_token, IndexKey, TokenKeyRing};
 
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::http::fields::new_id;
-use crate::node::Node;
 use crate::state::command::Bootstrap;
 use crate::state::model::*;
 use crate::state::{Applied, Command, Reader};
-use crate::token::now_micros;
 
 /// Returns true when this call bootstrapped the cluster.
-pub async fn run(node: &Node) -> ApiResult<bool> {
+pub async fn run(node: &Core) -> ApiResult<bool> {
     if node.engine.read().bootstrap_info()?.is_some() {
         return Ok(false);
     }

@@ -11,16 +11,17 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::users::user_json;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::{self, ns};
 use crate::state::model::{Group, User};
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
 
@@ -34,11 +35,11 @@ pub fn group_json(g: &Group, base: &str) -> Value {
     )
 }
 
-fn load(node: &Node, id: &str) -> ApiResult<Group> {
+fn load(node: &Core, id: &str) -> ApiResult<Group> {
     node.engine.read().group(id)?.ok_or_else(|| ApiError::not_found("group", id))
 }
 
-fn load_user(node: &Node, id: &str) -> ApiResult<User> {
+fn load_user(node: &Core, id: &str) -> ApiResult<User> {
     node.engine.read().user(id)?.ok_or_else(|| ApiError::not_found("user", id))
 }
 
@@ -50,7 +51,7 @@ fn membership_target(g: &Group, u: &User) -> Value {
     json!({"group": {"id": g.id, "domain_id": g.domain_id}, "user": {"id": u.id, "domain_id": u.domain_id}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Group(g) => Ok((status, Json(json!({"group": group_json(&g, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -74,7 +75,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -132,7 +133,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -167,7 +168,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let g = load(&node, &id)?;
     enforce("identity:get_group", &ctx, &target(&g))?;
     Ok(Json(json!({"group": group_json(&g, &node.cfg.public_base())})))
@@ -195,7 +196,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -237,7 +238,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
@@ -265,7 +266,7 @@ pub async fn delete(
     )
 )]
 pub async fn list_users(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -304,7 +305,7 @@ pub async fn list_users(
     )
 )]
 pub async fn add_user(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -335,7 +336,7 @@ pub async fn add_user(
     )
 )]
 pub async fn check_user(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -369,7 +370,7 @@ pub async fn check_user(
     )
 )]
 pub async fn remove_user(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -398,7 +399,7 @@ pub async fn remove_user(
     )
 )]
 pub async fn groups_of_user(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,

@@ -4,6 +4,7 @@ pub mod bootstrap;
 pub mod compliance;
 pub mod groups;
 pub mod hash_pool;
+pub mod lockout;
 pub mod password;
 pub mod schemas;
 pub mod users;

@@ -9,14 +9,15 @@ use serde_json::{json, Value};
 
 use super::compliance;
 use super::schemas as s;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::{Command, Reader};
-use crate::token::now_micros;
+use crate::token::Caller;
 
 /// Same bound as user create/update.
 const MAX_PASSWORD: usize = 4096;
@@ -56,7 +57,7 @@ fn required_password(o: &Obj, key: &str) -> ApiResult<String> {
     )
 )]
 pub async fn change(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,

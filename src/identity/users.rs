@@ -9,18 +9,20 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
 use crate::state::{cf, Applied, Command, Reader};
-use crate::token::{now_micros, render::iso_micros_naive};
+use crate::token::render::iso_micros_naive;
+use crate::token::Caller;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
@@ -86,7 +88,7 @@ fn federated(o: &Obj) -> ApiResult<Option<Vec<FederatedIdentity>>> {
     Ok(Some(out))
 }
 
-fn load(node: &Node, id: &str) -> ApiResult<User> {
+fn load(node: &Core, id: &str) -> ApiResult<User> {
     node.engine.read().user(id)?.ok_or_else(|| ApiError::not_found("user", id))
 }
 
@@ -94,7 +96,7 @@ fn target(u: &User) -> Value {
     json!({"user": {"id": u.id, "domain_id": u.domain_id}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::User(u) => Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -125,7 +127,7 @@ fn password(o: &Obj) -> ApiResult<Option<String>> {
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -192,7 +194,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -249,7 +251,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let u = load(&node, &id)?;
     enforce("identity:get_user", &ctx, &target(&u))?;
     Ok(Json(json!({"user": user_json(&u, &node.cfg.public_base())})))
@@ -277,7 +279,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -351,7 +353,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

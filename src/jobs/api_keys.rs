@@ -4,15 +4,15 @@
 //! secret-hash index entry, in bounded batches. Until then a revoked key stays visible (with
 //! `revoked_at` and `revoked_by`) for whoever audits it.
 
+use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::Node;
 use crate::state::api_keys::{ApiKeyApplied, ApiKeyCommand};
 use crate::state::{Applied, Command};
 
 const DAY: i64 = 86_400;
 const BATCH: u32 = 100;
 
-pub async fn reclaim_pass(node: &Node, now: i64) -> ApiResult<usize> {
+pub async fn reclaim_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let revoked_before = now - node.cfg.scim.api_key_tombstone_retention_days * DAY;
     let mut total = 0;
     loop {

@@ -3,8 +3,8 @@
 //! command (every voter runs a binary that applies it); a pass after that finds it done and
 //! proposes nothing.
 
+use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::Node;
 use crate::state::derived_ids::{progress, MAX_BATCH};
 use crate::state::Command;
 
@@ -12,7 +12,7 @@ use crate::state::Command;
 const NEEDS_VERSION: u32 = 4;
 
 /// Proposes migration batches until the migration is done; returns how many it proposed.
-pub async fn migrate_pass(node: &Node) -> ApiResult<usize> {
+pub async fn migrate_pass(node: &Core) -> ApiResult<usize> {
     let mut batches = 0;
     loop {
         if progress(&node.engine.read())?.done {

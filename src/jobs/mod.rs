@@ -16,7 +16,7 @@ pub mod shadow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::node::Node;
+use crate::context::Core;
 
 /// First pass after start: late enough for the node to have joined (and the cluster to be
 /// bootstrapped), early enough that frequent restarts do not starve a daily or weekly job.
@@ -27,7 +27,7 @@ const FIRST_PASS_AFTER: Duration = Duration::from_secs(300);
 const DERIVED_IDS_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts the jobs; the handles are aborted at shutdown.
-pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn(node: &Arc<Core>) -> Vec<tokio::task::JoinHandle<()>> {
     let s = &node.cfg.shadow_registry;
     vec![
         tokio::spawn(every(node.clone(), Duration::from_secs(s.deactivation_check_interval_s), Job::Deactivate)),
@@ -35,8 +35,6 @@ pub fn spawn(node: &Arc<Node>) -> Vec<tokio::task::JoinHandle<()>> {
         tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ScimJanitor)),
         tokio::spawn(every(node.clone(), Duration::from_secs(node.cfg.scim.janitor_interval_s), Job::ApiKeyReclaim)),
         tokio::spawn(every(node.clone(), DERIVED_IDS_EVERY, Job::DerivedUserIds)),
-        // Every node reports its own API key uses (not leader-gated: the uses are its own).
-        tokio::spawn(crate::api_keys::auth::report_every(node.clone())),
     ]
 }
 
@@ -53,7 +51,7 @@ pub enum Job {
 
 /// One tick of `job` at `now` (unix seconds): `None` on a follower (it does nothing), else
 /// the leader's pass and how many records it changed.
-pub async fn tick(node: &Node, job: Job, now: i64) -> Option<crate::http::error::ApiResult<usize>> {
+pub async fn tick(node: &Core, job: Job, now: i64) -> Option<crate::http::error::ApiResult<usize>> {
     if !node.raft.is_leader() {
         return None;
     }
@@ -66,7 +64,7 @@ pub async fn tick(node: &Node, job: Job, now: i64) -> Option<crate::http::error:
     })
 }
 
-async fn every(node: Arc<Node>, interval: Duration, job: Job) {
+async fn every(node: Arc<Core>, interval: Duration, job: Job) {
     tokio::time::sleep(FIRST_PASS_AFTER.min(interval)).await;
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -7,15 +7,15 @@
 //! anything early.
 
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
+use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::Node;
 use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimResourceIndex};
 use crate::state::{cf, Applied, Command, Reader};
 
 const DAY: i64 = 86_400;
 
 /// Purges what is due at `now` (unix seconds); answers how many were purged.
-pub async fn janitor_pass(node: &Node, now: i64) -> ApiResult<usize> {
+pub async fn janitor_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let cutoff = now - node.cfg.scim.retention_days * DAY;
     let due: Vec<ScimResourceIndex> = {
         let view = node.engine.read();

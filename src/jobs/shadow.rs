@@ -10,9 +10,9 @@
 //! commit and emit loses those events; the deletion itself is not repeated.)
 
 use crate::audit::event::{virtual_user_archive_deleted, virtual_user_deactivated, ArchivedIdentity};
+use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::mapping::model::MappingRuleSet;
-use crate::node::Node;
 use crate::state::mapping::{keys as mapping_keys, MappingRecord};
 use crate::state::shadow::{ShadowApplied, ShadowCommand, VirtualUserMetadata};
 use crate::state::{cf, Applied, Command, Reader};
@@ -24,7 +24,7 @@ const DAY: i64 = 86_400;
 
 /// Disables every enabled virtual user last authenticated more than the inactivity period
 /// before `now`; answers how many. Stops early when this node stops leading.
-pub async fn deactivate_pass(node: &Node, now: i64) -> ApiResult<usize> {
+pub async fn deactivate_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let before = now - node.cfg.shadow_registry.inactivity_days * DAY;
     let mut total = 0;
     loop {
@@ -45,7 +45,7 @@ pub async fn deactivate_pass(node: &Node, now: i64) -> ApiResult<usize> {
 
 /// Deletes every virtual user disabled more than the retention before `now`, emitting one
 /// audit event per deleted record; answers how many.
-pub async fn archive_cleanup_pass(node: &Node, now: i64) -> ApiResult<usize> {
+pub async fn archive_cleanup_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let before = now - node.cfg.shadow_registry.archive_retention_days * DAY;
     let mut total = 0;
     loop {
@@ -64,7 +64,7 @@ pub async fn archive_cleanup_pass(node: &Node, now: i64) -> ApiResult<usize> {
     }
 }
 
-fn emit_deleted(node: &Node, r: &VirtualUserMetadata) {
+fn emit_deleted(node: &Core, r: &VirtualUserMetadata) {
     let disabled_at = r.disabled_at.map(rfc3339);
     let last = rfc3339(r.last_authenticated_at);
     let provider_id = provider_of(node, &r.mapping_id).unwrap_or_default();
@@ -82,7 +82,7 @@ fn emit_deleted(node: &Node, r: &VirtualUserMetadata) {
 
 /// The provider of the record's mapping, while the mapping exists (the record keeps only
 /// the mapping id; a deleted mapping leaves the provider unknown, reported as empty).
-fn provider_of(node: &Node, mapping_id: &str) -> Option<String> {
+fn provider_of(node: &Core, mapping_id: &str) -> Option<String> {
     let record: MappingRecord =
         Reader::get(&node.engine.read(), cf::MAPPINGS, &mapping_keys::ruleset(mapping_id)).ok()??;
     MappingRuleSet::from_stored(&record.ruleset).ok().map(|rs| rs.provider_id)

@@ -256,7 +256,7 @@ pub async fn start(
         scope: body.scope.as_ref().map(|s| s.to_string()),
         nonce: idnode_keys::random_token(16),
         verifier,
-        exp: crate::oauth2::now() + FLOW_LIFETIME_S,
+        exp: crate::clock::now_secs() + FLOW_LIFETIME_S,
         browser: browser_hash(&browser),
     };
     let ring = node.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet."))?;
@@ -347,7 +347,7 @@ pub async fn callback(
 ) -> ApiResult<Response> {
     let ring = node.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet."))?;
     let pending: Pending = sealed::open(&ring, &PURPOSE, &body.state)
-        .filter(|p: &Pending| crate::oauth2::now() < p.exp)
+        .filter(|p: &Pending| crate::clock::now_secs() < p.exp)
         .ok_or_else(|| ApiError::unauthorized("The login state is not valid or has expired; start again."))?;
     if !same_browser(&node, &headers, &pending) {
         return Err(ApiError::bad_request(
@@ -361,7 +361,7 @@ pub async fn callback(
     let idp = oidc(&provider)?;
     let d = node.mapped.discovery.get(&node.mapped.outbound, &idp.issuer).await?;
     let id_token = redeem(&node.mapped.outbound, idp, &d, &pending, &body.code).await?;
-    let claims = verify_oidc_jwt(idp, &id_token, crate::oauth2::now(), &node.mapped.jwks).await.map_err(refused)?;
+    let claims = verify_oidc_jwt(idp, &id_token, crate::clock::now_secs(), &node.mapped.jwks).await.map_err(refused)?;
     let nonce_ok = claims
         .get("nonce")
         .and_then(serde_json::Value::as_str)

@@ -64,7 +64,7 @@ async fn a_ruleset_change_fails_old_tokens_everywhere_and_jobs_run_once_per_clus
     c.wait_converged().await;
 
     // One login per node, each validated on every node.
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let mut tokens = Vec::new();
     for i in 0..3 {
         let jwt = key.sign(&json!({"iss": ISSUER, "aud": "idnode", "sub": format!("host-{i}"), "fleet": "yes",
@@ -111,7 +111,7 @@ async fn a_ruleset_change_fails_old_tokens_everywhere_and_jobs_run_once_per_clus
     }
 
     // The lifecycle jobs: every node ticks, only the leader acts, each record once.
-    let later = crate::oauth2::now() + 91 * DAY;
+    let later = crate::clock::now_secs() + 91 * DAY;
     let mut acted = Vec::new();
     for i in 0..3 {
         if let Some(outcome) = tick(c.node(i), Job::Deactivate, later).await {

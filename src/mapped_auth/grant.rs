@@ -19,14 +19,13 @@ use std::collections::BTreeSet;
 use crate::assignment::listing::{self, Filter};
 use crate::mapping::model::{Authorization, MappingRule};
 use crate::mapping::MappingError;
-use crate::node::Node;
 use crate::state::model::{Target, User};
 use crate::state::shadow::{keys, VirtualUserMetadata};
 use crate::state::{cf, Reader};
-use crate::token::MappedGrant;
+use crate::token::{MappedGrant, Tokens};
 
 /// The live rule a token was minted from, or why the token no longer stands.
-pub fn live_rule(node: &Node, m: &MappedGrant) -> idnode_storage::Result<Result<MappingRule, MappingError>> {
+pub fn live_rule(node: &Tokens, m: &MappedGrant) -> idnode_storage::Result<Result<MappingRule, MappingError>> {
     let Some(live) = super::rulesets::one(node, &m.mapping_id)? else {
         return Ok(Err(MappingError::new(404, "mapping_not_found", "The token's mapping ruleset no longer exists.")));
     };

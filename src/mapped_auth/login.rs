@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::rulesets::{self, Live};
 use crate::audit::event::regex_match_timeout;
 use crate::auth::tokens::token_response;
+use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
 use crate::mapping::engine::{self, Claims, Matched};
@@ -18,7 +19,7 @@ use crate::mapping::model::{IdentityMode, MappingRuleSet};
 use crate::node::Node;
 use crate::state::providers::{Provider, ProviderConfig};
 use crate::state::Reader;
-use crate::token::{now_micros, Delegation, MappedGrant, Method, TokenPayload};
+use crate::token::{Delegation, MappedGrant, Method, TokenPayload};
 
 /// The domain `${enclosing_domain_id}` names when neither the ruleset nor the provider has one.
 const DEFAULT_DOMAIN: &str = "default";

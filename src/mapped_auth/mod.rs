@@ -37,10 +37,9 @@ use utoipa_axum::routes;
 
 use crate::config::{FederationSettings, ShadowRegistrySettings};
 use crate::mapping::regex_cache::RegexCache;
-use crate::node::Node;
+use crate::node::AppState;
 use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
 use crate::providers::outbound::Outbound;
-use crate::token::AppliedCache;
 
 /// The node's state for mapped logins.
 pub struct MappedAuth {
@@ -49,8 +48,6 @@ pub struct MappedAuth {
     pub jwks: JwksCache,
     pub regexes: RegexCache,
     pub regex_deadline: Duration,
-    /// Every stored ruleset, parsed, for the applied state it was read at.
-    pub rulesets: AppliedCache<(), Arc<Vec<Arc<rulesets::Live>>>>,
     pub auth_limit: limits::PerProvider,
     pub creation_limit: limits::PerProvider,
     /// The OIDC discovery documents of the browser flow's providers.
@@ -68,7 +65,6 @@ impl MappedAuth {
             outbound,
             regexes: RegexCache::new(),
             regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
-            rulesets: AppliedCache::new(1),
             auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
             creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
             discovery: browser::DiscoveryCache::new(browser::MAX_DISCOVERY_DOCS),
@@ -83,7 +79,7 @@ impl MappedAuth {
     }
 }
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(oidc::jwt_login))
         .routes(routes!(browser::start))

@@ -71,7 +71,7 @@ pub fn subject(claims: &Claims) -> ApiResult<String> {
 /// The claims of an IdP's JWT: from the cache of verified tokens, else verified now (and
 /// remembered). The time checks run again on a cached token.
 pub async fn verified_claims(node: &Node, provider_id: &str, idp: &OidcProvider, jwt: &str) -> ApiResult<Claims> {
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     if let Some(claims) = node.mapped.verified.get(provider_id, idp, jwt) {
         check_times(&claims, now).map_err(refused)?;
         return Ok((*claims).clone());

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::login::External;
 use super::rulesets::Live;
+use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::engine::Matched;
 use crate::mapping::model::GroupStrategy;
@@ -20,7 +21,6 @@ use crate::state::shadow::{
     keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
 };
 use crate::state::{cf, Applied, Command, Reader};
-use crate::token::now_micros;
 
 /// Seconds between refreshes of an unchanged virtual user's `last_authenticated_at`.
 pub const REFRESH_S: i64 = 3600;

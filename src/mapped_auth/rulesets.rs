@@ -8,10 +8,10 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
 use crate::mapping::MappingError;
-use crate::node::Node;
 use crate::state::mapping::{keys, MappingRecord};
 use crate::state::providers::Provider;
 use crate::state::{cf, Reader};
+use crate::token::Tokens;
 
 /// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
 #[derive(Debug)]
@@ -34,21 +34,21 @@ pub fn revision(view: &impl Reader) -> idnode_storage::Result<u64> {
 
 /// Every stored ruleset, in `mapping_id` order, parsed once per revision of the rulesets
 /// (read from one view with them, so the two always agree).
-pub fn all(node: &Node) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
+pub fn all(node: &Tokens) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
     let view = node.engine.read();
     let rev = revision(&view)?;
-    if let Some(all) = node.mapped.rulesets.get(&(), rev) {
+    if let Some(all) = node.rulesets.get(&(), rev) {
         return Ok(all);
     }
     let records: Vec<MappingRecord> = view.scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
     let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
-    node.mapped.rulesets.insert((), all.clone(), rev);
+    node.rulesets.insert((), all.clone(), rev);
     Ok(all)
 }
 
 /// One ruleset as this node has applied it (token validation: parsing a ruleset per
 /// validation cost more than the rest of it).
-pub fn one(node: &Node, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
+pub fn one(node: &Tokens, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
     Ok(all(node)?.iter().find(|l| l.id == mapping_id).cloned())
 }
 
@@ -63,7 +63,7 @@ pub fn names(rs: &MappingRuleSet, p: &Provider) -> bool {
 /// The enabled rulesets whose source is `p`, in `mapping_id` order: a login tries them in
 /// turn and the first rule that matches in any of them wins. None at all is 404
 /// `mapping_not_found`.
-pub fn for_provider(node: &Node, p: &Provider) -> ApiResult<Vec<Arc<Live>>> {
+pub fn for_provider(node: &Tokens, p: &Provider) -> ApiResult<Vec<Arc<Live>>> {
     let found: Vec<Arc<Live>> = all(node)?.iter().filter(|l| names(&l.rs, p)).cloned().collect();
     if found.is_empty() {
         return Err(MappingError::new(404, "mapping_not_found", "No mapping ruleset names this provider.").into());

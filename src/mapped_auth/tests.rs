@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::clock::now_secs;
 use crate::providers::tests::verification::{serve_api, serve_jwks, TestKey};
 use crate::state::keys::ns;
 use crate::state::scim::{derived_user_id, DerivedBy};
@@ -22,10 +23,6 @@ const ISSUER: &str = "https://idp.example.test";
 pub(crate) const PRIVATE_NETWORKS: (&str, &str, &str) = ("federation", "allow_private_networks", "true");
 const CLIENT_ID: &str = "idnode-client";
 
-fn now() -> i64 {
-    crate::oauth2::now()
-}
-
 fn role(t: &TestNode, name: &str) -> String {
     t.node.engine.read().id_by_name(ns::ROLE_NAME, "", name).unwrap().unwrap()
 }
@@ -35,7 +32,7 @@ fn subject(r: &Reply) -> String {
 }
 
 fn claims(sub: &str, email: &str) -> Value {
-    let n = now();
+    let n = now_secs();
     json!({"iss": ISSUER, "aud": CLIENT_ID, "sub": sub, "email": email, "exp": n + 300, "iat": n, "nbf": n})
 }
 
@@ -142,7 +139,7 @@ async fn an_idp_jwt_signed_by_rsa_or_ec_logs_a_local_user_in_and_a_bad_one_is_40
     assert_eq!(f.t.node.app.state_version(), before, "an unchanged user is not written again");
 
     // Each refusal is 401.
-    let n = now();
+    let n = now_secs();
     let bad: Vec<(&str, String)> = vec![
         ("no rule matches", f.ec.sign(&claims("mallory", "mallory@elsewhere.example"))),
         ("wrong issuer", f.ec.sign(&json!({"iss": "https://other.example", "aud": CLIENT_ID, "sub": "a", "email": "a@corp.example", "exp": n + 300}))),
@@ -335,7 +332,8 @@ async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_cre
     let r = t.call(Method::POST, "/v4/k8s_auth/instances/nope/auth", None, Some(json!({"jwt": "sa-token"}))).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     // A disabled virtual user is refused at validation and re-enabled by its next login.
-    let cmd = crate::state::shadow::ShadowCommand::DisableInactive { before: now() + 10, at: now(), limit: 10 };
+    let cmd =
+        crate::state::shadow::ShadowCommand::DisableInactive { before: now_secs() + 10, at: now_secs(), limit: 10 };
     t.node.propose(crate::state::Command::Shadow(cmd)).await.unwrap();
     assert_eq!(t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await.status, StatusCode::NOT_FOUND);
     let r = t.call(Method::POST, &path, None, Some(json!({"jwt": "sa-token"}))).await;
@@ -364,7 +362,9 @@ async fn a_spiffe_svid_logs_in_offline_for_the_configured_audience_only() {
                                   "source": {"type": "spiffe", "trust_domain": "prod.example.test"}, "rules": [rule]}});
     assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
     let svid = |aud: &str| {
-        key.sign(&json!({"sub": "spiffe://prod.example.test/ns/payments/sa/api", "aud": [aud], "exp": now() + 300}))
+        key.sign(
+            &json!({"sub": "spiffe://prod.example.test/ns/payments/sa/api", "aud": [aud], "exp": now_secs() + 300}),
+        )
     };
     let path = format!("/v4/spiffe/trust_domains/{td}/auth");
     let r = t
@@ -740,7 +740,7 @@ async fn a_provider_feeds_only_its_own_domains_rulesets() {
         assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
     }
     let svid = |key: &TestKey| {
-        key.sign(&json!({"sub": "spiffe://prod.example.test/x", "aud": ["idnode-test"], "exp": now() + 300}))
+        key.sign(&json!({"sub": "spiffe://prod.example.test/x", "aud": ["idnode-test"], "exp": now_secs() + 300}))
     };
     let before = t.node.app.state_version();
     let r = t
@@ -794,7 +794,7 @@ async fn a_local_login_finds_the_user_scim_provisioned_for_a_realm_of_its_provid
         id: "scim-sam".into(),
         fields: Box::new(fields),
         expect: Expect::Create,
-        at: now(),
+        at: now_secs(),
     };
     f.t.node.propose(crate::state::Command::Scim(cmd)).await.unwrap();
     let mut c = claims("sam", "sam@corp.example");

@@ -96,7 +96,7 @@ pub async fn spiffe_login(
     };
     super::rulesets::for_provider(&node, &provider)?;
     let audience = &node.cfg.shadow_registry.spiffe_audience;
-    let claims = verify_svid(td, token, audience, crate::oauth2::now()).map_err(refused)?;
+    let claims = verify_svid(td, token, audience, crate::clock::now_secs()).map_err(refused)?;
     let workload = subject(&claims)?;
     let ext = External { provider, claims, workload, rule_name: body.rule_name };
     login(&node, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await

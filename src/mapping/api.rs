@@ -23,14 +23,15 @@ use super::{checks, is_system, validate, MappingError};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::{errors as E, CollectionLinks};
 use crate::http::pages::page_by;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
+use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard, Persona};
 use crate::state::mapping::{keys, MappingApplied, MappingCommand, MappingRecord};
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 use crate::token::ValidToken;
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, delete)).routes(routes!(mutate_rules))
 }
 

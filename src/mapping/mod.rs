@@ -47,45 +47,6 @@ impl fmt::Display for MappingError {
 
 impl std::error::Error for MappingError {}
 
-/// Every `detail` key the mapping administration answers with: the spec's table (Errors
-/// item 7) plus `domain_id_immutable` (a PUT that would move a ruleset to another domain,
-/// which the spec refuses with 422 without naming a key) and `scim_realm_project_authorization`
-/// (a project authorization for a provider with an active SCIM realm, likewise 422 unnamed)
-/// and `user_mapping_unauthorized` (403: a rule or a login naming a user it may not become).
-pub const DETAIL_KEYS: &[&str] = &[
-    "system_token_shadowing",
-    "domain_claim_required",
-    "domain_override_fixed_mode",
-    "invalid_rule_name",
-    "duplicate_rule_name",
-    "regex_safety_violation",
-    "shadow_registry_conflict",
-    "group_not_found",
-    "mapping_rule_removed",
-    "mapping_disabled",
-    "mapping_not_found",
-    "system_mapping_immutable",
-    "role_grant_unauthorized",
-    "cross_domain_mapping",
-    "group_assignment_unauthorized",
-    "system_scope_requires_is_system",
-    "domain_mapping_unauthorized",
-    "domain_resolution_mode_requires_admin",
-    "allowed_domains_required",
-    "interpolated_value_too_long",
-    "ruleset_version_mismatch",
-    "role_not_found",
-    "invalid_template",
-    "domain_id_immutable",
-    "scim_realm_project_authorization",
-    "user_mapping_unauthorized",
-];
-
-/// The static form of a detail key that crossed the raft log as a string (`None`: unknown).
-pub fn detail_key(key: &str) -> Option<&'static str> {
-    DETAIL_KEYS.iter().find(|k| **k == key).copied()
-}
-
 impl From<MappingError> for crate::http::ApiError {
     fn from(e: MappingError) -> Self {
         let status =

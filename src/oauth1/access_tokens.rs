@@ -13,14 +13,14 @@ use super::request_tokens::{refuse, refuse_delegated};
 use super::schemas as s;
 use super::tokens::{self, AccessToken};
 use crate::assignment::roles::role_json;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind};
 use crate::state::{Command, Reader};
+use crate::token::Caller;
 
 const MANAGE: &str = "manage OAuth access tokens";
 
@@ -28,14 +28,14 @@ fn not_found() -> ApiError {
     ApiError::not_found_msg("Access token not found")
 }
 
-fn load(node: &Node, id: &str) -> ApiResult<(Doc, AccessToken)> {
+fn load(node: &Core, id: &str) -> ApiResult<(Doc, AccessToken)> {
     let doc = tokens::find(&node.engine.read(), DocKind::OAuthAccessToken, id)?.ok_or_else(not_found)?;
     let token = tokens::body(&doc)?;
     Ok((doc, token))
 }
 
 /// A token of this user; another user's looks like none (as in Keystone, a 404).
-fn load_for(node: &Node, user_id: &str, id: &str) -> ApiResult<AccessToken> {
+fn load_for(node: &Core, user_id: &str, id: &str) -> ApiResult<AccessToken> {
     let (_, token) = load(node, id)?;
     if token.authorizing_user_id != user_id {
         return Err(not_found());
@@ -44,7 +44,7 @@ fn load_for(node: &Node, user_id: &str, id: &str) -> ApiResult<AccessToken> {
 }
 
 /// A delegated role as Keystone shows it: the role without `description`.
-fn role_ref(node: &Node, role_id: &str) -> ApiResult<Option<Value>> {
+fn role_ref(node: &Core, role_id: &str) -> ApiResult<Option<Value>> {
     let Some(role) = node.engine.read().role(role_id)? else { return Ok(None) };
     let mut v = role_json(&role, &node.cfg.public_base());
     if let Some(o) = v.as_object_mut() {
@@ -60,7 +60,7 @@ fn role_ref(node: &Node, role_id: &str) -> ApiResult<Option<Value>> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The access tokens the user authorized.", body = s::AccessTokenList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -84,7 +84,7 @@ pub async fn list(
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id.")),
     responses((status = 200, description = "The access token (without its secret).", body = s::AccessTokenEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -99,7 +99,7 @@ pub async fn get(
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id.")),
     responses((status = 204, description = "Revoked."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -119,7 +119,7 @@ pub async fn delete(
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The roles delegated to the token.", body = s::AccessTokenRoleList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn roles(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id)): Path<(String, String)>,
     Query(q): Query<HashMap<String, String>>,
@@ -140,7 +140,7 @@ pub async fn roles(
            ("role_id" = String, Path, description = "A role delegated to the token.")),
     responses((status = 200, description = "The role.", body = s::AccessTokenRoleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn role(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, id, role_id)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Value>> {

@@ -10,15 +10,16 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, new_id, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
+use crate::token::Caller;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::OAuthConsumer,
@@ -27,7 +28,7 @@ pub const API: DocApi = DocApi {
     path: |id| format!("/v3/OS-OAUTH1/consumers/{id}"),
 };
 
-fn load(node: &Node, id: &str) -> ApiResult<crate::state::model::Doc> {
+fn load(node: &Core, id: &str) -> ApiResult<crate::state::model::Doc> {
     node.engine.read().doc(API.kind, id)?.ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "Consumer not found"))
 }
 
@@ -47,7 +48,7 @@ fn fields(o: Obj) -> ApiResult<Obj> {
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The consumers (without secrets).", body = s::ConsumerList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -61,7 +62,7 @@ pub async fn list(
     responses((status = 201, description = "The consumer with its secret (shown only here).", body = s::ConsumerCreated),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -86,7 +87,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v3/OS-OAUTH1/consumers/{consumer_id}", operation_id = "consumers_get", tag = "oauth1",
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
     responses((status = 200, description = "The consumer.", body = s::ConsumerEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_consumer", &ctx, &json!({}))?;
     Ok(Json(API.one(&node, &load(&node, &id)?)))
 }
@@ -97,7 +98,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     responses((status = 200, description = "The updated consumer.", body = s::ConsumerEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -125,7 +126,7 @@ pub async fn update(
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

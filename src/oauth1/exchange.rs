@@ -13,13 +13,13 @@ use super::request_tokens::{expecting, refuse, request_token_not_found};
 use super::signature;
 use super::signed::SignedRequest;
 use super::tokens::{self, AccessToken, RequestToken};
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::state::model::{DocKind, Ref};
 use crate::state::{Command, Reader};
-use crate::token::now_micros;
 
 #[utoipa::path(post, path = "/v3/OS-OAUTH1/access_token", operation_id = "oauth1_access_token_create", tag = "oauth1",
     description = "Signed by the consumer with its secret and the request token's (OAuth 1.0a, HMAC-SHA1), with `oauth_token` and `oauth_verifier`; no X-Auth-Token needed. No body.",
@@ -28,7 +28,7 @@ use crate::token::now_micros;
     responses((status = 201, description = "`oauth_token=..&oauth_token_secret=..&oauth_expires_at=..`", body = String, content_type = "application/x-www-form-urlencoded"),
               E::BadRequest, E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> ApiResult<Response> {

@@ -15,18 +15,19 @@ use super::signature::{self, invalid};
 use super::signed::SignedRequest;
 use super::tokens::{self, RequestToken};
 use crate::assignment::effective::roles_of_user;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::federation::invalid as invalid_field;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::fields::{json_obj, new_id, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys::ns;
 use crate::state::model::{DocKind, Ref, Target};
 use crate::state::{Command, Reader};
-use crate::token::{now_micros, ValidToken};
+use crate::token::Caller;
+use crate::token::ValidToken;
 
 /// Keystone's ValidationError for a missing request attribute.
 pub fn expecting(attribute: &str) -> ApiError {
@@ -63,7 +64,7 @@ pub fn refuse_delegated(ctx: &ValidToken, what: &str) -> ApiResult<()> {
     responses((status = 201, description = "`oauth_token=..&oauth_token_secret=..&oauth_expires_at=..`", body = String, content_type = "application/x-www-form-urlencoded"),
               E::BadRequest, E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
@@ -110,7 +111,7 @@ pub async fn create(
 
 /// The role ids of an authorize body (`{"roles": [{"id": ..} | {"name": ..}]}`; none given is
 /// none authorized).
-fn requested_roles(node: &Node, body: &Value) -> ApiResult<Vec<String>> {
+fn requested_roles(node: &Core, body: &Value) -> ApiResult<Vec<String>> {
     let roles = match body {
         Value::Null => return Ok(Vec::new()),
         Value::Object(o) => match o.get("roles") {
@@ -155,7 +156,7 @@ fn requested_roles(node: &Node, body: &Value) -> ApiResult<Vec<String>> {
     responses((status = 200, description = "The verifier for the access-token exchange.", body = super::schemas::AuthorizeResponse),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn authorize(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     MaybeJson(body): MaybeJson,

@@ -5,7 +5,7 @@ use axum::extract::Query;
 use axum::http::{header, HeaderMap, Uri};
 
 use super::signature::{self, base_uri, OAuthParams};
-use crate::node::Node;
+use crate::context::Core;
 
 pub struct SignedRequest {
     /// The `Authorization: OAuth` parameters.
@@ -20,7 +20,7 @@ impl SignedRequest {
     /// Keystone rebuilds the URL from the request (the `Host` header and the path) with the
     /// configured scheme; behind a proxy that rewrites either, the public URL plus the path
     /// is the one the client signed, so both are accepted (both name this endpoint).
-    pub fn of(node: &Node, headers: &HeaderMap, uri: &Uri) -> SignedRequest {
+    pub fn of(node: &Core, headers: &HeaderMap, uri: &Uri) -> SignedRequest {
         let oauth = OAuthParams::parse(headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()));
         let mut params = oauth.0.clone();
         if let Ok(Query(q)) = Query::<Vec<(String, String)>>::try_from_uri(uri) {

@@ -22,7 +22,8 @@ use utoipa::ToSchema;
 use super::html::{self, Html, Page, PageError, PageResult, Val};
 use super::page_state::{self, AuthRequest, Flow, Login, PageState};
 use super::secrets::{keyed_hash, new_secret, CODE};
-use super::{client_auth, issuer, now, scopes};
+use super::{client_auth, issuer, scopes};
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
 use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Command};
@@ -244,7 +245,7 @@ pub(super) fn remembered_consent(
     client_id: &str,
     scopes: &[String],
 ) -> PageResult<Consent> {
-    let at = now();
+    let at = now_secs();
     let mut all: Vec<String> = node
         .engine
         .read()
@@ -473,7 +474,7 @@ pub(super) async fn signed_in_as(
     client: &Client,
     user: &User,
 ) -> PageResult {
-    let at = now();
+    let at = now_secs();
     let login = Login { user_id: user.id.clone(), auth_time: at };
     st.login = Some(login.clone());
     st.exp = at + page_state::LIFETIME_S;
@@ -556,7 +557,7 @@ async fn issue(node: &Node, domain_id: &str, req: &AuthRequest, login: &Login, c
             code_challenge: req.code_challenge.clone(),
             nonce: req.nonce.clone(),
             auth_time: login.auth_time,
-            expires_at: now() + CODE_LIFETIME_S,
+            expires_at: now_secs() + CODE_LIFETIME_S,
             redeemed: None,
         };
         let cmd = OAuth2Command::IssueCode { hash, code: record, consent: consent.clone() };

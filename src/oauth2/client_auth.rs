@@ -12,7 +12,7 @@ use base64::Engine;
 
 use super::error::{OAuthError, OAuthResult};
 use super::secrets::{keyed_hash, same_hash, CLIENT_SECRET};
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::cf;
 use crate::state::oauth2::{keys, Client};
 use crate::state::Reader;
@@ -55,7 +55,7 @@ pub fn presented(headers: &HeaderMap, form: &HashMap<String, String>) -> OAuthRe
 }
 
 /// A client of `domain_id` by id.
-pub fn load(node: &Node, domain_id: &str, client_id: &str) -> OAuthResult<Option<Client>> {
+pub fn load(node: &Core, domain_id: &str, client_id: &str) -> OAuthResult<Option<Client>> {
     if client_id.len() > 255 {
         return Ok(None);
     }
@@ -64,7 +64,7 @@ pub fn load(node: &Node, domain_id: &str, client_id: &str) -> OAuthResult<Option
 
 /// The authenticated, enabled client of `domain_id` the request presents.
 pub fn authenticate(
-    node: &Node,
+    node: &Core,
     domain_id: &str,
     headers: &HeaderMap,
     form: &HashMap<String, String>,

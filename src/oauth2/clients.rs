@@ -14,18 +14,20 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
+use super::client_auth;
 use super::schemas as s;
 use super::scopes::{self, GRANT_TYPES};
 use super::secrets::{keyed_hash, new_secret, CLIENT_SECRET};
-use super::{client_auth, now};
+use crate::clock::now_secs;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
+use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::oauth2::{keys, Client, OAuth2Applied, OAuth2Command};
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 use crate::token::ValidToken;
 
 /// Template variables a claims template may use.
@@ -365,7 +367,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     authorize("identity/oauth2_client/create", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
-    let at = now();
+    let at = now_secs();
     let fresh = Client {
         client_id: uuid::Uuid::new_v4().simple().to_string(),
         domain_id: domain_id.clone(),
@@ -427,7 +429,7 @@ pub async fn update(
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
     let before = load(&node, &domain_id, &client_id)?;
     let mut client = merge(before.clone(), b.oauth2_client, false)?;
-    client.updated_at = now();
+    client.updated_at = now_secs();
     let saved = replace(&node, before, client).await?;
     Ok(Json(json!({"oauth2_client": render(&node, &saved)})))
 }
@@ -463,7 +465,7 @@ pub async fn rotate_secret(
     let mut client = before.clone();
     client.secret_hash =
         Some(keyed_hash(&node, CLIENT_SECRET, &secret).map_err(|e| ApiError::internal(e.description))?);
-    client.updated_at = now();
+    client.updated_at = now_secs();
     replace(&node, before, client).await?;
     Ok(Json(json!({"client_secret": secret})))
 }

@@ -12,14 +12,14 @@ use axum::Json;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::now;
+use crate::clock::now_secs;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::oauth2::{keys, Client, Consent, OAuth2Command};
 use crate::state::{cf, Command, Reader};
+use crate::token::Caller;
 use crate::token::{Delegation, ValidToken};
 
 /// One remembered consent.
@@ -95,6 +95,6 @@ pub async fn delete(
     Path((user_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     authorize("identity/oauth2_consent/delete", &ctx, &user_id)?;
-    node.propose(Command::OAuth2(OAuth2Command::DeleteConsent { user_id, client_id, at: now() })).await?;
+    node.propose(Command::OAuth2(OAuth2Command::DeleteConsent { user_id, client_id, at: now_secs() })).await?;
     Ok(StatusCode::NO_CONTENT)
 }

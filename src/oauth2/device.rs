@@ -26,7 +26,8 @@ use super::form::OAuthForm;
 use super::html::{self, Page, PageError, PageResult, Val};
 use super::page_state::{self, Flow, Login};
 use super::secrets::{self, keyed_hash, new_secret};
-use super::{client_auth, issuer, now, scopes};
+use super::{client_auth, issuer, scopes};
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::oauth2::{keys, DeviceGrant, DeviceStatus, OAuth2Command};
 use crate::state::{cf, Command, Reader};
@@ -126,7 +127,7 @@ pub async fn device_authorization(
     let (device_code, user_code) = loop {
         let device_code = new_secret();
         let user_code = new_user_code();
-        let at = now();
+        let at = now_secs();
         let grant = DeviceGrant {
             domain_id: domain_id.clone(),
             client_id: client.client_id.clone(),
@@ -175,7 +176,7 @@ fn pending_grant(node: &Node, domain_id: &str, user_code: &str) -> PageResult<Op
         g.domain_id == domain_id
             && g.user_code == user_code
             && g.status == DeviceStatus::Pending
-            && now() < g.expires_at
+            && now_secs() < g.expires_at
     }))
 }
 
@@ -280,7 +281,7 @@ pub async fn device_login(
             ..Default::default()
         }));
     };
-    let at = now();
+    let at = now_secs();
     st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
     st.exp = at + page_state::LIFETIME_S;
     let sealed = page_state::seal(&node, &st)?;
@@ -321,7 +322,7 @@ pub async fn device_consent(
         user_code,
         approve: approve.then(|| (login.user_id.clone(), login.auth_time)),
         consent,
-        at: now(),
+        at: now_secs(),
     };
     node.propose(Command::OAuth2(cmd)).await?;
     Ok(if approve {

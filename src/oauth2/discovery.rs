@@ -13,10 +13,10 @@ use super::error::{OAuthError, OAuthResult};
 use super::{issuer, keys, revocations, scopes};
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;
-use crate::http::Caller;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::Reader;
+use crate::token::Caller;
 
 fn cached(body: Value, max_age: u32) -> Response {
     let mut resp = Json(body).into_response();

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::DomainKeys;
-use super::now;
 use super::scopes::PLATFORM;
 use super::tokens::PLATFORM_AUDIENCE;
-use crate::node::Node;
+use crate::clock::now_secs;
+use crate::context::Core;
 use crate::state::oauth2::Client;
 use crate::state::{cf, Reader};
 
@@ -40,7 +40,7 @@ fn within(aud: Option<&Value>, requested: &str) -> bool {
     }
 }
 
-pub fn exchange(node: &Node, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+pub fn exchange(node: &Core, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
     let subject_token = form.require("subject_token")?;
     if let Some(t) = form.get("subject_token_type") {
         if t != "urn:ietf:params:oauth:token-type:access_token" && t != "urn:ietf:params:oauth:token-type:jwt" {
@@ -87,7 +87,7 @@ pub fn exchange(node: &Node, keys: &DomainKeys, client: &Client, form: &OAuthFor
     // The exchanged token keeps the subject, scope, context, refresh family (`sid`) and the
     // issue time its user's token cut-off is compared with; it lives no longer than the
     // subject token.
-    let now = now();
+    let now = now_secs();
     let exp =
         claims.get("exp").and_then(Value::as_i64).unwrap_or(now).min(now + node.cfg.oauth2.access_token_lifetime_s);
     let mut actor = json!({"sub": client.client_id});

@@ -15,7 +15,9 @@ use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
 use super::secrets::{keyed_hash, same_hash, REFRESH};
-use super::{client_auth, now, tokens};
+use super::{client_auth, tokens};
+use crate::clock::now_secs;
+use crate::context::Core;
 use crate::http::metrics::labels;
 use crate::node::Node;
 use crate::state::oauth2::{keys as k, Client, RefreshFamily};
@@ -24,7 +26,7 @@ use crate::state::{cf, Reader};
 /// The claims of an access token of `domain_id` that is live now: signed by one of the
 /// domain's keys, unexpired, its id not revoked, its refresh family (if any) live, its user
 /// (if any) and client existing and enabled.
-pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token: &str) -> OAuthResult<Option<Value>> {
+pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token: &str) -> OAuthResult<Option<Value>> {
     let Some(claims) = keys.verify(token) else { return Ok(None) };
     if claims.get("token_use").and_then(Value::as_str) != Some("access") {
         return Ok(None);
@@ -49,7 +51,7 @@ pub fn live_access_claims(node: &Node, keys: &DomainKeys, domain_id: &str, token
             return Ok(None);
         }
     }
-    let at = now();
+    let at = now_secs();
     if let Some(sid) = claims.get("sid").and_then(Value::as_str) {
         if !Reader::get::<RefreshFamily>(&read, cf::OAUTH2, &k::family(sid))?.is_some_and(|f| f.live(at)) {
             return Ok(None);
@@ -80,7 +82,7 @@ pub fn live_refresh_family(node: &Node, domain_id: &str, token: &str) -> OAuthRe
     let user_ok = read
         .user(&f.user_id)?
         .is_some_and(|u| u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::family_issued_us(&f)));
-    Ok((f.domain_id == domain_id && user_ok && f.live(now()) && same_hash(&f.current, &hash)).then_some(f))
+    Ok((f.domain_id == domain_id && user_ok && f.live(now_secs()) && same_hash(&f.current, &hash)).then_some(f))
 }
 
 fn answer(v: Value) -> Response {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
-use super::now;
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::oauth2::{keys, OAuth2Applied, OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
 use crate::state::{cf, Applied, Command, Reader};
@@ -198,7 +198,7 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
     if let Some(k) = stored(node, domain_id)? {
         return Ok(k);
     }
-    let at = now();
+    let at = now_secs();
     let cmd = OAuth2Command::InstallKeys {
         domain_id: domain_id.to_string(),
         primary: new_key(SigningKeyState::Primary, at)?,
@@ -219,7 +219,7 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
 /// appeared would reject what it signs.
 pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
     let current = for_domain(node, domain_id).await?;
-    let at = now();
+    let at = now_secs();
     let Some(staged) = current.set.staged() else {
         return Err(crate::http::ApiError::internal("the key set has no staged key").into());
     };
@@ -253,7 +253,7 @@ mod tests {
     use super::*;
 
     fn key_set() -> SigningKeys {
-        let at = now();
+        let at = now_secs();
         SigningKeys {
             domain_id: "d".to_string(),
             epoch: 1,
@@ -266,7 +266,8 @@ mod tests {
         let set = key_set();
         let primary = set.primary().unwrap().clone();
         let keys = DomainKeys::build(set).unwrap();
-        let claims = json!({"iss": "https://x/v4/oauth2/d", "sub": "s", "iat": now(), "exp": now() + 60, "n": "é\"/"});
+        let claims =
+            json!({"iss": "https://x/v4/oauth2/d", "sub": "s", "iat": now_secs(), "exp": now_secs() + 60, "n": "é\"/"});
         let token = keys.sign(&claims).unwrap();
         // byte for byte what jsonwebtoken::encode makes (RFC 6979: deterministic)
         let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();

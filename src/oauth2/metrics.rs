@@ -48,7 +48,7 @@ impl OAuth2Metrics {
 pub fn count_live_families(node: &crate::node::Node) {
     use crate::state::oauth2::{keys, RefreshFamily};
     use crate::state::{cf, Reader};
-    let at = super::now();
+    let at = crate::clock::now_secs();
     match node.engine.read().scan::<RefreshFamily>(cf::OAUTH2, keys::FAMILY_PREFIX) {
         Ok(families) => {
             let live = families.iter().filter(|f| f.live(at)).count();

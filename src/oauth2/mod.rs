@@ -39,7 +39,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::http::error::ApiResult;
-use crate::node::Node;
+use crate::node::{AppState, Node};
 use crate::state::{Applied, Command};
 use crate::token::AppliedCache;
 
@@ -107,18 +107,13 @@ pub async fn propose_everywhere(node: &Node, cmd: crate::state::oauth2::OAuth2Co
     Ok(applied)
 }
 
-/// Unix seconds: the time unit of every OAuth2 record and JWT claim.
-pub fn now() -> i64 {
-    crate::token::now_micros() / 1_000_000
-}
-
 /// The issuer of a domain's authorization server, as this node's public URL names it.
 pub fn issuer(node: &Node, domain_id: &str) -> String {
     format!("{}/v4/oauth2/{domain_id}", node.cfg.public_base())
 }
 
 /// Every operation of the provider, for the router and the OpenAPI description.
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(discovery::openid_configuration))
         .routes(routes!(discovery::jwks))

@@ -102,7 +102,7 @@ pub fn seal(node: &Node, st: &PageState) -> Result<String, PageError> {
 /// Opens the state a form posted, for `domain_id`, and checks the post's CSRF cookie.
 pub fn open(node: &Node, domain_id: &str, sealed: Option<&str>, headers: &HeaderMap) -> Result<PageState, PageError> {
     let sealed = sealed.ok_or_else(|| PageError::bad_request("The form is incomplete; start again."))?;
-    let st = open_with(ring(node)?.as_ref(), sealed, super::now()).map_err(|e| match e {
+    let st = open_with(ring(node)?.as_ref(), sealed, crate::clock::now_secs()).map_err(|e| match e {
         OpenError::Expired => PageError::bad_request("This page has expired; start again from the application."),
         OpenError::Invalid => PageError::bad_request("The form is not valid; start again from the application."),
     })?;
@@ -119,7 +119,7 @@ pub fn open(node: &Node, domain_id: &str, sealed: Option<&str>, headers: &Header
 
 /// A new page state for `flow` (no login yet), expiring in [`LIFETIME_S`].
 pub fn fresh(domain_id: &str, csrf: String, flow: Flow) -> PageState {
-    PageState { domain_id: domain_id.to_string(), exp: super::now() + LIFETIME_S, csrf, flow, login: None }
+    PageState { domain_id: domain_id.to_string(), exp: crate::clock::now_secs() + LIFETIME_S, csrf, flow, login: None }
 }
 
 /// The CSRF cookie's name: `__Secure-` prefixed (and `Secure`) when the issuer is https.

@@ -8,7 +8,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 
-use super::now;
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::cf;
 use crate::state::oauth2::keys as k;
@@ -49,7 +49,7 @@ pub fn compute(node: &Node, domain_id: &str, at: i64) -> Result<RevokedList, idn
 /// The list as of the state this node has applied, from the cache when it holds it.
 pub fn current(node: &Node, domain_id: &str) -> Result<Arc<RevokedList>, idnode_storage::StorageError> {
     let version = node.app.state_version();
-    let at = now();
+    let at = now_secs();
     let key = domain_id.to_string();
     if let Some(list) = node.oauth2.revoked.get(&key, version).filter(|l| at < l.valid_until) {
         return Ok(list);

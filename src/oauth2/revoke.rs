@@ -14,7 +14,8 @@ use super::error::OAuthResult;
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
 use super::secrets::{keyed_hash, same_hash, REFRESH};
-use super::{client_auth, now, tokens};
+use super::{client_auth, tokens};
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::oauth2::{keys as k, Client, OAuth2Command, RefreshFamily};
 use crate::state::{cf, Command, Reader};
@@ -59,7 +60,7 @@ fn access_revocation(keys: &DomainKeys, client: &Client, token: &str) -> Option<
         jti: text("jti")?,
         exp: claims.get("exp").and_then(Value::as_i64)?,
         family_id: text("sid"),
-        at: now(),
+        at: now_secs(),
     })
 }
 
@@ -74,5 +75,5 @@ fn refresh_revocation(node: &Node, client: &Client, token: &str) -> OAuthResult<
     if f.client_id != client.client_id || f.domain_id != client.domain_id || !known {
         return Ok(None);
     }
-    Ok(Some(OAuth2Command::RevokeFamily { family_id: f.id, client_id: client.client_id.clone(), at: now() }))
+    Ok(Some(OAuth2Command::RevokeFamily { family_id: f.id, client_id: client.client_id.clone(), at: now_secs() }))
 }

@@ -3,8 +3,8 @@
 //! so every node computes the same hash and the state never holds the secret itself.
 
 use super::error::OAuthResult;
+use crate::context::Core;
 use crate::http::ApiError;
-use crate::node::Node;
 use crate::state::Reader;
 
 /// Purposes, so a value of one kind can never match a hash of another.
@@ -19,7 +19,7 @@ pub fn new_secret() -> String {
 }
 
 /// Hex of the keyed hash of `secret` for `purpose`.
-pub fn keyed_hash(node: &Node, purpose: &[u8], secret: &str) -> OAuthResult<String> {
+pub fn keyed_hash(node: &Core, purpose: &[u8], secret: &str) -> OAuthResult<String> {
     let hasher = node
         .engine
         .read()

@@ -20,7 +20,8 @@ use super::keys::{self, DomainKeys};
 use super::scopes;
 use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
-use super::{client_auth, issuer, now};
+use super::{client_auth, issuer};
+use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
 use crate::state::oauth2::{
@@ -156,7 +157,7 @@ fn new_family(
     if !client.allows_grant(scopes::REFRESH_TOKEN) {
         return Ok(None);
     }
-    let now_us = crate::token::now_micros();
+    let now_us = crate::clock::now_micros();
     let id = super::cutoff::new_family_id(now_us);
     let secret = new_secret();
     let at = now_us / 1_000_000;
@@ -242,7 +243,7 @@ async fn authorization_code(
     let cmd = OAuth2Command::RedeemCode {
         hash,
         client_id: client.client_id.clone(),
-        at: now(),
+        at: now_secs(),
         issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
@@ -279,7 +280,7 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         client_id: client.client_id.clone(),
         presented,
         next: keyed_hash(node, REFRESH, &next_secret)?,
-        at: now(),
+        at: now_secs(),
     };
     let family = match decide_everywhere(node, cmd).await? {
         OAuth2Applied::Family(f) => f,
@@ -309,7 +310,8 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
     let user = live_user(node, &client.domain_id, &family.user_id)?;
     // The refresh is applied here, and so is every password change or disable before it.
     if super::cutoff::cut_off(&user, super::cutoff::family_issued_us(&family)) {
-        let cmd = OAuth2Command::RevokeFamily { family_id: family.id, client_id: client.client_id.clone(), at: now() };
+        let cmd =
+            OAuth2Command::RevokeFamily { family_id: family.id, client_id: client.client_id.clone(), at: now_secs() };
         decide_everywhere(node, cmd).await?;
         return Err(OAuthError::invalid_grant(
             "The user's password changed or the user was disabled; the refresh token is revoked.",
@@ -357,7 +359,7 @@ async fn device_code(
     let cmd = OAuth2Command::PollDevice {
         hash,
         client_id: client.client_id.clone(),
-        at: now(),
+        at: now_secs(),
         issued,
         family: family.as_ref().map(|(f, _)| f.clone()),
     };

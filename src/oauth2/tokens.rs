@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::error::OAuthResult;
 use super::keys::DomainKeys;
 use super::scopes::{self, PLATFORM};
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::model::User;
 use crate::state::oauth2::Client;
 
@@ -76,7 +76,7 @@ fn client_platform_context(client: &Client) -> Value {
 /// domain's primary key. `audience`: the narrowed platform audiences of a token exchange.
 #[allow(clippy::too_many_arguments)]
 pub fn mint(
-    node: &Node,
+    node: &Core,
     keys: &DomainKeys,
     issuer: &str,
     client: &Client,
@@ -86,7 +86,7 @@ pub fn mint(
     family_id: Option<&str>,
     audience: Option<&[String]>,
 ) -> OAuthResult<Minted> {
-    let now_us = crate::token::now_micros();
+    let now_us = crate::clock::now_micros();
     let now = now_us / 1_000_000;
     let exp = now + node.cfg.oauth2.access_token_lifetime_s;
     let jti = new_jti();
@@ -177,7 +177,7 @@ pub fn split_refresh(token: &str) -> Option<(&str, &str)> {
 }
 
 /// The token response (RFC 6749 §5.1).
-pub fn response(node: &Node, minted: &Minted, granted: &[String], refresh: Option<String>) -> Value {
+pub fn response(node: &Core, minted: &Minted, granted: &[String], refresh: Option<String>) -> Value {
     let mut out = json!({
         "access_token": minted.access_token,
         "token_type": "Bearer",

@@ -33,7 +33,7 @@ pub fn metrics_url(endpoint: &str) -> String {
 
 /// One export of the node's current metrics.
 pub async fn export(node: &Node, http: &reqwest::Client, url: &str, start: u64) -> anyhow::Result<()> {
-    let text = crate::http::ops::metrics_text(node)?;
+    let text = node.metrics_text()?;
     let body = encode::request(&text, node.cfg.node_id, start, unix_nanos());
     let resp = http.post(url).json(&body).send().await?;
     if !resp.status().is_success() {

@@ -18,13 +18,14 @@ use super::wire::{
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
+use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::model::User;
 use crate::state::passkeys::{PasskeyCommand, StoredPasskey};
 use crate::state::{Command, Reader};
 use crate::token::render::iso_seconds;
+use crate::token::Caller;
 use crate::token::{Delegation, ValidToken};
 
 const MAX_DESCRIPTION: usize = 255;

@@ -95,7 +95,7 @@ pub fn passkeys_of(node: &Node, user_id: &str) -> ApiResult<Vec<StoredPasskey>> 
 /// Replicates a started ceremony and waits until the reachable members have it.
 async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<()> {
     let challenge = URL_SAFE_NO_PAD.encode(challenge);
-    let cmd = Command::Passkeys(PasskeyCommand::Start { challenge, ceremony, at: crate::oauth2::now() });
+    let cmd = Command::Passkeys(PasskeyCommand::Start { challenge, ceremony, at: crate::clock::now_secs() });
     let (index, _) = node.propose_at(cmd).await?;
     node.wait_cluster_applied(index).await;
     Ok(())
@@ -105,7 +105,7 @@ async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<(
 fn pending(node: &Node, client_data_json: &[u8], purpose: Purpose) -> ApiResult<Option<(String, Ceremony)>> {
     let Some(challenge) = challenge_of(client_data_json) else { return Ok(None) };
     let ceremony: Option<Ceremony> = node.engine.read().get_t(cf::PASSKEYS, &keys::ceremony(&challenge))?;
-    Ok(ceremony.filter(|c| c.purpose == purpose && crate::oauth2::now() < c.expires_at).map(|c| (challenge, c)))
+    Ok(ceremony.filter(|c| c.purpose == purpose && crate::clock::now_secs() < c.expires_at).map(|c| (challenge, c)))
 }
 
 pub async fn register_start(
@@ -128,7 +128,7 @@ pub async fn register_start(
         state: json(&state)?,
         decoy: false,
         description,
-        expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
+        expires_at: crate::clock::now_secs() + node.passkeys.lifetime_s,
     };
     begin(node, &ccr.public_key.challenge, ceremony).await?;
     Ok(ccr)
@@ -165,10 +165,10 @@ pub async fn register_finish(
         counter: cred.counter,
         backup_eligible: cred.backup_eligible,
         backup_state: cred.backup_state,
-        created_at: crate::oauth2::now(),
+        created_at: crate::clock::now_secs(),
         last_used_at: None,
     };
-    let cmd = PasskeyCommand::Register { challenge, passkey: Box::new(stored), at: crate::oauth2::now() };
+    let cmd = PasskeyCommand::Register { challenge, passkey: Box::new(stored), at: crate::clock::now_secs() };
     match node.propose(Command::Passkeys(cmd)).await? {
         Applied::Passkeys(PasskeyApplied::Passkey(p)) => Ok(*p),
         _ => Err(ApiError::internal("unexpected outcome of a passkey registration")),
@@ -197,7 +197,7 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
         state: json(&state)?,
         decoy,
         description: None,
-        expires_at: crate::oauth2::now() + node.passkeys.lifetime_s,
+        expires_at: crate::clock::now_secs() + node.passkeys.lifetime_s,
     };
     begin(node, &rcr.public_key.challenge, ceremony).await?;
     Ok(rcr)
@@ -285,7 +285,7 @@ pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCr
         backup_state: result.backup_state(),
         credential: json(&passkey)?,
     };
-    let cmd = PasskeyCommand::Login { challenge, user_id: user_id.clone(), proof, at: crate::oauth2::now() };
+    let cmd = PasskeyCommand::Login { challenge, user_id: user_id.clone(), proof, at: crate::clock::now_secs() };
     match node.propose_outcome(Command::Passkeys(cmd)).await?.1 {
         Ok(_) => {
             node.metrics.auth_attempts.get_or_create(&labels(&[("method", "passkey"), ("result", "success")])).inc();

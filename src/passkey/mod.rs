@@ -12,16 +12,14 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use ceremony::RelyingParty;
 
-use crate::node::Node;
+use crate::node::AppState;
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(api::start))
         .routes(routes!(api::finish))

@@ -56,6 +56,15 @@ pub struct PolicyMetrics {
     pub reloads: Family<Labels, Counter>,
 }
 
+impl PolicyMetrics {
+    /// Registers the policy series into the node's registry.
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register("idnode_policy_decisions", "Policy decisions by action and result", self.decisions.clone());
+        registry.register("idnode_policy_evaluation_seconds", "Policy evaluation latency", self.evaluation.clone());
+        registry.register("idnode_policy_reloads", "Policy set loads by result", self.reloads.clone());
+    }
+}
+
 impl Default for PolicyMetrics {
     fn default() -> Self {
         PolicyMetrics {

@@ -19,13 +19,11 @@ pub mod verify;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::sync::Arc;
-
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::node::Node;
+use crate::node::AppState;
 
 /// Every operation of the three registries, for the router and the OpenAPI description.
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().merge(oidc::routes()).merge(k8s::routes()).merge(spiffe::routes())
 }

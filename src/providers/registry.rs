@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use axum::http::StatusCode;
 use serde_json::{json, Map, Value};
 
+use crate::clock::now_secs;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
 use crate::node::Node;
@@ -141,10 +142,6 @@ pub fn handle(v: String) -> ApiResult<String> {
     Ok(v)
 }
 
-fn now() -> i64 {
-    crate::oauth2::now()
-}
-
 fn action<R: Registry>(op: &str) -> String {
     format!("identity/{}/{op}", R::KIND.resource())
 }
@@ -224,7 +221,7 @@ pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) 
     let provider_id = handle(required("provider_id", head.provider_id)?)?;
     let config = R::merge(None, b)?;
     outbound_urls::<R>(node, None, &config)?;
-    let at = now();
+    let at = now_secs();
     let provider = Provider {
         id: uuid::Uuid::new_v4().simple().to_string(),
         domain_id,
@@ -263,7 +260,7 @@ pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b:
     let after = R::merge(Some(config::<R>(&p)?), b)?;
     outbound_urls::<R>(node, Some(&before), &after)?;
     p.config = R::wrap(after);
-    p.updated_at = now();
+    p.updated_at = now_secs();
     let saved = save(node, p, false).await?;
     one::<R>(node, &saved)
 }
@@ -293,7 +290,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::Internal))]
         pub async fn list(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
-            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
         ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
             $crate::providers::registry::list::<$R>(&node, &ctx, &q).map(axum::Json)
@@ -308,7 +305,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn create(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
-            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::token::Caller(ctx): $crate::token::Caller,
             $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
         ) -> $crate::http::error::ApiResult<(axum::http::StatusCode, axum::Json<serde_json::Value>)> {
             let (status, body) = $crate::providers::registry::create::<$R>(&node, &ctx, b.into_body()).await?;
@@ -322,7 +319,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal))]
         pub async fn get(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
-            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
         ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
             $crate::providers::registry::get::<$R>(&node, &ctx, &id).map(axum::Json)
@@ -338,7 +335,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn update(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
-            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
             $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
         ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
@@ -353,14 +350,14 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn delete(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
-            $crate::http::Caller(ctx): $crate::http::Caller,
+            $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
         ) -> $crate::http::error::ApiResult<axum::http::StatusCode> {
             $crate::providers::registry::delete::<$R>(&node, &ctx, &id).await
         }
 
         /// The kind's operations.
-        pub fn routes() -> utoipa_axum::router::OpenApiRouter<std::sync::Arc<$crate::node::Node>> {
+        pub fn routes() -> utoipa_axum::router::OpenApiRouter<$crate::node::AppState> {
             utoipa_axum::router::OpenApiRouter::new()
                 .routes(utoipa_axum::routes!(list, create))
                 .routes(utoipa_axum::routes!(get, update, delete))

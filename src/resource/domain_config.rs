@@ -12,15 +12,16 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{json_obj, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::Reader;
+use crate::token::Caller;
 
 const API: DocApi = DocApi {
     kind: DocKind::DomainConfig,
@@ -160,11 +161,11 @@ fn merge(base: &mut Obj, secrets: &mut Obj, new: Obj) {
     }
 }
 
-fn load_domain(node: &Node, id: &str) -> ApiResult<()> {
+fn load_domain(node: &Core, id: &str) -> ApiResult<()> {
     node.engine.read().domain(id)?.map(|_| ()).ok_or_else(|| ApiError::not_found("domain", id))
 }
 
-fn stored(node: &Node, domain_id: &str) -> ApiResult<Option<Doc>> {
+fn stored(node: &Core, domain_id: &str) -> ApiResult<Option<Doc>> {
     Ok(node.engine.read().doc(API.kind, domain_id)?)
 }
 
@@ -182,7 +183,7 @@ fn config_of(d: &Doc) -> Obj {
     }
 }
 
-async fn save(node: &Node, domain_id: &str, config: Obj, secrets: Obj, create: bool) -> ApiResult<Obj> {
+async fn save(node: &Core, domain_id: &str, config: Obj, secrets: Obj, create: bool) -> ApiResult<Obj> {
     let mut doc = API.record(domain_id, config);
     doc.private = Value::Object(secrets).to_string();
     let saved = API.save(node, doc, create, vec![Ref::Domain(domain_id.to_string())]).await?;
@@ -229,7 +230,7 @@ fn check_path(group: Option<&str>, option: Option<&str>) -> ApiResult<()> {
 }
 
 async fn show(
-    node: &Node,
+    node: &Core,
     ctx: &crate::token::ValidToken,
     domain_id: &str,
     group: Option<&str>,
@@ -248,7 +249,7 @@ async fn show(
 }
 
 async fn update_at(
-    node: &Node,
+    node: &Core,
     ctx: &crate::token::ValidToken,
     domain_id: &str,
     group: Option<&str>,
@@ -292,7 +293,7 @@ async fn update_at(
 }
 
 async fn delete_at(
-    node: &Node,
+    node: &Core,
     ctx: &crate::token::ValidToken,
     domain_id: &str,
     group: Option<&str>,
@@ -341,7 +342,7 @@ async fn delete_at(
               (status = 200, description = "The configuration, replaced.", body = s::DomainConfigEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn replace(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -362,7 +363,7 @@ pub async fn replace(
     params(("domain_id" = String, Path, description = "The domain's id.")),
     responses((status = 200, description = "The configuration (sensitive options left out).", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -374,7 +375,7 @@ pub async fn get(
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<Value>,
@@ -386,7 +387,7 @@ pub async fn update(
     params(("domain_id" = String, Path, description = "The domain's id.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
 ) -> ApiResult<StatusCode> {
@@ -397,7 +398,7 @@ pub async fn delete(
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap.")),
     responses((status = 200, description = "The group.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn group_get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -412,7 +413,7 @@ pub async fn group_get(
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn group_update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group)): Path<(String, String)>,
     JsonBody(b): JsonBody<Value>,
@@ -424,7 +425,7 @@ pub async fn group_update(
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn group_delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -435,7 +436,7 @@ pub async fn group_delete(
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
     responses((status = 200, description = "`{option: value}`.", body = Object), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn option_get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group, option)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -450,7 +451,7 @@ pub async fn option_get(
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The whole configuration after the change.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn option_update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group, option)): Path<(String, String, String)>,
     JsonBody(b): JsonBody<Value>,
@@ -462,7 +463,7 @@ pub async fn option_update(
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
     responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn option_delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group, option)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -471,7 +472,7 @@ pub async fn option_delete(
 
 /// Keystone lets any user read the password rules that apply to them.
 fn security_compliance(
-    node: &Node,
+    node: &Core,
     ctx: &crate::token::ValidToken,
     domain_id: &str,
     option: Option<&str>,
@@ -504,7 +505,7 @@ fn default_part(group: Option<&str>, option: Option<&str>) -> ApiResult<Json<Val
 
 #[utoipa::path(get, path = "/v3/domains/config/default", operation_id = "domain_config_default", tag = "domains",
     responses((status = 200, description = "The defaults a domain's configuration starts from.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn default_get(State(_node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn default_get(State(_node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_domain_config_default", &ctx, &json!({}))?;
     default_part(None, None)
 }
@@ -513,7 +514,7 @@ pub async fn default_get(State(_node): State<Arc<Node>>, Caller(ctx): Caller) ->
     params(("group" = String, Path, description = "identity or ldap.")),
     responses((status = 200, description = "A group's defaults.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn default_group(
-    State(_node): State<Arc<Node>>,
+    State(_node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(group): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -525,7 +526,7 @@ pub async fn default_group(
     params(("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
     responses((status = 200, description = "An option's default.", body = Object), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn default_option(
-    State(_node): State<Arc<Node>>,
+    State(_node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((group, option)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {

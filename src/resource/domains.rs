@@ -10,24 +10,25 @@ use serde_json::{json, Value};
 
 use super::domain_json;
 use super::schemas as s;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
 use crate::state::{cf, Applied, Command, Reader};
-use crate::token::now_micros;
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
 
-fn load(node: &Node, id: &str) -> ApiResult<Project> {
+fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Project(d) => Ok((status, Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -52,7 +53,7 @@ fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(Stat
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -97,7 +98,7 @@ pub async fn list(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -146,7 +147,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let d = load(&node, &id)?;
     enforce("identity:get_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
     Ok(Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))
@@ -174,7 +175,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -226,7 +227,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

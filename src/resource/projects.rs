@@ -10,22 +10,24 @@ use serde_json::{json, Value};
 
 use super::project_json;
 use super::schemas as s;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
 use crate::state::{cf, Applied, Command, Reader};
-use crate::token::{now_micros, ValidToken};
+use crate::token::Caller;
+use crate::token::ValidToken;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "description", "enabled", "is_domain", "parent_id", "tags", "options"];
 
-fn load(node: &Node, id: &str) -> ApiResult<Project> {
+fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.ok_or_else(|| ApiError::not_found("project", id))
 }
 
@@ -35,7 +37,7 @@ fn load(node: &Node, id: &str) -> ApiResult<Project> {
 /// policies would let a domain manager disable its own domain. `disabling`: the change
 /// disables or deletes it. `actions`: the (project, domain) policy names of the change.
 fn authorize_change(
-    node: &Node,
+    node: &Core,
     ctx: &ValidToken,
     p: &Project,
     (project_action, domain_action): (&str, &str),
@@ -53,7 +55,7 @@ fn authorize_change(
     guard::change_project(&view, ctx, &p.id)
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
+fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
     match applied {
         Applied::Project(p) => Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())})))),
         other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
@@ -90,7 +92,7 @@ fn effective_domain_filter(ctx: &ValidToken, asked: Option<&String>) -> Option<S
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -153,7 +155,7 @@ pub async fn list(
     )
 )]
 pub async fn list_for_user(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -203,7 +205,7 @@ pub async fn list_for_user(
     )
 )]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(body): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -264,7 +266,7 @@ pub async fn create(
         E::Internal,
     )
 )]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let p = load(&node, &id)?;
     enforce("identity:get_project", &ctx, &target(&p))?;
     Ok(Json(json!({"project": project_json(&p, &node.cfg.public_base())})))
@@ -292,7 +294,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     )
 )]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -348,7 +350,7 @@ pub async fn update(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

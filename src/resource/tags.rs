@@ -8,14 +8,15 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::opt_str_list;
 use crate::http::openapi::errors as E;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Project;
 use crate::state::{Applied, Command, Reader};
+use crate::token::Caller;
 
 /// Keystone's limits: at most 80 tags, each 1 to 255 characters without `/` or `,`.
 pub const MAX_TAGS: usize = 80;
@@ -39,7 +40,7 @@ pub fn checked_tags(tags: Vec<String>) -> ApiResult<Vec<String>> {
     Ok(out)
 }
 
-fn load(node: &Node, id: &str) -> ApiResult<Project> {
+fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
 }
 
@@ -47,7 +48,7 @@ fn target(p: &Project) -> Value {
     json!({"project": {"id": p.id, "domain_id": p.domain_id}})
 }
 
-async fn store(node: &Node, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<String>> {
+async fn store(node: &Core, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<String>> {
     p.tags = checked_tags(tags)?;
     match node.propose(Command::UpdateProject(p)).await? {
         Applied::Project(p) => Ok(p.tags),
@@ -70,7 +71,7 @@ async fn store(node: &Node, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<
     )
 )]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -96,7 +97,7 @@ pub async fn list(
     )
 )]
 pub async fn replace(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Value>,
@@ -123,7 +124,7 @@ pub async fn replace(
     )
 )]
 pub async fn clear(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
@@ -151,7 +152,7 @@ pub async fn clear(
     )
 )]
 pub async fn check(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, tag)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -182,7 +183,7 @@ pub async fn check(
     )
 )]
 pub async fn add(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, tag)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -212,7 +213,7 @@ pub async fn add(
     )
 )]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, tag)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

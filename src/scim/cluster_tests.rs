@@ -14,7 +14,7 @@ use crate::testkit::cluster::TestCluster;
 use crate::testkit::{send_with_headers, Reply};
 
 fn later() -> String {
-    crate::token::render::iso_seconds(crate::oauth2::now() + 86_400)
+    crate::token::render::iso_seconds(crate::clock::now_secs() + 86_400)
 }
 
 async fn created(c: &TestCluster, i: usize, token: &str, path: &str, kind: &str, fields: Value) -> Value {

@@ -17,13 +17,13 @@ use utoipa_axum::routes;
 use super::resource::MAX_COUNT;
 use super::schemas as S;
 use super::wire::{not_implemented, reply, ScimError, ScimResult, GROUP_URN, LIST_URN, USER_URN};
-use crate::node::Node;
+use crate::node::{AppState, Node};
 
 const SPC_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig";
 const RESOURCE_TYPE_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ResourceType";
 const SCHEMA_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:Schema";
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(service_provider_config))
         .routes(routes!(schemas))

@@ -23,7 +23,7 @@ pub struct World {
 }
 
 fn later() -> String {
-    crate::token::render::iso_seconds(crate::oauth2::now() + 86_400)
+    crate::token::render::iso_seconds(crate::clock::now_secs() + 86_400)
 }
 
 pub fn user(ext: &str, name: &str) -> Value {
@@ -696,7 +696,7 @@ async fn deprovisioned_users_lose_their_tokens_and_are_purged_on_demand_or_by_th
     let g = w.scim(Method::POST, "/Groups", Some(group("Old", &[&id]))).await.body["id"].as_str().unwrap().to_string();
     assert_eq!(w.scim(Method::DELETE, &format!("/Users/{id}"), None).await.status, StatusCode::NO_CONTENT);
     assert_eq!(w.scim(Method::DELETE, &format!("/Groups/{g}"), None).await.status, StatusCode::NO_CONTENT);
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let purged =
         crate::jobs::tick(&w.t.node, crate::jobs::Job::ScimJanitor, now + 364 * 86_400).await.unwrap().unwrap();
     assert_eq!(purged, 0);

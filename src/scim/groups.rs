@@ -24,7 +24,7 @@ use super::values::{require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, GROUP_URN};
 use super::{filter, schemas as S};
 use crate::http::client_ip::SourceIp;
-use crate::node::Node;
+use crate::node::{AppState, Node};
 use crate::state::keys::ns;
 use crate::state::model::Group;
 use crate::state::scim::{
@@ -32,7 +32,7 @@ use crate::state::scim::{
 };
 use crate::state::{cf, Reader};
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
 }
 

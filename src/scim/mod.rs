@@ -40,7 +40,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::api_keys::simulate::Matched;
 use crate::config::ScimSettings;
 use crate::mapped_auth::limits::PerProvider;
-use crate::node::Node;
+use crate::node::AppState;
 use crate::token::AppliedCache;
 
 /// The node's SCIM state.
@@ -63,7 +63,7 @@ impl Scim {
     }
 }
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     realms::routes().merge(users::routes()).merge(groups::routes()).merge(discovery::routes())
 }
 

@@ -20,16 +20,17 @@ use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite}
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
+use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
 use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimRealm};
 use crate::state::{cf, Applied, Command, Reader};
+use crate::token::Caller;
 use crate::token::ValidToken;
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, patch)).routes(routes!(purge))
 }
 
@@ -150,7 +151,7 @@ pub async fn create(
     let provider_id = handle(b.provider_id)?;
     let display_name = text("display_name", b.display_name, 255)?;
     resolve_idp(&node, &b.idp_id, &b.domain_id)?;
-    let now = crate::oauth2::now();
+    let now = crate::clock::now_secs();
     let realm = ScimRealm {
         domain_id: b.domain_id,
         provider_id,
@@ -236,7 +237,7 @@ pub async fn patch(
     if let Some(enabled) = b.enabled {
         realm.enabled = enabled;
     }
-    realm.updated_at = crate::oauth2::now();
+    realm.updated_at = crate::clock::now_secs();
     Ok(Json(RealmOne { scim_realm: view(&save(&node, realm, false).await?) }))
 }
 

@@ -14,6 +14,7 @@ use super::filter::{self, Attr, Filter, Op, Term};
 use super::wire::{if_match, reply, ScimError, ScimResult, LIST_URN};
 use super::{patch, write};
 use crate::audit::event::Action;
+use crate::clock::now_micros;
 use crate::node::Node;
 use crate::policy::guard;
 use crate::state::scim::{keys, Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
@@ -91,10 +92,6 @@ fn guarded<R: Resource>(view: &impl Reader, id: &str) -> ScimResult<()> {
         Kind::Group => guard::change_group_by_key(view, id)?,
     }
     Ok(())
-}
-
-fn now_micros() -> i64 {
-    chrono::Utc::now().timestamp_micros()
 }
 
 fn base(node: &Node) -> String {

@@ -22,13 +22,13 @@ use super::values::{boolean, require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, USER_URN};
 use super::{filter, schemas as S};
 use crate::http::client_ip::SourceIp;
-use crate::node::Node;
+use crate::node::{AppState, Node};
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, UserFields};
 use crate::state::Reader;
 
-pub fn routes() -> OpenApiRouter<Arc<Node>> {
+pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
 }
 

@@ -113,7 +113,7 @@ impl TestCluster {
     }
 
     async fn run(&mut self, i: usize, listener: TcpListener) {
-        let node = crate::node::open(self.config(i)).await.expect("open node");
+        let node = crate::serve::startup::open(self.config(i)).await.expect("open node");
         let peer_router = node.raft.peer_router();
         let (stop_peer, stopped) = oneshot::channel::<()>();
         let peer = tokio::spawn(async move {
@@ -125,7 +125,7 @@ impl TestCluster {
             }
         });
         node.raft.initialize(node.cfg.members()).await.expect("initialize raft");
-        let router = crate::http::router::api(node.clone());
+        let router = crate::serve::router::api(node.clone());
         self.seats[i].running = Some(Running { node, router, stop_peer, peer });
     }
 

@@ -54,7 +54,7 @@ impl TestNode {
             s.set(section, key, value);
         }
         let cfg = Config::from_settings(&s).expect("config");
-        let node = crate::node::open(cfg).await.expect("open node");
+        let node = crate::serve::startup::open(cfg).await.expect("open node");
         node.raft.initialize(node.cfg.members()).await.expect("initialize raft");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
@@ -67,7 +67,7 @@ impl TestNode {
                 Err(e) => panic!("bootstrap failed: {}", e.message),
             }
         }
-        let router = crate::http::router::api(node.clone());
+        let router = crate::serve::router::api(node.clone());
         let mut t = TestNode { node, router, admin: String::new(), _dir: dir };
         t.admin = t.token("admin", "secret", json!({"project": {"name": "admin", "domain": {"id": "default"}}})).await;
         t

@@ -3,6 +3,7 @@
 //! cached per node until the state changes (an applied entry or an installed snapshot).
 
 mod cache;
+mod caller;
 pub mod footprint;
 mod payload;
 pub mod render;
@@ -12,6 +13,7 @@ mod tests;
 mod validate;
 
 pub use cache::AppliedCache;
+pub use caller::Caller;
 pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope};
 pub use render::render_token;
-pub use validate::{now_micros, ValidToken};
+pub use validate::{Tokens, ValidToken};

@@ -2,11 +2,12 @@ use std::sync::Arc;
 
 use idnode_keys::TokenKeyRing;
 
-use super::{TokenPayload, TokenScope};
+use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::assignment::effective;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
-use crate::node::Node;
 use crate::state::keys::META_TOKEN_KEYS;
 use crate::state::model::{Project, Role, Target, User};
 use crate::state::{cf, Reader};
@@ -94,11 +95,44 @@ impl From<idnode_storage::StorageError> for TokenError {
 /// How long after issue a token may still be ahead of a node's applied state.
 const LAG_WINDOW_MICROS: i64 = 60_000_000;
 
-pub fn now_micros() -> i64 {
-    chrono::Utc::now().timestamp_micros()
+/// Byte budgets of the per-node token caches. A validated token carries its user, projects and
+/// roles (free-form attributes up to 64 KiB each), a body its catalog: counted in entries
+/// alone, 100,000 of them could hold gigabytes.
+const TOKEN_CACHE_BYTES: usize = 64 << 20;
+const TOKEN_BODIES_BYTES: usize = 128 << 20;
+
+/// The token layer's per-node state: the key ring and validation caches, over the core
+/// context (`tokens.engine` and `&tokens` as `&Core` reach it through `Deref`).
+pub struct Tokens {
+    pub core: Arc<Core>,
+    pub token_cache: AppliedCache<String, Arc<ValidToken>>,
+    pub ring_cache: AppliedCache<(), Arc<TokenKeyRing>>,
+    /// Serialized token objects per (token, nocatalog), for the validation they came from.
+    pub token_bodies: AppliedCache<(String, bool), (Arc<ValidToken>, axum::body::Bytes)>,
+    /// The parsed mapping rulesets, per revision: mapped tokens are checked against them and
+    /// mapped logins evaluate them (`mapped_auth::rulesets`).
+    pub rulesets: AppliedCache<(), Arc<Vec<Arc<crate::mapped_auth::rulesets::Live>>>>,
 }
 
-impl Node {
+impl std::ops::Deref for Tokens {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl Tokens {
+    pub fn new(core: Arc<Core>) -> Self {
+        Tokens {
+            core,
+            token_cache: AppliedCache::with_budget(100_000, TOKEN_CACHE_BYTES, footprint::valid_token),
+            ring_cache: AppliedCache::new(1),
+            token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body),
+            rulesets: AppliedCache::new(1),
+        }
+    }
+
     /// The token key ring as of the current applied state.
     pub fn token_ring(&self) -> Result<Arc<TokenKeyRing>, TokenError> {
         let applied = self.app.state_version();

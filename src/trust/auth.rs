@@ -6,11 +6,12 @@ use serde_json::Value;
 
 use super::Trust;
 use crate::auth::methods::Proven;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::model::DocKind;
 use crate::state::{Command, Reader};
-use crate::token::{now_micros, Delegation, TokenScope};
+use crate::token::{Delegation, TokenScope};
 
 /// What a trust makes of a token request.
 pub struct Granted {
@@ -21,7 +22,7 @@ pub struct Granted {
     pub expires_at: Option<i64>,
 }
 
-pub async fn grant(node: &Node, proven: &Proven, scope: &Value) -> ApiResult<Granted> {
+pub async fn grant(node: &Core, proven: &Proven, scope: &Value) -> ApiResult<Granted> {
     let id = scope.get("id").and_then(Value::as_str).ok_or_else(|| {
         ApiError::bad_request(
             "Expecting to find trust_id in trust. The server could not comply with the request since it is either \

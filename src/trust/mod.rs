@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::assignment::roles::role_json;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::model::{Doc, DocKind, Role};
 use crate::state::Reader;
 use crate::token::render::iso_micros;
@@ -47,10 +47,10 @@ impl Trust {
 }
 
 /// A usable trust, or Keystone's 404.
-pub fn load(node: &Node, id: &str) -> ApiResult<Trust> {
+pub fn load(node: &Core, id: &str) -> ApiResult<Trust> {
     let doc = node.engine.read().doc(DocKind::Trust, id)?;
     match doc.map(|d| Trust::of(&d)).transpose()? {
-        Some(t) if t.usable(crate::token::now_micros()) => Ok(t),
+        Some(t) if t.usable(crate::clock::now_micros()) => Ok(t),
         _ => Err(ApiError::not_found("trust", id)),
     }
 }
@@ -72,7 +72,7 @@ fn trust_time(micros: i64) -> String {
 }
 
 /// The trust as the API shows it; `with_roles` adds its roles (not in lists).
-pub fn render(node: &Node, t: &Trust, with_roles: bool) -> ApiResult<Value> {
+pub fn render(node: &Core, t: &Trust, with_roles: bool) -> ApiResult<Value> {
     let base = node.cfg.public_base();
     let mut v = json!({
         "id": t.id, "trustor_user_id": t.trustor_user_id, "trustee_user_id": t.trustee_user_id,

@@ -13,19 +13,21 @@ use super::schemas as s;
 use super::{load, render, roles, Trust};
 use crate::assignment::effective;
 use crate::assignment::roles::role_json;
+use crate::clock::now_micros;
+use crate::context::Core;
 use crate::federation::invalid;
 use crate::http::docs::{applied_doc, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, future_time, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::{Caller, JsonBody};
-use crate::node::Node;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::ns;
 use crate::state::model::{DocKind, Ref, Target};
 use crate::state::{Command, Reader};
-use crate::token::{now_micros, ValidToken};
+use crate::token::Caller;
+use crate::token::ValidToken;
 
 const API: DocApi = DocApi {
     kind: DocKind::Trust,
@@ -83,7 +85,7 @@ fn req_str(o: &Obj, key: &str) -> ApiResult<String> {
 }
 
 /// The role ids a create body names, by id or by name.
-fn named_roles(node: &Node, o: &Obj) -> ApiResult<Vec<String>> {
+fn named_roles(node: &Core, o: &Obj) -> ApiResult<Vec<String>> {
     let Some(list) = o.get("roles").filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
     let list = list.as_array().ok_or_else(|| invalid("roles", list, "must be an array"))?;
     let view = node.engine.read();
@@ -112,7 +114,7 @@ fn named_roles(node: &Node, o: &Obj) -> ApiResult<Vec<String>> {
     responses((status = 201, description = "The trust.", body = s::TrustEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -222,7 +224,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(json!({"trust": render(&node, &Trust::of(&saved)?, true)?}))))
 }
 
-async fn list_trusts(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Json<Value>> {
+async fn list_trusts(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Json<Value>> {
     let (action, target) = match (q.get("trustor_user_id"), q.get("trustee_user_id")) {
         (Some(tor), _) => ("identity:list_trusts_for_trustor", json!({"trust": {"trustor_user_id": tor}})),
         (None, Some(tee)) => ("identity:list_trusts_for_trustee", json!({"trust": {"trustee_user_id": tee}})),
@@ -249,7 +251,7 @@ async fn list_trusts(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>)
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -262,7 +264,7 @@ pub async fn list(
            ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user.")),
     responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list_slash(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -272,7 +274,7 @@ pub async fn list_slash(
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}", operation_id = "trusts_get", tag = "trusts",
     params(("trust_id" = String, Path, description = "The trust's id.")),
     responses((status = 200, description = "The trust.", body = s::TrustEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let t = load(&node, &id)?;
     enforce("identity:get_trust", &ctx, &parties(&t))?;
     refuse_delegated(&ctx)?;
@@ -283,7 +285,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     params(("trust_id" = String, Path, description = "The trust's id.")),
     responses((status = 200, description = "The delegated roles.", body = crate::assignment::schemas::RoleList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn roles_list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -300,7 +302,7 @@ pub async fn roles_list(
     params(("trust_id" = String, Path, description = "The trust's id."), ("role_id" = String, Path, description = "The role's id.")),
     responses((status = 200, description = "The role, delegated by the trust (HEAD: whether it is).", body = crate::assignment::schemas::RoleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn role_get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((id, role_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -318,7 +320,7 @@ pub async fn role_get(
     params(("trust_id" = String, Path, description = "The trust's id.")),
     responses((status = 204, description = "Deleted, with the trusts redelegated from it; their tokens stop validating."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

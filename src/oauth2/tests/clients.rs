@@ -237,8 +237,8 @@ async fn delete_is_204_then_404_and_its_refresh_tokens_stop_working() {
         scopes: vec!["openid".into()],
         code_challenge: None,
         nonce: None,
-        auth_time: crate::oauth2::now(),
-        expires_at: crate::oauth2::now() + 60,
+        auth_time: crate::clock::now_secs(),
+        expires_at: crate::clock::now_secs() + 60,
         redeemed: None,
     };
     let cmd = crate::state::oauth2::OAuth2Command::IssueCode { hash, code: record, consent: None };

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use super::errors::{form, CB, D, PW};
-use crate::oauth2::now;
+use crate::clock::now_secs;
 use crate::oauth2::secrets::{self, keyed_hash};
 use crate::state::oauth2::{AuthCode, OAuth2Command};
 use crate::state::Command;
@@ -63,8 +63,8 @@ async fn a_password_change_on_one_node_ends_tokens_issued_by_another_on_every_no
         scopes: vec!["openid".into()],
         code_challenge: None,
         nonce: None,
-        auth_time: now(),
-        expires_at: now() + 60,
+        auth_time: now_secs(),
+        expires_at: now_secs() + 60,
         redeemed: None,
     };
     let leader = c.wait_leader().await;

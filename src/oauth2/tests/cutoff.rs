@@ -6,8 +6,9 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::errors::{assert_error, client_in, form, send, user_in, Creds, CB, D};
+use crate::clock::now_secs;
 use crate::oauth2::secrets::{self, keyed_hash};
-use crate::oauth2::{now, tokens};
+use crate::oauth2::tokens;
 use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, OAuth2Command, RefreshFamily};
 use crate::state::Command;
@@ -37,8 +38,8 @@ pub(super) async fn user_tokens(t: &TestNode, c: &Creds, user_id: &str, scope: &
         scopes: scope.split(' ').map(str::to_string).collect(),
         code_challenge: None,
         nonce: None,
-        auth_time: now(),
-        expires_at: now() + 60,
+        auth_time: now_secs(),
+        expires_at: now_secs() + 60,
         redeemed: None,
     };
     t.node.propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None })).await.unwrap();

@@ -14,8 +14,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+use crate::clock::now_secs;
 use crate::oauth2::secrets::{self, keyed_hash};
-use crate::oauth2::{now, tokens};
+use crate::oauth2::tokens;
 use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, DeviceGrant, DeviceStatus, Issued, OAuth2Command, RefreshFamily};
 use crate::state::Command;
@@ -173,7 +174,7 @@ async fn issue_code_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, sco
         scopes: scope.split(' ').map(str::to_string).collect(),
         code_challenge: Some(CHALLENGE.to_string()),
         nonce: None,
-        auth_time: now(),
+        auth_time: now_secs(),
         expires_at,
         redeemed: None,
     };
@@ -182,7 +183,7 @@ async fn issue_code_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, sco
 }
 
 async fn issue_code(t: &TestNode, c: &Creds, user_id: &str, scope: &str) -> String {
-    issue_code_in(t, D, c, user_id, scope, now() + 60).await
+    issue_code_in(t, D, c, user_id, scope, now_secs() + 60).await
 }
 
 async fn redeem_in(t: &TestNode, domain: &str, c: &Creds, code: &str) -> Reply {
@@ -197,7 +198,7 @@ async fn redeem(t: &TestNode, c: &Creds, code: &str) -> Reply {
 
 /// The token response of a fresh code of `user_id` (`scope`) in `domain`.
 async fn tokens_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, scope: &str) -> Value {
-    let code = issue_code_in(t, domain, c, user_id, scope, now() + 60).await;
+    let code = issue_code_in(t, domain, c, user_id, scope, now_secs() + 60).await;
     let r = redeem_in(t, domain, c, &code).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     r.body
@@ -372,7 +373,7 @@ async fn expired_code_is_invalid_grant() {
     let t = TestNode::start().await;
     let alice = user_in(&t, D, "alice", json!({})).await;
     let c = client(&t, json!({})).await;
-    let code = issue_code_in(&t, D, &c, &alice, "openid", now() - 1).await;
+    let code = issue_code_in(&t, D, &c, &alice, "openid", now_secs() - 1).await;
     let r = redeem(&t, &c, &code).await;
     assert_error(&r, StatusCode::BAD_REQUEST, "invalid_grant");
     // Unknown codes too.
@@ -480,7 +481,7 @@ async fn refresh_past_the_absolute_lifetime_is_invalid_grant() {
     let c = client(&t, json!({})).await;
     // A redemption whose family ends now (as a 90-day-old one would).
     let code = issue_code(&t, &c, &alice, "openid").await;
-    let at = now();
+    let at = now_secs();
     let secret = secrets::new_secret();
     let family = RefreshFamily {
         id: "oldfamily".into(),
@@ -539,7 +540,7 @@ async fn disabled_domain_is_invalid_grant() {
     let c = client_in(&t, &dom, json!({})).await;
     let tokens = tokens_in(&t, &dom, &c, &bob, "openid").await;
     let rt = s(&tokens, "refresh_token");
-    let code = issue_code_in(&t, &dom, &c, &bob, "openid", now() + 60).await;
+    let code = issue_code_in(&t, &dom, &c, &bob, "openid", now_secs() + 60).await;
     let domain_path = format!("/v3/domains/{dom}");
     set_enabled(&t, "domain", &domain_path, false).await;
     assert_error(&refresh_in(&t, &dom, &c, &rt).await, StatusCode::BAD_REQUEST, "invalid_grant");
@@ -633,7 +634,8 @@ async fn device_denied_is_access_denied() {
     let t = TestNode::start().await;
     let c = device_client(&t).await;
     let (device_code, user_code) = device_start(&t, &c).await;
-    let cmd = OAuth2Command::DecideDevice { domain_id: D.into(), user_code, approve: None, consent: None, at: now() };
+    let cmd =
+        OAuth2Command::DecideDevice { domain_id: D.into(), user_code, approve: None, consent: None, at: now_secs() };
     t.node.propose(Command::OAuth2(cmd)).await.unwrap();
     assert_eq!(device_grant(&t, &device_code).status, DeviceStatus::Denied);
     assert_error(&device_poll(&t, &c, &device_code).await, StatusCode::BAD_REQUEST, "access_denied");

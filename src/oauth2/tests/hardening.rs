@@ -5,8 +5,9 @@ use axum::http::{Method, StatusCode};
 use serde_json::json;
 
 use super::errors::{assert_error, client_in, form, header, send, user_in, Creds, CB, D};
+use crate::clock::now_secs;
+use crate::oauth2::clients;
 use crate::oauth2::secrets::{self, keyed_hash};
-use crate::oauth2::{clients, now};
 use crate::state::oauth2::{keys, AuthCode, Client, OAuth2Command};
 use crate::state::{cf, Command, Reader};
 use crate::testkit::TestNode;
@@ -59,8 +60,8 @@ async fn issue_code(t: &TestNode, c: &Creds, user_id: &str) -> String {
         scopes: vec!["openid".into()],
         code_challenge: None,
         nonce: None,
-        auth_time: now(),
-        expires_at: now() + 60,
+        auth_time: now_secs(),
+        expires_at: now_secs() + 60,
         redeemed: None,
     };
     t.node.propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None })).await.unwrap();
@@ -139,7 +140,8 @@ async fn the_revocation_list_is_served_per_state_version() {
     let path = format!("/v4/oauth2/{D}/jwks/revocation");
     let get = || send(&t, Method::GET, &path, &[], None);
     let revoke = |jti: &str, exp: i64| {
-        let cmd = OAuth2Command::RevokeJti { domain_id: D.into(), jti: jti.into(), exp, family_id: None, at: now() };
+        let cmd =
+            OAuth2Command::RevokeJti { domain_id: D.into(), jti: jti.into(), exp, family_id: None, at: now_secs() };
         t.node.propose(Command::OAuth2(cmd))
     };
     let r = get().await;
@@ -147,8 +149,8 @@ async fn the_revocation_list_is_served_per_state_version() {
     assert_eq!(r.body, json!({"revoked_jtis": []}));
     assert_eq!(header(&r, "cache-control"), "public, max-age=60");
     assert_eq!(header(&r, "content-type"), "application/json");
-    revoke("a", now() + 600).await.unwrap();
-    revoke("gone", now() - 1).await.unwrap();
+    revoke("a", now_secs() + 600).await.unwrap();
+    revoke("gone", now_secs() - 1).await.unwrap();
     assert_eq!(get().await.body, json!({"revoked_jtis": ["a"]}), "an expired token is not listed");
     // Held per state version: a second request is answered from the cache.
     let version = t.node.app.state_version();
@@ -156,7 +158,7 @@ async fn the_revocation_list_is_served_per_state_version() {
     assert_eq!(cached.ids(), vec!["a".to_string()]);
     assert_eq!(get().await.body, json!({"revoked_jtis": ["a"]}));
     // A new revocation changes the state and the answer.
-    revoke("b", now() + 600).await.unwrap();
+    revoke("b", now_secs() + 600).await.unwrap();
     assert_eq!(get().await.body, json!({"revoked_jtis": ["a", "b"]}));
     // Another domain has its own list.
     let other = t.create("/v3/domains", "domain", json!({"name": "other"})).await;
@@ -183,7 +185,8 @@ async fn a_revoked_token_stays_inactive_after_a_prune_on_a_clock_ahead() {
     assert_eq!(call("revoke", &[("token", access.as_str())]).await.status, StatusCode::OK);
     assert_eq!(call("introspect", &[("token", access.as_str())]).await.body, json!({"active": false}));
     // A node whose clock is a day ahead proposes a command: its prune drops the revoked id.
-    let ahead = OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: c.id.clone(), at: now() + 86_400 };
+    let ahead =
+        OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: c.id.clone(), at: now_secs() + 86_400 };
     t.node.propose(Command::OAuth2(ahead)).await.unwrap();
     let listed = send(&t, Method::GET, &format!("/v4/oauth2/{D}/jwks/revocation"), &[], None).await;
     assert_eq!(listed.body, json!({"revoked_jtis": []}), "pruned");

@@ -209,7 +209,7 @@ async fn authorize_login_consent_redirects_with_a_code() {
     assert_eq!(stored.code_challenge.as_deref(), Some(CHALLENGE));
     assert_eq!(stored.nonce.as_deref(), Some("n-1"));
     assert_eq!(stored.redirect_uri, CB);
-    assert!(stored.expires_at - crate::oauth2::now() <= 60 && stored.redeemed.is_none());
+    assert!(stored.expires_at - crate::clock::now_secs() <= 60 && stored.redeemed.is_none());
     assert!(stored_consent(&t, &alice, &cid).is_none(), "not remembered unless asked");
 }
 

@@ -19,6 +19,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 
+use crate::clock::now_secs;
 use crate::providers::jwks::{JwksCache, DEFAULT_TTL, MAX_JWKS_BYTES};
 use crate::providers::outbound::Outbound;
 use crate::providers::token_review::{review, TOKEN_REVIEW_PATH};
@@ -85,10 +86,6 @@ impl TestKey {
         header.kid = kid.map(str::to_owned);
         jsonwebtoken::encode(&header, claims, &self.enc).unwrap()
     }
-}
-
-fn now() -> i64 {
-    crate::oauth2::now()
 }
 
 const ISSUER: &str = "https://idp.example.test";
@@ -167,7 +164,7 @@ async fn rsa_and_ec_tokens_verify_against_a_jwks_endpoint() {
     let (server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
     let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
     let idp = idp(addr);
-    let now = now();
+    let now = now_secs();
 
     let claims = verify_oidc_jwt(&idp, &rsa.sign(&idp_claims(now)), now, &cache).await.unwrap();
     assert_eq!(claims["sub"], "alice");
@@ -192,7 +189,7 @@ async fn key_rollover_refetches_on_a_new_kid_and_the_old_kid_then_fails() {
     let (server, addr) = serve_jwks(vec![old.jwk()]).await;
     let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO, Outbound::permissive());
     let idp = idp(addr);
-    let now = now();
+    let now = now_secs();
     verify_oidc_jwt(&idp, &old.sign(&idp_claims(now)), now, &cache).await.unwrap();
     assert_eq!(server.hits(), 1);
 
@@ -210,7 +207,7 @@ async fn a_flood_of_unknown_kids_does_not_hammer_the_idp() {
     let (server, addr) = serve_jwks(vec![key.jwk()]).await;
     let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
     let idp = idp(addr);
-    let now = now();
+    let now = now_secs();
     verify_oidc_jwt(&idp, &key.sign(&idp_claims(now)), now, &cache).await.unwrap();
     for i in 0..50 {
         let token = key.sign_as(Algorithm::ES256, Some(&format!("bogus-{i}")), &idp_claims(now));
@@ -230,7 +227,7 @@ async fn an_idp_that_is_down_is_asked_once_per_interval_and_logins_share_one_fet
     let (server, addr) = serve_jwks(vec![key.jwk()]).await;
     let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
     let idp = idp(addr);
-    let now = now();
+    let now = now_secs();
     let token = key.sign(&idp_claims(now));
 
     server.down.store(true, Ordering::SeqCst);
@@ -257,7 +254,7 @@ async fn bad_tokens_are_refused_with_what_failed() {
     let (_server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
     let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
     let idp = idp(addr);
-    let now = now();
+    let now = now_secs();
     let c = || idp_claims(now);
     let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
 
@@ -372,7 +369,7 @@ fn svids_verify_offline_against_the_bundle() {
     let (rsa, ec) = (TestKey::rsa(dir.path(), "rsa-td"), TestKey::ec(dir.path(), "ec-td"));
     let other = TestKey::ec(dir.path(), "ec-other");
     let td = TrustDomain { trust_domain: TD.into(), trust_bundle_pem: format!("{}{}", rsa.cert_pem, ec.cert_pem) };
-    let now = now();
+    let now = now_secs();
     let sub = format!("spiffe://{TD}/ns/apps/sa/web");
 
     // no kid needed: every bundle key is tried

@@ -91,16 +91,8 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
     (status, Json(json!({"status": if ready { "ready" } else { "not ready" }, "components": c}))).into_response()
 }
 
-/// The node's metrics as OpenMetrics text (served here, pushed over OTLP by `otlp`).
-pub fn metrics_text(node: &Node) -> Result<String, std::fmt::Error> {
-    crate::oauth2::metrics::count_live_families(node);
-    let mut out = String::new();
-    prometheus_client::encoding::text::encode(&mut out, &node.registry)?;
-    Ok(out)
-}
-
 async fn metrics(State(node): State<Arc<Node>>) -> Response {
-    match metrics_text(&node) {
+    match node.metrics_text() {
         Ok(out) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], out)
             .into_response(),
         Err(e) => crate::http::ApiError::internal(e).into_response(),

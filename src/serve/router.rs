@@ -1,20 +1,25 @@
 //! The public API router: every route the node serves, in one place.
 
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::metrics::labels;
+use super::discovery;
 use super::openapi::{self, ApiDoc, SpecJson};
-use super::{discovery, ApiError};
-use crate::node::Node;
+use crate::http::client_ip;
+use crate::http::metrics::labels;
+use crate::http::ratelimit::Class;
+use crate::http::ApiError;
+use crate::node::{AppState, Node};
 use crate::{
     appcred, assignment, auth, catalog, credential, federation, identity, oauth1, oauth2, providers, resource, trust,
 };
@@ -27,17 +32,17 @@ pub fn api(node: Arc<Node>) -> Router {
     router
         .merge(openapi::swagger_ui())
         .layer(Extension(SpecJson(Arc::new(json))))
-        .layer(middleware::from_fn_with_state(node.clone(), super::ratelimit::limit))
+        .layer(middleware::from_fn_with_state(node.clone(), limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(node.clone(), observe))
-        .with_state(node)
+        .with_state(AppState(node))
 }
 
 /// Every operation the public API serves, each registered from its handler's
 /// `#[utoipa::path]` annotation (path and methods included): the router and the OpenAPI
 /// description are two views of these declarations. Add routes here only through `routes!`.
-pub fn described() -> OpenApiRouter<Arc<Node>> {
+pub fn described() -> OpenApiRouter<AppState> {
     use assignment::{grants, implied, inherited, role_assignments, roles};
     use catalog::{endpoint_groups as epf, endpoints, policies, regions, services};
     use credential::{credentials, ec2, sigtokens};
@@ -153,7 +158,6 @@ pub fn described() -> OpenApiRouter<Arc<Node>> {
 /// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body
 /// elsewhere.
 fn fallback(uri: &axum::http::Uri, status: axum::http::StatusCode, message: &str) -> Response {
-    use axum::response::IntoResponse;
     if crate::scim::is_scim_path(uri.path()) {
         crate::scim::wire::ScimError::new(status, None, message).into_response()
     } else {
@@ -185,4 +189,35 @@ async fn observe(State(node): State<Arc<Node>>, req: Request, next: Next) -> Res
         .observe(start.elapsed().as_secs_f64());
     tracing::debug!(%method, %route, %status, elapsed_us = start.elapsed().as_micros() as u64, "request");
     resp
+}
+
+/// Layer over the public API: requests of a limited class are counted against their source
+/// before any work is done; 429 with `Retry-After` beyond the limit.
+pub async fn limit(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let limited = route.as_deref().and_then(|r| Class::of(req.method(), r));
+    let (Some(route), Some(class)) = (route, limited) else {
+        return next.run(req).await;
+    };
+    let Some(limit) = node.rate_limits.class(class) else {
+        return next.run(req).await;
+    };
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    let source = client_ip::source(peer, req.headers(), &node.rate_limits.trusted_proxies);
+    match limit.check(source) {
+        Ok(()) => next.run(req).await,
+        Err(retry_after) => {
+            node.metrics.rate_limited.get_or_create(&labels(&[("route", &route)])).inc();
+            if class == Class::OAuth2 {
+                return crate::oauth2::error::OAuthError::rate_limited(retry_after).into_response();
+            }
+            let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, class.message());
+            err.retry_after = Some(retry_after);
+            err.into_response()
+        }
+    }
 }

@@ -1,0 +1,10 @@
+//! Assembly, the top floor: startup, the public router and its OpenAPI document, version
+//! discovery and the ops listener. Nothing below imports this module.
+
+pub mod discovery;
+pub mod openapi;
+pub mod ops;
+#[cfg(test)]
+mod route_parity;
+pub mod router;
+pub mod startup;

@@ -1,0 +1,329 @@
+//! Startup wiring: key material, storage, raft, the per-node states, listeners, background
+//! tasks, bootstrap and shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::serve::ListenerExt;
+use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher};
+use idnode_raft::{RaftNode, RaftOptions};
+use idnode_storage::Engine;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::context::Core;
+use crate::http::guard::ListenerLimits;
+use crate::http::metrics::Metrics;
+use crate::http::tls::{Admit, ServerTls, TlsListener};
+use crate::identity::hash_pool::HashPool;
+use crate::node::Node;
+use crate::state::apply::IdentityApp;
+use crate::state::{Reader, STATE_CFS};
+use crate::token::{AppliedCache, Tokens};
+
+/// Opens the node's key ring (under its KEK) and its storage engine with every column family;
+/// returns the KEK too (kept to re-wrap the ring on rotations).
+pub(crate) fn open_engine(cfg: &Config) -> anyhow::Result<(Arc<Engine>, Kek)> {
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let (kek, source) = crate::kek::load(cfg)?;
+    if let KekSource::Generated(path) = &source {
+        tracing::warn!(
+            "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \
+             for production supply IDNODE_KEK or kek_file from a secret store and keep it apart from the data",
+            path.display()
+        );
+    }
+    let keys = Arc::new(DataKeys::open_or_create(&kek, &cfg.data_dir.join("keyring"))?);
+    let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
+    Ok((Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?), kek))
+}
+
+/// Opens keys, storage and raft for the configured data directory.
+pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
+    crate::backup_cli::refuse_unfinished_restore(&cfg.data_dir)?;
+    let (engine, kek) = open_engine(&cfg)?;
+    let app = IdentityApp::new(Vec::new());
+    let opts = RaftOptions {
+        node_id: cfg.node_id,
+        advertise_addr: cfg.advertise_peer(),
+        cluster_secret: cfg.cluster_secret.clone(),
+        heartbeat_ms: cfg.raft_heartbeat_ms,
+        election_timeout_min_ms: cfg.raft_election_min_ms,
+        election_timeout_max_ms: cfg.raft_election_max_ms,
+        snapshot_logs_since_last: cfg.raft_snapshot_logs,
+        max_in_snapshot_log_to_keep: cfg.raft_snapshot_catchup,
+        peer_tls: cfg.peer_tls.as_ref().map(|t| t.client()).transpose()?,
+        ..RaftOptions::default()
+    };
+    let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
+    // A directory that does not compile leaves the bundled defaults in force and fails /health.
+    let _ = crate::policy::global().configure(cfg.policy_directory.clone());
+    let rate_limits = crate::http::ratelimit::RateLimits::new(
+        cfg.auth_rate_limit_per_second,
+        cfg.auth_rate_limit_burst,
+        (cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst),
+        cfg.api_trusted_proxies.clone(),
+    );
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    crate::policy::global().metrics.register(&mut registry);
+    raft.register_metrics(&mut registry);
+    let node_keys = crate::rotation::dek::NodeKeys::new(
+        kek,
+        cfg.data_dir.join("keyring"),
+        engine.keys().clone(),
+        cfg.keys_reseal_rate,
+        &mut registry,
+    );
+    let oauth2 = crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst);
+    oauth2.metrics.register(&mut registry);
+    let audit = crate::audit::Audit::start(crate::audit::AuditConfig {
+        settings: cfg.audit.clone(),
+        node_id: cfg.node_id,
+        keys: engine.keys().clone(),
+        retry_max: crate::audit::RETRY_MAX,
+    })?;
+    audit.metrics().register(&mut registry);
+    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry, &cfg.federation)?;
+    let scim = crate::scim::Scim::new(&cfg.scim);
+    let passkeys = crate::passkey::RelyingParty::new(&cfg.passkey)?;
+    if let Some(why) = passkeys.disabled() {
+        tracing::warn!("passkeys are off: {why}");
+    }
+    let hasher = PasswordHasher::new(cfg.password)?;
+    let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let core = Arc::new(Core {
+        cfg,
+        engine,
+        raft,
+        app,
+        passwords: HashPool::start(hasher, threads, 256)?,
+        dummy_hash,
+        metrics,
+        registry,
+        audit,
+        node_keys,
+    });
+    Ok(Arc::new(Node {
+        tokens: Arc::new(Tokens::new(core)),
+        catalog_cache: AppliedCache::new(1),
+        signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
+        rate_limits,
+        oauth2,
+        mapped,
+        api_key_usage: crate::api_keys::auth::Usage::default(),
+        scim,
+        passkeys,
+    }))
+}
+
+async fn bind(addr: &str, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.with_context(|| format!("binding the {what} listener on {addr}"))
+}
+
+/// A bound listener, plain or behind TLS.
+enum Listening {
+    Plain(TcpListener),
+    Tls(TlsListener),
+}
+
+impl Listening {
+    /// `tcp` as is, or behind TLS with `config` (admitting only what `admit` accepts).
+    fn new(
+        tcp: TcpListener,
+        config: Option<&Arc<rustls::ServerConfig>>,
+        admit: Option<Admit>,
+        what: &'static str,
+    ) -> Self {
+        match config {
+            Some(c) => Listening::Tls(TlsListener::new(tcp, c.clone(), admit, what)),
+            None => Listening::Plain(tcp),
+        }
+    }
+}
+
+/// Serves `router` on `listener` within `limits` (request timeout, requests in flight).
+fn spawn_server(listener: Listening, router: axum::Router, limits: ListenerLimits, what: &'static str) {
+    let router = crate::http::guard::bounded(router, limits);
+    tokio::spawn(async move {
+        let svc = router.into_make_service_with_connect_info::<SocketAddr>();
+        let served = match listener {
+            Listening::Plain(l) => axum::serve(l, svc).await,
+            // axum gives the remote address as `ConnectInfo<SocketAddr>` for TCP listeners and
+            // for tapped ones; the tap does nothing (nodelay is set before the handshake).
+            Listening::Tls(l) => axum::serve(l.tap_io(|_| {}), svc).await,
+        };
+        if let Err(e) = served {
+            tracing::error!("{what} listener stopped: {e}");
+        }
+    });
+}
+
+/// Serves the raft and admin routes; with peer TLS, only to callers whose certificate names
+/// a current member.
+fn spawn_peer_server(node: &Node, tcp: TcpListener, tls: &ServerTls) {
+    let raft = node.raft.clone();
+    let admit = crate::http::tls::member_check(move || raft.member_hosts());
+    let listener = Listening::new(tcp, tls.peer.as_ref(), Some(admit), "peer");
+    let limits = ListenerLimits::peer(node.cfg.api_max_concurrent_requests, node.raft.peer_request_timeout());
+    spawn_server(listener, node.raft.peer_router(), limits, "peer");
+}
+
+/// `idnode serve`.
+pub async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let peer = bind(&cfg.peer_listen, "peer").await?;
+    let api = bind(&cfg.listen, "API").await?;
+    let ops = bind(&cfg.ops_listen, "ops").await?;
+    let tls = load_tls(&cfg)?;
+    let node = open(cfg).await?;
+    spawn_peer_server(&node, peer, &tls);
+    if node.cfg.form_cluster {
+        node.raft.initialize(node.cfg.members()).await?;
+    }
+    let api = Listening::new(api, tls.api.as_ref(), None, "API");
+    let api_limits = ListenerLimits::api(node.cfg.api_request_timeout_s, node.cfg.api_max_concurrent_requests);
+    spawn_server(api, super::router::api(node.clone()), api_limits, "API");
+    let ops = Listening::new(ops, tls.api.as_ref(), None, "ops");
+    spawn_server(ops, super::ops::router(node.clone()), ListenerLimits::ops(), "ops");
+    tracing::info!(
+        node_id = node.cfg.node_id,
+        api = %node.cfg.listen,
+        ops = %node.cfg.ops_listen,
+        peer = %node.cfg.peer_listen,
+        https = tls.api.is_some(),
+        peer_mtls = tls.peer.is_some(),
+        "idnode started in {:?}",
+        started.elapsed()
+    );
+    let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
+    let reloader = tokio::spawn(reload_policy_on_sighup());
+    let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
+    let mut jobs = crate::jobs::spawn(&node.core);
+    // Every node reports its own API key uses (not leader-gated: the uses are its own).
+    jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.clone())));
+    jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
+    jobs.extend(crate::otlp::spawn(&node));
+    let checker = match node.cfg.raft_consistency_check_interval_s {
+        0 => None,
+        s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),
+    };
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    bootstrapper.abort();
+    reloader.abort();
+    housekeeper.abort();
+    jobs.iter().for_each(|j| j.abort());
+    if let Some(c) = checker {
+        c.abort();
+    }
+    // Events still queued reach the sink or the spool before the process goes.
+    if !node.audit.flush(AUDIT_FLUSH_WAIT).await {
+        tracing::warn!("audit events still queued at shutdown may be lost (sink and spool did not keep up)");
+    }
+    node.raft.shutdown().await;
+    node.engine.flush()?;
+    Ok(())
+}
+
+/// How long shutdown waits for the audit queue to reach the sink or the spool.
+const AUDIT_FLUSH_WAIT: Duration = Duration::from_secs(5);
+
+/// `idnode bootstrap`: start the node, make sure the cluster is bootstrapped, stop.
+pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
+    let peer = bind(&cfg.peer_listen, "peer").await?;
+    let tls = load_tls(&cfg)?;
+    let node = open(cfg).await?;
+    spawn_peer_server(&node, peer, &tls);
+    node.raft.initialize(node.cfg.members()).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match crate::identity::bootstrap::run(&node).await {
+            Ok(_) => break,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!("bootstrap not yet possible: {}", e.message);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => anyhow::bail!("bootstrap failed: {}", e.message),
+        }
+    }
+    node.raft.shutdown().await;
+    node.engine.sync()?;
+    Ok(())
+}
+
+/// The leader bootstraps a new cluster once; every other case is a no-op.
+async fn bootstrap_when_leader(node: Arc<Node>) {
+    loop {
+        match node.engine.read().bootstrap_info() {
+            Ok(Some(_)) => return,
+            Ok(None) if node.raft.is_leader() => match crate::identity::bootstrap::run(&node).await {
+                Ok(_) => return,
+                Err(e) => tracing::warn!("bootstrap attempt failed: {}", e.message),
+            },
+            Ok(None) => {}
+            Err(e) => tracing::error!("reading bootstrap state: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// SIGHUP reloads the policy set (bundled files plus `[policy] directory`).
+async fn reload_policy_on_sighup() {
+    #[cfg(unix)]
+    {
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGHUP, policy reload disabled: {e}");
+                return;
+            }
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading the policy set");
+            // File reads and compilation are blocking work.
+            let _ = tokio::task::spawn_blocking(|| crate::policy::global().reload()).await;
+        }
+    }
+}
+
+/// Drops rate-limit buckets of sources that went quiet, once a minute.
+async fn forget_idle_rate_limits(node: Arc<Node>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        node.rate_limits.housekeep();
+        node.oauth2.housekeep();
+        node.mapped.housekeep();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// The listeners' TLS settings from `[idnode] tls_*` and `[cluster] peer_tls_*`.
+fn load_tls(cfg: &Config) -> anyhow::Result<ServerTls> {
+    let api = cfg.tls.as_ref().map(|t| (t.cert.as_path(), t.key.as_path()));
+    let peer = cfg.peer_tls.as_ref().map(|t| (t.cert.as_path(), t.key.as_path(), t.ca.as_path()));
+    ServerTls::load(api, peer)
+}
