@@ -20,7 +20,7 @@ use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::{Endpoint, Region};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
 const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
@@ -35,11 +35,8 @@ fn target(e: &Endpoint) -> Value {
     json!({"endpoint": {"id": e.id, "service_id": e.service_id, "region_id": e.region_id, "interface": e.interface}})
 }
 
-fn respond(node: &Node, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Endpoint(e) => Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Node, status: StatusCode, e: Endpoint) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())}))))
 }
 
 fn check_interface(i: &str) -> ApiResult<()> {
@@ -172,7 +169,7 @@ pub async fn create(
     };
     enforce("identity:create_endpoint", &ctx, &target(&e))?;
     ensure_legacy_region(&node, &o).await?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateEndpoint(e)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateEndpoint(e)).await?)
 }
 
 #[utoipa::path(
@@ -249,7 +246,7 @@ pub async fn update(
     }
     e.extra = extra(&o, KNOWN, &e.extra);
     ensure_legacy_region(&node, &o).await?;
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateEndpoint(e)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateEndpoint(e)).await?)
 }
 
 #[utoipa::path(

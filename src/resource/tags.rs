@@ -15,7 +15,7 @@ use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::Project;
-use crate::state::{Applied, Command, Reader};
+use crate::state::{Command, Reader};
 
 /// Keystone's limits: at most 80 tags, each 1 to 255 characters without `/` or `,`.
 pub const MAX_TAGS: usize = 80;
@@ -49,10 +49,7 @@ fn target(p: &Project) -> Value {
 
 async fn store(node: &Node, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<String>> {
     p.tags = checked_tags(tags)?;
-    match node.propose(Command::UpdateProject(p)).await? {
-        Applied::Project(p) => Ok(p.tags),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+    Ok(node.propose_as::<Project>(Command::UpdateProject(p)).await?.tags)
 }
 
 #[utoipa::path(
