@@ -23,7 +23,7 @@ impl RaftNode {
         match req {
             LeaderRequest::Propose(p) => {
                 let checked = match self.app.check(&p.payload) {
-                    Ok(()) => self.version_gate(&p.payload).await,
+                    Ok(need) => self.version_gate(need).await,
                     Err(e) => Err(e),
                 };
                 match checked {

@@ -66,19 +66,16 @@ pub trait StateApp: Send + Sync + 'static {
     /// Err = the command cannot be decoded/applied: the node stops loudly (raft fatal), it
     /// never skips a command (replicas would diverge).
     fn apply(&self, engine: &Engine, batch: &mut Batch, log_index: u64, payload: &[u8]) -> Result<Vec<u8>, String>;
-    /// Checked by the leader before a proposal enters the log: a payload apply could not
-    /// decode would stop every replica, so it is refused here instead (Err: why).
-    fn check(&self, _payload: &[u8]) -> Result<(), String> {
-        Ok(())
+    /// Checked by the leader before a proposal enters the log, with one decode of it: a
+    /// payload apply could not decode would stop every replica, so it is refused here instead
+    /// (Err: why). Ok: the cluster version it needs; the leader refuses it while the cluster
+    /// runs a lower one (some voter could not apply it).
+    fn check(&self, _payload: &[u8]) -> Result<u32, String> {
+        Ok(BASE_VERSION)
     }
     /// The highest command version this binary applies (see `version`): raise it when a new
-    /// kind of command appears, and make `required_version` name the new kind.
+    /// kind of command appears, and make `check` name the new kind's version.
     fn command_version(&self) -> u32 {
-        BASE_VERSION
-    }
-    /// The cluster version a proposal needs: the leader refuses it while the cluster runs a
-    /// lower one (some voter could not apply it).
-    fn required_version(&self, _payload: &[u8]) -> u32 {
         BASE_VERSION
     }
     /// Called after entries up to `index` are in the state (for cache invalidation).

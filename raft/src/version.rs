@@ -2,7 +2,7 @@
 //! to its own command version (`StateApp::command_version`) and advertises it on the peer
 //! listener. The leader keeps the replicated cluster version at the lowest version its voters
 //! advertise (it only ever rises), and never lets a command into the log that needs a higher
-//! one (`StateApp::required_version`): while one voter still runs the old binary, new kinds of
+//! one (`StateApp::check`): while one voter still runs the old binary, new kinds of
 //! commands are refused before they could stop it. A member that meets a cluster version
 //! above its own (a learner left behind, an old binary restarted on a newer cluster's data)
 //! stops and says why, as it does for a command it cannot decode.
@@ -103,8 +103,8 @@ impl RaftNode {
     /// The leader's refusal of a proposal that needs a higher version than the cluster's. The
     /// version is first raised if every voter already runs a binary that applies it (a new
     /// cluster, or the moments after the last voter was upgraded).
-    pub(crate) async fn version_gate(&self, payload: &[u8]) -> Result<(), String> {
-        let (need, mut have) = (self.app.required_version(payload), self.cluster_version());
+    pub(crate) async fn version_gate(&self, need: u32) -> Result<(), String> {
+        let mut have = self.cluster_version();
         if need > have {
             have = self.raise_cluster_version().await.unwrap_or(have);
         }

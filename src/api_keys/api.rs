@@ -23,8 +23,8 @@ use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::providers::registry::handle;
-use crate::state::api_keys::{keys, ApiKey, ApiKeyApplied, ApiKeyCommand};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::api_keys::{keys, ApiKey, ApiKeyCommand};
+use crate::state::{cf, Reader};
 use crate::token::render::iso_seconds;
 use crate::token::Caller;
 use crate::token::ValidToken;
@@ -98,13 +98,10 @@ fn description(v: Option<String>) -> ApiResult<Option<String>> {
 }
 
 async fn write(node: &Node, cmd: ApiKeyCommand) -> ApiResult<ApiKey> {
-    let (index, applied) = node.propose_at(Command::ApiKeys(cmd)).await?;
+    let (index, key) = node.propose_at_as(cmd).await?;
     // A disabled or revoked key is refused everywhere once this answers.
     node.wait_cluster_applied(index).await;
-    match applied {
-        Applied::ApiKeys(ApiKeyApplied::Key(k)) => Ok(*k),
-        _ => Err(ApiError::internal("unexpected outcome of an API key write")),
-    }
+    Ok(key)
 }
 
 #[utoipa::path(get, path = "/v4/api-keys", operation_id = "v4_api_keys_list", tag = "api_keys",

@@ -16,7 +16,7 @@ use crate::assignment::listing::implied_closure;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::federation::{invalid, member, only_keys};
-use crate::http::docs::{applied_doc, DocApi};
+use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{future_time, new_id, Obj};
 use crate::http::openapi::errors as E;
@@ -252,7 +252,7 @@ pub async fn create(
     let mut cmds: Vec<Command> =
         new_rules.into_iter().map(|d| Command::PutDoc { doc: d, create: true, requires: vec![] }).collect();
     cmds.push(Command::PutDoc { doc, create: true, requires });
-    let saved = applied_doc(node.propose(Command::All(cmds)).await.map_err(|e| {
+    let saved: Doc = node.propose_as(Command::All(cmds)).await.map_err(|e| {
         if e.status == StatusCode::CONFLICT {
             ApiError::new(
                 StatusCode::CONFLICT,
@@ -261,7 +261,7 @@ pub async fn create(
         } else {
             e
         }
-    })?)?;
+    })?;
     let mut out = render(&node, &AppCred::of(&saved)?)?;
     if let Some(obj) = out.as_object_mut() {
         obj.insert("secret".into(), json!(secret));

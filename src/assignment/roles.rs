@@ -18,7 +18,7 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::{self, ns};
 use crate::state::model::Role;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];
@@ -52,11 +52,8 @@ fn action(r: &Role, global: &'static str, domain: &'static str) -> &'static str 
     }
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Role(r) => Ok((status, Json(json!({"role": role_json(&r, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, r: Role) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"role": role_json(&r, &node.cfg.public_base())}))))
 }
 
 /// Without `domain_id` only global roles are listed (as Keystone does).
@@ -136,7 +133,7 @@ pub async fn create(
         options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
     };
     enforce(action(&r, "identity:create_role", "identity:create_domain_role"), &ctx, &target(&r))?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateRole(r)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateRole(r)).await?)
 }
 
 #[utoipa::path(
@@ -204,7 +201,7 @@ pub async fn update(
         r.options = opts;
     }
     r.extra = extra(&o, KNOWN, &r.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateRole(r)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateRole(r)).await?)
 }
 
 #[utoipa::path(

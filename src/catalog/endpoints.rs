@@ -20,7 +20,7 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::{Endpoint, Region};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
@@ -36,11 +36,8 @@ fn target(e: &Endpoint) -> Value {
     json!({"endpoint": {"id": e.id, "service_id": e.service_id, "region_id": e.region_id, "interface": e.interface}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Endpoint(e) => Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, e: Endpoint) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())}))))
 }
 
 fn check_interface(i: &str) -> ApiResult<()> {
@@ -173,7 +170,7 @@ pub async fn create(
     };
     enforce("identity:create_endpoint", &ctx, &target(&e))?;
     ensure_legacy_region(&node, &o).await?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateEndpoint(e)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateEndpoint(e)).await?)
 }
 
 #[utoipa::path(
@@ -250,7 +247,7 @@ pub async fn update(
     }
     e.extra = extra(&o, KNOWN, &e.extra);
     ensure_legacy_region(&node, &o).await?;
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateEndpoint(e)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateEndpoint(e)).await?)
 }
 
 #[utoipa::path(

@@ -20,7 +20,7 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::Region;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
@@ -34,11 +34,8 @@ fn target(r: &Region) -> Value {
     json!({"region": {"id": r.id, "parent_region_id": r.parent_region_id}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Region(r) => Ok((status, Json(json!({"region": region_json(&r, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"region": region_json(&r, &node.cfg.public_base())}))))
 }
 
 #[utoipa::path(
@@ -88,7 +85,7 @@ fn from_body(o: &Obj, id: Option<String>) -> ApiResult<Region> {
 
 async fn create_region(node: &Core, ctx: &crate::token::ValidToken, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
     enforce("identity:create_region", ctx, &target(&r))?;
-    respond(node, StatusCode::CREATED, node.propose(Command::CreateRegion(r)).await?)
+    respond(node, StatusCode::CREATED, node.propose_as(Command::CreateRegion(r)).await?)
 }
 
 #[utoipa::path(
@@ -222,7 +219,7 @@ pub async fn update(
         r.parent_region_id = opt_ref(&o, "parent_region_id")?;
     }
     r.extra = extra(&o, KNOWN, &r.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateRegion(r)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateRegion(r)).await?)
 }
 
 #[utoipa::path(

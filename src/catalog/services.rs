@@ -19,7 +19,7 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys;
 use crate::state::model::Service;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];
@@ -32,11 +32,8 @@ fn target(s: &Service) -> Value {
     json!({"service": {"id": s.id, "type": s.service_type}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Service(s) => Ok((status, Json(json!({"service": service_json(&s, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, s: Service) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"service": service_json(&s, &node.cfg.public_base())}))))
 }
 
 #[utoipa::path(
@@ -105,7 +102,7 @@ pub async fn create(
         extra: extra(&o, KNOWN, "{}"),
     };
     enforce("identity:create_service", &ctx, &target(&s))?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateService(s)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateService(s)).await?)
 }
 
 #[utoipa::path(
@@ -176,7 +173,7 @@ pub async fn update(
         s.description = opt_str(&o, "description", 65535)?;
     }
     s.extra = extra(&o, KNOWN, &s.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateService(s)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateService(s)).await?)
 }
 
 /// Deletes the service and its endpoints.

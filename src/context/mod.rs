@@ -16,7 +16,7 @@ use crate::http::metrics::Metrics;
 use crate::identity::hash_pool::HashPool;
 use crate::state::apply::IdentityApp;
 use crate::state::command::ApplyResult;
-use crate::state::{Applied, Command};
+use crate::state::{Applied, ApplyError, Command, Reply};
 
 /// The node's shared context, one per node.
 pub struct Core {
@@ -38,25 +38,43 @@ pub struct Core {
 }
 
 impl Core {
-    /// Replicates a command and returns what apply decided.
-    pub async fn propose(&self, cmd: Command) -> ApiResult<Applied> {
-        self.propose_at(cmd).await.map(|(_, applied)| applied)
+    /// Replicates a command and returns what apply decided, whatever its shape (for callers
+    /// that do not look at it; the others use [`Core::propose_as`]).
+    pub async fn propose(&self, cmd: impl Into<Command>) -> ApiResult<Applied> {
+        self.propose_as(cmd).await
     }
 
     /// Like [`Core::propose`], also returning the command's log index.
-    pub async fn propose_at(&self, cmd: Command) -> ApiResult<(u64, Applied)> {
-        let (index, outcome) = self.propose_outcome(cmd).await?;
-        outcome.map(|a| (index, a)).map_err(ApiError::from)
+    pub async fn propose_at(&self, cmd: impl Into<Command>) -> ApiResult<(u64, Applied)> {
+        self.propose_at_as(cmd).await
     }
 
-    /// Like [`Core::propose_at`], with apply's refusal as apply gave it (for callers that
+    /// Replicates a command and returns what apply decided as the command's reply type `R`
+    /// (`propose_as::<Region>(Command::CreateRegion(r))`).
+    pub async fn propose_as<R: Reply>(&self, cmd: impl Into<Command>) -> ApiResult<R> {
+        self.propose_at_as(cmd).await.map(|(_, reply)| reply)
+    }
+
+    /// Like [`Core::propose_as`], also returning the command's log index.
+    pub async fn propose_at_as<R: Reply>(&self, cmd: impl Into<Command>) -> ApiResult<(u64, R)> {
+        let (index, outcome) = self.propose_outcome(cmd).await?;
+        Ok((index, outcome?))
+    }
+
+    /// Like [`Core::propose_at_as`], with apply's refusal as apply gave it (for callers that
     /// render refusals their own way, as SCIM does).
-    pub async fn propose_outcome(&self, cmd: Command) -> ApiResult<(u64, ApplyResult)> {
+    pub async fn propose_outcome<R: Reply>(&self, cmd: impl Into<Command>) -> ApiResult<(u64, Result<R, ApplyError>)> {
+        let cmd = cmd.into();
         // Free-form attributes are bounded here, where every create and update passes.
         crate::http::limits::check_command(&cmd)?;
         let bytes = postcard::to_allocvec(&cmd).map_err(ApiError::internal)?;
         let (index, reply) = self.raft.propose(bytes).await?;
         let outcome: ApplyResult = postcard::from_bytes(&reply).map_err(ApiError::internal)?;
+        // Another shape than the caller's is a bug: a 500, whatever the command changed.
+        let outcome = match outcome {
+            Ok(applied) => Ok(crate::state::reply::expect::<R>(applied).map_err(ApiError::internal)?),
+            Err(refused) => Err(refused),
+        };
         Ok((index, outcome))
     }
 

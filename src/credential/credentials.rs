@@ -18,7 +18,7 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -29,13 +29,8 @@ fn target(c: &Credential) -> Value {
     json!({"credential": {"id": c.id, "user_id": c.user_id, "project_id": c.project_id, "type": c.cred_type}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Credential(c) => {
-            Ok((status, Json(json!({"credential": credential_json(&c, &node.cfg.public_base())}))))
-        }
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, c: Credential) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"credential": credential_json(&c, &node.cfg.public_base())}))))
 }
 
 /// Loads a credential after authorizing `action` on it. A missing credential is checked
@@ -153,7 +148,7 @@ pub async fn create(
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
     guard::add_authenticator(&node.engine.read(), &ctx, &c.user_id)?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateCredential(c)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateCredential(c)).await?)
 }
 
 #[utoipa::path(
@@ -239,7 +234,7 @@ pub async fn update(
         guard::add_authenticator(&view, &ctx, &c.user_id)?;
         guard::add_authenticator(&view, &ctx, &before.user_id)?;
     }
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateCredential(c)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateCredential(c)).await?)
 }
 
 /// Keystone lets an EC2 blob change (its id stays the hash of the first access key) but not

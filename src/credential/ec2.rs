@@ -20,7 +20,7 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
-use crate::state::{Applied, Command, Reader};
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 const MAX_KEY: usize = 255;
@@ -159,12 +159,8 @@ pub async fn create(
         blob: json!({"access": access, "secret": secret, "trust_id": null}).to_string(),
         extra: "{}".into(),
     };
-    match node.propose(Command::CreateCredential(c)).await? {
-        Applied::Credential(c) => {
-            Ok((StatusCode::CREATED, Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())}))))
-        }
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+    let c: Credential = node.propose_as(Command::CreateCredential(c)).await?;
+    Ok((StatusCode::CREATED, Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())}))))
 }
 
 #[utoipa::path(

@@ -12,16 +12,16 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{bool_like, check_path_id, invalid, member, only_keys, str_or_null};
+use crate::http::docs::{body, DocApi};
 use crate::clock::now_micros;
 use crate::context::Core;
-use crate::http::docs::{applied_doc, body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::model::{DocKind, Project, Ref};
+use crate::state::model::{Doc, DocKind, Project, Ref};
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 
@@ -209,7 +209,7 @@ pub async fn create(
         Some(d) => Command::All(vec![Command::CreateProject(d), put]),
         None => put,
     };
-    let saved = applied_doc(node.propose(cmd).await.map_err(remote_id_conflict)?)?;
+    let saved: Doc = node.propose_as(cmd).await.map_err(remote_id_conflict)?;
     Ok((StatusCode::CREATED, Json(API.one(&node, &saved))))
 }
 

@@ -10,7 +10,7 @@ use super::error::{ApiError, ApiResult};
 use super::fields::{json_obj, Obj};
 use crate::context::Core;
 use crate::state::model::{Doc, DocKind, Ref};
-use crate::state::{Applied, Command, Reader};
+use crate::state::{Command, Reader};
 
 /// How one kind of document appears in the API.
 pub struct DocApi {
@@ -63,7 +63,7 @@ impl DocApi {
 
     /// Creates (`create`) or replaces the record through raft.
     pub async fn save(&self, node: &Core, doc: Doc, create: bool, requires: Vec<Ref>) -> ApiResult<Doc> {
-        applied_doc(node.propose(Command::PutDoc { doc, create, requires }).await?)
+        node.propose_as(Command::PutDoc { doc, create, requires }).await
     }
 
     /// Merges `changes` (but never `id` or `links`) into the record's body and saves it.
@@ -95,14 +95,6 @@ impl DocApi {
             private: "{}".into(),
             unique: Vec::new(),
         }
-    }
-}
-
-/// The document a write produced.
-pub fn applied_doc(applied: Applied) -> ApiResult<Doc> {
-    match applied {
-        Applied::Doc(d) => Ok(d),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
     }
 }
 

@@ -10,7 +10,9 @@ use crate::http::error::ApiResult;
 use crate::http::fields::new_id;
 use crate::state::command::Bootstrap;
 use crate::state::model::*;
-use crate::state::{Applied, Command, Reader};
+use crate::state::reply::Bootstrapped;
+use crate::state::{Command, Reader};
+use crate::token::now_micros;
 
 /// Returns true when this call bootstrapped the cluster.
 pub async fn run(node: &Core) -> ApiResult<bool> {
@@ -108,7 +110,7 @@ pub async fn run(node: &Core) -> ApiResult<bool> {
         at,
     };
     let cmd = Command::BootstrapCluster { index_key: IndexKey::generate(), bootstrap: Box::new(cmd) };
-    let fresh = matches!(node.propose(cmd).await?, Applied::Bootstrapped { fresh: true });
+    let fresh = node.propose_as::<Bootstrapped>(cmd).await?.fresh;
     if fresh {
         tracing::info!("cluster bootstrapped: domain Default, project admin, user admin");
         if generated {

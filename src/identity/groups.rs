@@ -20,7 +20,7 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::{self, ns};
 use crate::state::model::{Group, User};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
@@ -51,11 +51,8 @@ fn membership_target(g: &Group, u: &User) -> Value {
     json!({"group": {"id": g.id, "domain_id": g.domain_id}, "user": {"id": u.id, "domain_id": u.domain_id}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Group(g) => Ok((status, Json(json!({"group": group_json(&g, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, g: Group) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"group": group_json(&g, &node.cfg.public_base())}))))
 }
 
 #[utoipa::path(
@@ -149,7 +146,7 @@ pub async fn create(
         extra: extra(&o, KNOWN, "{}"),
     };
     enforce("identity:create_group", &ctx, &target(&g))?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateGroup(g)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateGroup(g)).await?)
 }
 
 #[utoipa::path(
@@ -215,7 +212,7 @@ pub async fn update(
         g.description = opt_str(&o, "description", 65535)?;
     }
     g.extra = extra(&o, KNOWN, &g.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateGroup(g)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateGroup(g)).await?)
 }
 
 #[utoipa::path(

@@ -20,9 +20,9 @@ use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
+use crate::token::{now_micros, render::iso_micros_naive};
 use crate::token::render::iso_micros_naive;
-use crate::token::Caller;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
@@ -96,11 +96,8 @@ fn target(u: &User) -> Value {
     json!({"user": {"id": u.id, "domain_id": u.domain_id}})
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::User(u) => Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, u: User) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())}))))
 }
 
 /// A password from a body: a string within bounds, or null/absent.
@@ -230,9 +227,9 @@ pub async fn create(
     cmds.insert(0, Command::CreateUser(u));
     // Every reachable node knows the user before the caller hears of it, so a login through
     // any of them needs no catch-up (which would make unknown users slower to refuse).
-    let (index, applied) = node.propose_at(Command::All(cmds)).await?;
+    let (index, user) = node.propose_at_as::<User>(Command::All(cmds)).await?;
     node.wait_cluster_applied(index).await;
-    respond(&node, StatusCode::CREATED, applied)
+    respond(&node, StatusCode::CREATED, user)
 }
 
 #[utoipa::path(
@@ -326,11 +323,11 @@ pub async fn update(
     // Password set, disabled or deleted: acknowledged once every reachable node applied it.
     let severs = patch.password_hash.is_some() || patch.enabled == Some(false);
     cmds.insert(0, Command::PatchUser(patch));
-    let (index, applied) = node.propose_at(Command::All(cmds)).await?;
+    let (index, user) = node.propose_at_as::<User>(Command::All(cmds)).await?;
     if severs {
         node.wait_cluster_applied(index).await;
     }
-    respond(&node, StatusCode::OK, applied)
+    respond(&node, StatusCode::OK, user)
 }
 
 #[utoipa::path(

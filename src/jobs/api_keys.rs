@@ -6,7 +6,9 @@
 
 use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::state::api_keys::{ApiKeyApplied, ApiKeyCommand};
+use crate::node::Node;
+use crate::state::api_keys::ApiKeyCommand;
+use crate::state::reply::ReclaimedKeys;
 use crate::state::{Applied, Command};
 
 const DAY: i64 = 86_400;
@@ -17,10 +19,7 @@ pub async fn reclaim_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let mut total = 0;
     loop {
         let cmd = ApiKeyCommand::Reclaim { revoked_before, limit: BATCH };
-        let gone = match node.propose(Command::ApiKeys(cmd)).await? {
-            Applied::ApiKeys(ApiKeyApplied::Reclaimed(ids)) => ids,
-            _ => Vec::new(),
-        };
+        let ReclaimedKeys(gone) = node.propose_as(cmd).await?;
         total += gone.len();
         if gone.len() < BATCH as usize || !node.raft.is_leader() {
             return Ok(total);

@@ -9,8 +9,9 @@
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimResourceIndex};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::node::Node;
+use crate::state::scim::{keys, Kind, RealmRef, ScimCommand, ScimResourceIndex};
+use crate::state::{cf, Reader};
 
 const DAY: i64 = 86_400;
 
@@ -45,8 +46,8 @@ pub async fn janitor_pass(node: &Core, now: i64) -> ApiResult<usize> {
         let realm = RealmRef { domain_id: idx.domain_id.clone(), provider_id: idx.provider_id.clone() };
         let cmd =
             ScimCommand::Purge { realm, kind: idx.kind, id: idx.keystone_id.clone(), deprovisioned_by: Some(cutoff) };
-        match node.propose(Command::Scim(cmd)).await {
-            Ok(Applied::Scim(ScimApplied::Resource(gone))) => {
+        match node.propose_as::<ScimResourceIndex>(cmd).await {
+            Ok(gone) => {
                 node.audit.emit(scim_write(&ScimWrite {
                     action: Action::Delete,
                     kind: gone.kind,
@@ -58,7 +59,6 @@ pub async fn janitor_pass(node: &Core, now: i64) -> ApiResult<usize> {
                 }));
                 purged += 1;
             }
-            Ok(_) => {}
             Err(e) => tracing::warn!(id = %idx.keystone_id, "SCIM purge left for the next pass: {}", e.message),
         }
     }

@@ -14,8 +14,9 @@ use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::mapping::model::MappingRuleSet;
 use crate::state::mapping::{keys as mapping_keys, MappingRecord};
-use crate::state::shadow::{ShadowApplied, ShadowCommand, VirtualUserMetadata};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::reply::DisabledUsers;
+use crate::state::shadow::{ShadowCommand, VirtualUserMetadata};
+use crate::state::{cf, Reader};
 
 /// Records one command of a pass touches at most.
 pub const BATCH: u32 = 100;
@@ -29,10 +30,7 @@ pub async fn deactivate_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let mut total = 0;
     loop {
         let cmd = ShadowCommand::DisableInactive { before, at: now, limit: BATCH };
-        let ids = match node.propose(Command::Shadow(cmd)).await? {
-            Applied::Shadow(ShadowApplied::Disabled(ids)) => ids,
-            _ => Vec::new(),
-        };
+        let DisabledUsers(ids) = node.propose_as(cmd).await?;
         for id in &ids {
             node.audit.emit(virtual_user_deactivated(id, node.cfg.shadow_registry.inactivity_days));
         }
@@ -50,10 +48,7 @@ pub async fn archive_cleanup_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let mut total = 0;
     loop {
         let cmd = ShadowCommand::DeleteArchived { before, limit: BATCH };
-        let deleted = match node.propose(Command::Shadow(cmd)).await? {
-            Applied::Shadow(ShadowApplied::Deleted(records)) => records,
-            _ => Vec::new(),
-        };
+        let deleted: Vec<VirtualUserMetadata> = node.propose_as(cmd).await?;
         for r in &deleted {
             emit_deleted(node, r);
         }

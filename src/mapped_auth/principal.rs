@@ -18,9 +18,10 @@ use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
 use crate::state::shadow::{
-    keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
+    keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowCommand, VirtualUserMetadata,
 };
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::{cf, Command, Reader};
+use crate::token::now_micros;
 
 /// Seconds between refreshes of an unchanged virtual user's `last_authenticated_at`.
 pub const REFRESH_S: i64 = 3600;
@@ -117,11 +118,11 @@ pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<U
         }],
     };
     let cmd = Command::Shadow(ShadowCommand::LocalLogin { user: Box::new(user), groups });
-    match node.propose(cmd).await? {
-        Applied::User(u) if u.enabled => Ok(u),
-        Applied::User(_) => Err(ApiError::unauthorized("The mapped user is disabled.")),
-        other => Err(ApiError::internal(format!("local login answered {other:?}"))),
+    let u: User = node.propose_as(cmd).await?;
+    if !u.enabled {
+        return Err(ApiError::unauthorized("The mapped user is disabled."));
     }
+    Ok(u)
 }
 
 /// Resolves an ephemeral rule's groups: existing ones by id or name; `get` of a missing one
@@ -210,9 +211,8 @@ pub async fn ephemeral(node: &Arc<Node>, live: &Live, m: &Matched, ext: &Externa
         }
         let upsert = Command::Shadow(ShadowCommand::Upsert { record: Box::new(record), at: now });
         let cmd = if creates.is_empty() { upsert } else { Command::All(creates.into_iter().chain([upsert]).collect()) };
-        match node.propose(cmd).await {
-            Ok(Applied::Shadow(ShadowApplied::Record(r))) => return Ok(super::grant::as_user(&r)),
-            Ok(other) => return Err(ApiError::internal(format!("shadow upsert answered {other:?}"))),
+        match node.propose_as::<VirtualUserMetadata>(cmd).await {
+            Ok(r) => return Ok(super::grant::as_user(&r)),
             // Another login created one of the groups first: resolve again.
             Err(e) if e.status == axum::http::StatusCode::CONFLICT => continue,
             Err(e) => return Err(e),

@@ -26,8 +26,8 @@ use crate::http::pages::page_by;
 use crate::http::JsonBody;
 use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard, Persona};
-use crate::state::mapping::{keys, MappingApplied, MappingCommand, MappingRecord};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::mapping::{keys, MappingCommand, MappingRecord};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -111,12 +111,9 @@ async fn save(
     rs.ruleset_version = Some(RulesetVersion::fresh());
     let ruleset = rs.to_stored().map_err(ApiError::internal)?;
     let cmd = MappingCommand::Put { ruleset, create, expected_version: expected.map(|v| v.to_string()) };
-    let (index, applied) = node.propose_at(Command::Mapping(cmd)).await?;
+    let (index, record) = node.propose_at_as::<MappingRecord>(cmd).await?;
     node.wait_cluster_applied(index).await;
-    match applied {
-        Applied::Mapping(MappingApplied::Ruleset(record)) => parse(&record),
-        _ => Err(ApiError::internal("unexpected outcome of a mapping write")),
-    }
+    parse(&record)
 }
 
 fn one(rs: MappingRuleSet) -> Json<Value> {

@@ -26,7 +26,7 @@ use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
-use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Command};
+use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Applied, OAuth2Command};
 use crate::state::{cf, Reader};
 
 /// Seconds an authorization code is valid.
@@ -562,7 +562,7 @@ async fn issue(node: &Node, domain_id: &str, req: &AuthRequest, login: &Login, c
         };
         let cmd = OAuth2Command::IssueCode { hash, code: record, consent: consent.clone() };
         // The client may redeem the code at any node the moment it has it.
-        match super::propose_everywhere(node, cmd).await {
+        match super::propose_everywhere::<OAuth2Applied>(node, cmd).await {
             Ok(_) => {
                 return Ok(html::see_other(&redirect_with(
                     &req.redirect_uri,

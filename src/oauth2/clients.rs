@@ -25,8 +25,8 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::oauth2::{keys, Client, OAuth2Applied, OAuth2Command};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::oauth2::{keys, Client, OAuth2Command};
+use crate::state::{cf, Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -312,26 +312,14 @@ fn load(node: &Node, domain_id: &str, client_id: &str) -> ApiResult<Client> {
 
 async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
     // Every node knows the client (and its new secret) before its creator does.
-    saved(super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await?)
+    super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await
 }
 
 /// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
 /// when another update or rotation came first (retrying reads the newer record).
 pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> ApiResult<Client> {
-    saved(
-        super::propose_everywhere(
-            node,
-            OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) },
-        )
-        .await?,
-    )
-}
-
-fn saved(applied: Applied) -> ApiResult<Client> {
-    match applied {
-        Applied::OAuth2(OAuth2Applied::Client(c)) => Ok(c),
-        _ => Err(ApiError::internal("unexpected outcome of a client write")),
-    }
+    let cmd = OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) };
+    super::propose_everywhere(node, cmd).await
 }
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients", operation_id = "oauth2_clients_list", tag = "oauth2",

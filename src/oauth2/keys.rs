@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::error::{OAuthError, OAuthResult};
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::oauth2::{keys, OAuth2Applied, OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::oauth2::{keys, OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
+use crate::state::{cf, Reader};
 
 /// Verified tokens remembered per key set (see `DomainKeys::verify`); at this many the
 /// memory is cleared and starts again.
@@ -204,13 +204,9 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
         primary: new_key(SigningKeyState::Primary, at)?,
         staged: new_key(SigningKeyState::Staged, at)?,
     };
-    match node.propose(Command::OAuth2(cmd)).await? {
-        Applied::OAuth2(OAuth2Applied::Keys(set)) => {
-            note_epoch(node, &set);
-            Ok(Arc::new(DomainKeys::build(set)?))
-        }
-        _ => Err(crate::http::ApiError::internal("unexpected outcome of a key install").into()),
-    }
+    let set: SigningKeys = node.propose_as(cmd).await?;
+    note_epoch(node, &set);
+    Ok(Arc::new(DomainKeys::build(set)?))
 }
 
 /// Promotes the staged key and stages a new one, answering once every reachable node signs
@@ -239,13 +235,9 @@ pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
         retire_at: at + node.cfg.oauth2.access_token_lifetime_s + 60,
         at,
     };
-    match super::propose_everywhere(node, cmd).await? {
-        Applied::OAuth2(OAuth2Applied::Keys(set)) => {
-            note_epoch(node, &set);
-            Ok(set)
-        }
-        _ => Err(crate::http::ApiError::internal("unexpected outcome of a key rotation").into()),
-    }
+    let set: SigningKeys = super::propose_everywhere(node, cmd).await?;
+    note_epoch(node, &set);
+    Ok(set)
 }
 
 #[cfg(test)]

@@ -39,8 +39,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::http::error::ApiResult;
-use crate::node::{AppState, Node};
-use crate::state::{Applied, Command};
+use crate::node::Node;
+use crate::state::Reply;
 use crate::token::AppliedCache;
 
 /// Per-node state of the provider: parsed key sets, cached per state version.
@@ -101,10 +101,10 @@ impl Provider {
 /// holds on whichever node the client turns to next, with no catch-up there. Without it a
 /// follower that has not yet heard of the commit answers from before it (a fresh access token
 /// `{"active": false}`, a replayed code's token still active, a new code or client unknown).
-pub async fn propose_everywhere(node: &Node, cmd: crate::state::oauth2::OAuth2Command) -> ApiResult<Applied> {
-    let (index, applied) = node.propose_at(Command::OAuth2(cmd)).await?;
+pub async fn propose_everywhere<R: Reply>(node: &Node, cmd: crate::state::oauth2::OAuth2Command) -> ApiResult<R> {
+    let (index, reply) = node.propose_at_as(cmd).await?;
     node.wait_cluster_applied(index).await;
-    Ok(applied)
+    Ok(reply)
 }
 
 /// The issuer of a domain's authorization server, as this node's public URL names it.

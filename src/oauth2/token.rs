@@ -28,7 +28,8 @@ use crate::state::oauth2::{
     keys as k, AuthCode, Client, DeviceGrant, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command,
     RefreshFamily,
 };
-use crate::state::{cf, Applied, ApplyError, Command, Reader};
+use crate::state::reply::{Redemption, Refreshed};
+use crate::state::{cf, ApplyError, Reader, Reply};
 
 fn json_no_store(v: Value) -> Response {
     let mut resp = Json(v).into_response();
@@ -178,16 +179,13 @@ fn new_family(
 }
 
 /// Replicates a grant's command: its log index and outcome; a refusal is `invalid_grant`.
-async fn decide(node: &Node, cmd: OAuth2Command) -> OAuthResult<(u64, OAuth2Applied)> {
-    match node.propose_at(Command::OAuth2(cmd)).await.map_err(refused)? {
-        (index, Applied::OAuth2(outcome)) => Ok((index, outcome)),
-        _ => Err(crate::http::ApiError::internal("unexpected outcome of an OAuth2 command").into()),
-    }
+async fn decide<R: Reply>(node: &Node, cmd: OAuth2Command) -> OAuthResult<(u64, R)> {
+    node.propose_at_as(cmd).await.map_err(refused)
 }
 
 /// [`decide`], answering once every reachable node has applied the command: the tokens it
 /// issued (or revoked, on a replay) hold wherever they are presented next.
-async fn decide_everywhere(node: &Node, cmd: OAuth2Command) -> OAuthResult<OAuth2Applied> {
+async fn decide_everywhere<R: Reply>(node: &Node, cmd: OAuth2Command) -> OAuthResult<R> {
     let (index, outcome) = decide(node, cmd).await?;
     node.wait_cluster_applied(index).await;
     Ok(outcome)
@@ -248,13 +246,12 @@ async fn authorization_code(
         family: family.as_ref().map(|(f, _)| f.clone()),
     };
     match decide_everywhere(node, cmd).await? {
-        OAuth2Applied::Redeemed(_) => {}
-        OAuth2Applied::CodeReplayed => {
+        Redemption::Redeemed => {}
+        Redemption::Replayed => {
             return Err(OAuthError::invalid_grant(
                 "The authorization code was used already; the tokens it gave are revoked.",
             ))
         }
-        _ => return Err(crate::http::ApiError::internal("unexpected outcome of a code redemption").into()),
     }
     Ok(tokens::response(node, &minted, &stored.scopes, family.map(|(_, t)| t)))
 }
@@ -283,18 +280,17 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         at: now_secs(),
     };
     let family = match decide_everywhere(node, cmd).await? {
-        OAuth2Applied::Family(f) => f,
-        OAuth2Applied::FamilyReused => {
+        Refreshed::Family(f) => f,
+        Refreshed::Reused => {
             return Err(OAuthError::invalid_grant(
                 "The refresh token was used already; every token of its family is revoked.",
             ))
         }
-        OAuth2Applied::FamilyRevoked => {
+        Refreshed::Revoked => {
             return Err(OAuthError::invalid_grant(
                 "The user, the client or the domain is disabled; the refresh token is revoked.",
             ))
         }
-        _ => return Err(crate::http::ApiError::internal("unexpected outcome of a refresh").into()),
     };
     // A narrower scope may be asked for (RFC 6749 §6); never a wider one.
     let granted = match form.get("scope") {
@@ -312,7 +308,7 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
     if super::cutoff::cut_off(&user, super::cutoff::family_issued_us(&family)) {
         let cmd =
             OAuth2Command::RevokeFamily { family_id: family.id, client_id: client.client_id.clone(), at: now_secs() };
-        decide_everywhere(node, cmd).await?;
+        decide_everywhere::<OAuth2Applied>(node, cmd).await?;
         return Err(OAuthError::invalid_grant(
             "The user's password changed or the user was disabled; the refresh token is revoked.",
         ));
@@ -366,24 +362,21 @@ async fn device_code(
     let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
     // Only an issuing poll waits for the other members (a pending one merely notes the time).
     let issuing = minted.is_some();
-    let (index, outcome) = decide(node, cmd).await?;
+    let (index, poll) = decide(node, cmd).await?;
     if issuing {
         node.wait_cluster_applied(index).await;
     }
-    match outcome {
-        OAuth2Applied::Device(poll) => match poll {
-            DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
-            DevicePoll::SlowDown { interval } => {
-                Err(bad("slow_down", &format!("Polling too fast; wait {interval} s between requests.")))
-            }
-            DevicePoll::Denied => Err(bad("access_denied", "The user denied the request.")),
-            DevicePoll::Expired => Err(bad("expired_token", "The device code has expired; start again.")),
-            DevicePoll::Issued(_) => match minted {
-                Some(m) => Ok(tokens::response(node, &m, &grant.scopes, family.map(|(_, t)| t))),
-                None => Err(crate::http::ApiError::internal("a device grant issued without tokens").into()),
-            },
+    match poll {
+        DevicePoll::Pending => Err(bad("authorization_pending", "The user has not decided yet.")),
+        DevicePoll::SlowDown { interval } => {
+            Err(bad("slow_down", &format!("Polling too fast; wait {interval} s between requests.")))
+        }
+        DevicePoll::Denied => Err(bad("access_denied", "The user denied the request.")),
+        DevicePoll::Expired => Err(bad("expired_token", "The device code has expired; start again.")),
+        DevicePoll::Issued(_) => match minted {
+            Some(m) => Ok(tokens::response(node, &m, &grant.scopes, family.map(|(_, t)| t))),
+            None => Err(crate::http::ApiError::internal("a device grant issued without tokens").into()),
         },
-        _ => Err(crate::http::ApiError::internal("unexpected outcome of a device poll").into()),
     }
 }
 

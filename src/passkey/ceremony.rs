@@ -25,10 +25,8 @@ use crate::http::metrics::labels;
 use crate::node::Node;
 use crate::state::command::ApplyError;
 use crate::state::model::User;
-use crate::state::passkeys::{
-    keys, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey, CLONED,
-};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::passkeys::{keys, Ceremony, LoginProof, PasskeyCommand, Purpose, StoredPasskey, CLONED};
+use crate::state::{cf, Command, Reader};
 
 /// The relying party of this deployment, or why passkeys are off.
 pub struct RelyingParty {
@@ -169,10 +167,7 @@ pub async fn register_finish(
         last_used_at: None,
     };
     let cmd = PasskeyCommand::Register { challenge, passkey: Box::new(stored), at: crate::clock::now_secs() };
-    match node.propose(Command::Passkeys(cmd)).await? {
-        Applied::Passkeys(PasskeyApplied::Passkey(p)) => Ok(*p),
-        _ => Err(ApiError::internal("unexpected outcome of a passkey registration")),
-    }
+    node.propose_as(cmd).await
 }
 
 /// A challenge for `user_id`'s passkeys. An unknown or disabled user, or one without
@@ -286,7 +281,7 @@ pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCr
         credential: json(&passkey)?,
     };
     let cmd = PasskeyCommand::Login { challenge, user_id: user_id.clone(), proof, at: crate::clock::now_secs() };
-    match node.propose_outcome(Command::Passkeys(cmd)).await?.1 {
+    match node.propose_outcome::<StoredPasskey>(cmd).await?.1 {
         Ok(_) => {
             node.metrics.auth_attempts.get_or_create(&labels(&[("method", "passkey"), ("result", "success")])).inc();
             Ok(user)

@@ -16,8 +16,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
 use crate::node::Node;
 use crate::policy::{enforce, guard};
-use crate::state::providers::{keys, Provider, ProviderApplied, ProviderCommand, ProviderConfig, ProviderKind};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::providers::{keys, Provider, ProviderCommand, ProviderConfig, ProviderKind};
+use crate::state::{cf, Command, Reader};
 use crate::token::ValidToken;
 
 /// The fields every kind shares, as a body names them.
@@ -184,11 +184,7 @@ pub fn find(node: &Node, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
 }
 
 async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provider> {
-    let cmd = ProviderCommand::Put { provider: Box::new(provider), create };
-    match node.propose(Command::Providers(cmd)).await? {
-        Applied::Providers(ProviderApplied::Provider(p)) => Ok(*p),
-        _ => Err(ApiError::internal("unexpected outcome of a provider write")),
-    }
+    node.propose_as(ProviderCommand::Put { provider: Box::new(provider), create }).await
 }
 
 /// `GET` the collection: every provider of the kind, or those of `?domain_id=` (which a

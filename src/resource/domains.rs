@@ -19,8 +19,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
-use crate::state::{cf, Applied, Command, Reader};
-use crate::token::Caller;
+use crate::state::{cf, Command, Reader};
+use crate::token::now_micros;
 
 const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
 
@@ -28,11 +28,8 @@ fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Project(d) => Ok((status, Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, d: Project) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"domain": domain_json(&d, &node.cfg.public_base())}))))
 }
 
 #[utoipa::path(
@@ -128,7 +125,7 @@ pub async fn create(
         options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(d)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateProject(d)).await?)
 }
 
 #[utoipa::path(
@@ -204,7 +201,7 @@ pub async fn update(
         d.options = opts;
     }
     d.extra = extra(&o, KNOWN, &d.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(d)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(d)).await?)
 }
 
 #[utoipa::path(

@@ -20,9 +20,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
-use crate::state::{cf, Applied, Command, Reader};
-use crate::token::Caller;
-use crate::token::ValidToken;
+use crate::state::{cf, Command, Reader};
+use crate::token::{now_micros, ValidToken};
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "description", "enabled", "is_domain", "parent_id", "tags", "options"];
@@ -55,11 +54,8 @@ fn authorize_change(
     guard::change_project(&view, ctx, &p.id)
 }
 
-fn respond(node: &Core, status: StatusCode, applied: Applied) -> ApiResult<(StatusCode, Json<Value>)> {
-    match applied {
-        Applied::Project(p) => Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())})))),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+fn respond(node: &Core, status: StatusCode, p: Project) -> ApiResult<(StatusCode, Json<Value>)> {
+    Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())}))))
 }
 
 fn target(p: &Project) -> Value {
@@ -247,7 +243,7 @@ pub async fn create(
     };
     let action = if is_domain { "identity:create_domain" } else { "identity:create_project" };
     enforce(action, &ctx, &target(&p))?;
-    respond(&node, StatusCode::CREATED, node.propose(Command::CreateProject(p)).await?)
+    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateProject(p)).await?)
 }
 
 #[utoipa::path(
@@ -327,7 +323,7 @@ pub async fn update(
         p.options = opts;
     }
     p.extra = extra(&o, KNOWN, &p.extra);
-    respond(&node, StatusCode::OK, node.propose(Command::UpdateProject(p)).await?)
+    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(p)).await?)
 }
 
 #[utoipa::path(

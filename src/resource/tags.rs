@@ -15,7 +15,7 @@ use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Project;
-use crate::state::{Applied, Command, Reader};
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 /// Keystone's limits: at most 80 tags, each 1 to 255 characters without `/` or `,`.
@@ -50,10 +50,7 @@ fn target(p: &Project) -> Value {
 
 async fn store(node: &Core, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<String>> {
     p.tags = checked_tags(tags)?;
-    match node.propose(Command::UpdateProject(p)).await? {
-        Applied::Project(p) => Ok(p.tags),
-        other => Err(ApiError::internal(format!("unexpected outcome {other:?}"))),
-    }
+    Ok(node.propose_as::<Project>(Command::UpdateProject(p)).await?.tags)
 }
 
 #[utoipa::path(

@@ -25,8 +25,8 @@ use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
-use crate::state::scim::{keys, Kind, RealmRef, ScimApplied, ScimCommand, ScimRealm};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::scim::{keys, Kind, RealmRef, ScimCommand, ScimRealm, ScimResourceIndex};
+use crate::state::{cf, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -125,14 +125,10 @@ pub fn load(node: &Node, domain_id: &str, provider_id: &str) -> ApiResult<ScimRe
 }
 
 async fn save(node: &Node, realm: ScimRealm, create: bool) -> ApiResult<ScimRealm> {
-    let (index, applied) =
-        node.propose_at(Command::Scim(ScimCommand::PutRealm { realm: Box::new(realm), create })).await?;
+    let (index, realm) = node.propose_at_as(ScimCommand::PutRealm { realm: Box::new(realm), create }).await?;
     // A disabled realm refuses SCIM everywhere once this answers.
     node.wait_cluster_applied(index).await;
-    match applied {
-        Applied::Scim(ScimApplied::Realm(r)) => Ok(*r),
-        _ => Err(ApiError::internal("unexpected outcome of a SCIM realm write")),
-    }
+    Ok(realm)
 }
 
 #[utoipa::path(post, path = "/v4/scim-realms", operation_id = "v4_scim_realms_create", tag = "scim",
@@ -268,17 +264,16 @@ pub async fn purge(
     }
     let realm = RealmRef { domain_id, provider_id };
     let cmd = ScimCommand::Purge { realm, kind, id: keystone_id, deprovisioned_by: None };
-    if let Applied::Scim(ScimApplied::Resource(gone)) = node.propose(Command::Scim(cmd)).await? {
-        node.audit.emit(scim_write(&ScimWrite {
-            action: Action::Delete,
-            kind,
-            resource_id: &gone.keystone_id,
-            realm_provider_id: &gone.provider_id,
-            external_id: gone.external_id.as_deref(),
-            initiator: ScimInitiator::User(&ctx.user.id),
-            outcome: Outcome::Success,
-        }));
-    }
+    let gone: ScimResourceIndex = node.propose_as(cmd).await?;
+    node.audit.emit(scim_write(&ScimWrite {
+        action: Action::Delete,
+        kind,
+        resource_id: &gone.keystone_id,
+        realm_provider_id: &gone.provider_id,
+        external_id: gone.external_id.as_deref(),
+        initiator: ScimInitiator::User(&ctx.user.id),
+        outcome: Outcome::Success,
+    }));
     Ok(StatusCode::NO_CONTENT)
 }
 

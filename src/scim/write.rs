@@ -5,14 +5,11 @@
 //! initiator. A deprovisioning answers only once every reachable member applied it: the
 //! user's tokens are refused everywhere the moment DELETE returns.
 
-use axum::http::StatusCode;
-
 use super::caller::ScimCaller;
-use super::wire::{ScimError, ScimResult};
+use super::wire::ScimResult;
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::node::Node;
-use crate::state::scim::{Kind, ScimApplied, ScimCommand, ScimResourceIndex};
-use crate::state::{Applied, Command};
+use crate::state::scim::{Kind, ScimCommand, ScimResourceIndex};
 
 pub async fn submit(
     node: &Node,
@@ -29,7 +26,7 @@ pub async fn submit(
         | ScimCommand::Purge { id, .. } => id.clone(),
         ScimCommand::PutRealm { .. } => String::new(),
     };
-    let (index, outcome) = node.propose_outcome(Command::Scim(cmd)).await?;
+    let (index, outcome) = node.propose_outcome::<ScimResourceIndex>(cmd).await?;
     let event = |outcome, external_id: Option<&str>| {
         scim_write(&ScimWrite {
             action,
@@ -42,14 +39,13 @@ pub async fn submit(
         })
     };
     match outcome {
-        Ok(Applied::Scim(ScimApplied::Resource(idx))) => {
+        Ok(idx) => {
             if action == Action::Disable {
                 node.wait_cluster_applied(index).await;
             }
             node.audit.emit(event(Outcome::Success, idx.external_id.as_deref()));
-            Ok(*idx)
+            Ok(idx)
         }
-        Ok(_) => Err(ScimError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "unexpected outcome of a SCIM write")),
         Err(refused) => {
             node.audit.emit(event(Outcome::Failure, None));
             Err(refused.into())

@@ -14,11 +14,13 @@ pub mod oauth2;
 pub mod passkeys;
 pub mod providers;
 pub mod read;
+pub mod reply;
 pub mod scim;
 pub mod shadow;
 
 pub use command::{Applied, ApplyError, Command};
 pub use read::{Reader, Tx};
+pub use reply::Reply;
 
 /// Column families of the identity state (the raft crate adds its own).
 pub const STATE_CFS: &[&str] = &[

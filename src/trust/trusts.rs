@@ -16,7 +16,7 @@ use crate::assignment::roles::role_json;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::federation::invalid;
-use crate::http::docs::{applied_doc, DocApi};
+use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{envelope, future_time, new_id, Obj};
 use crate::http::openapi::errors as E;
@@ -24,7 +24,7 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::ns;
-use crate::state::model::{DocKind, Ref, Target};
+use crate::state::model::{Doc, DocKind, Ref, Target};
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
@@ -219,8 +219,7 @@ pub async fn create(
     let Value::Object(body) = body else { return Err(ApiError::internal("trust body")) };
     let mut requires = vec![Ref::User(trustor), Ref::User(trustee)];
     requires.extend(project_id.map(Ref::Project));
-    let saved =
-        applied_doc(node.propose(Command::PutDoc { doc: API.record(&id, body), create: true, requires }).await?)?;
+    let saved: Doc = node.propose_as(Command::PutDoc { doc: API.record(&id, body), create: true, requires }).await?;
     Ok((StatusCode::CREATED, Json(json!({"trust": render(&node, &Trust::of(&saved)?, true)?}))))
 }
 

@@ -116,10 +116,10 @@ impl StateApp for KvApp {
         self.command_version
     }
 
-    fn required_version(&self, payload: &[u8]) -> u32 {
+    fn check(&self, payload: &[u8]) -> Result<u32, String> {
         match postcard::from_bytes::<Op>(payload) {
-            Ok(Op::PutV2 { .. }) => 2,
-            _ => 1,
+            Ok(Op::PutV2 { .. }) => Ok(2),
+            _ => Ok(1),
         }
     }
 

@@ -169,6 +169,21 @@ fn all(tx: &mut Tx<'_>, cmds: Vec<Command>) -> Result<ApplyResult, Fatal> {
     Ok(Ok(outcome))
 }
 
+/// The cluster version a command needs. Version 1 is every command of the first release with
+/// a cluster version; each variant appended since names the version that brought it, here and
+/// in `COMMAND_VERSION`.
+fn required_version(cmd: &Command) -> u32 {
+    match cmd {
+        Command::RotateTokenKeys { .. } => 2,
+        Command::Passkeys(_) => 3,
+        Command::OAuth2(
+            super::oauth2::OAuth2Command::StartDeviceAt { .. } | super::oauth2::OAuth2Command::ReplaceClient { .. },
+        ) => 4,
+        Command::MigrateDerivedUserIds { .. } => 4,
+        _ => idnode_raft::BASE_VERSION,
+    }
+}
+
 impl StateApp for IdentityApp {
     fn column_families(&self) -> &'static [&'static str] {
         STATE_CFS
@@ -183,32 +198,19 @@ impl StateApp for IdentityApp {
     }
 
     /// A proposal must decode as exactly one command (no trailing bytes) of a kind this
-    /// version applies; anything else would stop every replica when it applied.
-    fn check(&self, payload: &[u8]) -> Result<(), String> {
+    /// version applies; anything else would stop every replica when it applied. The same
+    /// decode names the cluster version it needs.
+    fn check(&self, payload: &[u8]) -> Result<u32, String> {
         match postcard::take_from_bytes::<Command>(payload) {
             Ok((_, rest)) if !rest.is_empty() => Err(format!("{} trailing bytes after the command", rest.len())),
             Ok((Command::Bootstrap(_), _)) => Err("bootstrap without a cluster index key is not accepted".into()),
-            Ok(_) => Ok(()),
+            Ok((cmd, _)) => Ok(required_version(&cmd)),
             Err(e) => Err(format!("not a command this version knows: {e}")),
         }
     }
 
     fn command_version(&self) -> u32 {
         COMMAND_VERSION
-    }
-
-    /// Version 1 is every command of the first release with a cluster version; each variant
-    /// appended since names the version that brought it, here and in `COMMAND_VERSION`.
-    fn required_version(&self, payload: &[u8]) -> u32 {
-        match postcard::from_bytes::<Command>(payload) {
-            Ok(Command::RotateTokenKeys { .. }) => 2,
-            Ok(Command::Passkeys(_)) => 3,
-            Ok(Command::OAuth2(
-                super::oauth2::OAuth2Command::StartDeviceAt { .. } | super::oauth2::OAuth2Command::ReplaceClient { .. },
-            )) => 4,
-            Ok(Command::MigrateDerivedUserIds { .. }) => 4,
-            _ => idnode_raft::BASE_VERSION,
-        }
     }
 
     fn applied(&self, index: u64) {
