@@ -14,6 +14,7 @@ pub mod oauth2;
 pub mod passkeys;
 pub mod providers;
 pub mod read;
+pub mod ruleset;
 pub mod scim;
 pub mod shadow;
 
