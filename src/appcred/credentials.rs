@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{find, id_term, name_term, render, AppCred};
-use crate::assignment::listing::implied_closure;
 use crate::federation::{invalid, member, only_keys};
 use crate::http::docs::{applied_doc, DocApi};
 use crate::http::error::{ApiError, ApiResult};
@@ -22,6 +21,7 @@ use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, guard};
+use crate::reads::listing::implied_closure;
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};

@@ -18,9 +18,9 @@ use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::{Endpoint, Region};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::read::CatalogReads;
+use crate::state::{Applied, Command, Reader};
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
 const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
@@ -120,7 +120,7 @@ pub async fn list(
     if let Some(i) = q.get("interface") {
         check_interface(i)?;
     }
-    let endpoints: Vec<Endpoint> = node.engine.read().scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let endpoints: Vec<Endpoint> = node.engine.read().endpoints()?;
     let base = node.cfg.public_base();
     let out = endpoints
         .iter()

@@ -18,9 +18,9 @@ use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::Region;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::read::CatalogReads;
+use crate::state::{Applied, Command, Reader};
 
 const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
 const MAX_ID: usize = 255;
@@ -61,7 +61,7 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:list_regions", &ctx, &json!({}))?;
-    let regions: Vec<Region> = node.engine.read().scan(cf::CATALOG, keys::REGION_PREFIX)?;
+    let regions: Vec<Region> = node.engine.read().regions()?;
     let base = node.cfg.public_base();
     let out = regions
         .iter()

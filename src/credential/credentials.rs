@@ -18,7 +18,8 @@ use crate::node::Node;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::read::CredentialReads;
+use crate::state::{Applied, Command, Reader};
 use crate::token::ValidToken;
 
 const KNOWN: &[&str] = &["id", "type", "blob", "user_id", "project_id"];
@@ -93,7 +94,7 @@ pub async fn list(
             }
             out
         }
-        None => view.scan(cf::CREDENTIALS, b"")?,
+        None => view.credentials()?,
     };
     let base = node.cfg.public_base();
     let out: Vec<Value> = creds

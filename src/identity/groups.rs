@@ -18,9 +18,10 @@ use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::{enforce, guard, Persona};
-use crate::state::keys::{self, ns};
+use crate::state::keys::ns;
 use crate::state::model::{Group, User};
-use crate::state::{cf, Applied, Command, Reader};
+use crate::state::read::IdentityReads;
+use crate::state::{Applied, Command, Reader};
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
 
@@ -101,7 +102,7 @@ pub async fn list(
             }
             out
         }
-        (None, _) => view.scan(cf::GROUPS, keys::GROUP_PREFIX)?,
+        (None, _) => view.groups()?,
     };
     let name = q.get("name").map(|n| n.to_lowercase());
     let base = node.cfg.public_base();

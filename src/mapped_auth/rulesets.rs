@@ -9,9 +9,10 @@ use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
 use crate::mapping::MappingError;
 use crate::node::Node;
-use crate::state::mapping::{keys, MappingRecord};
+use crate::state::mapping::MappingRecord;
 use crate::state::providers::Provider;
-use crate::state::{cf, Reader};
+use crate::state::read::MappingReads;
+use crate::state::Reader;
 
 /// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
 
 /// The rulesets' revision (`keys::REVISION`) in the state local reads see.
 pub fn revision(view: &impl Reader) -> idnode_storage::Result<u64> {
-    Ok(view.get(cf::MAPPINGS, keys::REVISION)?.unwrap_or(0))
+    view.mappings_revision()
 }
 
 /// Every stored ruleset, in `mapping_id` order, parsed once per revision of the rulesets
@@ -40,7 +41,7 @@ pub fn all(node: &Node) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
     if let Some(all) = node.mapped.rulesets.get(&(), rev) {
         return Ok(all);
     }
-    let records: Vec<MappingRecord> = view.scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
+    let records: Vec<MappingRecord> = view.mapping_records()?;
     let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
     node.mapped.rulesets.insert((), all.clone(), rev);
     Ok(all)

@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{load, render, roles, Trust};
-use crate::assignment::effective;
 use crate::assignment::roles::role_json;
 use crate::federation::invalid;
 use crate::http::docs::{applied_doc, DocApi};
@@ -22,6 +21,7 @@ use crate::http::pages::page;
 use crate::http::{Caller, JsonBody};
 use crate::node::Node;
 use crate::policy::enforce;
+use crate::reads::effective;
 use crate::state::keys::ns;
 use crate::state::model::{DocKind, Ref, Target};
 use crate::state::{Command, Reader};
