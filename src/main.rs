@@ -29,6 +29,7 @@ mod otlp;
 mod passkey;
 mod policy;
 mod providers;
+mod reads;
 mod resource;
 mod rotation;
 mod scim;

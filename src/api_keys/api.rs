@@ -23,8 +23,8 @@ use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::providers::registry::handle;
-use crate::state::api_keys::{keys, ApiKey, ApiKeyCommand};
-use crate::state::{cf, Reader};
+use crate::state::api_keys::{ApiKey, ApiKeyCommand};
+use crate::state::read::ApiKeyReads;
 use crate::token::render::iso_seconds;
 use crate::token::Caller;
 use crate::token::ValidToken;
@@ -71,7 +71,7 @@ fn one(k: &ApiKey) -> Json<ApiKeyOne> {
 fn load(node: &Node, client_id: &str, domain_id: &str) -> ApiResult<ApiKey> {
     node.engine
         .read()
-        .get_t::<ApiKey>(cf::API_KEYS, &keys::record(client_id))?
+        .api_key(client_id)?
         .filter(|k| k.domain_id == domain_id)
         .ok_or_else(|| ApiError::not_found("api_key", client_id))
 }
@@ -125,7 +125,7 @@ pub async fn list(
         Some(v) if ["false", "0", "no", "off"].contains(&v.as_str()) => Some(false),
         Some(_) => return Err(bad("enabled", "a boolean.")),
     };
-    let all: Vec<ApiKey> = node.engine.read().scan(cf::API_KEYS, keys::RECORD_PREFIX)?;
+    let all: Vec<ApiKey> = node.engine.read().api_keys()?;
     let items = all
         .iter()
         .filter(|k| k.domain_id == domain)

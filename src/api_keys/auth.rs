@@ -16,8 +16,9 @@ use super::secret;
 use crate::http::client_ip::Cidr;
 use crate::http::error::{ApiError, ApiResult};
 use crate::node::Node;
-use crate::state::api_keys::{keys, ApiKey, ApiKeyCommand};
-use crate::state::{cf, Command};
+use crate::state::api_keys::{ApiKey, ApiKeyCommand};
+use crate::state::read::ApiKeyReads;
+use crate::state::Command;
 
 pub const REPORT_EVERY: Duration = Duration::from_secs(60);
 
@@ -58,9 +59,9 @@ pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) ->
 /// The key whose secret has keyed hash `hash`, if a use of it from `source` passes [`admit`].
 pub fn find(node: &Node, hash: &str, source: IpAddr) -> ApiResult<ApiKey> {
     let view = node.engine.read();
-    let client_id: Option<String> = view.get_t(cf::API_KEYS, &keys::by_hash(hash))?;
+    let client_id: Option<String> = view.api_key_id_by_hash(hash)?;
     let key: ApiKey = match client_id {
-        Some(id) => view.get_t(cf::API_KEYS, &keys::record(&id))?.ok_or_else(denied)?,
+        Some(id) => view.api_key(&id)?.ok_or_else(denied)?,
         None => return Err(denied()),
     };
     admit(node, &key, hash, source)?;

@@ -16,8 +16,9 @@ use crate::mapping::engine::{self, Claims};
 use crate::mapping::model::{Authorization, Source};
 use crate::node::Node;
 use crate::state::api_keys::ApiKey;
-use crate::state::scim::{keys as scim_keys, ScimRealm};
-use crate::state::{cf, Reader};
+use crate::state::read::ScimReads;
+use crate::state::scim::ScimRealm;
+use crate::state::Reader;
 
 /// Where a key's grant lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,8 +120,7 @@ pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
     if crate::clock::now_secs() >= k.expires_at {
         return Ok(refused(k, "the key has expired"));
     }
-    let realm: Option<ScimRealm> =
-        node.engine.read().get_t(cf::SCIM, &scim_keys::realm(&k.domain_id, &k.provider_id))?;
+    let realm: Option<ScimRealm> = node.engine.read().scim_realm(&k.domain_id, &k.provider_id)?;
     let g = match grant(node, k, realm.as_ref().map(|r| r.idp_id.as_str()))? {
         Ok(g) => g,
         Err(reason) => return Ok(refused(k, reason)),

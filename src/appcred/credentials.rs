@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{find, id_term, name_term, render, AppCred};
-use crate::assignment::listing::implied_closure;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::federation::{invalid, member, only_keys};
@@ -23,6 +22,7 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
+use crate::reads::listing::implied_closure;
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};

@@ -9,38 +9,20 @@ pub mod auth;
 pub mod credentials;
 pub mod schemas;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::state::keys::doc_unique_ns;
 use crate::state::model::{Doc, DocKind};
 use crate::state::Reader;
 use crate::token::render::iso_micros_naive;
 
-/// A stored credential as its document body holds it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct AppCred {
-    pub id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub user_id: String,
-    pub project_id: String,
-    /// Unix microseconds.
-    pub expires_at: Option<i64>,
-    pub unrestricted: Option<bool>,
-    pub role_ids: Vec<String>,
-    pub access_rule_ids: Vec<String>,
-}
+pub use crate::reads::appcred::{find, id_term, rule_json, AppCred};
 
 impl AppCred {
+    /// The credential a document holds; a bad record is a 500.
     pub fn of(doc: &Doc) -> ApiResult<AppCred> {
-        serde_json::from_str(&doc.body).map_err(ApiError::internal)
-    }
-
-    pub fn expired(&self, now: i64) -> bool {
-        self.expires_at.is_some_and(|t| now >= t)
+        AppCred::parse(doc).map_err(ApiError::internal)
     }
 
     /// The argon2 hash of the secret.
@@ -49,27 +31,9 @@ impl AppCred {
     }
 }
 
-/// The names-index value a credential id is found by.
-pub fn id_term(id: &str) -> String {
-    format!("id:{id}")
-}
-
 /// The names-index value that keeps names unique per user.
 pub fn name_term(user_id: &str, name: &str) -> String {
     format!("name:{user_id}/{name}")
-}
-
-/// A credential by its id alone (authentication, token validation).
-pub fn find(r: &impl Reader, id: &str) -> idnode_storage::Result<Option<Doc>> {
-    match r.id_by_name(&doc_unique_ns(DocKind::ApplicationCredential), "", &id_term(id))? {
-        Some(doc_id) => r.doc(DocKind::ApplicationCredential, &doc_id),
-        None => Ok(None),
-    }
-}
-
-/// A user's access rule as the API shows it inside a credential.
-pub fn rule_json(r: &Value) -> Value {
-    json!({"id": r.get("id"), "service": r.get("service"), "path": r.get("path"), "method": r.get("method")})
 }
 
 /// The credential as the API shows it (never with its secret).

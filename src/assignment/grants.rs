@@ -16,9 +16,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
-use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::AssignmentReads;
 use crate::token::Caller;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -135,10 +135,10 @@ pub async fn check(
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Check, route.as_str(), &p)?;
     let a = grant(&r, &role);
-    let [key, ..] = keys::assignment_keys(&a);
-    match node.engine.read().get_raw(cf::ASSIGNMENTS, &key)? {
-        Some(_) => Ok(StatusCode::NO_CONTENT),
-        None => Err(grant_not_found(&a).into()),
+    if node.engine.read().grant_stored(&a)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(grant_not_found(&a).into())
     }
 }
 
@@ -165,8 +165,7 @@ pub async fn list(
     let r = resolve(&node, route.as_str(), &p)?;
     enforce(action(Op::List, &r), &ctx, &Value::Object(r.policy.clone()))?;
     let view = node.engine.snapshot();
-    let grants: Vec<Assignment> =
-        view.scan(cf::ASSIGNMENTS, &keys::by_actor_target_prefix(r.actor_kind, &r.actor_id, &r.target))?;
+    let grants: Vec<Assignment> = view.assignments_of_actor_on(r.actor_kind, &r.actor_id, &r.target)?;
     let base = node.cfg.public_base();
     let mut out = Vec::new();
     for a in grants.iter().filter(|a| !a.inherited) {

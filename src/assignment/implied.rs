@@ -16,9 +16,9 @@ use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::Role;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::AssignmentReads;
 use crate::token::Caller;
 
 fn role_ref(r: &Role, base: &str) -> Value {
@@ -77,7 +77,7 @@ pub async fn list_for_prior(
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
     let mut implies = Vec::new();
-    let rules: Vec<(String, String)> = view.scan(cf::ROLES, &keys::implied_prefix(&prior.id))?;
+    let rules: Vec<(String, String)> = view.implied_rules_of(&prior.id)?;
     for (_, implied) in rules {
         if let Some(r) = view.role(&implied)? {
             implies.push(role_ref(&r, &base));

@@ -21,9 +21,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
-use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::AssignmentReads;
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -125,10 +125,10 @@ pub async fn check(
     let a = authorize(&node, &ctx, "identity:check_grant", route.as_str(), &p)?;
     roles::load(&node, &a.role_id)?;
     require_target(&node, &a.target)?;
-    let [key, ..] = keys::assignment_keys(&a);
-    match node.engine.read().get_raw(cf::ASSIGNMENTS, &key)? {
-        Some(_) => Ok(StatusCode::NO_CONTENT),
-        None => Err(grant_not_found(&a).into()),
+    if node.engine.read().grant_stored(&a)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(grant_not_found(&a).into())
     }
 }
 
@@ -156,8 +156,7 @@ pub async fn list(
     enforce("identity:list_grants", &ctx, &policy_target(&node, &n, None)?)?;
     require_target(&node, &n.target)?;
     let view = node.engine.snapshot();
-    let grants: Vec<Assignment> =
-        view.scan(cf::ASSIGNMENTS, &keys::by_actor_target_prefix(n.actor_kind, &n.actor_id, &n.target))?;
+    let grants: Vec<Assignment> = view.assignments_of_actor_on(n.actor_kind, &n.actor_id, &n.target)?;
     let base = node.cfg.public_base();
     let mut out = Vec::new();
     for a in grants.iter().filter(|a| a.inherited) {

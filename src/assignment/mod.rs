@@ -1,12 +1,9 @@
 //! Roles, implication rules, grants and role assignments (Keystone's assignment
-//! subsystem), and the effective roles tokens carry.
+//! subsystem). The effective roles tokens carry are a shared read layer (`reads`).
 
-pub mod effective;
 pub mod grants;
-pub mod hierarchy;
 pub mod implied;
 pub mod inherited;
-pub mod listing;
 pub mod role_assignments;
 pub mod roles;
 pub mod schemas;

@@ -8,13 +8,13 @@ use axum::extract::{Query, RawQuery, State};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::listing::{self, Entry, Filter};
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
+use crate::reads::listing::{self, Entry, Filter};
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
 use crate::token::Caller;

@@ -16,9 +16,10 @@ use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::keys::{self, ns};
+use crate::state::keys::ns;
 use crate::state::model::Role;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::AssignmentReads;
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];
@@ -92,7 +93,7 @@ pub async fn list(
             .flatten()
             .into_iter()
             .collect(),
-        None => view.scan(cf::ROLES, keys::ROLE_PREFIX)?,
+        None => view.roles()?,
     };
     let base = node.cfg.public_base();
     let out: Vec<Value> =

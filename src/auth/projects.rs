@@ -9,11 +9,11 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
-use crate::assignment::effective;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::node::Node;
 use crate::policy::enforce;
+use crate::reads::effective;
 use crate::resource::{domain_json, project_json};
 use crate::state::model::Target;
 use crate::state::Reader;

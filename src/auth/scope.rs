@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::assignment::effective;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
+use crate::reads::effective;
 use crate::state::keys::ns;
 use crate::state::model::{Target, User};
 use crate::state::Reader;

@@ -21,9 +21,9 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::resource::render::project_json;
-use crate::state::keys;
 use crate::state::model::{DocKind, Endpoint, Ref};
-use crate::state::{cf, Reader};
+use crate::state::Reader;
+use crate::state::read::CatalogReads;
 use crate::token::Caller;
 
 pub const GROUPS: DocApi = DocApi {
@@ -109,7 +109,7 @@ fn passes(e: &Endpoint, filters: &Value) -> bool {
 /// The endpoints a group's filters select.
 fn group_endpoints(r: &impl Reader, group: &crate::state::model::Doc) -> ApiResult<Vec<Endpoint>> {
     let filters = body(group).remove("filters").unwrap_or(Value::Null);
-    let all: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let all: Vec<Endpoint> = r.endpoints()?;
     Ok(all.into_iter().filter(|e| passes(e, &filters)).collect())
 }
 
@@ -123,7 +123,7 @@ pub fn project_endpoint_ids(r: &impl Reader, project_id: &str) -> idnode_storage
         if r.doc(DocKind::EndpointGroupProject, &format!("{}/{project_id}", g.id))?.is_some() {
             any = true;
             let filters = body(&g).remove("filters").unwrap_or(Value::Null);
-            let all: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+            let all: Vec<Endpoint> = r.endpoints()?;
             ids.extend(all.into_iter().filter(|e| passes(e, &filters)).map(|e| e.id));
         }
     }

@@ -18,9 +18,9 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::{Endpoint, Region};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::CatalogReads;
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
@@ -118,7 +118,7 @@ pub async fn list(
     if let Some(i) = q.get("interface") {
         check_interface(i)?;
     }
-    let endpoints: Vec<Endpoint> = node.engine.read().scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let endpoints: Vec<Endpoint> = node.engine.read().endpoints()?;
     let base = node.cfg.public_base();
     let out = endpoints
         .iter()

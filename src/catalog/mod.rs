@@ -16,14 +16,14 @@ use serde_json::{json, Value};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
 use crate::node::Node;
-use crate::state::keys;
 use crate::state::model::{Endpoint, Service};
-use crate::state::{cf, Reader};
+use crate::state::read::CatalogReads;
+use crate::state::Reader;
 
 /// Enabled services with their enabled endpoints.
 pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
-    let services: Vec<Service> = r.scan(cf::CATALOG, keys::SERVICE_PREFIX)?;
-    let endpoints: Vec<Endpoint> = r.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
+    let services: Vec<Service> = r.services()?;
+    let endpoints: Vec<Endpoint> = r.endpoints()?;
     let out: Vec<Value> = services
         .iter()
         .filter(|s| s.enabled)

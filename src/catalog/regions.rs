@@ -18,9 +18,9 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::Region;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::CatalogReads;
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
@@ -59,7 +59,7 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:list_regions", &ctx, &json!({}))?;
-    let regions: Vec<Region> = node.engine.read().scan(cf::CATALOG, keys::REGION_PREFIX)?;
+    let regions: Vec<Region> = node.engine.read().regions()?;
     let base = node.cfg.public_base();
     let out = regions
         .iter()

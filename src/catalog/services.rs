@@ -17,9 +17,9 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::keys;
 use crate::state::model::Service;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::CatalogReads;
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];
@@ -58,7 +58,7 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:list_services", &ctx, &json!({}))?;
-    let services: Vec<Service> = node.engine.read().scan(cf::CATALOG, keys::SERVICE_PREFIX)?;
+    let services: Vec<Service> = node.engine.read().services()?;
     let base = node.cfg.public_base();
     let out = services
         .iter()

@@ -18,7 +18,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::CredentialReads;
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -89,7 +90,7 @@ pub async fn list(
             }
             out
         }
-        None => view.scan(cf::CREDENTIALS, b"")?,
+        None => view.credentials()?,
     };
     let base = node.cfg.public_base();
     let out: Vec<Value> = creds

@@ -18,9 +18,10 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
-use crate::state::keys::{self, ns};
+use crate::state::keys::ns;
 use crate::state::model::{Group, User};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::IdentityReads;
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
@@ -99,7 +100,7 @@ pub async fn list(
             }
             out
         }
-        (None, _) => view.scan(cf::GROUPS, keys::GROUP_PREFIX)?,
+        (None, _) => view.groups()?,
     };
     let name = q.get("name").map(|n| n.to_lowercase());
     let base = node.cfg.public_base();

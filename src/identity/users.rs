@@ -20,7 +20,8 @@ use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::IdentityReads;
 use crate::token::{now_micros, render::iso_micros_naive};
 use crate::token::render::iso_micros_naive;
 
@@ -157,7 +158,7 @@ pub async fn list(
             }
             out
         }
-        (None, None, _) => view.scan(cf::USERS, b"")?,
+        (None, None, _) => view.users()?,
     };
     let name = q.get("name").map(|n| n.to_lowercase());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));

@@ -10,34 +10,15 @@ use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite}
 use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::node::Node;
-use crate::state::scim::{keys, Kind, RealmRef, ScimCommand, ScimResourceIndex};
-use crate::state::{cf, Reader};
+use crate::state::read::ScimReads;
+use crate::state::scim::{RealmRef, ScimCommand, ScimResourceIndex};
 
 const DAY: i64 = 86_400;
 
 /// Purges what is due at `now` (unix seconds); answers how many were purged.
 pub async fn janitor_pass(node: &Core, now: i64) -> ApiResult<usize> {
     let cutoff = now - node.cfg.scim.retention_days * DAY;
-    let due: Vec<ScimResourceIndex> = {
-        let view = node.engine.read();
-        let mut due = Vec::new();
-        for (k, v) in view.scan_raw(cf::SCIM, keys::DEPROVISIONED_PREFIX)? {
-            let when: i64 = idnode_storage::decode(&v)?;
-            let Some((kind, id)) = std::str::from_utf8(&k[keys::DEPROVISIONED_PREFIX.len()..])
-                .ok()
-                .and_then(|rest| rest.split_once('/'))
-                .and_then(|(kind, id)| Kind::parse(kind).map(|k| (k, id.to_string())))
-            else {
-                continue;
-            };
-            if when <= cutoff {
-                if let Some(idx) = view.get_t::<ScimResourceIndex>(cf::SCIM, &keys::index(kind, &id))? {
-                    due.push(idx);
-                }
-            }
-        }
-        due
-    };
+    let due: Vec<ScimResourceIndex> = node.engine.read().scim_deprovisioned_by(cutoff)?;
     let mut purged = 0;
     for idx in due {
         if !node.raft.is_leader() {

@@ -13,10 +13,10 @@ use crate::audit::event::{virtual_user_archive_deleted, virtual_user_deactivated
 use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::mapping::model::MappingRuleSet;
-use crate::state::mapping::{keys as mapping_keys, MappingRecord};
+use crate::state::mapping::MappingRecord;
+use crate::state::read::MappingReads;
 use crate::state::reply::DisabledUsers;
 use crate::state::shadow::{ShadowCommand, VirtualUserMetadata};
-use crate::state::{cf, Reader};
 
 /// Records one command of a pass touches at most.
 pub const BATCH: u32 = 100;
@@ -78,8 +78,7 @@ fn emit_deleted(node: &Core, r: &VirtualUserMetadata) {
 /// The provider of the record's mapping, while the mapping exists (the record keeps only
 /// the mapping id; a deleted mapping leaves the provider unknown, reported as empty).
 fn provider_of(node: &Core, mapping_id: &str) -> Option<String> {
-    let record: MappingRecord =
-        Reader::get(&node.engine.read(), cf::MAPPINGS, &mapping_keys::ruleset(mapping_id)).ok()??;
+    let record: MappingRecord = node.engine.read().mapping_record(mapping_id).ok()??;
     MappingRuleSet::from_stored(&record.ruleset).ok().map(|rs| rs.provider_id)
 }
 

@@ -9,7 +9,7 @@ use super::*;
 use crate::mapping::model::RulesetVersion;
 use crate::state::mapping::MappingCommand;
 use crate::state::shadow::{keys, virtual_user_id};
-use crate::state::Command;
+use crate::state::{cf, Command, Reader};
 use crate::testkit::TestNode;
 
 const NOW: i64 = 1_800_000_000;

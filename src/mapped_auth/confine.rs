@@ -19,8 +19,9 @@ use crate::mapping::targets;
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
 use crate::state::providers::Provider;
-use crate::state::scim::{keys as scim_keys, Kind, ScimRealm, ScimResourceIndex};
-use crate::state::{cf, Reader};
+use crate::state::read::ScimReads;
+use crate::state::scim::Kind;
+use crate::state::Reader;
 
 fn existing(view: &impl Reader, g: &ResolvedGroup) -> idnode_storage::Result<Option<Group>> {
     match &g.group_id {
@@ -44,13 +45,13 @@ pub fn rule(view: &impl Reader, rs: &MappingRuleSet, m: &Matched) -> ApiResult<(
 
 /// Whether SCIM provisioned `user` (still live) for a realm whose identity provider is `p`.
 fn scim_owned(view: &impl Reader, user: &User, p: &Provider) -> idnode_storage::Result<bool> {
-    let Some(ix) = view.get::<ScimResourceIndex>(cf::SCIM, &scim_keys::index(Kind::User, &user.id))? else {
+    let Some(ix) = view.scim_index(Kind::User, &user.id)? else {
         return Ok(false);
     };
     if ix.kind != Kind::User || ix.domain_id != user.domain_id || ix.deprovisioned_at.is_some() {
         return Ok(false);
     }
-    let realm = view.get::<ScimRealm>(cf::SCIM, &scim_keys::realm(&ix.domain_id, &ix.provider_id))?;
+    let realm = view.scim_realm(&ix.domain_id, &ix.provider_id)?;
     Ok(realm.is_some_and(|r| r.idp_id == p.id))
 }
 

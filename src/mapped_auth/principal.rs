@@ -17,10 +17,11 @@ use crate::node::Node;
 use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
+use crate::state::read::ShadowReads;
 use crate::state::shadow::{
-    keys, virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowCommand, VirtualUserMetadata,
+    virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
 };
-use crate::state::{cf, Command, Reader};
+use crate::state::{Applied, Command, Reader};
 use crate::token::now_micros;
 
 /// Seconds between refreshes of an unchanged virtual user's `last_authenticated_at`.
@@ -88,7 +89,7 @@ pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<U
                     }
                 }
                 wanted.dedup();
-                let synced: Vec<String> = view.get_t(cf::SHADOW, &keys::synced_groups(&u.id))?.unwrap_or_default();
+                let synced: Vec<String> = view.synced_groups(&u.id)?;
                 if in_sync && synced == wanted {
                     return Ok(u);
                 }
@@ -184,7 +185,7 @@ pub async fn ephemeral(node: &Arc<Node>, live: &Live, m: &Matched, ext: &Externa
         let (bindings, creates, existing) = {
             let view = node.engine.read();
             let (bindings, creates) = ephemeral_groups(&view, m)?;
-            (bindings, creates, view.get_t::<VirtualUserMetadata>(cf::SHADOW, &keys::record(&id))?)
+            (bindings, creates, view.virtual_user_record(&id)?)
         };
         let record = VirtualUserMetadata {
             user_id: id.clone(),

@@ -8,9 +8,10 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
 use crate::mapping::MappingError;
-use crate::state::mapping::{keys, MappingRecord};
+use crate::state::Reader;
+use crate::state::mapping::MappingRecord;
 use crate::state::providers::Provider;
-use crate::state::{cf, Reader};
+use crate::state::read::MappingReads;
 use crate::token::Tokens;
 
 /// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
@@ -29,7 +30,7 @@ fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
 
 /// The rulesets' revision (`keys::REVISION`) in the state local reads see.
 pub fn revision(view: &impl Reader) -> idnode_storage::Result<u64> {
-    Ok(view.get(cf::MAPPINGS, keys::REVISION)?.unwrap_or(0))
+    view.mappings_revision()
 }
 
 /// Every stored ruleset, in `mapping_id` order, parsed once per revision of the rulesets
@@ -40,7 +41,7 @@ pub fn all(node: &Tokens) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
     if let Some(all) = node.rulesets.get(&(), rev) {
         return Ok(all);
     }
-    let records: Vec<MappingRecord> = view.scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
+    let records: Vec<MappingRecord> = view.mapping_records()?;
     let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
     node.rulesets.insert((), all.clone(), rev);
     Ok(all)

@@ -26,8 +26,9 @@ use crate::http::pages::page_by;
 use crate::http::JsonBody;
 use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard, Persona};
-use crate::state::mapping::{keys, MappingCommand, MappingRecord};
-use crate::state::{cf, Command, Reader};
+use crate::state::Command;
+use crate::state::mapping::{MappingCommand, MappingRecord};
+use crate::state::read::MappingReads;
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -68,7 +69,7 @@ fn parse(record: &MappingRecord) -> ApiResult<MappingRuleSet> {
 }
 
 fn load(node: &Node, id: &str) -> ApiResult<MappingRuleSet> {
-    let record: Option<MappingRecord> = Reader::get(&node.engine.read(), cf::MAPPINGS, &keys::ruleset(id))?;
+    let record: Option<MappingRecord> = node.engine.read().mapping_record(id)?;
     parse(&record.ok_or_else(|| not_found(id))?)
 }
 
@@ -137,7 +138,7 @@ pub async fn list(
         None => Persona { ctx: &ctx }.listing_domain().map(str::to_string),
     };
     authorize("identity/mapping/list", &ctx, domain.as_deref())?;
-    let records: Vec<MappingRecord> = node.engine.read().scan(cf::MAPPINGS, keys::RULESET_PREFIX)?;
+    let records: Vec<MappingRecord> = node.engine.read().mapping_records()?;
     let mut items = Vec::new();
     for r in records.iter().filter(|r| domain.is_none() || r.domain_id == domain) {
         items.push((r.mapping_id.clone(), json!(parse(r)?)));

@@ -21,11 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::model::{Authorization, DomainResolutionMode, MappingRule, MappingRuleSet};
 use super::targets;
 use super::MappingError;
-use crate::assignment::listing;
 use crate::http::error::{ApiError, ApiResult};
 use crate::policy::{guard, Persona};
+use crate::reads::listing;
 use crate::state::keys::ns;
 use crate::state::model::Target;
+use crate::state::read::ScimReads;
 use crate::state::Reader;
 use crate::token::ValidToken;
 
@@ -66,7 +67,7 @@ pub fn scim_realm(r: &impl Reader, rs: &MappingRuleSet) -> ApiResult<()> {
     let project =
         rs.rules.iter().find(|rule| rule.authorizations.iter().any(|a| matches!(a, Authorization::Project { .. })));
     if let Some(rule) = project {
-        if crate::scim::realms::active_realm(r, rs.domain_id.as_deref(), &rs.provider_id)? {
+        if r.scim_realm_active(rs.domain_id.as_deref(), &rs.provider_id)? {
             return Err(MappingError::invalid(
                 "scim_realm_project_authorization",
                 format!(

@@ -58,5 +58,5 @@ impl From<MappingError> for crate::http::ApiError {
 /// A system mapping (any rule with `is_system`) is immutable: PUT and rule mutations are
 /// refused (422 `system_mapping_immutable`); it can only be deleted.
 pub fn is_system(rs: &model::MappingRuleSet) -> bool {
-    rs.rules.iter().any(|r| r.identity.is_system)
+    rs.is_system()
 }

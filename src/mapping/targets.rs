@@ -12,8 +12,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::policy::guard;
 use crate::state::keys::ns;
 use crate::state::model::Group;
-use crate::state::providers::{keys, Provider, ProviderConfig, ProviderKind};
-use crate::state::{cf, Reader};
+use crate::state::providers::{Provider, ProviderConfig, ProviderKind};
+use crate::state::read::ProviderReads;
+use crate::state::Reader;
 
 pub fn refuse(key: &'static str, message: impl Into<String>) -> ApiError {
     MappingError::new(403, key, message).into()
@@ -67,13 +68,13 @@ pub fn source_providers(r: &impl Reader, source: &Source, ruleset_domain: Option
         Source::K8s { cluster_id } => (ProviderKind::K8s, cluster_id),
         Source::Spiffe { trust_domain } => (ProviderKind::Spiffe, trust_domain),
     };
-    if let Some(p) = r.get::<Provider>(cf::PROVIDERS, &keys::record(kind, id))? {
+    if let Some(p) = r.provider(kind, id)? {
         return Ok(vec![p]);
     }
     if kind != ProviderKind::Spiffe {
         return Ok(Vec::new());
     }
-    let all: Vec<Provider> = r.scan(cf::PROVIDERS, &keys::records_prefix(kind))?;
+    let all: Vec<Provider> = r.providers_of_kind(kind)?;
     Ok(all.into_iter().filter(|p| names(source, ruleset_domain, p)).collect())
 }
 

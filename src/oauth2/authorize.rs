@@ -26,8 +26,9 @@ use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
-use crate::state::oauth2::{keys, AuthCode, Client, Consent, OAuth2Applied, OAuth2Command};
-use crate::state::{cf, Reader};
+use crate::state::Reader;
+use crate::state::oauth2::{AuthCode, Client, Consent, OAuth2Applied, OAuth2Command};
+use crate::state::read::OAuth2Reads;
 
 /// Seconds an authorization code is valid.
 pub const CODE_LIFETIME_S: i64 = 60;
@@ -249,7 +250,7 @@ pub(super) fn remembered_consent(
     let mut all: Vec<String> = node
         .engine
         .read()
-        .get_t::<Consent>(cf::OAUTH2, &keys::consent(user_id, client_id))?
+        .oauth2_consent(user_id, client_id)?
         .filter(|c| c.domain_id == domain_id)
         .map(|c| c.scopes)
         .unwrap_or_default();
@@ -270,7 +271,7 @@ pub(super) fn remembered_consent(
 
 /// Whether a remembered consent covers `scopes`.
 fn consent_covers(node: &Node, domain_id: &str, user_id: &str, client_id: &str, scopes: &[String]) -> PageResult<bool> {
-    let c = node.engine.read().get_t::<Consent>(cf::OAUTH2, &keys::consent(user_id, client_id))?;
+    let c = node.engine.read().oauth2_consent(user_id, client_id)?;
     Ok(c.is_some_and(|c| c.domain_id == domain_id && scopes.iter().all(|s| c.scopes.contains(s))))
 }
 

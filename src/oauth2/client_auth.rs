@@ -13,9 +13,8 @@ use base64::Engine;
 use super::error::{OAuthError, OAuthResult};
 use super::secrets::{keyed_hash, same_hash, CLIENT_SECRET};
 use crate::context::Core;
-use crate::state::cf;
-use crate::state::oauth2::{keys, Client};
-use crate::state::Reader;
+use crate::state::oauth2::Client;
+use crate::state::read::OAuth2Reads;
 
 /// The client credentials a request presents.
 pub struct Presented {
@@ -59,7 +58,7 @@ pub fn load(node: &Core, domain_id: &str, client_id: &str) -> OAuthResult<Option
     if client_id.len() > 255 {
         return Ok(None);
     }
-    Ok(Reader::get::<Client>(&node.engine.read(), cf::OAUTH2, &keys::client(domain_id, client_id))?)
+    Ok(node.engine.read().oauth2_client(domain_id, client_id)?)
 }
 
 /// The authenticated, enabled client of `domain_id` the request presents.

@@ -25,8 +25,9 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::oauth2::{keys, Client, OAuth2Command};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::oauth2::{Client, OAuth2Command};
+use crate::state::read::OAuth2Reads;
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -336,7 +337,7 @@ pub async fn list(
 ) -> ApiResult<Json<Value>> {
     authorize("identity/oauth2_client/list", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
-    let clients: Vec<Client> = node.engine.read().scan(cf::OAUTH2, &keys::clients_prefix(&domain_id))?;
+    let clients: Vec<Client> = node.engine.read().oauth2_clients(&domain_id)?;
     let items = clients.iter().map(|c| render(&node, c)).collect();
     let base = node.cfg.public_base();
     Ok(Json(page("oauth2_clients", items, &base, &format!("/v4/oauth2/{domain_id}/clients"), &q)?))

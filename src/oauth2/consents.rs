@@ -17,8 +17,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::oauth2::{keys, Client, Consent, OAuth2Command};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::oauth2::{Consent, OAuth2Command};
+use crate::state::read::OAuth2Reads;
 use crate::token::Caller;
 use crate::token::{Delegation, ValidToken};
 
@@ -66,10 +67,10 @@ pub async fn list(
     if read.user(&user_id)?.is_none() {
         return Err(ApiError::not_found("user", &user_id));
     }
-    let consents: Vec<Consent> = read.scan(cf::OAUTH2, &keys::consents_prefix(&user_id))?;
+    let consents: Vec<Consent> = read.oauth2_consents(&user_id)?;
     let mut out = Vec::with_capacity(consents.len());
     for c in consents {
-        let Some(client) = read.get_t::<Client>(cf::OAUTH2, &keys::client(&c.domain_id, &c.client_id))? else {
+        let Some(client) = read.oauth2_client(&c.domain_id, &c.client_id)? else {
             continue;
         };
         out.push(json!({

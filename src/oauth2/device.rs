@@ -29,8 +29,9 @@ use super::secrets::{self, keyed_hash, new_secret};
 use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::oauth2::{keys, DeviceGrant, DeviceStatus, OAuth2Command};
-use crate::state::{cf, Command, Reader};
+use crate::state::oauth2::{DeviceGrant, DeviceStatus, OAuth2Command};
+use crate::state::read::OAuth2Reads;
+use crate::state::{Command, Reader};
 
 /// The characters of user codes.
 pub const USER_CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -169,9 +170,8 @@ pub async fn device_authorization(
 /// The pending, unexpired device grant of `domain_id` with this (normalized) user code.
 fn pending_grant(node: &Node, domain_id: &str, user_code: &str) -> PageResult<Option<DeviceGrant>> {
     let read = node.engine.read();
-    let Some(hash) = read.get_raw(cf::OAUTH2, &keys::user_code(user_code))? else { return Ok(None) };
-    let Ok(hash) = String::from_utf8(hash) else { return Ok(None) };
-    let grant = read.get_t::<DeviceGrant>(cf::OAUTH2, &keys::device(&hash))?;
+    let Some(hash) = read.oauth2_device_hash(user_code)? else { return Ok(None) };
+    let grant = read.oauth2_device_grant(&hash)?;
     Ok(grant.filter(|g| {
         g.domain_id == domain_id
             && g.user_code == user_code

@@ -15,7 +15,7 @@ use super::tokens::PLATFORM_AUDIENCE;
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::oauth2::Client;
-use crate::state::{cf, Reader};
+use crate::state::read::CatalogReads;
 
 /// The claim listing the ids of the tokens an exchanged token descends from, nearest last.
 pub const EXCHANGED_FROM: &str = "exchanged_from";
@@ -56,15 +56,8 @@ pub fn exchange(node: &Core, keys: &DomainKeys, client: &Client, form: &OAuthFor
     if audiences.is_empty() {
         return Err(OAuthError::invalid_request("The parameter audience is missing."));
     }
-    let types: Vec<String> = Reader::scan::<crate::state::model::Service>(
-        &node.engine.read(),
-        cf::CATALOG,
-        crate::state::keys::SERVICE_PREFIX,
-    )?
-    .into_iter()
-    .filter(|s| s.enabled)
-    .map(|s| s.service_type)
-    .collect();
+    let types: Vec<String> =
+        node.engine.read().services()?.into_iter().filter(|s| s.enabled).map(|s| s.service_type).collect();
     for a in &audiences {
         let known = a.strip_prefix("platform-apis:").is_some_and(|t| types.iter().any(|x| x == t));
         if !known {

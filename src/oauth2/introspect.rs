@@ -20,8 +20,9 @@ use crate::clock::now_secs;
 use crate::context::Core;
 use crate::http::metrics::labels;
 use crate::node::Node;
-use crate::state::oauth2::{keys as k, Client, RefreshFamily};
-use crate::state::{cf, Reader};
+use crate::state::oauth2::RefreshFamily;
+use crate::state::read::OAuth2Reads;
+use crate::state::Reader;
 
 /// The claims of an access token of `domain_id` that is live now: signed by one of the
 /// domain's keys, unexpired, its id not revoked, its refresh family (if any) live, its user
@@ -53,15 +54,14 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
     }
     let at = now_secs();
     if let Some(sid) = claims.get("sid").and_then(Value::as_str) {
-        if !Reader::get::<RefreshFamily>(&read, cf::OAUTH2, &k::family(sid))?.is_some_and(|f| f.live(at)) {
+        if !read.oauth2_family(sid)?.is_some_and(|f| f.live(at)) {
             return Ok(None);
         }
     }
-    let client_ok =
-        Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, client_id))?.is_some_and(|c| c.enabled);
+    let client_ok = read.oauth2_client(domain_id, client_id)?.is_some_and(|c| c.enabled);
     // The subject is a user of the domain, or a client principal (client_credentials, and
     // tokens exchanged from one, whose `client_id` is the exchanging client).
-    let subject_ok = match Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, sub))? {
+    let subject_ok = match read.oauth2_client(domain_id, sub)? {
         Some(c) => c.enabled,
         None => read.user(sub)?.is_some_and(|u| {
             u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::token_issued_us(&claims))
@@ -75,7 +75,7 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
 pub fn live_refresh_family(node: &Node, domain_id: &str, token: &str) -> OAuthResult<Option<RefreshFamily>> {
     let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
     let read = node.engine.read();
-    let Some(f) = Reader::get::<RefreshFamily>(&read, cf::OAUTH2, &k::family(family_id))? else {
+    let Some(f) = read.oauth2_family(family_id)? else {
         return Ok(None);
     };
     let hash = keyed_hash(node, REFRESH, secret)?;

@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 use super::error::{OAuthError, OAuthResult};
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::oauth2::{keys, OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
-use crate::state::{cf, Reader};
+use crate::state::Reader;
+use crate::state::oauth2::{OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
+use crate::state::read::OAuth2Reads;
 
 /// Verified tokens remembered per key set (see `DomainKeys::verify`); at this many the
 /// memory is cleared and starts again.
@@ -166,7 +167,7 @@ pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys
     if let Some(k) = node.oauth2.keys.get(&domain_id.to_string(), version) {
         return Ok(Some(k));
     }
-    let Some(set) = Reader::get::<SigningKeys>(&node.engine.read(), cf::OAUTH2, &keys::signing_keys(domain_id))? else {
+    let Some(set) = node.engine.read().oauth2_signing_keys(domain_id)? else {
         return Ok(None);
     };
     // The parsed set (and the tokens it verified) outlives writes that leave it unchanged:

@@ -10,8 +10,7 @@ use axum::response::Response;
 
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::cf;
-use crate::state::oauth2::keys as k;
+use crate::state::read::OAuth2Reads;
 
 /// Domains' lists kept at most, and their bytes.
 pub const CACHED_DOMAINS: usize = 1024;
@@ -31,14 +30,12 @@ pub fn footprint(domain_id: &String, list: &Arc<RevokedList>) -> usize {
 
 /// `{"revoked_jtis": [...]}`: the domain's revoked ids whose token has not expired at `at`.
 pub fn compute(node: &Node, domain_id: &str, at: i64) -> Result<RevokedList, idnode_storage::StorageError> {
-    let prefix = k::revoked_jtis_prefix(domain_id);
     let mut ids = Vec::new();
     let mut valid_until = i64::MAX;
-    for (key, v) in node.engine.read().scan_prefix(cf::OAUTH2, &prefix, usize::MAX)? {
-        let exp: i64 = idnode_storage::decode(&v)?;
+    for (id, exp) in node.engine.read().oauth2_revoked_jtis(domain_id)? {
         if exp > at {
             valid_until = valid_until.min(exp);
-            ids.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
+            ids.push(id);
         }
     }
     let body = serde_json::to_vec(&serde_json::json!({ "revoked_jtis": ids }))

@@ -17,8 +17,9 @@ use super::secrets::{keyed_hash, same_hash, REFRESH};
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::oauth2::{keys as k, Client, OAuth2Command, RefreshFamily};
-use crate::state::{cf, Command, Reader};
+use crate::state::oauth2::{Client, OAuth2Command};
+use crate::state::read::OAuth2Reads;
+use crate::state::Command;
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/revoke", operation_id = "oauth2_revoke", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain.")),
@@ -67,7 +68,7 @@ fn access_revocation(keys: &DomainKeys, client: &Client, token: &str) -> Option<
 /// A refresh token (current or spent) of one of this client's families.
 fn refresh_revocation(node: &Node, client: &Client, token: &str) -> OAuthResult<Option<OAuth2Command>> {
     let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
-    let Some(f) = Reader::get::<RefreshFamily>(&node.engine.read(), cf::OAUTH2, &k::family(family_id))? else {
+    let Some(f) = node.engine.read().oauth2_family(family_id)? else {
         return Ok(None);
     };
     let hash = keyed_hash(node, REFRESH, secret)?;

@@ -28,8 +28,9 @@ use crate::state::oauth2::{
     keys as k, AuthCode, Client, DeviceGrant, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command,
     RefreshFamily,
 };
+use crate::state::read::OAuth2Reads;
 use crate::state::reply::{Redemption, Refreshed};
-use crate::state::{cf, ApplyError, Reader, Reply};
+use crate::state::{Applied, ApplyError, Command, Reader, Reply};
 
 fn json_no_store(v: Value) -> Response {
     let mut resp = Json(v).into_response();
@@ -208,7 +209,10 @@ async fn authorization_code(
 ) -> OAuthResult<Value> {
     let code = form.require("code")?;
     let hash = keyed_hash(node, CODE, code)?;
-    let stored = Reader::get::<AuthCode>(&node.engine.read(), cf::OAUTH2, &k::code(&hash))?
+    let stored = node
+        .engine
+        .read()
+        .oauth2_code(&hash)?
         .filter(|c| c.client_id == client.client_id)
         .ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or expired."))?;
     // RFC 6749 §4.1.3: the authorization request's redirect URI, present and identical (a
@@ -263,7 +267,10 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
     let presented = keyed_hash(node, REFRESH, secret)?;
     // A wider scope is refused before the token rotates: a refused request must not spend it.
     if let Some(req) = form.get("scope") {
-        let stored = Reader::get::<RefreshFamily>(&node.engine.read(), cf::OAUTH2, &k::family(family_id))?
+        let stored = node
+            .engine
+            .read()
+            .oauth2_family(family_id)?
             .filter(|f| f.client_id == client.client_id && same_hash(&f.current, &presented));
         if let Some(f) = stored {
             if let Some(s) = req.split(' ').filter(|s| !s.is_empty()).find(|s| !f.scopes.iter().any(|x| x == s)) {
@@ -327,7 +334,10 @@ async fn device_code(
 ) -> OAuthResult<Value> {
     let device_code = form.require("device_code")?;
     let hash = keyed_hash(node, DEVICE_CODE, device_code)?;
-    let grant = Reader::get::<DeviceGrant>(&node.engine.read(), cf::OAUTH2, &k::device(&hash))?
+    let grant = node
+        .engine
+        .read()
+        .oauth2_device_grant(&hash)?
         .filter(|g| g.client_id == client.client_id)
         .ok_or_else(|| OAuthError::invalid_grant("The device code is invalid."))?;
     // Minted ahead (tokens carry the node's clock and a fresh jti, which apply must not draw),

@@ -16,8 +16,8 @@ use super::introspect::live_access_claims;
 use super::keys;
 use super::tokens::{render_template, user_email};
 use crate::node::Node;
-use crate::state::oauth2::{keys as k, Client};
-use crate::state::{cf, Reader};
+use crate::state::read::OAuth2Reads;
+use crate::state::Reader;
 
 fn no_token() -> OAuthError {
     let mut e = OAuthError::new(StatusCode::UNAUTHORIZED, "invalid_request", "A bearer access token is required.");
@@ -50,9 +50,7 @@ async fn userinfo(node: &Node, domain_id: &str, headers: &HeaderMap) -> OAuthRes
     let client_id = claims.get("client_id").and_then(Value::as_str).ok_or_else(bad)?;
     let read = node.engine.read();
     let user = read.user(sub)?.filter(|u| u.enabled).ok_or_else(bad)?;
-    let client = Reader::get::<Client>(&read, cf::OAUTH2, &k::client(domain_id, client_id))?
-        .filter(|c| c.enabled)
-        .ok_or_else(bad)?;
+    let client = read.oauth2_client(domain_id, client_id)?.filter(|c| c.enabled).ok_or_else(bad)?;
     let mut out = json!({"sub": user.id});
     if scopes.contains(&"profile") {
         out["name"] = json!(user.name);

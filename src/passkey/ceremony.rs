@@ -25,8 +25,9 @@ use crate::http::metrics::labels;
 use crate::node::Node;
 use crate::state::command::ApplyError;
 use crate::state::model::User;
-use crate::state::passkeys::{keys, Ceremony, LoginProof, PasskeyCommand, Purpose, StoredPasskey, CLONED};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::passkeys::{keys, CLONED, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey};
+use crate::state::read::PasskeyReads;
 
 /// The relying party of this deployment, or why passkeys are off.
 pub struct RelyingParty {
@@ -87,7 +88,7 @@ fn json<T: serde::Serialize>(v: &T) -> ApiResult<String> {
 
 /// The user's passkeys, in id order.
 pub fn passkeys_of(node: &Node, user_id: &str) -> ApiResult<Vec<StoredPasskey>> {
-    Ok(node.engine.read().scan(cf::PASSKEYS, &keys::of_user(user_id))?)
+    Ok(node.engine.read().passkeys_of_user(user_id)?)
 }
 
 /// Replicates a started ceremony and waits until the reachable members have it.
@@ -102,7 +103,7 @@ async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<(
 /// The pending ceremony `client_data_json` answers, if it is `purpose` and still on time.
 fn pending(node: &Node, client_data_json: &[u8], purpose: Purpose) -> ApiResult<Option<(String, Ceremony)>> {
     let Some(challenge) = challenge_of(client_data_json) else { return Ok(None) };
-    let ceremony: Option<Ceremony> = node.engine.read().get_t(cf::PASSKEYS, &keys::ceremony(&challenge))?;
+    let ceremony: Option<Ceremony> = node.engine.read().passkey_ceremony(&challenge)?;
     Ok(ceremony.filter(|c| c.purpose == purpose && crate::clock::now_secs() < c.expires_at).map(|c| (challenge, c)))
 }
 
@@ -263,11 +264,11 @@ pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCr
         e => refused(node, &user_id, &e.to_string()),
     })?;
     let credential_id = URL_SAFE_NO_PAD.encode(result.cred_id());
-    let owner: Option<String> = read.get_t(cf::PASSKEYS, &keys::credential(&credential_id))?;
+    let owner: Option<String> = read.passkey_owner(&credential_id)?;
     let Some((_, passkey_id)) = owner.as_deref().and_then(|o| o.split_once('/')).filter(|(u, _)| *u == user_id) else {
         return Err(refused(node, &user_id, "the passkey is not registered"));
     };
-    let Some(stored) = read.get_t::<StoredPasskey>(cf::PASSKEYS, &keys::passkey(&user_id, passkey_id))? else {
+    let Some(stored) = read.passkey(&user_id, passkey_id)? else {
         return Err(refused(node, &user_id, "the passkey is not registered"));
     };
     drop(read);

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::assignment::{hierarchy, listing};
 use crate::http::error::{ApiError, ApiResult};
 use crate::policy::Persona;
+use crate::reads::{hierarchy, listing};
 use crate::state::model::{Assignment, Target};
 use crate::state::Reader;
 use crate::token::{Delegation, TokenScope, ValidToken};

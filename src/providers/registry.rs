@@ -16,8 +16,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
 use crate::node::Node;
 use crate::policy::{enforce, guard};
-use crate::state::providers::{keys, Provider, ProviderCommand, ProviderConfig, ProviderKind};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::providers::{Provider, ProviderCommand, ProviderConfig, ProviderKind};
+use crate::state::read::ProviderReads;
 use crate::token::ValidToken;
 
 /// The fields every kind shares, as a body names them.
@@ -177,10 +178,7 @@ fn load<R: Registry>(node: &Node, id: &str) -> ApiResult<Provider> {
 
 /// A registered provider of `kind` by id (404 naming the kind's resource).
 pub fn find(node: &Node, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
-    node.engine
-        .read()
-        .get_t::<Provider>(cf::PROVIDERS, &keys::record(kind, id))?
-        .ok_or_else(|| ApiError::not_found(kind.resource(), id))
+    node.engine.read().provider(kind, id)?.ok_or_else(|| ApiError::not_found(kind.resource(), id))
 }
 
 async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provider> {
@@ -192,7 +190,7 @@ async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provid
 pub fn list<R: Registry>(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Value> {
     let domain = q.get("domain_id").map(String::as_str);
     authorize::<R>("list", ctx, domain)?;
-    let all: Vec<Provider> = node.engine.read().scan(cf::PROVIDERS, &keys::records_prefix(R::KIND))?;
+    let all: Vec<Provider> = node.engine.read().providers_of_kind(R::KIND)?;
     let items = all
         .iter()
         .filter(|p| domain.is_none_or(|d| p.domain_id.as_deref() == Some(d)))

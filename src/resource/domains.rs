@@ -19,7 +19,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::ResourceReads;
 use crate::token::now_micros;
 
 const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
@@ -63,7 +64,7 @@ pub async fn list(
             .and_then(|id| view.domain(&id).ok().flatten())
             .into_iter()
             .collect(),
-        None => view.scan::<Project>(cf::PROJECTS, b"")?.into_iter().filter(|p| p.is_domain).collect(),
+        None => view.projects()?.into_iter().filter(|p| p.is_domain).collect(),
     };
     let enabled = q.get("enabled").map(|v| crate::http::extract::query_flag(Some(v)));
     let base = node.cfg.public_base();

@@ -20,7 +20,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
-use crate::state::{cf, Command, Reader};
+use crate::state::{Command, Reader};
+use crate::state::read::ResourceReads;
 use crate::token::{now_micros, ValidToken};
 
 const KNOWN: &[&str] =
@@ -110,7 +111,7 @@ pub async fn list(
             }
             out
         }
-        (None, _) => view.scan(cf::PROJECTS, b"")?,
+        (None, _) => view.projects()?,
     };
     let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
@@ -167,7 +168,7 @@ pub async fn list_for_user(
     let name = q.get("name").map(|n| n.to_lowercase());
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for t in crate::assignment::effective::targets_of_user(&view, &user_id)? {
+    for t in crate::reads::effective::targets_of_user(&view, &user_id)? {
         let Target::Project(id) = t else { continue };
         let Some(p) = view.project(&id)? else { continue };
         if q.get("domain_id").is_some_and(|d| d != &p.domain_id)

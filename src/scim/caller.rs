@@ -23,8 +23,8 @@ use crate::api_keys::simulate::{matched, Grant, GrantScope};
 use crate::node::Node;
 use crate::policy::{enforce_principal, Principal};
 use crate::state::api_keys::ApiKey;
-use crate::state::cf;
-use crate::state::scim::{keys, Kind, RealmRef, ScimRealm};
+use crate::state::read::ScimReads;
+use crate::state::scim::{Kind, RealmRef, ScimRealm};
 
 /// What a key resolved to in one applied state.
 pub struct Resolved {
@@ -91,7 +91,7 @@ pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id:
         return Ok(ScimCaller(r));
     }
     let key = find(node, &cache_key.0, source)?;
-    let realm: Option<ScimRealm> = node.engine.read().get_t(cf::SCIM, &keys::realm(domain_id, &key.provider_id))?;
+    let realm: Option<ScimRealm> = node.engine.read().scim_realm(domain_id, &key.provider_id)?;
     let Some(realm) = realm.filter(|r| r.enabled) else {
         return Err(forbidden("No enabled SCIM realm serves this API key's provider in this domain."));
     };

@@ -27,10 +27,11 @@ use crate::http::client_ip::SourceIp;
 use crate::node::{AppState, Node};
 use crate::state::keys::ns;
 use crate::state::model::Group;
+use crate::state::read::ScimReads;
 use crate::state::scim::{
-    keys, Expect, GroupFields, Kind, Members, RealmRef, ScimCommand, ScimResourceIndex, MAX_MEMBERS_PER_WRITE,
+    Expect, GroupFields, Kind, Members, RealmRef, ScimCommand, ScimResourceIndex, MAX_MEMBERS_PER_WRITE,
 };
-use crate::state::{cf, Reader};
+use crate::state::Reader;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
@@ -169,7 +170,7 @@ impl Resource for GroupResource {
     fn render(view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<Group>) -> ScimResult<Value> {
         let mut members = Vec::new();
         for uid in view.member_user_ids(&rec.item.id)? {
-            let idx: Option<ScimResourceIndex> = view.get(cf::SCIM, &keys::index(Kind::User, &uid))?;
+            let idx: Option<ScimResourceIndex> = view.scim_index(Kind::User, &uid)?;
             if idx.is_some_and(|i| i.live_in(realm)) {
                 members
                     .push(json!({"value": uid, "$ref": location::<UserResource>(base, realm, &uid), "type": "User"}));

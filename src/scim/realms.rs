@@ -25,8 +25,8 @@ use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
-use crate::state::scim::{keys, Kind, RealmRef, ScimCommand, ScimRealm, ScimResourceIndex};
-use crate::state::{cf, Reader};
+use crate::state::read::ScimReads;
+use crate::state::scim::{Kind, RealmRef, ScimCommand, ScimRealm, ScimResourceIndex};
 use crate::token::Caller;
 use crate::token::ValidToken;
 
@@ -118,10 +118,7 @@ fn resolve_idp(node: &Node, idp_id: &str, domain_id: &str) -> ApiResult<()> {
 
 /// The realm of a provider coordinate (404 when none).
 pub fn load(node: &Node, domain_id: &str, provider_id: &str) -> ApiResult<ScimRealm> {
-    node.engine
-        .read()
-        .get_t::<ScimRealm>(cf::SCIM, &keys::realm(domain_id, provider_id))?
-        .ok_or_else(|| ApiError::not_found("scim_realm", provider_id))
+    node.engine.read().scim_realm(domain_id, provider_id)?.ok_or_else(|| ApiError::not_found("scim_realm", provider_id))
 }
 
 async fn save(node: &Node, realm: ScimRealm, create: bool) -> ApiResult<ScimRealm> {
@@ -183,8 +180,7 @@ pub async fn list(
         Some("false") => Some(false),
         Some(_) => return Err(ApiError::bad_request("Invalid input for field 'enabled': true or false.")),
     };
-    let prefix = keys::realm(&domain, "");
-    let realms: Vec<ScimRealm> = node.engine.read().scan(cf::SCIM, &prefix)?;
+    let realms: Vec<ScimRealm> = node.engine.read().scim_realms_of_domain(&domain)?;
     let items = realms
         .iter()
         .filter(|r| enabled.is_none_or(|e| r.enabled == e))
@@ -275,15 +271,4 @@ pub async fn purge(
         outcome: Outcome::Success,
     }));
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Whether `provider_id` has an enabled realm in `domain_id` (any domain when `None`): the
-/// mapping administration then refuses `project` authorizations.
-pub fn active_realm(r: &impl Reader, domain_id: Option<&str>, provider_id: &str) -> idnode_storage::Result<bool> {
-    let prefix = match domain_id {
-        Some(d) => keys::realm(d, ""),
-        None => keys::REALM_PREFIX.to_vec(),
-    };
-    let realms: Vec<ScimRealm> = r.scan(cf::SCIM, &prefix)?;
-    Ok(realms.iter().any(|x| x.enabled && x.provider_id == provider_id))
 }

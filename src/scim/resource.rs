@@ -17,8 +17,9 @@ use crate::audit::event::Action;
 use crate::clock::now_micros;
 use crate::node::Node;
 use crate::policy::guard;
-use crate::state::scim::{keys, Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
-use crate::state::{cf, Reader};
+use crate::state::read::ScimReads;
+use crate::state::scim::{Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
+use crate::state::Reader;
 
 /// `count` when the request names none, and the most one page holds (spec "Limits").
 pub const DEFAULT_COUNT: usize = 20;
@@ -77,7 +78,7 @@ pub fn fenced<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> Sc
 }
 
 fn found<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> ScimResult<Option<Record<R::Item>>> {
-    let idx: Option<ScimResourceIndex> = view.get(cf::SCIM, &keys::index(R::KIND, id))?;
+    let idx: Option<ScimResourceIndex> = view.scim_index(R::KIND, id)?;
     let Some(idx) = idx.filter(|i| i.live_in(realm)) else { return Ok(None) };
     Ok(R::load(view, id)?.map(|item| Record { idx, item }))
 }
@@ -309,13 +310,7 @@ pub fn list<R: Resource>(node: &Node, caller: &ScimCaller, q: &HashMap<String, S
     };
     let candidates: Vec<String> = match filter.as_ref().map(|f| indexed::<R>(&view, &realm, f)).transpose()? {
         Some(Some(ids)) => ids.into_iter().collect(),
-        _ => {
-            let prefix = keys::owned_prefix(&realm.domain_id, &realm.provider_id, R::KIND);
-            view.scan_raw(cf::SCIM, &prefix)?
-                .into_iter()
-                .filter_map(|(k, _)| String::from_utf8(k[prefix.len()..].to_vec()).ok())
-                .collect()
-        }
+        _ => view.scim_owned_ids(&realm.domain_id, &realm.provider_id, R::KIND)?,
     };
     let mut resources = Vec::new();
     let mut total = 0usize;

@@ -15,6 +15,7 @@ pub mod passkeys;
 pub mod providers;
 pub mod read;
 pub mod reply;
+pub mod ruleset;
 pub mod scim;
 pub mod shadow;
 

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::mapping::model::{Authorization, GroupStrategy};
+use super::ruleset::{Authorization, GroupStrategy};
 
 /// Key layouts of the `shadow` column family.
 pub mod keys {

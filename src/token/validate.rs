@@ -2,15 +2,15 @@ use std::sync::Arc;
 
 use idnode_keys::TokenKeyRing;
 
-use super::{footprint, AppliedCache, TokenPayload, TokenScope};
-use crate::assignment::effective;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
-use crate::state::keys::META_TOKEN_KEYS;
+use crate::reads::{appcred, effective, listing, mapped};
+use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::state::model::{Project, Role, Target, User};
-use crate::state::{cf, Reader};
+use crate::state::read::TokenReads;
+use crate::state::Reader;
 
 /// A token that opened, is not revoked, and whose user and scope are still valid, with
 /// everything needed to answer validation and to authorize its bearer.
@@ -139,8 +139,7 @@ impl Tokens {
         if let Some(r) = self.ring_cache.get(&(), applied) {
             return Ok(r);
         }
-        let ring: TokenKeyRing =
-            self.engine.read().get_t(cf::META, META_TOKEN_KEYS)?.ok_or(TokenError::Invalid("no token keys yet"))?;
+        let ring: TokenKeyRing = self.engine.read().token_keys()?.ok_or(TokenError::Invalid("no token keys yet"))?;
         let ring = Arc::new(ring);
         self.ring_cache.insert((), ring.clone(), applied);
         Ok(ring)
@@ -207,7 +206,7 @@ impl Tokens {
         let missing = |why| if recent { TokenError::Lagging(why) } else { TokenError::Invalid(why) };
         let view = self.engine.snapshot();
         for audit in payload.audit_id_strings() {
-            if view.exists(cf::REVOCATIONS, audit.as_bytes())? {
+            if view.audit_id_revoked(&audit)? {
                 return Err(TokenError::Invalid("revoked"));
             }
         }
@@ -218,8 +217,7 @@ impl Tokens {
         // A virtual user has no user record: its shadow record stands for it, and the groups
         // it binds hold roles for it (it is no member of them).
         let (user, bound_groups): (User, Vec<String>) = if payload.is_virtual() {
-            let (user, record) = crate::mapped_auth::grant::virtual_user(&view, &payload.user_id)?
-                .ok_or(missing("virtual user gone"))?;
+            let (user, record) = mapped::virtual_user(&view, &payload.user_id)?.ok_or(missing("virtual user gone"))?;
             (user, record.resolved_group_bindings.into_iter().map(|b| b.resolved_group_id).collect())
         } else {
             (view.user(&payload.user_id)?.ok_or(missing("user gone"))?, Vec::new())
@@ -249,7 +247,7 @@ impl Tokens {
         let trust = match payload.trust() {
             Some(id) => {
                 let doc = view.doc(crate::state::model::DocKind::Trust, id)?.ok_or(missing("trust gone"))?;
-                let t = crate::trust::Trust::of(&doc).map_err(|_| TokenError::Invalid("bad trust record"))?;
+                let t = crate::reads::trust::Trust::parse(&doc).map_err(|_| TokenError::Invalid("bad trust record"))?;
                 let acting = if t.impersonation { &t.trustor_user_id } else { &t.trustee_user_id };
                 if t.expires_at.is_some_and(|e| now_micros() >= e) || *acting != user.id {
                     return Err(TokenError::Invalid("trust expired"));
@@ -268,7 +266,7 @@ impl Tokens {
             _ => Vec::new(),
         };
         if let (Some(rule), Some(t)) = (&mapped_rule, &target) {
-            for id in crate::mapped_auth::grant::roles_on(&view, rule, &bound_groups, t)? {
+            for id in mapped::roles_on(&view, rule, &bound_groups, t)? {
                 if !roles.iter().any(|r| r.id == id) {
                     roles.extend(view.role(&id)?);
                 }
@@ -276,7 +274,7 @@ impl Tokens {
             roles.sort_by(|a, b| a.id.cmp(&b.id));
         }
         if let Some(t) = &trust {
-            let delegated = crate::assignment::listing::implied_closure(&view, &t.role_ids)?;
+            let delegated = listing::implied_closure(&view, &t.role_ids)?;
             roles.retain(|r| delegated.contains(&r.id));
         }
         let trust = trust.map(|t| TokenTrust {
@@ -287,8 +285,8 @@ impl Tokens {
         });
         let app_cred = match payload.app_cred() {
             Some(id) => {
-                let doc = crate::appcred::find(&view, id)?.ok_or(missing("application credential gone"))?;
-                let c = crate::appcred::AppCred::of(&doc).map_err(|_| TokenError::Invalid("bad credential record"))?;
+                let doc = appcred::find(&view, id)?.ok_or(missing("application credential gone"))?;
+                let c = appcred::AppCred::parse(&doc).map_err(|_| TokenError::Invalid("bad credential record"))?;
                 if c.user_id != user.id || c.expired(now_micros()) {
                     return Err(TokenError::Invalid("application credential expired"));
                 }
@@ -299,7 +297,7 @@ impl Tokens {
                     if let Some(d) =
                         view.doc(crate::state::model::DocKind::AccessRule, &format!("{}/{rule}", c.user_id))?
                     {
-                        access_rules.push(crate::appcred::rule_json(&crate::http::fields::json_obj(&d.body)));
+                        access_rules.push(appcred::rule_json(&crate::http::fields::json_obj(&d.body)));
                     }
                 }
                 Some(TokenAppCred { id: c.id, name: c.name, unrestricted: c.unrestricted == Some(true), access_rules })

@@ -7,7 +7,6 @@ pub mod auth;
 pub mod schemas;
 pub mod trusts;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::assignment::roles::role_json;
@@ -17,32 +16,12 @@ use crate::state::model::{Doc, DocKind, Role};
 use crate::state::Reader;
 use crate::token::render::iso_micros;
 
-/// A stored trust as its document body holds it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Trust {
-    pub id: String,
-    pub trustor_user_id: String,
-    pub trustee_user_id: String,
-    pub project_id: Option<String>,
-    pub impersonation: bool,
-    /// Unix microseconds.
-    pub expires_at: Option<i64>,
-    pub remaining_uses: Option<i64>,
-    pub redelegated_trust_id: Option<String>,
-    pub redelegation_count: i64,
-    pub role_ids: Vec<String>,
-    #[serde(default)]
-    pub extra: serde_json::Map<String, Value>,
-}
+pub use crate::reads::trust::Trust;
 
 impl Trust {
+    /// The trust a document holds; a bad record is a 500.
     pub fn of(doc: &Doc) -> ApiResult<Trust> {
-        serde_json::from_str(&doc.body).map_err(ApiError::internal)
-    }
-
-    /// Whether it can still be used at `now` (Keystone hides trusts that cannot).
-    pub fn usable(&self, now: i64) -> bool {
-        self.expires_at.is_none_or(|t| now < t) && self.remaining_uses.is_none_or(|n| n > 0)
+        Trust::parse(doc).map_err(ApiError::internal)
     }
 }
 

@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{load, render, roles, Trust};
-use crate::assignment::effective;
 use crate::assignment::roles::role_json;
 use crate::clock::now_micros;
 use crate::context::Core;
@@ -23,6 +22,7 @@ use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
+use crate::reads::effective;
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref, Target};
 use crate::state::{Command, Reader};

@@ -5,10 +5,9 @@
 
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::mapping::{keys, MappingApplied, MappingCommand, MappingRecord};
+use super::super::ruleset::MappingRuleSet;
 use super::super::{cf, Reader, Tx};
 use super::Fatal;
-use crate::mapping::is_system;
-use crate::mapping::model::MappingRuleSet;
 
 fn detailed(status: u16, key: &str, message: impl Into<String>) -> Result<ApplyResult, Fatal> {
     Ok(Err(ApplyError::Detailed { status, key: key.to_string(), message: message.into() }))
@@ -59,7 +58,7 @@ fn put(tx: &mut Tx<'_>, text: String, create: bool, expected: Option<String>) ->
                 "Mapping {id} changed while this request was being served; retry it."
             ))));
         }
-        if is_system(&old) {
+        if old.is_system() {
             return detailed(
                 422,
                 "system_mapping_immutable",

@@ -8,10 +8,10 @@ use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::mapping::keys as mapping_keys;
 use super::super::model::{Group, User};
+use super::super::ruleset::GroupStrategy;
 use super::super::shadow::{keys, GroupRequest, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
 use super::super::{cf, Reader, Tx};
 use super::{group, identity, Fatal};
-use crate::mapping::model::GroupStrategy;
 
 fn done(a: ShadowApplied) -> Result<ApplyResult, Fatal> {
     Ok(Ok(Applied::Shadow(a)))

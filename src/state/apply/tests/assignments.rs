@@ -109,8 +109,8 @@ fn memberships_need_both_ends_and_go_with_them() {
     assert!(v.group_ids_of_user("u3").unwrap().is_empty());
     assert!(v.group("g1").unwrap().is_none());
     assert!(v.id_by_name(ns::GROUP_NAME, "d1", "ops").unwrap().is_none());
-    let f = crate::assignment::listing::Filter::default();
-    assert!(crate::assignment::listing::list(&v, &f).unwrap().is_empty(), "group grants went with the group");
+    let f = crate::reads::listing::Filter::default();
+    assert!(crate::reads::listing::list(&v, &f).unwrap().is_empty(), "group grants went with the group");
     drop(v);
     assert!(not_found(w.apply(Command::DeleteGroup { id: "g1".into() })));
 }
@@ -165,7 +165,7 @@ fn deleting_a_role_removes_its_grants_and_rules() {
     assert!(v.role("b").unwrap().is_none());
     assert!(v.implied_rules().unwrap().is_empty(), "rules with b on either side are gone");
     assert!(v.id_by_name(ns::ROLE_NAME, "", "rb").unwrap().is_none());
-    let all = crate::assignment::listing::list(&v, &Default::default()).unwrap();
+    let all = crate::reads::listing::list(&v, &Default::default()).unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].role_id, "a");
     drop(v);
@@ -199,14 +199,14 @@ fn grants_need_existing_references() {
     let mut inherited = grant(ActorKind::User, "u1", Target::System, "a");
     inherited.inherited = true;
     assert!(matches!(w.apply(Command::CreateGrant(inherited)), Err(ApplyError::Invalid(_))), "system inherits not");
-    assert!(crate::assignment::listing::list(&w.engine.read(), &Default::default()).unwrap().is_empty());
+    assert!(crate::reads::listing::list(&w.engine.read(), &Default::default()).unwrap().is_empty());
     w.apply(Command::CreateGrant(grant(ActorKind::User, "u1", p1(), "d"))).unwrap();
     w.apply(Command::CreateGrant(grant(ActorKind::Group, "g1", Target::Domain("d2".into()), "a"))).unwrap();
     w.apply(Command::CreateGrant(grant(ActorKind::Group, "g1", Target::Domain("d2".into()), "a"))).unwrap();
-    assert_eq!(crate::assignment::listing::list(&w.engine.read(), &Default::default()).unwrap().len(), 2);
+    assert_eq!(crate::reads::listing::list(&w.engine.read(), &Default::default()).unwrap().len(), 2);
     assert!(not_found(w.apply(Command::DeleteGrant(grant(ActorKind::User, "u1", p1(), "a")))), "absent grant");
     w.apply(Command::DeleteGrant(grant(ActorKind::User, "u1", p1(), "d"))).unwrap();
-    assert_eq!(crate::assignment::listing::list(&w.engine.read(), &Default::default()).unwrap().len(), 1);
+    assert_eq!(crate::reads::listing::list(&w.engine.read(), &Default::default()).unwrap().len(), 1);
 }
 
 #[test]
@@ -225,7 +225,7 @@ fn deleting_a_domain_removes_its_groups_roles_and_grants() {
     assert!(v.role("d").unwrap().is_none());
     assert!(v.id_by_name(ns::ROLE_NAME, "d1", "rd").unwrap().is_none(), "domain role name freed");
     assert!(v.implied_rules().unwrap().is_empty());
-    let left = crate::assignment::listing::list(&v, &Default::default()).unwrap();
+    let left = crate::reads::listing::list(&v, &Default::default()).unwrap();
     assert_eq!(left.len(), 1, "{left:?}");
     assert_eq!((left[0].actor_id.as_str(), left[0].role_id.as_str()), ("u2", "c"));
 }

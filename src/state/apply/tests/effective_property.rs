@@ -9,8 +9,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::{project, user, World};
-use crate::assignment::effective::roles_of_user;
-use crate::assignment::listing::{self, Entry, Filter};
+use crate::reads::effective::roles_of_user;
+use crate::reads::listing::{self, Entry, Filter};
 use crate::state::command::{ApplyError, Command};
 use crate::state::model::*;
 

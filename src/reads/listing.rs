@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use idnode_storage::Result;
 
 use super::hierarchy;
-use crate::state::keys;
 use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{cf, Reader};
+use crate::state::read::AssignmentReads;
+use crate::state::Reader;
 
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -54,10 +54,6 @@ pub fn list(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-fn scan(r: &impl Reader, prefix: &[u8]) -> Result<Vec<Assignment>> {
-    r.scan::<Assignment>(cf::ASSIGNMENTS, prefix)
-}
-
 /// Stored grants (inherited or not) of some actors on some targets; `None` means any.
 fn stored(r: &impl Reader, actors: Option<&[Actor]>, targets: Option<&[Target]>) -> Result<Vec<Assignment>> {
     let mut out = Vec::new();
@@ -65,21 +61,21 @@ fn stored(r: &impl Reader, actors: Option<&[Actor]>, targets: Option<&[Target]>)
         (Some(actors), Some(targets)) => {
             for (kind, id) in actors {
                 for t in targets {
-                    out.extend(scan(r, &keys::by_actor_target_prefix(*kind, id, t))?);
+                    out.extend(r.assignments_of_actor_on(*kind, id, t)?);
                 }
             }
         }
         (Some(actors), None) => {
             for (kind, id) in actors {
-                out.extend(scan(r, &keys::by_actor_prefix(*kind, id))?);
+                out.extend(r.assignments_of_actor(*kind, id)?);
             }
         }
         (None, Some(targets)) => {
             for t in targets {
-                out.extend(scan(r, &keys::by_target_prefix(t))?);
+                out.extend(r.assignments_on(t)?);
             }
         }
-        (None, None) => out = scan(r, b"a/")?,
+        (None, None) => out = r.assignments()?,
     }
     Ok(out)
 }
@@ -109,7 +105,7 @@ fn direct(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
         (None, None) => None,
     };
     let grants = match (&actors, &targets, &f.role) {
-        (None, None, Some(role)) => scan(r, &keys::by_role_prefix(role))?,
+        (None, None, Some(role)) => r.assignments_of_role(role)?,
         _ => stored(r, actors.as_deref(), targets.as_deref())?,
     };
     Ok(grants

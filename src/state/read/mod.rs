@@ -1,5 +1,9 @@
 //! Read access shared by services (a consistent `ReadView`) and by apply (`Tx`: the engine
 //! plus the writes the current command has made so far).
+//!
+//! Column families and key layouts stay in the state floor: features read through the
+//! `Reader` methods below and the typed readers of the sibling files, one extension trait per
+//! part of the model (implemented for every `Reader`), so a view or a `Tx` reads alike.
 
 use std::sync::Arc;
 
@@ -11,6 +15,34 @@ use serde::Serialize;
 use super::cf;
 use super::keys::{self, name_term};
 use super::model::*;
+
+mod api_keys;
+mod assignment;
+mod catalog;
+mod credential;
+mod identity;
+mod mapping;
+mod oauth2;
+mod passkeys;
+mod providers;
+mod resource;
+mod scim;
+mod shadow;
+mod token;
+
+pub use api_keys::ApiKeyReads;
+pub use assignment::AssignmentReads;
+pub use catalog::CatalogReads;
+pub use credential::CredentialReads;
+pub use identity::IdentityReads;
+pub use mapping::MappingReads;
+pub use oauth2::OAuth2Reads;
+pub use passkeys::PasskeyReads;
+pub use providers::ProviderReads;
+pub use resource::ResourceReads;
+pub use scim::ScimReads;
+pub use shadow::ShadowReads;
+pub use token::TokenReads;
 
 pub trait Reader {
     fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -24,6 +56,11 @@ pub trait Reader {
 
     fn scan<T: DeserializeOwned>(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<T>> {
         self.scan_raw(cf, prefix)?.iter().map(|(_, v)| decode(v)).collect()
+    }
+
+    /// Whether `key` is present, without opening its value where the store allows it.
+    fn contains_key(&self, cf: &'static str, key: &[u8]) -> Result<bool> {
+        Ok(self.get_raw(cf, key)?.is_some())
     }
 
     /// The id a unique name in `ns`, scoped (e.g. by domain id), belongs to.
@@ -157,6 +194,9 @@ impl Reader for ReadView<'_> {
     }
     fn scan_raw(&self, cf: &'static str, prefix: &[u8]) -> Result<Vec<Pair>> {
         self.scan_prefix(cf, prefix, usize::MAX)
+    }
+    fn contains_key(&self, cf: &'static str, key: &[u8]) -> Result<bool> {
+        ReadView::exists(self, cf, key)
     }
     fn index_hasher(&self) -> Result<Option<Arc<IndexHasher>>> {
         super::index_key::hasher(ReadView::engine(self))

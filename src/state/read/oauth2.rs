@@ -1,0 +1,70 @@
+//! The OAuth2 provider's records (`state::oauth2`): signing keys, clients, codes, device
+//! grants, refresh families, consents and revoked access-token ids.
+
+use idnode_storage::{decode, Result};
+
+use super::Reader;
+use crate::state::cf;
+use crate::state::oauth2::{keys, AuthCode, Client, Consent, DeviceGrant, RefreshFamily, SigningKeys};
+
+pub trait OAuth2Reads: Reader {
+    fn oauth2_signing_keys(&self, domain_id: &str) -> Result<Option<SigningKeys>> {
+        self.get(cf::OAUTH2, &keys::signing_keys(domain_id))
+    }
+
+    fn oauth2_client(&self, domain_id: &str, client_id: &str) -> Result<Option<Client>> {
+        self.get(cf::OAUTH2, &keys::client(domain_id, client_id))
+    }
+
+    /// The clients of a domain, in `client_id` order.
+    fn oauth2_clients(&self, domain_id: &str) -> Result<Vec<Client>> {
+        self.scan(cf::OAUTH2, &keys::clients_prefix(domain_id))
+    }
+
+    /// An authorization code by the keyed hash of its value.
+    fn oauth2_code(&self, hash: &str) -> Result<Option<AuthCode>> {
+        self.get(cf::OAUTH2, &keys::code(hash))
+    }
+
+    /// A device grant by the keyed hash of its device code.
+    fn oauth2_device_grant(&self, hash: &str) -> Result<Option<DeviceGrant>> {
+        self.get(cf::OAUTH2, &keys::device(hash))
+    }
+
+    /// The device-code hash a (normalized) user code points at; `None` also for an entry
+    /// that is not text.
+    fn oauth2_device_hash(&self, user_code: &str) -> Result<Option<String>> {
+        Ok(self.get_raw(cf::OAUTH2, &keys::user_code(user_code))?.and_then(|h| String::from_utf8(h).ok()))
+    }
+
+    fn oauth2_family(&self, family_id: &str) -> Result<Option<RefreshFamily>> {
+        self.get(cf::OAUTH2, &keys::family(family_id))
+    }
+
+    /// Every refresh family, live or not.
+    fn oauth2_families(&self) -> Result<Vec<RefreshFamily>> {
+        self.scan(cf::OAUTH2, keys::FAMILY_PREFIX)
+    }
+
+    fn oauth2_consent(&self, user_id: &str, client_id: &str) -> Result<Option<Consent>> {
+        self.get(cf::OAUTH2, &keys::consent(user_id, client_id))
+    }
+
+    /// A user's consents, in client order.
+    fn oauth2_consents(&self, user_id: &str) -> Result<Vec<Consent>> {
+        self.scan(cf::OAUTH2, &keys::consents_prefix(user_id))
+    }
+
+    /// The revoked access-token ids of a domain with their tokens' expiry, in id order.
+    fn oauth2_revoked_jtis(&self, domain_id: &str) -> Result<Vec<(String, i64)>> {
+        let prefix = keys::revoked_jtis_prefix(domain_id);
+        let mut out = Vec::new();
+        for (key, v) in self.scan_raw(cf::OAUTH2, &prefix)? {
+            let exp: i64 = decode(&v)?;
+            out.push((String::from_utf8_lossy(&key[prefix.len()..]).into_owned(), exp));
+        }
+        Ok(out)
+    }
+}
+
+impl<R: Reader + ?Sized> OAuth2Reads for R {}
