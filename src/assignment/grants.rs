@@ -17,8 +17,8 @@ use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
-use crate::state::{Command, Reader};
 use crate::state::read::AssignmentReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 #[derive(Clone, Copy, PartialEq)]

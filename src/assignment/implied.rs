@@ -17,8 +17,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::Role;
-use crate::state::{Command, Reader};
 use crate::state::read::AssignmentReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 fn role_ref(r: &Role, base: &str) -> Value {

@@ -22,8 +22,8 @@ use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{Command, Reader};
 use crate::state::read::AssignmentReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 

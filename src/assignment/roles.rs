@@ -18,8 +18,8 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::ns;
 use crate::state::model::Role;
-use crate::state::{Command, Reader};
 use crate::state::read::AssignmentReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];

@@ -22,8 +22,8 @@ use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::resource::render::project_json;
 use crate::state::model::{DocKind, Endpoint, Ref};
-use crate::state::Reader;
 use crate::state::read::CatalogReads;
+use crate::state::Reader;
 use crate::token::Caller;
 
 pub const GROUPS: DocApi = DocApi {

@@ -18,8 +18,8 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Service;
-use crate::state::{Command, Reader};
 use crate::state::read::CatalogReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];

@@ -18,8 +18,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
-use crate::state::{Command, Reader};
 use crate::state::read::CredentialReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 

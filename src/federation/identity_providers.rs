@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{bool_like, check_path_id, invalid, member, only_keys, str_or_null};
-use crate::http::docs::{body, DocApi};
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::fields::{new_id, Obj};

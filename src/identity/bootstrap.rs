@@ -12,7 +12,6 @@ use crate::state::command::Bootstrap;
 use crate::state::model::*;
 use crate::state::reply::Bootstrapped;
 use crate::state::{Command, Reader};
-use crate::token::now_micros;
 
 /// Returns true when this call bootstrapped the cluster.
 pub async fn run(node: &Core) -> ApiResult<bool> {

@@ -20,8 +20,8 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
-use crate::state::{Command, Reader};
 use crate::state::read::IdentityReads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];

@@ -20,10 +20,10 @@ use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
-use crate::state::{Command, Reader};
 use crate::state::read::IdentityReads;
-use crate::token::{now_micros, render::iso_micros_naive};
+use crate::state::{Command, Reader};
 use crate::token::render::iso_micros_naive;
+use crate::token::Caller;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];

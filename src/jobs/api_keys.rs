@@ -6,10 +6,8 @@
 
 use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::Node;
 use crate::state::api_keys::ApiKeyCommand;
 use crate::state::reply::ReclaimedKeys;
-use crate::state::{Applied, Command};
 
 const DAY: i64 = 86_400;
 const BATCH: u32 = 100;

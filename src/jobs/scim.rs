@@ -9,7 +9,6 @@
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::Node;
 use crate::state::read::ScimReads;
 use crate::state::scim::{RealmRef, ScimCommand, ScimResourceIndex};
 

@@ -18,11 +18,8 @@ use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
 use crate::state::read::ShadowReads;
-use crate::state::shadow::{
-    virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowApplied, ShadowCommand, VirtualUserMetadata,
-};
-use crate::state::{Applied, Command, Reader};
-use crate::token::now_micros;
+use crate::state::shadow::{virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowCommand, VirtualUserMetadata};
+use crate::state::{Command, Reader};
 
 /// Seconds between refreshes of an unchanged virtual user's `last_authenticated_at`.
 pub const REFRESH_S: i64 = 3600;

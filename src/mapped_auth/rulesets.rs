@@ -8,10 +8,10 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
 use crate::mapping::MappingError;
-use crate::state::Reader;
 use crate::state::mapping::MappingRecord;
 use crate::state::providers::Provider;
 use crate::state::read::MappingReads;
+use crate::state::Reader;
 use crate::token::Tokens;
 
 /// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.

@@ -26,9 +26,9 @@ use crate::http::pages::page_by;
 use crate::http::JsonBody;
 use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard, Persona};
-use crate::state::Command;
 use crate::state::mapping::{MappingCommand, MappingRecord};
 use crate::state::read::MappingReads;
+use crate::state::Command;
 use crate::token::Caller;
 use crate::token::ValidToken;
 

@@ -26,9 +26,9 @@ use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
-use crate::state::Reader;
 use crate::state::oauth2::{AuthCode, Client, Consent, OAuth2Applied, OAuth2Command};
 use crate::state::read::OAuth2Reads;
+use crate::state::Reader;
 
 /// Seconds an authorization code is valid.
 pub const CODE_LIFETIME_S: i64 = 60;

@@ -25,9 +25,9 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::{Command, Reader};
 use crate::state::oauth2::{Client, OAuth2Command};
 use crate::state::read::OAuth2Reads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
 

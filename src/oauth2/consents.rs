@@ -17,9 +17,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::node::Node;
 use crate::policy::enforce;
-use crate::state::{Command, Reader};
 use crate::state::oauth2::{Consent, OAuth2Command};
 use crate::state::read::OAuth2Reads;
+use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::{Delegation, ValidToken};
 

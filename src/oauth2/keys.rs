@@ -16,9 +16,9 @@ use serde_json::{json, Value};
 use super::error::{OAuthError, OAuthResult};
 use crate::clock::now_secs;
 use crate::node::Node;
-use crate::state::Reader;
 use crate::state::oauth2::{OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
 use crate::state::read::OAuth2Reads;
+use crate::state::Reader;
 
 /// Verified tokens remembered per key set (see `DomainKeys::verify`); at this many the
 /// memory is cleared and starts again.

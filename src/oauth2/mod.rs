@@ -39,7 +39,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::http::error::ApiResult;
-use crate::node::Node;
+use crate::node::{AppState, Node};
 use crate::state::Reply;
 use crate::token::AppliedCache;
 

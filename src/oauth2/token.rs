@@ -24,13 +24,10 @@ use super::{client_auth, issuer};
 use crate::clock::now_secs;
 use crate::node::Node;
 use crate::state::model::User;
-use crate::state::oauth2::{
-    keys as k, AuthCode, Client, DeviceGrant, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command,
-    RefreshFamily,
-};
+use crate::state::oauth2::{Client, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command, RefreshFamily};
 use crate::state::read::OAuth2Reads;
 use crate::state::reply::{Redemption, Refreshed};
-use crate::state::{Applied, ApplyError, Command, Reader, Reply};
+use crate::state::{ApplyError, Reader, Reply};
 
 fn json_no_store(v: Value) -> Response {
     let mut resp = Json(v).into_response();

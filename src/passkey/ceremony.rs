@@ -25,9 +25,9 @@ use crate::http::metrics::labels;
 use crate::node::Node;
 use crate::state::command::ApplyError;
 use crate::state::model::User;
-use crate::state::{Command, Reader};
-use crate::state::passkeys::{keys, CLONED, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey};
+use crate::state::passkeys::{Ceremony, LoginProof, PasskeyCommand, Purpose, StoredPasskey, CLONED};
 use crate::state::read::PasskeyReads;
+use crate::state::{Command, Reader};
 
 /// The relying party of this deployment, or why passkeys are off.
 pub struct RelyingParty {

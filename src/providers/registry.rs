@@ -16,9 +16,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
 use crate::node::Node;
 use crate::policy::{enforce, guard};
-use crate::state::{Command, Reader};
 use crate::state::providers::{Provider, ProviderCommand, ProviderConfig, ProviderKind};
 use crate::state::read::ProviderReads;
+use crate::state::{Command, Reader};
 use crate::token::ValidToken;
 
 /// The fields every kind shares, as a body names them.

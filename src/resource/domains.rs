@@ -19,9 +19,9 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
-use crate::state::{Command, Reader};
 use crate::state::read::ResourceReads;
-use crate::token::now_micros;
+use crate::state::{Command, Reader};
+use crate::token::Caller;
 
 const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
 

@@ -20,9 +20,10 @@ use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
-use crate::state::{Command, Reader};
 use crate::state::read::ResourceReads;
-use crate::token::{now_micros, ValidToken};
+use crate::state::{Command, Reader};
+use crate::token::Caller;
+use crate::token::ValidToken;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "description", "enabled", "is_domain", "parent_id", "tags", "options"];

@@ -2,12 +2,12 @@ use std::sync::Arc;
 
 use idnode_keys::TokenKeyRing;
 
+use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
 use crate::reads::{appcred, effective, listing, mapped};
-use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::state::model::{Project, Role, Target, User};
 use crate::state::read::TokenReads;
 use crate::state::Reader;
