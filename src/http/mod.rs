@@ -17,6 +17,7 @@ pub mod ratelimit;
 #[cfg(test)]
 mod route_parity;
 pub mod router;
+pub mod sent;
 pub mod tls;
 
 pub use error::ApiError;
