@@ -14,20 +14,15 @@ use super::fields::Obj;
 use super::ApiError;
 
 /// A field of a request body as the client sent it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub enum Sent<T> {
     /// Not in the body (with `#[serde(default)]` on the field).
+    #[default]
     Absent,
     Null,
     Is(T),
     /// Present with a JSON type that `T` does not take; the value as sent.
     Wrong(Value),
-}
-
-impl<T> Default for Sent<T> {
-    fn default() -> Self {
-        Sent::Absent
-    }
 }
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Sent<T> {
@@ -127,7 +122,7 @@ impl Sent<bool> {
 }
 
 impl Sent<Vec<String>> {
-    /// As [`super::fields::opt_str_list`]: absent or null is none.
+    /// A list of strings; absent or null is none.
     pub fn strings(&self, key: &str) -> Result<Option<Vec<String>>, ApiError> {
         match self {
             Sent::Absent | Sent::Null => Ok(None),
