@@ -14,13 +14,14 @@ use super::schemas as s;
 use super::{find, id_term, name_term, render, AppCred};
 use crate::clock::now_micros;
 use crate::context::Core;
-use crate::federation::{invalid, member, only_keys};
+use crate::federation::{invalid, only_keys};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{future_time, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::{enforce, guard};
 use crate::reads::listing::implied_closure;
 use crate::state::keys::ns;
@@ -41,18 +42,6 @@ const RULES: DocApi = DocApi {
     collection: "access_rules",
     path: |id| format!("/v3/access_rules/{}", id.rsplit('/').next().unwrap_or(id)),
 };
-const FIELDS: &[&str] = &[
-    "id",
-    "name",
-    "description",
-    "secret",
-    "expires_at",
-    "project_id",
-    "unrestricted",
-    "system",
-    "roles",
-    "access_rules",
-];
 const METHODS: [&str; 6] = ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"];
 
 /// Delegated tokens manage no credentials; a restricted credential's token creates or deletes
@@ -170,6 +159,47 @@ fn access_rules(node: &Core, user_id: &str, rules: &[Value]) -> ApiResult<(Vec<S
     Ok((ids, new, requires))
 }
 
+/// The body's credential, as Keystone's schema wants it: nothing else in the body.
+fn member(b: Body<s::AppCredRequest>) -> ApiResult<s::AppCredBody> {
+    const KEY: &str = "application_credential";
+    let Some(top) = b.into_inner() else {
+        return Err(ApiError::bad_request(format!("'{KEY}' is a required property")));
+    };
+    if let Some(k) = top.extra.keys().next() {
+        return Err(ApiError::bad_request(format!("Additional properties are not allowed ('{k}' was unexpected)")));
+    }
+    match top.application_credential {
+        Sent::Is(o) => Ok(o),
+        Sent::Absent => Err(ApiError::bad_request(format!("'{KEY}' is a required property"))),
+        Sent::Null => Err(invalid(KEY, &Value::Null, "null is not of type 'object'")),
+        Sent::Wrong(v) => Err(invalid(KEY, &v, &format!("{v} is not of type 'object'"))),
+    }
+}
+
+/// The credential as sent, shown in the messages about its properties.
+fn whole(o: &s::AppCredBody) -> Value {
+    let mut w = o.extra.clone();
+    o.name.put(&mut w, "name");
+    o.description.put(&mut w, "description");
+    o.secret.put(&mut w, "secret");
+    o.expires_at.put(&mut w, "expires_at");
+    o.unrestricted.put(&mut w, "unrestricted");
+    o.roles.put(&mut w, "roles");
+    o.access_rules.put(&mut w, "access_rules");
+    o.id.put(&mut w, "id");
+    o.project_id.put(&mut w, "project_id");
+    o.system.put(&mut w, "system");
+    Value::Object(w)
+}
+
+/// A string field's value when it is a non-empty string.
+fn non_empty(field: &Sent<String>) -> Option<&str> {
+    match field {
+        Sent::Is(s) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
 #[utoipa::path(post, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_create", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner: the caller itself.")),
     request_body(content = s::AppCredRequest, content_type = "application/json"),
@@ -179,26 +209,27 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::AppCredRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = member(b, "application_credential", true)?;
-    only_keys(&o, FIELDS, "application_credential", false)?;
-    let name = match o.get("name") {
-        Some(Value::String(n)) if !n.is_empty() && n.chars().count() <= 255 => n.clone(),
-        Some(v) => return Err(invalid("name", v, "must be a string of 1 to 255 characters")),
-        None => {
-            return Err(invalid("application_credential", &Value::Object(o.clone()), "'name' is a required property"))
-        }
+    let o = member(b)?;
+    if let Some(k) = o.extra.keys().next() {
+        let why = format!("Additional properties are not allowed ('{k}' was unexpected)");
+        return Err(invalid("application_credential", &whole(&o), &why));
+    }
+    let name = match &o.name {
+        Sent::Is(n) if !n.is_empty() && n.chars().count() <= 255 => n.clone(),
+        Sent::Absent => return Err(invalid("application_credential", &whole(&o), "'name' is a required property")),
+        v => return Err(invalid("name", &v.value().unwrap_or_default(), "must be a string of 1 to 255 characters")),
     };
-    for k in ["description", "secret", "expires_at"] {
-        if o.get(k).is_some_and(|v| !v.is_null() && !v.is_string()) {
-            return Err(invalid(k, &o[k], "must be a string or null"));
+    for (k, field) in [("description", &o.description), ("secret", &o.secret), ("expires_at", &o.expires_at)] {
+        if let Sent::Wrong(v) = field {
+            return Err(invalid(k, v, "must be a string or null"));
         }
     }
-    let unrestricted = match o.get("unrestricted") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(v) => return Err(invalid("unrestricted", v, "must be a boolean or null")),
+    let unrestricted = match &o.unrestricted {
+        Sent::Absent | Sent::Null => None,
+        Sent::Is(b) => Some(*b),
+        Sent::Wrong(v) => return Err(invalid("unrestricted", v, "must be a boolean or null")),
     };
     enforce("identity:create_application_credential", &ctx, &target(&user_id))?;
     refuse_delegated(&ctx, true)?;
@@ -212,35 +243,35 @@ pub async fn create(
         return Err(ApiError::forbidden("Application credentials are created with a project-scoped token."));
     };
     let now = now_micros();
-    let expires_at = match o.get("expires_at").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    let expires_at = match non_empty(&o.expires_at) {
         Some(t) => Some(future_time(t, now)?),
         None => None,
     };
     let token_roles: Vec<String> = ctx.roles.iter().map(|r| r.id.clone()).collect();
-    let role_ids = match o.get("roles") {
-        None | Some(Value::Null) => token_roles.clone(),
-        Some(Value::Array(a)) if a.is_empty() => token_roles.clone(),
-        Some(Value::Array(a)) => requested_roles(&node, a)?,
-        Some(v) => return Err(invalid("roles", v, "must be an array")),
+    let role_ids = match &o.roles {
+        Sent::Absent | Sent::Null => token_roles.clone(),
+        Sent::Is(a) if a.is_empty() => token_roles.clone(),
+        Sent::Is(a) => requested_roles(&node, a)?,
+        Sent::Wrong(v) => return Err(invalid("roles", v, "must be an array")),
     };
     if role_ids.iter().any(|r| !token_roles.contains(r)) {
         return Err(ApiError::bad_request(
             "Invalid application credential: Cannot create an application credential with unassigned role",
         ));
     }
-    let (rule_ids, new_rules, mut requires) = match o.get("access_rules") {
-        None | Some(Value::Null) => (Vec::new(), Vec::new(), Vec::new()),
-        Some(Value::Array(a)) => access_rules(&node, &user_id, a)?,
-        Some(v) => return Err(invalid("access_rules", v, "must be an array")),
+    let (rule_ids, new_rules, mut requires) = match &o.access_rules {
+        Sent::Absent | Sent::Null => (Vec::new(), Vec::new(), Vec::new()),
+        Sent::Is(a) => access_rules(&node, &user_id, a)?,
+        Sent::Wrong(v) => return Err(invalid("access_rules", v, "must be an array")),
     };
-    let secret = match o.get("secret").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    let secret = match non_empty(&o.secret) {
         Some(s) => s.to_string(),
         None => generate_secret(),
     };
     let secret_hash = node.hash_password(secret.clone()).await?;
     let id = new_id();
     let body = json!({
-        "id": id, "name": name, "description": o.get("description").cloned().unwrap_or(Value::Null),
+        "id": id, "name": name, "description": o.description.value().unwrap_or_default(),
         "user_id": user_id, "project_id": project_id, "expires_at": expires_at, "unrestricted": unrestricted,
         "role_ids": role_ids, "access_rule_ids": rule_ids,
     });

@@ -1,9 +1,15 @@
-//! OpenAPI schemas of application credentials and access rules. Schema only.
+//! Bodies of application credentials and access rules. The request types are the ones the
+//! handlers parse (fields as [`Sent`], so the handlers answer wrong types with Keystone's
+//! messages).
 #![allow(dead_code)]
 
+use serde::Deserialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::sent::Sent;
 
 #[derive(ToSchema)]
 pub struct AccessRule {
@@ -72,24 +78,64 @@ pub struct AppCredList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// No other attributes are allowed.
+#[derive(Deserialize, ToSchema)]
 pub struct AppCredBody {
-    /// Unique among the user's credentials.
-    name: String,
-    description: Option<String>,
-    /// Generated (86 characters) when absent.
-    secret: Option<String>,
-    expires_at: Option<String>,
-    unrestricted: Option<bool>,
+    /// Unique among the user's credentials; 1 to 255 characters.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub name: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    /// Generated (86 characters) when absent or empty.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub secret: Sent<String>,
+    /// An ISO 8601 time in the future.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub expires_at: Sent<String>,
+    /// True lets its tokens manage application credentials.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub unrestricted: Sent<bool>,
     /// `{"id"}` or `{"name"}` of roles the caller's token holds; default: all of them.
+    #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
-    roles: Option<Vec<serde_json::Value>>,
-    access_rules: Option<Vec<AccessRule>>,
+    pub roles: Sent<Vec<Value>>,
+    /// Rules by `id` (the user's existing ones) or by `service`, `path` and `method`.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AccessRule>>)]
+    pub access_rules: Sent<Vec<Value>>,
+    /// Ignored: the id is generated.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<Value>,
+    /// Ignored: the token's project.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub project_id: Sent<Value>,
+    /// Ignored.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub system: Sent<Value>,
+    /// Anything else, refused.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+/// Nothing besides `application_credential` is allowed.
+#[derive(Deserialize, ToSchema)]
 pub struct AppCredRequest {
-    application_credential: AppCredBody,
+    #[serde(default)]
+    #[schema(value_type = AppCredBody, required = true)]
+    pub application_credential: Sent<AppCredBody>,
+    /// Anything else, refused.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
 #[derive(ToSchema)]

@@ -12,17 +12,16 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{extra, json_obj, new_id, with_extra};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::enforce;
 use crate::state::keys::ns;
 use crate::state::model::Role;
 use crate::state::read::AssignmentReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
-
-const KNOWN: &[&str] = &["id", "name", "domain_id", "description", "options"];
 
 pub fn role_json(r: &Role, base: &str) -> Value {
     with_extra(
@@ -122,16 +121,16 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::RoleCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "role")?;
+    let b = body.object()?.role.envelope("role")?;
     let r = Role {
         id: new_id(),
-        name: req_name(&o, "name", 255)?,
-        domain_id: opt_str(&o, "domain_id", 64)?,
-        description: opt_str(&o, "description", 255)?,
-        extra: extra(&o, KNOWN, "{}"),
-        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        name: b.name.name("name", 255)?,
+        domain_id: b.domain_id.string("domain_id", 64)?,
+        description: b.description.string("description", 255)?,
+        extra: extra(&b.extra, &[], "{}"),
+        options: b.options.options()?.unwrap_or_else(|| "{}".into()),
     };
     enforce(action(&r, "identity:create_role", "identity:create_domain_role"), &ctx, &target(&r))?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateRole(r)).await?)
@@ -184,24 +183,24 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::RoleUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "role")?;
+    let b = body.object()?.role.envelope("role")?;
     let mut r = load(&node, &id)?;
     enforce(action(&r, "identity:update_role", "identity:update_domain_role"), &ctx, &target(&r))?;
-    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)? != r.domain_id {
+    if b.domain_id.is_present() && b.domain_id.string("domain_id", 64)? != r.domain_id {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
-    if let Some(n) = opt_name(&o, "name", 255)? {
+    if let Some(n) = b.name.opt_name("name", 255)? {
         r.name = n;
     }
-    if o.contains_key("description") {
-        r.description = opt_str(&o, "description", 255)?;
+    if b.description.is_present() {
+        r.description = b.description.string("description", 255)?;
     }
-    if let Some(opts) = opt_options(&o)? {
+    if let Some(opts) = b.options.options()? {
         r.options = opts;
     }
-    r.extra = extra(&o, KNOWN, &r.extra);
+    r.extra = extra(&b.extra, &[], &r.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateRole(r)).await?)
 }
 

@@ -1,13 +1,17 @@
-//! OpenAPI schemas of the role, role inference, grant and role assignment bodies. Schema only:
-//! the handlers build and read JSON directly. Extra properties are accepted and echoed back.
+//! Bodies of the role, role inference, grant and role assignment APIs. The request types are
+//! the ones the handlers parse (fields as [`Sent`], so the handlers answer wrong types with
+//! Keystone's messages); extra properties are accepted and echoed back.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::sent::Sent;
 
 /// A role; global when `domain_id` is null, domain-specific otherwise.
 #[derive(ToSchema)]
@@ -33,30 +37,68 @@ pub struct RoleList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct RoleCreate {
-    name: String,
+    /// Ignored: the id is generated.
+    #[serde(default, rename = "id")]
+    #[schema(value_type = Option<String>)]
+    pub _id: Sent<Value>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub name: Sent<String>,
     /// Makes the role domain-specific.
-    domain_id: Option<String>,
-    description: Option<String>,
-    options: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub domain_id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Value>>)]
+    pub options: Sent<Obj>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct RoleCreateRequest {
-    role: RoleCreate,
+    #[serde(default)]
+    #[schema(value_type = RoleCreate, required = true)]
+    pub role: Sent<RoleCreate>,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct RoleUpdate {
-    name: Option<String>,
-    description: Option<String>,
-    options: Option<BTreeMap<String, Value>>,
+    /// Ignored.
+    #[serde(default, rename = "id")]
+    #[schema(value_type = Option<String>)]
+    pub _id: Sent<Value>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub name: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Value>>)]
+    pub options: Sent<Obj>,
+    /// Must be the current value when given: a role does not move.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub domain_id: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct RoleUpdateRequest {
-    role: RoleUpdate,
+    #[serde(default)]
+    #[schema(value_type = RoleUpdate, required = true)]
+    pub role: Sent<RoleUpdate>,
 }
 
 /// A role as a member of an inference rule.

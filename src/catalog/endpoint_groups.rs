@@ -15,10 +15,11 @@ use super::schemas as s;
 use crate::context::Core;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::enforce;
 use crate::resource::render::project_json;
 use crate::state::model::{DocKind, Endpoint, Ref};
@@ -48,30 +49,31 @@ const FILTER_KEYS: [&str; 3] = ["service_id", "region_id", "interface"];
 
 /// Keystone's endpoint group schema: `name` (create), `description`, `filters` (create; a
 /// non-empty object over service_id, region_id, interface); nothing else.
-fn check(o: &Obj, create: bool) -> ApiResult<()> {
-    if let Some(k) = o.keys().find(|k| !["name", "description", "filters", "id", "links"].contains(&k.as_str())) {
+fn check(b: &s::EndpointGroupBody, create: bool) -> ApiResult<()> {
+    if let Some(k) = b.extra.keys().next() {
         return Err(ApiError::bad_request(format!(
             "Invalid input for field 'endpoint_group': Additional properties are not allowed ('{k}' was unexpected)."
         )));
     }
     if create {
-        req_name(o, "name", 255)?;
+        b.name.name("name", 255)?;
     } else {
-        opt_name(o, "name", 255)?;
-        if o.is_empty() {
+        b.name.opt_name("name", 255)?;
+        let fields = [&b.id, &b.description, &b.filters, &b._links];
+        if !b.name.is_present() && !fields.iter().any(|f| f.is_present()) {
             return Err(ApiError::bad_request(
                 "Invalid input for field 'endpoint_group': must have at least 1 property.",
             ));
         }
     }
-    if let Some(d) = o.get("description") {
-        if !d.is_null() && !d.is_string() {
+    if let Sent::Is(d) | Sent::Wrong(d) = &b.description {
+        if !d.is_string() {
             return Err(ApiError::bad_request("Invalid input for field 'description': must be a string or null."));
         }
     }
-    match o.get("filters") {
-        None if !create => Ok(()),
-        Some(Value::Object(f)) if !f.is_empty() => {
+    match &b.filters {
+        Sent::Absent if !create => Ok(()),
+        Sent::Is(Value::Object(f)) if !f.is_empty() => {
             if f.keys().any(|k| !FILTER_KEYS.contains(&k.as_str())) {
                 return Err(ApiError::bad_request(
                     "Expecting to find service_id or region_id or interface in endpoint_group. The server could not \
@@ -93,6 +95,16 @@ fn check(o: &Obj, create: bool) -> ApiResult<()> {
         }
         _ => Err(ApiError::bad_request("filters field is required and cannot be empty")),
     }
+}
+
+/// The record's body: the group's fields as sent (the record's own id and links replace
+/// any sent).
+fn into_obj(b: s::EndpointGroupBody) -> Obj {
+    let mut o = Obj::new();
+    b.name.put(&mut o, "name");
+    b.description.put(&mut o, "description");
+    b.filters.put(&mut o, "filters");
+    o
 }
 
 /// Whether an endpoint passes a group's filters.
@@ -167,12 +179,12 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::EndpointGroupRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let mut o = envelope(b, "endpoint_group")?;
+    let b = b.object()?.endpoint_group.envelope("endpoint_group")?;
     enforce("identity:create_endpoint_group", &ctx, &json!({}))?;
-    check(&o, true)?;
-    o.remove("links");
+    check(&b, true)?;
+    let mut o = into_obj(b);
     o.entry("description").or_insert(Value::Null);
     let doc = GROUPS.save(&node, GROUPS.doc(&new_id(), o), true, vec![]).await?;
     Ok((StatusCode::CREATED, Json(GROUPS.one(&node, &doc))))
@@ -196,15 +208,15 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::EndpointGroupRequest>>,
 ) -> ApiResult<Json<Value>> {
-    let o = envelope(b, "endpoint_group")?;
+    let b = b.object()?.endpoint_group.envelope("endpoint_group")?;
     enforce("identity:update_endpoint_group", &ctx, &json!({}))?;
-    check(&o, false)?;
-    if o.get("id").is_some_and(|v| v.as_str() != Some(id.as_str())) {
+    check(&b, false)?;
+    if b.id.value().is_some_and(|v| v.as_str() != Some(id.as_str())) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    let doc = GROUPS.update(&node, GROUPS.load(&node, &id)?, o).await?;
+    let doc = GROUPS.update(&node, GROUPS.load(&node, &id)?, into_obj(b)).await?;
     Ok(Json(GROUPS.one(&node, &doc)))
 }
 

@@ -13,17 +13,17 @@ use super::render::endpoint_json;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{extra, new_id};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::enforce;
 use crate::state::model::{Endpoint, Region};
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 
-const KNOWN: &[&str] = &["id", "interface", "service_id", "region_id", "region", "url", "enabled"];
 const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
 /// Keystone's URL rule: a scheme, a colon, something after it; at most 225 characters.
 const MAX_URL: usize = 225;
@@ -65,22 +65,22 @@ fn check_url(url: &str) -> ApiResult<()> {
 }
 
 /// `region_id`, or the deprecated `region` when `region_id` is not given.
-fn region_of(o: &Obj) -> ApiResult<Option<String>> {
-    if o.contains_key("region_id") {
-        opt_ref(o, "region_id")
+fn region_of(region_id: &Sent<String>, region: &Sent<String>) -> ApiResult<Option<String>> {
+    if region_id.is_present() {
+        opt_ref(region_id, "region_id")
     } else {
-        opt_ref(o, "region")
+        opt_ref(region, "region")
     }
 }
 
 /// Keystone's backward compatibility with v2 clients: an endpoint that names its region with
 /// the deprecated `region` field (and no `region_id`) creates that region when it does not exist
 /// yet, as a write of its own before the endpoint's (so does Keystone). `region_id` never does.
-async fn ensure_legacy_region(node: &Core, o: &Obj) -> ApiResult<()> {
-    if o.contains_key("region_id") {
+async fn ensure_legacy_region(node: &Core, region_id: &Sent<String>, region: &Sent<String>) -> ApiResult<()> {
+    if region_id.is_present() {
         return Ok(());
     }
-    let Some(id) = opt_ref(o, "region")? else { return Ok(()) };
+    let Some(id) = opt_ref(region, "region")? else { return Ok(()) };
     if node.engine.snapshot().region(&id)?.is_some() {
         return Ok(());
     }
@@ -152,24 +152,24 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::EndpointCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "endpoint")?;
-    let interface = req_name(&o, "interface", 16)?;
+    let b = body.object()?.endpoint.envelope("endpoint")?;
+    let interface = b.interface.name("interface", 16)?;
     check_interface(&interface)?;
-    let url = req_name(&o, "url", MAX_URL)?;
+    let url = b.url.name("url", MAX_URL)?;
     check_url(&url)?;
     let e = Endpoint {
         id: new_id(),
         interface,
-        service_id: req_name(&o, "service_id", 64)?,
-        region_id: region_of(&o)?,
+        service_id: b.service_id.name("service_id", 64)?,
+        region_id: region_of(&b.region_id, &b.region)?,
         url,
-        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
-        extra: extra(&o, KNOWN, "{}"),
+        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
+        extra: extra(&b.extra, &[], "{}"),
     };
     enforce("identity:create_endpoint", &ctx, &target(&e))?;
-    ensure_legacy_region(&node, &o).await?;
+    ensure_legacy_region(&node, &b.region_id, &b.region).await?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateEndpoint(e)).await?)
 }
 
@@ -220,33 +220,33 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::EndpointUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "endpoint")?;
+    let b = body.object()?.endpoint.envelope("endpoint")?;
     let mut e = load(&node, &id)?;
     enforce("identity:update_endpoint", &ctx, &target(&e))?;
-    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+    if b.id.is_present() && b.id.string("id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    if let Some(i) = opt_name(&o, "interface", 16)? {
+    if let Some(i) = b.interface.opt_name("interface", 16)? {
         check_interface(&i)?;
         e.interface = i;
     }
-    if let Some(u) = opt_name(&o, "url", MAX_URL)? {
+    if let Some(u) = b.url.opt_name("url", MAX_URL)? {
         check_url(&u)?;
         e.url = u;
     }
-    if let Some(s) = opt_name(&o, "service_id", 64)? {
+    if let Some(s) = b.service_id.opt_name("service_id", 64)? {
         e.service_id = s;
     }
-    if o.contains_key("region_id") || o.contains_key("region") {
-        e.region_id = region_of(&o)?;
+    if b.region_id.is_present() || b.region.is_present() {
+        e.region_id = region_of(&b.region_id, &b.region)?;
     }
-    if let Some(en) = opt_bool(&o, "enabled")? {
+    if let Some(en) = b.enabled.flag("enabled")? {
         e.enabled = en;
     }
-    e.extra = extra(&o, KNOWN, &e.extra);
-    ensure_legacy_region(&node, &o).await?;
+    e.extra = extra(&b.extra, &[], &e.extra);
+    ensure_legacy_region(&node, &b.region_id, &b.region).await?;
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateEndpoint(e)).await?)
 }
 

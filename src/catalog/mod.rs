@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::Obj;
+use crate::http::sent::Sent;
 use crate::node::Node;
 use crate::state::model::{Endpoint, Service};
 use crate::state::read::CatalogReads;
@@ -76,11 +76,11 @@ impl Node {
 
 /// An optional reference to another record by id: absent or null is none; otherwise a
 /// non-empty string of at most 255 characters.
-pub(crate) fn opt_ref(o: &Obj, key: &str) -> ApiResult<Option<String>> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 255 => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!(
+pub(crate) fn opt_ref(field: &Sent<String>, key: &str) -> ApiResult<Option<String>> {
+    match field {
+        Sent::Absent | Sent::Null => Ok(None),
+        Sent::Is(s) if !s.is_empty() && s.chars().count() <= 255 => Ok(Some(s.clone())),
+        _ => Err(ApiError::bad_request(format!(
             "Invalid input for field '{key}': must be a non-empty string of at most 255 characters or null."
         ))),
     }

@@ -13,9 +13,10 @@ use super::schemas as s;
 use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
@@ -25,24 +26,30 @@ pub const API: DocApi =
     DocApi { kind: DocKind::Policy, member: "policy", collection: "policies", path: |id| format!("/v3/policies/{id}") };
 
 /// `blob` and `type` as Keystone's schema has them: strings, `type` at most 255 characters.
-fn check(o: &Obj, create: bool) -> ApiResult<()> {
-    for (key, max) in [("blob", usize::MAX), ("type", 255)] {
-        match o.get(key) {
-            None if create => return Err(ApiError::bad_request(format!("'{key}' is a required property."))),
-            None => {}
-            Some(Value::String(v)) if v.chars().count() <= max => {}
-            Some(Value::String(_)) => {
-                return Err(ApiError::bad_request(format!("Invalid input for field '{key}': is too long.")))
-            }
-            Some(_) => {
+fn check(b: &s::PolicyBody, create: bool) -> ApiResult<()> {
+    for (key, field, max) in [("blob", &b.blob, usize::MAX), ("type", &b.policy_type, 255)] {
+        match field {
+            Sent::Absent if create => return Err(ApiError::bad_request(format!("'{key}' is a required property."))),
+            Sent::Absent => {}
+            Sent::Is(v) if v.chars().count() <= max => {}
+            Sent::Is(_) => return Err(ApiError::bad_request(format!("Invalid input for field '{key}': is too long."))),
+            Sent::Null | Sent::Wrong(_) => {
                 return Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string.")))
             }
         }
     }
-    if !create && o.is_empty() {
+    if !create && !b.blob.is_present() && !b.policy_type.is_present() && b.extra.is_empty() {
         return Err(ApiError::bad_request("Invalid input for field 'policy': must have at least 1 property."));
     }
     Ok(())
+}
+
+/// The record's body: the policy as sent.
+fn into_obj(b: s::PolicyBody) -> Obj {
+    let mut o = b.extra;
+    b.blob.put(&mut o, "blob");
+    b.policy_type.put(&mut o, "type");
+    o
 }
 
 #[utoipa::path(
@@ -77,11 +84,12 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::PolicyRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let mut o = envelope(b, "policy")?;
+    let b = b.object()?.policy.envelope("policy")?;
     enforce("identity:create_policy", &ctx, &json!({"policy": {}}))?;
-    check(&o, true)?;
+    check(&b, true)?;
+    let mut o = into_obj(b);
     o.remove("links");
     let doc = API.save(&node, API.doc(&new_id(), o), true, vec![]).await?;
     Ok((StatusCode::CREATED, Json(API.one(&node, &doc))))
@@ -119,12 +127,12 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(policy_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::PolicyRequest>>,
 ) -> ApiResult<Json<Value>> {
-    let o = envelope(b, "policy")?;
+    let b = b.object()?.policy.envelope("policy")?;
     enforce("identity:update_policy", &ctx, &json!({}))?;
-    check(&o, false)?;
-    let doc = API.update(&node, API.load(&node, &policy_id)?, o).await?;
+    check(&b, false)?;
+    let doc = API.update(&node, API.load(&node, &policy_id)?, into_obj(b)).await?;
     Ok(Json(API.one(&node, &doc)))
 }
 

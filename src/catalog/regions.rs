@@ -13,17 +13,17 @@ use super::render::region_json;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{extra, new_id};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::enforce;
 use crate::state::model::Region;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 
-const KNOWN: &[&str] = &["id", "description", "parent_region_id"];
 const MAX_ID: usize = 255;
 
 fn load(node: &Core, id: &str) -> ApiResult<Region> {
@@ -70,16 +70,16 @@ pub async fn list(
 }
 
 /// A region from a create body; `id` is the client's when given and non-empty.
-fn from_body(o: &Obj, id: Option<String>) -> ApiResult<Region> {
-    let id = match id.or(opt_str(o, "id", MAX_ID)?) {
+fn from_body(b: s::RegionCreate, id: Option<String>) -> ApiResult<Region> {
+    let id = match id.or(b.id.string("id", MAX_ID)?) {
         Some(id) if !id.is_empty() => id,
         _ => new_id(),
     };
     Ok(Region {
         id,
-        description: opt_str(o, "description", 65535)?,
-        parent_region_id: opt_ref(o, "parent_region_id")?,
-        extra: extra(o, KNOWN, "{}"),
+        description: b.description.string("description", 65535)?,
+        parent_region_id: opt_ref(&b.parent_region_id, "parent_region_id")?,
+        extra: extra(&b.extra, &[], "{}"),
     })
 }
 
@@ -109,10 +109,10 @@ async fn create_region(node: &Core, ctx: &crate::token::ValidToken, r: Region) -
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::RegionCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "region")?;
-    let r = from_body(&o, None)?;
+    let b = body.object()?.region.envelope("region")?;
+    let r = from_body(b, None)?;
     create_region(&node, &ctx, r).await
 }
 
@@ -142,10 +142,10 @@ pub async fn put(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::RegionCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "region")?;
-    if let Some(body_id) = opt_str(&o, "id", MAX_ID)? {
+    let b = body.object()?.region.envelope("region")?;
+    if let Some(body_id) = b.id.string("id", MAX_ID)? {
         if body_id != id {
             return Err(ApiError::bad_request(format!("Conflicting region IDs specified: \"{id}\" != \"{body_id}\".")));
         }
@@ -153,7 +153,7 @@ pub async fn put(
     if id.is_empty() || id.chars().count() > MAX_ID {
         return Err(ApiError::bad_request("Invalid input for field 'id'."));
     }
-    let r = from_body(&o, Some(id))?;
+    let r = from_body(b, Some(id))?;
     create_region(&node, &ctx, r).await
 }
 
@@ -204,21 +204,21 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::RegionUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "region")?;
+    let b = body.object()?.region.envelope("region")?;
     let mut r = load(&node, &id)?;
     enforce("identity:update_region", &ctx, &target(&r))?;
-    if o.contains_key("id") && opt_str(&o, "id", MAX_ID)?.as_deref() != Some(id.as_str()) {
+    if b.id.is_present() && b.id.string("id", MAX_ID)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    if o.contains_key("description") {
-        r.description = opt_str(&o, "description", 65535)?;
+    if b.description.is_present() {
+        r.description = b.description.string("description", 65535)?;
     }
-    if o.contains_key("parent_region_id") {
-        r.parent_region_id = opt_ref(&o, "parent_region_id")?;
+    if b.parent_region_id.is_present() {
+        r.parent_region_id = opt_ref(&b.parent_region_id, "parent_region_id")?;
     }
-    r.extra = extra(&o, KNOWN, &r.extra);
+    r.extra = extra(&b.extra, &[], &r.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateRegion(r)).await?)
 }
 

@@ -1,10 +1,14 @@
-//! OpenAPI schemas of the region, service and endpoint bodies. Schema only: the handlers build
-//! and read JSON directly. Extra properties are accepted and echoed back.
+//! Bodies of the region, service, endpoint, policy and endpoint group APIs. The request types
+//! are the ones the handlers parse (fields as [`Sent`], so the handlers answer wrong types with
+//! Keystone's messages); extra properties are accepted and echoed back.
 #![allow(dead_code)]
 
+use serde::Deserialize;
 use utoipa::ToSchema;
 
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::sent::Sent;
 
 #[derive(ToSchema)]
 pub struct Region {
@@ -25,28 +29,54 @@ pub struct RegionList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct RegionCreate {
-    /// Generated when absent (POST); must match the path when given (PUT).
-    id: Option<String>,
-    description: Option<String>,
-    parent_region_id: Option<String>,
+    /// Generated when absent or empty (POST); must match the path when given (PUT).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub parent_region_id: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct RegionCreateRequest {
-    region: RegionCreate,
+    #[serde(default)]
+    #[schema(value_type = RegionCreate, required = true)]
+    pub region: Sent<RegionCreate>,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back; `null` clears a field.
+#[derive(Deserialize, ToSchema)]
 pub struct RegionUpdate {
-    description: Option<String>,
-    parent_region_id: Option<String>,
+    /// Must be the region's own id when given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub parent_region_id: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct RegionUpdateRequest {
-    region: RegionUpdate,
+    #[serde(default)]
+    #[schema(value_type = RegionUpdate, required = true)]
+    pub region: Sent<RegionUpdate>,
 }
 
 /// A catalog service. Disabled services and their endpoints are left out of token catalogs.
@@ -72,33 +102,68 @@ pub struct ServiceList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct ServiceCreate {
-    #[schema(rename = "type")]
-    service_type: String,
-    name: Option<String>,
+    /// Ignored: the id is generated.
+    #[serde(default, rename = "id")]
+    #[schema(value_type = Option<String>)]
+    pub _id: Sent<String>,
+    #[serde(default, rename = "type")]
+    #[schema(value_type = String, required = true)]
+    pub service_type: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub name: Sent<String>,
     /// Default true.
-    enabled: Option<bool>,
-    description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct ServiceCreateRequest {
-    service: ServiceCreate,
+    #[serde(default)]
+    #[schema(value_type = ServiceCreate, required = true)]
+    pub service: Sent<ServiceCreate>,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct ServiceUpdate {
-    #[schema(rename = "type")]
-    service_type: Option<String>,
-    name: Option<String>,
-    enabled: Option<bool>,
-    description: Option<String>,
+    /// Must be the service's own id when given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default, rename = "type")]
+    #[schema(value_type = String)]
+    pub service_type: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub name: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    /// `null` clears it.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct ServiceUpdateRequest {
-    service: ServiceUpdate,
+    #[serde(default)]
+    #[schema(value_type = ServiceUpdate, required = true)]
+    pub service: Sent<ServiceUpdate>,
 }
 
 /// A service endpoint.
@@ -127,37 +192,82 @@ pub struct EndpointList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointCreate {
+    /// Ignored: the id is generated.
+    #[serde(default, rename = "id")]
+    #[schema(value_type = Option<String>)]
+    pub _id: Sent<String>,
     /// `public`, `internal` or `admin`.
-    interface: String,
-    service_id: String,
-    url: String,
-    region_id: Option<String>,
-    /// Deprecated alias of `region_id`.
-    region: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub interface: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub service_id: Sent<String>,
+    /// `scheme:rest`, at most 225 characters.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub url: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region_id: Sent<String>,
+    /// Deprecated alias of `region_id`; names a region that is created when missing.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region: Sent<String>,
     /// Default true.
-    enabled: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointCreateRequest {
-    endpoint: EndpointCreate,
+    #[serde(default)]
+    #[schema(value_type = EndpointCreate, required = true)]
+    pub endpoint: Sent<EndpointCreate>,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointUpdate {
-    interface: Option<String>,
-    service_id: Option<String>,
-    url: Option<String>,
-    region_id: Option<String>,
-    region: Option<String>,
-    enabled: Option<bool>,
+    /// Must be the endpoint's own id when given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub interface: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub service_id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub url: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region_id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointUpdateRequest {
-    endpoint: EndpointUpdate,
+    #[serde(default)]
+    #[schema(value_type = EndpointUpdate, required = true)]
+    pub endpoint: Sent<EndpointUpdate>,
 }
 
 /// A policy blob (`/v3/policies`): an opaque document for services; extra attributes are
@@ -184,18 +294,27 @@ pub struct PolicyList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// Other attributes are kept and echoed back.
+#[derive(Deserialize, ToSchema)]
 pub struct PolicyBody {
     /// Required on create.
-    blob: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub blob: Sent<String>,
     /// Required on create; at most 255 characters.
-    #[schema(rename = "type")]
-    policy_type: Option<String>,
+    #[serde(default, rename = "type")]
+    #[schema(value_type = String)]
+    pub policy_type: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct PolicyRequest {
-    policy: PolicyBody,
+    #[serde(default)]
+    #[schema(value_type = PolicyBody, required = true)]
+    pub policy: Sent<PolicyBody>,
 }
 
 /// An OS-EP-FILTER endpoint group: the endpoints whose fields equal every filter.
@@ -221,19 +340,39 @@ pub struct EndpointGroupList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
+/// No other attributes are allowed.
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointGroupBody {
+    /// Must be the group's own id when given (update); ignored on create.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<serde_json::Value>,
     /// Required on create.
-    name: Option<String>,
-    description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub name: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<serde_json::Value>,
     /// Required on create: a non-empty object.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub filters: Sent<serde_json::Value>,
+    /// Ignored.
+    #[serde(default, rename = "links")]
     #[schema(value_type = Option<Object>)]
-    filters: Option<serde_json::Value>,
+    pub _links: Sent<serde_json::Value>,
+    /// Anything else, refused.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct EndpointGroupRequest {
-    endpoint_group: EndpointGroupBody,
+    #[serde(default)]
+    #[schema(value_type = EndpointGroupBody, required = true)]
+    pub endpoint_group: Sent<EndpointGroupBody>,
 }
 
 #[derive(ToSchema)]

@@ -12,17 +12,16 @@ use super::render::service_json;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{extra, new_id};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::enforce;
 use crate::state::model::Service;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
-
-const KNOWN: &[&str] = &["id", "type", "name", "enabled", "description"];
 
 fn load(node: &Core, id: &str) -> ApiResult<Service> {
     node.engine.read().service(id)?.ok_or_else(|| ApiError::not_found("service", id))
@@ -90,16 +89,16 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::ServiceCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "service")?;
+    let b = body.object()?.service.envelope("service")?;
     let s = Service {
         id: new_id(),
-        service_type: req_name(&o, "type", 255)?,
-        name: opt_name(&o, "name", 255)?,
-        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
-        description: opt_str(&o, "description", 65535)?,
-        extra: extra(&o, KNOWN, "{}"),
+        service_type: b.service_type.name("type", 255)?,
+        name: b.name.opt_name("name", 255)?,
+        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
+        description: b.description.string("description", 65535)?,
+        extra: extra(&b.extra, &[], "{}"),
     };
     enforce("identity:create_service", &ctx, &target(&s))?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateService(s)).await?)
@@ -152,27 +151,27 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::ServiceUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "service")?;
+    let b = body.object()?.service.envelope("service")?;
     let mut s = load(&node, &id)?;
     enforce("identity:update_service", &ctx, &target(&s))?;
-    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+    if b.id.is_present() && b.id.string("id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    if let Some(t) = opt_name(&o, "type", 255)? {
+    if let Some(t) = b.service_type.opt_name("type", 255)? {
         s.service_type = t;
     }
-    if let Some(n) = opt_name(&o, "name", 255)? {
+    if let Some(n) = b.name.opt_name("name", 255)? {
         s.name = Some(n);
     }
-    if let Some(e) = opt_bool(&o, "enabled")? {
+    if let Some(e) = b.enabled.flag("enabled")? {
         s.enabled = e;
     }
-    if o.contains_key("description") {
-        s.description = opt_str(&o, "description", 65535)?;
+    if b.description.is_present() {
+        s.description = b.description.string("description", 65535)?;
     }
-    s.extra = extra(&o, KNOWN, &s.extra);
+    s.extra = extra(&b.extra, &[], &s.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateService(s)).await?)
 }
 

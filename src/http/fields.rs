@@ -57,18 +57,6 @@ pub fn opt_bool(o: &Obj, key: &str) -> Result<Option<bool>, ApiError> {
     }
 }
 
-pub fn opt_str_list(o: &Obj, key: &str) -> Result<Option<Vec<String>>, ApiError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| invalid(key, "must be a list of strings")))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(invalid(key, "must be a list of strings")),
-    }
-}
-
 /// `options` must be an object of bounded size ([`super::limits::MAX_OPTIONS_BYTES`]);
 /// stored as JSON text.
 pub fn opt_options(o: &Obj) -> Result<Option<String>, ApiError> {

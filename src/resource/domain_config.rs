@@ -18,6 +18,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{json_obj, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::Reader;
@@ -248,16 +249,25 @@ async fn show(
     Ok(Json(json!({"config": part})))
 }
 
+/// The body's `config`, which must be there (a body that is not an object has none).
+fn sent_config(body: Body<s::DomainConfigEnvelope>) -> ApiResult<Value> {
+    match body.into_inner().map(|b| b.config) {
+        Some(Sent::Is(v) | Sent::Wrong(v)) => Ok(v),
+        Some(Sent::Null) => Ok(Value::Null),
+        Some(Sent::Absent) | None => Err(ApiError::bad_request("'config' is a required property.")),
+    }
+}
+
 async fn update_at(
     node: &Core,
     ctx: &crate::token::ValidToken,
     domain_id: &str,
     group: Option<&str>,
     option: Option<&str>,
-    body: Value,
+    body: Body<s::DomainConfigEnvelope>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:update_domain_config", ctx, &json!({"domain_id": domain_id}))?;
-    let sent = body.get("config").cloned().ok_or_else(|| ApiError::bad_request("'config' is a required property."))?;
+    let sent = sent_config(body)?;
     let new = match (group, option) {
         (Some(g), Some(o)) => {
             let only = sent.as_object().filter(|m| m.len() == 1 && m.contains_key(o));
@@ -345,10 +355,10 @@ pub async fn replace(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     enforce("identity:create_domain_config", &ctx, &json!({"domain_id": domain_id}))?;
-    let sent = b.get("config").cloned().ok_or_else(|| ApiError::bad_request("'config' is a required property."))?;
+    let sent = sent_config(b)?;
     let new = checked(&sent)?;
     load_domain(&node, &domain_id)?;
     let existed = stored(&node, &domain_id)?.is_some();
@@ -378,7 +388,7 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
     update_at(&node, &ctx, &domain_id, None, None, b).await
 }
@@ -416,7 +426,7 @@ pub async fn group_update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group)): Path<(String, String)>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
     update_at(&node, &ctx, &domain_id, Some(&group), None, b).await
 }
@@ -454,7 +464,7 @@ pub async fn option_update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, group, option)): Path<(String, String, String)>,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
     update_at(&node, &ctx, &domain_id, Some(&group), Some(&option), b).await
 }

@@ -13,9 +13,10 @@ use super::schemas as s;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::*;
+use crate::http::fields::{extra, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
@@ -23,7 +24,19 @@ use crate::state::read::ResourceReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 
-const KNOWN: &[&str] = &["id", "name", "description", "enabled", "options", "domain_id", "is_domain", "parent_id"];
+/// The domain as sent, the create policy's target.
+fn sent(b: &s::DomainCreate) -> Obj {
+    let mut o = b.extra.clone();
+    b.id.put(&mut o, "id");
+    b.name.put(&mut o, "name");
+    b.description.put(&mut o, "description");
+    b.enabled.put(&mut o, "enabled");
+    b.options.put(&mut o, "options");
+    b.domain_id.put(&mut o, "domain_id");
+    b.is_domain.put(&mut o, "is_domain");
+    b.parent_id.put(&mut o, "parent_id");
+    o
+}
 
 fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
@@ -98,11 +111,11 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::DomainCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "domain")?;
-    enforce("identity:create_domain", &ctx, &json!({"domain": o}))?;
-    let id = match opt_str(&o, "id", 64)? {
+    let b = body.object()?.domain.envelope("domain")?;
+    enforce("identity:create_domain", &ctx, &json!({"domain": sent(&b)}))?;
+    let id = match b.id.string("id", 64)? {
         Some(id) if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') => {
             return Err(ApiError::bad_request("Invalid input for field 'id'."))
         }
@@ -112,18 +125,18 @@ pub async fn create(
     let d = Project {
         domain_id: id.clone(),
         id,
-        name: req_name(&o, "name", 64)?,
+        name: b.name.name("name", 64)?,
         // Keystone defaults an absent description to "" (an explicit null stays null).
-        description: match o.contains_key("description") {
-            true => opt_str(&o, "description", 65535)?,
+        description: match b.description.is_present() {
+            true => b.description.string("description", 65535)?,
             false => Some(String::new()),
         },
-        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
         is_domain: true,
         parent_id: None,
         tags: Vec::new(),
-        extra: extra(&o, KNOWN, "{}"),
-        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        extra: extra(&b.extra, &[], "{}"),
+        options: b.options.options()?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateProject(d)).await?)
@@ -176,32 +189,32 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::DomainUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "domain")?;
+    let b = body.object()?.domain.envelope("domain")?;
     let mut d = load(&node, &id)?;
     enforce("identity:update_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
-    if let Some(other) = opt_str(&o, "id", 64)? {
+    if let Some(other) = b.id.string("id", 64)? {
         if other != d.id {
             return Err(ApiError::bad_request("Cannot change the domain id."));
         }
     }
-    if let Some(n) = opt_name(&o, "name", 64)? {
+    if let Some(n) = b.name.opt_name("name", 64)? {
         d.name = n;
     }
-    if o.contains_key("description") {
-        d.description = opt_str(&o, "description", 65535)?;
+    if b.description.is_present() {
+        d.description = b.description.string("description", 65535)?;
     }
-    if let Some(e) = opt_bool(&o, "enabled")? {
+    if let Some(e) = b.enabled.flag("enabled")? {
         if !e && d.enabled {
             guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
         }
         d.enabled = e;
     }
-    if let Some(opts) = opt_options(&o)? {
+    if let Some(opts) = b.options.options()? {
         d.options = opts;
     }
-    d.extra = extra(&o, KNOWN, &d.extra);
+    d.extra = extra(&b.extra, &[], &d.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(d)).await?)
 }
 

@@ -14,9 +14,10 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
-use crate::http::fields::*;
+use crate::http::fields::{extra, new_id};
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
@@ -24,9 +25,6 @@ use crate::state::read::ResourceReads;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
 use crate::token::ValidToken;
-
-const KNOWN: &[&str] =
-    &["id", "name", "domain_id", "description", "enabled", "is_domain", "parent_id", "tags", "options"];
 
 fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.ok_or_else(|| ApiError::not_found("project", id))
@@ -205,12 +203,12 @@ pub async fn list_for_user(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::ProjectCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "project")?;
-    let is_domain = opt_bool(&o, "is_domain")?.unwrap_or(false);
-    let parent_id = opt_str(&o, "parent_id", 64)?;
-    let asked_domain = opt_str(&o, "domain_id", 64)?;
+    let b = body.object()?.project.envelope("project")?;
+    let is_domain = b.is_domain.flag("is_domain")?.unwrap_or(false);
+    let parent_id = b.parent_id.string("parent_id", 64)?;
+    let asked_domain = b.domain_id.string("domain_id", 64)?;
     let id = new_id();
     let domain_id = if is_domain {
         if asked_domain.is_some() || parent_id.is_some() {
@@ -234,13 +232,13 @@ pub async fn create(
         parent_id: if is_domain { None } else { parent_id.or_else(|| Some(domain_id.clone())) },
         domain_id,
         id,
-        name: req_name(&o, "name", 64)?,
-        description: opt_str(&o, "description", 65535)?,
-        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        name: b.name.name("name", 64)?,
+        description: b.description.string("description", 65535)?,
+        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
         is_domain,
-        tags: super::tags::checked_tags(opt_str_list(&o, "tags")?.unwrap_or_default())?,
-        extra: extra(&o, KNOWN, "{}"),
-        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        tags: super::tags::checked_tags(b.tags.strings("tags")?.unwrap_or_default())?,
+        extra: extra(&b.extra, &[], "{}"),
+        options: b.options.options()?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
     let action = if is_domain { "identity:create_domain" } else { "identity:create_project" };
@@ -295,36 +293,38 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::ProjectUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "project")?;
+    let b = body.object()?.project.envelope("project")?;
     let mut p = load(&node, &id)?;
-    let disabling = p.enabled && opt_bool(&o, "enabled")? == Some(false);
+    let disabling = p.enabled && b.enabled.flag("enabled")? == Some(false);
     authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
-    for (key, current) in [("domain_id", Some(p.domain_id.clone())), ("parent_id", p.parent_id.clone())] {
-        if o.contains_key(key) && opt_str(&o, key, 64)? != current {
+    for (key, sent, current) in
+        [("domain_id", &b.domain_id, Some(p.domain_id.clone())), ("parent_id", &b.parent_id, p.parent_id.clone())]
+    {
+        if sent.is_present() && sent.string(key, 64)? != current {
             return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
         }
     }
-    if o.contains_key("is_domain") && opt_bool(&o, "is_domain")? != Some(p.is_domain) {
+    if b.is_domain.is_present() && b.is_domain.flag("is_domain")? != Some(p.is_domain) {
         return Err(ApiError::bad_request("Update of `is_domain` is not allowed."));
     }
-    if let Some(n) = opt_name(&o, "name", 64)? {
+    if let Some(n) = b.name.opt_name("name", 64)? {
         p.name = n;
     }
-    if o.contains_key("description") {
-        p.description = opt_str(&o, "description", 65535)?;
+    if b.description.is_present() {
+        p.description = b.description.string("description", 65535)?;
     }
-    if let Some(e) = opt_bool(&o, "enabled")? {
+    if let Some(e) = b.enabled.flag("enabled")? {
         p.enabled = e;
     }
-    if let Some(t) = opt_str_list(&o, "tags")? {
+    if let Some(t) = b.tags.strings("tags")? {
         p.tags = super::tags::checked_tags(t)?;
     }
-    if let Some(opts) = opt_options(&o)? {
+    if let Some(opts) = b.options.options()? {
         p.options = opts;
     }
-    p.extra = extra(&o, KNOWN, &p.extra);
+    p.extra = extra(&b.extra, &[], &p.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(p)).await?)
 }
 

@@ -9,10 +9,11 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::context::Core;
+use super::schemas as s;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::opt_str_list;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
+use crate::http::sent::Body;
 use crate::policy::enforce;
 use crate::state::model::Project;
 use crate::state::{Command, Reader};
@@ -83,7 +84,7 @@ pub async fn list(
     operation_id = "project_tags_replace",
     tag = "projects",
     params(("id" = String, Path, description = "The project's id.")),
-    request_body(content = serde_json::Value, description = "`{\"tags\": [...]}`: the new tag list.", content_type = "application/json"),
+    request_body(content = s::ProjectTags, description = "The new tag list.", content_type = "application/json"),
     responses(
         (status = 200, description = "The project's new tags: `{\"tags\": [...]}`.", body = serde_json::Value),
         E::BadRequest,
@@ -97,12 +98,12 @@ pub async fn replace(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Body<s::ProjectTags>>,
 ) -> ApiResult<Json<Value>> {
     let p = load(&node, &id)?;
     enforce("identity:update_project_tags", &ctx, &target(&p))?;
-    let Value::Object(o) = body else { return Err(ApiError::bad_request("The request body must be a JSON object.")) };
-    let tags = opt_str_list(&o, "tags")?.ok_or_else(|| ApiError::bad_request("'tags' is a required property."))?;
+    let b = body.object()?;
+    let tags = b.tags.strings("tags")?.ok_or_else(|| ApiError::bad_request("'tags' is a required property."))?;
     Ok(Json(json!({"tags": store(&node, p, tags).await?})))
 }
 

@@ -17,10 +17,11 @@ use crate::context::Core;
 use crate::federation::invalid;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{envelope, future_time, new_id, Obj};
+use crate::http::fields::{future_time, new_id};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
+use crate::http::sent::{Body, Sent};
 use crate::policy::enforce;
 use crate::reads::effective;
 use crate::state::keys::ns;
@@ -37,18 +38,6 @@ const API: DocApi = DocApi {
 };
 /// Keystone's `[trust] max_redelegation_count`.
 const MAX_REDELEGATION: i64 = 3;
-const KNOWN: &[&str] = &[
-    "trustor_user_id",
-    "trustee_user_id",
-    "project_id",
-    "impersonation",
-    "expires_at",
-    "remaining_uses",
-    "allow_redelegation",
-    "redelegation_count",
-    "redelegated_trust_id",
-    "roles",
-];
 
 /// Tokens from signed requests and application credentials manage no trusts.
 fn refuse_delegated(ctx: &ValidToken) -> ApiResult<()> {
@@ -65,29 +54,52 @@ fn parties(t: &Trust) -> Value {
     json!({"trust": {"trustor_user_id": t.trustor_user_id, "trustee_user_id": t.trustee_user_id}})
 }
 
-fn opt_int(o: &Obj, key: &str, min: i64) -> ApiResult<Option<i64>> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_i64() {
-            Some(n) if n >= min => Ok(Some(n)),
-            Some(n) => Err(invalid(key, v, &format!("{n} is less than the minimum of {min}"))),
-            None => Err(invalid(key, v, &format!("{v} is not of type 'integer', 'null'"))),
-        },
+/// The trust as sent, shown in the messages about a missing property.
+fn whole(b: &s::TrustBody) -> Value {
+    let mut o = b.extra.clone();
+    b.trustor_user_id.put(&mut o, "trustor_user_id");
+    b.trustee_user_id.put(&mut o, "trustee_user_id");
+    b.impersonation.put(&mut o, "impersonation");
+    b.project_id.put(&mut o, "project_id");
+    b.roles.put(&mut o, "roles");
+    b.expires_at.put(&mut o, "expires_at");
+    b.remaining_uses.put(&mut o, "remaining_uses");
+    b.allow_redelegation.put(&mut o, "allow_redelegation");
+    b.redelegation_count.put(&mut o, "redelegation_count");
+    b._redelegated_trust_id.put(&mut o, "redelegated_trust_id");
+    b._id.put(&mut o, "id");
+    Value::Object(o)
+}
+
+/// A present field's JSON as sent.
+fn raw<T: serde::Serialize>(field: &Sent<T>) -> Value {
+    field.value().unwrap_or(Value::Null)
+}
+
+fn opt_int(field: &Sent<i64>, key: &str, min: i64) -> ApiResult<Option<i64>> {
+    match field {
+        Sent::Absent | Sent::Null => Ok(None),
+        Sent::Is(n) if *n >= min => Ok(Some(*n)),
+        Sent::Is(n) => Err(invalid(key, &raw(field), &format!("{n} is less than the minimum of {min}"))),
+        Sent::Wrong(v) => Err(invalid(key, v, &format!("{v} is not of type 'integer', 'null'"))),
     }
 }
 
-fn req_str(o: &Obj, key: &str) -> ApiResult<String> {
-    match o.get(key) {
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= 64 => Ok(s.clone()),
-        Some(v) => Err(invalid(key, v, "must be a string of 1 to 64 characters")),
-        None => Err(invalid("trust", &Value::Object(o.clone()), &format!("'{key}' is a required property"))),
+fn req_str(b: &s::TrustBody, field: &Sent<String>, key: &str) -> ApiResult<String> {
+    match field {
+        Sent::Is(s) if !s.is_empty() && s.len() <= 64 => Ok(s.clone()),
+        Sent::Absent => Err(invalid("trust", &whole(b), &format!("'{key}' is a required property"))),
+        _ => Err(invalid(key, &raw(field), "must be a string of 1 to 64 characters")),
     }
 }
 
 /// The role ids a create body names, by id or by name.
-fn named_roles(node: &Core, o: &Obj) -> ApiResult<Vec<String>> {
-    let Some(list) = o.get("roles").filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
-    let list = list.as_array().ok_or_else(|| invalid("roles", list, "must be an array"))?;
+fn named_roles(node: &Core, roles: &Sent<Vec<Value>>) -> ApiResult<Vec<String>> {
+    let list = match roles {
+        Sent::Absent | Sent::Null => return Ok(Vec::new()),
+        Sent::Wrong(v) => return Err(invalid("roles", v, "must be an array")),
+        Sent::Is(list) => list,
+    };
     let view = node.engine.read();
     let mut ids = Vec::new();
     for r in list {
@@ -116,31 +128,34 @@ fn named_roles(node: &Core, o: &Obj) -> ApiResult<Vec<String>> {
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(b): JsonBody<Value>,
+    JsonBody(b): JsonBody<Body<s::TrustRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(b, "trust")?;
-    let trustor = req_str(&o, "trustor_user_id")?;
-    let trustee = req_str(&o, "trustee_user_id")?;
-    let impersonation = match o.get("impersonation") {
-        Some(Value::Bool(b)) => *b,
-        Some(v) => return Err(invalid("impersonation", v, &format!("{v} is not of type 'boolean'"))),
-        None => return Err(invalid("trust", &Value::Object(o.clone()), "'impersonation' is a required property")),
+    let b = b.object()?.trust.envelope("trust")?;
+    let trustor = req_str(&b, &b.trustor_user_id, "trustor_user_id")?;
+    let trustee = req_str(&b, &b.trustee_user_id, "trustee_user_id")?;
+    let impersonation = match &b.impersonation {
+        Sent::Is(i) => *i,
+        Sent::Absent => return Err(invalid("trust", &whole(&b), "'impersonation' is a required property")),
+        v => {
+            let v = raw(v);
+            return Err(invalid("impersonation", &v, &format!("{v} is not of type 'boolean'")));
+        }
     };
-    let project_id = match o.get("project_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(p)) => Some(p.clone()),
-        Some(v) => return Err(invalid("project_id", v, "must be a string or null")),
+    let project_id = match &b.project_id {
+        Sent::Absent | Sent::Null => None,
+        Sent::Is(p) => Some(p.clone()),
+        Sent::Wrong(v) => return Err(invalid("project_id", v, "must be a string or null")),
     };
-    let mut remaining_uses = opt_int(&o, "remaining_uses", 1)?;
-    let allow_redelegation = match o.get("allow_redelegation") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(v) => return Err(invalid("allow_redelegation", v, "must be a boolean or null")),
+    let mut remaining_uses = opt_int(&b.remaining_uses, "remaining_uses", 1)?;
+    let allow_redelegation = match &b.allow_redelegation {
+        Sent::Absent | Sent::Null => false,
+        Sent::Is(a) => *a,
+        Sent::Wrong(v) => return Err(invalid("allow_redelegation", v, "must be a boolean or null")),
     };
-    let requested_count = opt_int(&o, "redelegation_count", 0)?;
+    let requested_count = opt_int(&b.redelegation_count, "redelegation_count", 0)?;
     enforce("identity:create_trust", &ctx, &json!({"trust": {"trustor_user_id": trustor}}))?;
     refuse_delegated(&ctx)?;
-    let role_ids = named_roles(&node, &o)?;
+    let role_ids = named_roles(&node, &b.roles)?;
     if project_id.is_some() && role_ids.is_empty() {
         return Err(ApiError::forbidden(
             "You are not authorized to perform the requested action: At least one role should be specified.",
@@ -152,9 +167,9 @@ pub async fn create(
         ));
     }
     let now = now_micros();
-    let mut expires_at = match o.get("expires_at").and_then(Value::as_str) {
-        Some(t) => Some(future_time(t, now)?),
-        None => None,
+    let mut expires_at = match &b.expires_at {
+        Sent::Is(t) => Some(future_time(t, now)?),
+        _ => None,
     };
     let view = node.engine.read();
     if view.user(&trustee)?.is_none() {
@@ -204,11 +219,7 @@ pub async fn create(
         remaining_uses = None;
     }
     drop(view);
-    let extra: Obj = o
-        .iter()
-        .filter(|(k, _)| !KNOWN.contains(&k.as_str()) && *k != "id")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let extra = b.extra;
     let id = new_id();
     let body = json!({
         "id": id, "trustor_user_id": trustor, "trustee_user_id": trustee, "project_id": project_id,
