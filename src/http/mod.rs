@@ -1,6 +1,7 @@
 //! HTTP: router assembly, the caller's auth context, error rendering, discovery and the ops
 //! listener.
 
+pub mod body;
 pub mod client_ip;
 pub mod discovery;
 pub mod docs;
