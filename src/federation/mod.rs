@@ -58,7 +58,7 @@ pub(crate) fn member_ref(body: &Value, key: &str, required: bool) -> ApiResult<O
                 Some(Value::Object(o)) => Ok(o.clone()),
                 None if !required => Ok(Obj::new()),
                 None => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
-                Some(v) => Err(invalid(key, &v, &format!("{v} is not of type 'object'"))),
+                Some(v) => Err(invalid(key, v, &format!("{v} is not of type 'object'"))),
             }
         }
         _ => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
