@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::{methods, scope};
 use crate::clock::now_micros;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::User;
@@ -107,7 +107,7 @@ macro_rules! token_operations {
         pub async fn $issue(
             n: State<Arc<Node>>,
             q: Query<HashMap<String, String>>,
-            b: JsonBody<Value>,
+            b: Body<s::AuthRequest>,
         ) -> ApiResult<Response> {
             issue_token(n, q, b).await
         }
@@ -209,16 +209,15 @@ token_operations!(
 async fn issue_token(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::AuthRequest>,
 ) -> ApiResult<Response> {
-    let auth = body.get("auth").ok_or_else(|| ApiError::bad_request("'auth' is a required property."))?;
-    let identity = auth.get("identity").ok_or_else(|| ApiError::bad_request("'identity' is a required property."))?;
-    let proven = methods::authenticate(&node, identity).await?;
-    let trust_scope = auth.get("scope").and_then(|s| s.get("OS-TRUST:trust"));
+    let s::AuthRequest { auth } = body.parse()?;
+    let proven = methods::authenticate(&node, &auth.identity).await?;
+    let trust_scope = auth.scope.as_ref().and_then(|s| s.get("OS-TRUST:trust"));
     let mut proven = proven;
     let mut user_id = proven.user.id.clone();
     let scope = match (proven.fixed_scope.clone(), trust_scope) {
-        (Some(_), _) if auth.get("scope").is_some() => {
+        (Some(_), _) if auth.scope.is_some() => {
             return Err(ApiError::unauthorized(
                 "Error authenticating with application credential: Application credentials cannot request a scope.",
             ))
@@ -231,7 +230,7 @@ async fn issue_token(
             proven.expires_at = granted.expires_at;
             granted.scope
         }
-        (None, None) => scope::requested(&node, auth.get("scope"), &proven.user)?,
+        (None, None) => scope::requested(&node, auth.scope.as_ref(), &proven.user)?,
     };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;

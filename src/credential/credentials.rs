@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::{credential_json, ec2_id, EC2};
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
@@ -24,7 +24,6 @@ use crate::token::Caller;
 use crate::token::ValidToken;
 
 const KNOWN: &[&str] = &["id", "type", "blob", "user_id", "project_id"];
-const MAX_BLOB: usize = 65535;
 
 fn target(c: &Credential) -> Value {
     json!({"credential": {"id": c.id, "user_id": c.user_id, "project_id": c.project_id, "type": c.cred_type}})
@@ -41,19 +40,6 @@ fn load_authorized(node: &Core, ctx: &ValidToken, action: &str, id: &str) -> Api
     let found = node.engine.read().credential(id)?;
     enforce(action, ctx, &found.as_ref().map(target).unwrap_or_else(|| json!({})))?;
     found.ok_or_else(|| ApiError::not_found("credential", id))
-}
-
-/// The access key of a signature credential's blob: a JSON object with a string `access`.
-fn ec2_access(blob: &str) -> ApiResult<String> {
-    let v: Value = serde_json::from_str(blob).map_err(|_| ApiError::bad_request("Invalid blob in credential."))?;
-    match v.get("access") {
-        Some(Value::String(a)) if !a.is_empty() => Ok(a.clone()),
-        _ => Err(ApiError::bad_request("Expecting to find access in credential.")),
-    }
-}
-
-fn req_blob(o: &Obj) -> ApiResult<String> {
-    opt_str(o, "blob", MAX_BLOB)?.ok_or_else(|| ApiError::bad_request("'blob' is a required property."))
 }
 
 #[utoipa::path(
@@ -123,29 +109,20 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::CredentialCreateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
-    let o = envelope(body, "credential")?;
-    let cred_type = req_name(&o, "type", 255)?;
-    let blob = req_blob(&o)?;
-    let project_id = opt_str(&o, "project_id", 64)?;
-    let id = if cred_type == EC2 {
-        if project_id.is_none() {
-            return Err(ApiError::bad_request("'project_id' is a required property of an ec2 credential."));
-        }
-        ec2_id(&ec2_access(&blob)?)
-    } else {
-        new_id()
-    };
+    let b = body.parse()?.credential;
+    // The checks made sure a signature credential has a project and an access key.
+    let id = if b.cred_type == EC2 { ec2_id(&s::ec2_access(&b.blob)?) } else { new_id() };
     let c = Credential {
         id,
         // Defaults to the caller, like Keystone-NG; Keystone requires it.
-        user_id: opt_name(&o, "user_id", 64)?.unwrap_or_else(|| ctx.user.id.clone()),
-        project_id,
-        cred_type,
-        blob,
-        extra: extra(&o, KNOWN, "{}"),
+        user_id: b.user_id.unwrap_or_else(|| ctx.user.id.clone()),
+        project_id: b.project_id,
+        cred_type: b.cred_type,
+        blob: b.blob,
+        extra: extra(&b.extra, KNOWN, "{}"),
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
     guard::add_authenticator(&node.engine.read(), &ctx, &c.user_id)?;
@@ -201,32 +178,34 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::CredentialUpdateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
-    let o = envelope(body, "credential")?;
+    body.object("credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
     let before = c.clone();
-    if o.contains_key("id") && opt_str(&o, "id", 64)?.as_deref() != Some(id.as_str()) {
+    let o = body.object("credential")?;
+    if o.contains_key("id") && opt_str(o, "id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    if let Some(t) = opt_name(&o, "type", 255)? {
+    let b = body.parse()?.credential;
+    if let Some(t) = b.cred_type {
         c.cred_type = t;
     }
     let old_blob = c.blob.clone();
-    if o.contains_key("blob") {
-        c.blob = req_blob(&o)?;
+    if let Some(blob) = b.blob {
+        c.blob = blob;
     }
-    if let Some(u) = opt_name(&o, "user_id", 64)? {
+    if let Some(u) = b.user_id {
         c.user_id = u;
     }
-    if o.contains_key("project_id") {
-        c.project_id = opt_str(&o, "project_id", 64)?;
+    if let Some(p) = b.project_id {
+        c.project_id = p;
     }
     if c.cred_type == EC2 {
         ec2_scope_unchanged(&old_blob, &c.blob)?;
     }
-    c.extra = extra(&o, KNOWN, &c.extra);
+    c.extra = extra(&b.extra, KNOWN, &c.extra);
     enforce("identity:update_credential", &ctx, &target(&c))?;
     // A new owner, secret or type is a new way to sign in as the owner; taking a credential
     // away from its owner rewrites theirs.

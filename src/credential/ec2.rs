@@ -13,17 +13,15 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::{blob_field, ec2_id, EC2};
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{Command, Reader};
 use crate::token::Caller;
-
-const MAX_KEY: usize = 255;
 
 fn ec2_json(c: &Credential, base: &str) -> Value {
     let access = blob_field(c, "access").unwrap_or_default();
@@ -98,17 +96,6 @@ pub async fn list(
     Ok(Json(crate::http::pages::page("credentials", out, &base, &path, &q)?))
 }
 
-/// An optional key in the (unwrapped) create body: absent or null means "generate one".
-fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_KEY => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "Invalid input for field '{key}': must be a non-empty string of at most {MAX_KEY} characters."
-        ))),
-    }
-}
-
 /// Body (not wrapped): `tenant_id` (or `project_id`), optional `access` and `secret`;
 /// omitted keys are generated (UUID hex, like Keystone).
 #[utoipa::path(
@@ -136,21 +123,18 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::Ec2CredentialCreate>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
-    if !body.is_object() {
-        return Err(ApiError::bad_request("The request body must be a JSON object."));
-    }
-    let project_id = match (opt_key(&body, "tenant_id")?, opt_key(&body, "project_id")?) {
-        (Some(t), _) | (None, Some(t)) => t,
-        (None, None) => return Err(ApiError::bad_request("'tenant_id' is a required property.")),
+    let b = body.parse()?;
+    let Some(project_id) = b.tenant_id.or(b.project_id) else {
+        return Err(ApiError::bad_request("'tenant_id' is a required property."));
     };
-    let access = opt_key(&body, "access")?.unwrap_or_else(new_id);
-    let secret = opt_key(&body, "secret")?.unwrap_or_else(new_id);
+    let access = b.access.unwrap_or_else(new_id);
+    let secret = b.secret.unwrap_or_else(new_id);
     let c = Credential {
         id: ec2_id(&access),
         user_id,

@@ -8,13 +8,12 @@
 //! the node's clock (in either direction), and each signature buys one token per node: a
 //! replayed request is refused while its timestamp is inside the window ([`super::replay`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Map, Value};
 
 use super::replay::Refused;
 use super::schemas as s;
@@ -22,11 +21,11 @@ use super::signer::{self, SignedRequest};
 use super::{blob_field, ec2_id, EC2};
 use crate::auth::tokens::token_response;
 use crate::clock::now_micros;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::node::Node;
 use crate::state::Reader;
 use crate::token::{Delegation, Method, TokenPayload, TokenScope};
@@ -41,44 +40,18 @@ fn refuse(node: &Node, why: &str) -> ApiError {
     ApiError::unauthorized(why.to_string())
 }
 
-fn string_map(v: Option<&Value>, field: &str) -> ApiResult<BTreeMap<String, String>> {
-    let invalid = || ApiError::bad_request(format!("Invalid input for field '{field}': must be an object of strings."));
-    match v {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(o)) => o
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                Value::Number(n) => Ok((k.clone(), n.to_string())),
-                _ => Err(invalid()),
-            })
-            .collect(),
-        Some(_) => Err(invalid()),
+/// The signer's form of a signed request (absent members read as empty).
+fn signed(r: s::SignedRequest) -> SignedRequest {
+    SignedRequest {
+        access: r.access.unwrap_or_default(),
+        signature: r.signature.unwrap_or_default(),
+        host: r.host.unwrap_or_default(),
+        verb: r.verb.unwrap_or_default(),
+        path: r.path.unwrap_or_default(),
+        params: r.params,
+        headers: r.headers.into_iter().collect(),
+        body_hash: r.body_hash,
     }
-}
-
-fn opt_string(o: &Map<String, Value>, key: &str) -> Option<String> {
-    o.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-/// The signed request, from `credentials` (or Keystone's `credential` / `ec2Credentials`).
-fn parse(body: &Value) -> ApiResult<Option<SignedRequest>> {
-    let Some(top) = body.as_object().filter(|o| !o.is_empty()) else {
-        return Err(ApiError::bad_request("The request must include a JSON object body."));
-    };
-    let creds = ["credentials", "credential", "ec2Credentials"].iter().find_map(|k| top.get(*k));
-    let Some(Value::Object(c)) = creds else { return Ok(None) };
-    let Some(access) = opt_string(c, "access") else { return Ok(None) };
-    Ok(Some(SignedRequest {
-        access,
-        signature: opt_string(c, "signature").unwrap_or_default(),
-        host: opt_string(c, "host").unwrap_or_default(),
-        verb: opt_string(c, "verb").unwrap_or_default(),
-        path: opt_string(c, "path").unwrap_or_default(),
-        params: string_map(c.get("params"), "params")?,
-        headers: string_map(c.get("headers"), "headers")?.into_iter().collect(),
-        body_hash: opt_string(c, "body_hash"),
-    }))
 }
 
 /// Unix micros of a signed timestamp: ISO 8601 extended (`2024-05-01T12:00:00Z`, with or
@@ -153,10 +126,10 @@ fn once(node: &Node, r: &SignedRequest, until: i64, now: i64) -> ApiResult<()> {
 pub async fn issue(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::SignedTokenRequest>,
 ) -> ApiResult<Response> {
     node.ensure_fresh().await?;
-    let request = parse(&body)?.ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
+    let request = body.parse()?.signed().map(signed).ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
     if request.signature.is_empty() {
         return Err(refuse(&node, "EC2 signature not supplied."));
     }
@@ -225,7 +198,7 @@ pub async fn issue(
 pub async fn issue_ec2tokens(
     node: State<Arc<Node>>,
     q: Query<HashMap<String, String>>,
-    body: JsonBody<Value>,
+    body: Body<s::SignedTokenRequest>,
 ) -> ApiResult<Response> {
     issue(node, q, body).await
 }

@@ -11,15 +11,14 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
-use super::{bool_like, check_path_id, invalid, member, only_keys, str_or_null};
+use super::{bool_like, check_path_id};
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::http::body::{Body, OptionalBody};
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::MaybeJson;
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Project, Ref};
 use crate::state::{Command, Reader};
@@ -31,55 +30,6 @@ pub const API: DocApi = DocApi {
     collection: "identity_providers",
     path: |id| format!("/v3/OS-FEDERATION/identity_providers/{id}"),
 };
-
-const UPDATABLE: &[&str] = &["enabled", "description", "authorization_ttl", "remote_ids"];
-
-/// The fields of a create or update body, checked; absent fields are left out.
-fn fields(o: &Obj) -> ApiResult<Obj> {
-    let mut out = Obj::new();
-    if let Some(b) = bool_like(o, "enabled")? {
-        out.insert("enabled".into(), json!(b));
-    }
-    if let Some(d) = str_or_null(o, "description", 65535)? {
-        out.insert("description".into(), json!(d));
-    }
-    match o.get("authorization_ttl") {
-        None => {}
-        Some(Value::Null) => {
-            out.insert("authorization_ttl".into(), Value::Null);
-        }
-        Some(v) => match v.as_i64() {
-            Some(n) if n >= 0 => {
-                out.insert("authorization_ttl".into(), json!(n));
-            }
-            Some(n) => return Err(invalid("authorization_ttl", v, &format!("{n} is less than the minimum of 0"))),
-            None => return Err(invalid("authorization_ttl", v, &format!("{v} is not of type 'integer', 'null'"))),
-        },
-    }
-    match o.get("remote_ids") {
-        None => {}
-        Some(Value::Null) => {
-            out.insert("remote_ids".into(), json!([]));
-        }
-        Some(v @ Value::Array(items)) => {
-            let mut seen = Vec::new();
-            for item in items {
-                match item.as_str() {
-                    Some(r) if r.chars().count() <= 64 => {
-                        if seen.contains(&r) {
-                            return Err(invalid("remote_ids", v, &format!("{v} has non-unique elements")));
-                        }
-                        seen.push(r);
-                    }
-                    _ => return Err(invalid("remote_ids", v, "items must be strings of at most 64 characters")),
-                }
-            }
-            out.insert("remote_ids".into(), v.clone());
-        }
-        Some(v) => return Err(invalid("remote_ids", v, &format!("{v} is not of type 'array', 'null'"))),
-    }
-    Ok(out)
-}
 
 fn remote_ids(o: &Obj) -> Vec<String> {
     o.get("remote_ids")
@@ -157,26 +107,11 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
-    MaybeJson(b): MaybeJson,
+    req: OptionalBody<s::IdentityProviderRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = member(b, "identity_provider", false)?;
-    only_keys(
-        &o,
-        &["enabled", "description", "authorization_ttl", "remote_ids", "domain_id"],
-        "identity_provider",
-        false,
-    )?;
-    let mut f = fields(&o)?;
-    let domain_id = match o.get("domain_id") {
-        None | Some(Value::Null) => None,
-        Some(v @ Value::String(d)) => {
-            if d.is_empty() || d.len() > 64 || !d.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-                return Err(invalid("domain_id", v, &format!("'{d}' does not match '^[a-zA-Z0-9-]+$'")));
-            }
-            Some(d.clone())
-        }
-        Some(v) => return Err(invalid("domain_id", v, &format!("{v} is not of type 'string', 'null'"))),
-    };
+    let mut b = req.parse()?.identity_provider;
+    let domain_id = b.domain_id.take().flatten();
+    let mut f = b.stored();
     enforce("identity:create_identity_provider", &ctx, &json!({}))?;
     check_path_id(&idp_id, "identity provider")?;
     f.entry("enabled").or_insert(json!(false));
@@ -234,18 +169,16 @@ pub async fn get(
 
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}", operation_id = "identity_providers_update", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id.")),
-    request_body(content = s::IdentityProviderRequest, content_type = "application/json"),
+    request_body(content = s::IdentityProviderUpdateRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated provider.", body = s::IdentityProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    req: Body<s::IdentityProviderUpdateRequest>,
 ) -> ApiResult<Json<Value>> {
-    let o = member(b, "identity_provider", true)?;
-    only_keys(&o, UPDATABLE, "identity_provider", true)?;
-    let f = fields(&o)?;
+    let f = req.parse()?.identity_provider.stored();
     enforce("identity:update_identity_provider", &ctx, &json!({}))?;
     let old = API.load(&node, &idp_id)?;
     let mut merged = body(&old);

@@ -40,20 +40,20 @@ pub(crate) fn only_keys(o: &Obj, allowed: &[&str], envelope: &str, non_empty: bo
 }
 
 /// The object under `key`, or `{}` when the body is absent and `required` is false.
-pub(crate) fn member(body: Value, key: &str, required: bool) -> ApiResult<Obj> {
+pub(crate) fn member_ref(body: &Value, key: &str, required: bool) -> ApiResult<Obj> {
     match body {
         Value::Null if !required => Ok(Obj::new()),
-        Value::Object(mut top) => {
+        Value::Object(top) => {
             if let Some(k) = top.keys().find(|k| *k != key) {
                 return Err(ApiError::bad_request(format!(
                     "Additional properties are not allowed ('{k}' was unexpected)"
                 )));
             }
-            match top.remove(key) {
-                Some(Value::Object(o)) => Ok(o),
+            match top.get(key) {
+                Some(Value::Object(o)) => Ok(o.clone()),
                 None if !required => Ok(Obj::new()),
                 None => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
-                Some(v) => Err(invalid(key, &v, &format!("{v} is not of type 'object'"))),
+                Some(v) => Err(invalid(key, v, &format!("{v} is not of type 'object'"))),
             }
         }
         _ => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
@@ -65,12 +65,30 @@ pub(crate) fn bool_like(o: &Obj, key: &str) -> ApiResult<Option<bool>> {
     match o.get(key) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) => match s.as_str() {
-            "True" | "TRUE" | "true" | "1" | "y" | "Y" | "on" | "ON" | "yes" => Ok(Some(true)),
-            "False" | "FALSE" | "false" | "" | "0" | "n" | "N" | "off" | "OFF" | "no" => Ok(Some(false)),
-            _ => Err(invalid(key, &o[key], &format!("'{s}' is not a valid boolean"))),
+        Some(Value::String(s)) => match bool_word(s) {
+            Some(b) => Ok(Some(b)),
+            None => Err(invalid(key, &o[key], &format!("'{s}' is not a valid boolean"))),
         },
         Some(v) => Err(invalid(key, v, &format!("{v} is not a valid boolean"))),
+    }
+}
+
+/// The words Keystone's boolean reads.
+fn bool_word(s: &str) -> Option<bool> {
+    match s {
+        "True" | "TRUE" | "true" | "1" | "y" | "Y" | "on" | "ON" | "yes" => Some(true),
+        "False" | "FALSE" | "false" | "" | "0" | "n" | "N" | "off" | "OFF" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// For typed bodies: a field read as [`bool_like`] reads it (present means `Some`).
+pub(crate) fn de_bool_like<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    use serde::de::Error;
+    match <Value as serde::Deserialize>::deserialize(d)? {
+        Value::Bool(b) => Ok(Some(b)),
+        Value::String(s) => bool_word(&s).map(Some).ok_or_else(|| D::Error::custom("not a valid boolean")),
+        _ => Err(D::Error::custom("not a valid boolean")),
     }
 }
 

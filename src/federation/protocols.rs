@@ -10,14 +10,14 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::check_path_id;
 use super::schemas as s;
-use super::{check_path_id, invalid, member, only_keys};
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{DocKind, Ref};
 use crate::state::Reader;
@@ -29,22 +29,6 @@ pub const API: DocApi = DocApi {
     collection: "protocols",
     path: |id| format!("/v3/OS-FEDERATION/identity_providers/{}", id.replacen('/', "/protocols/", 1)),
 };
-
-/// `mapping_id` (required, 1 to 64 characters) and `remote_id_attribute` (at most 64).
-fn fields(o: &Obj) -> ApiResult<(String, Option<String>)> {
-    let whole = Value::Object(o.clone());
-    let mapping_id = match o.get("mapping_id") {
-        Some(Value::String(m)) if !m.is_empty() && m.chars().count() <= 64 => m.clone(),
-        Some(v) => return Err(invalid("mapping_id", v, "must be a string of 1 to 64 characters")),
-        None => return Err(invalid("protocol", &whole, "'mapping_id' is a required property")),
-    };
-    let remote = match o.get("remote_id_attribute") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(r)) if r.chars().count() <= 64 => Some(r.clone()),
-        Some(v) => return Err(invalid("remote_id_attribute", v, "must be a string of at most 64 characters")),
-    };
-    Ok((mapping_id, remote))
-}
 
 /// Keystone checks the mapping before the provider, and answers 400 for an unknown one.
 fn check_mapping(node: &Core, mapping_id: &str) -> ApiResult<()> {
@@ -120,11 +104,10 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
-    JsonBody(b): JsonBody<Value>,
+    req: Body<s::ProtocolRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = member(b, "protocol", true)?;
-    only_keys(&o, &["mapping_id", "remote_id_attribute"], "protocol", false)?;
-    let f = fields(&o)?;
+    let b = req.parse()?.protocol;
+    let f = (b.mapping_id, b.remote_id_attribute.flatten());
     enforce("identity:create_protocol", &ctx, &json!({}))?;
     check_path_id(&protocol_id, "protocol")?;
     check_mapping(&node, &f.0)?;
@@ -160,26 +143,24 @@ pub async fn get(
 
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols/{protocol_id}", operation_id = "protocols_update", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
-    request_body(content = s::ProtocolRequest, content_type = "application/json"),
+    request_body(content = s::ProtocolUpdateRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated protocol.", body = s::ProtocolEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
-    JsonBody(b): JsonBody<Value>,
+    req: Body<s::ProtocolUpdateRequest>,
 ) -> ApiResult<Json<Value>> {
-    let o = member(b, "protocol", true)?;
-    only_keys(&o, &["mapping_id", "remote_id_attribute"], "protocol", true)?;
-    let (mapping_id, remote) = fields(&o)?;
+    let s::ProtocolBody { mapping_id, remote_id_attribute } = req.parse()?.protocol;
     enforce("identity:update_protocol", &ctx, &json!({}))?;
     check_mapping(&node, &mapping_id)?;
     load_idp(&node, &idp_id)?;
     let old = load(&node, &idp_id, &protocol_id)?;
     // An absent remote_id_attribute keeps the stored one.
-    let remote = match o.contains_key("remote_id_attribute") {
-        true => remote,
-        false => body(&old).get("remote_id_attribute").and_then(Value::as_str).map(str::to_string),
+    let remote = match remote_id_attribute {
+        Some(remote) => remote,
+        None => body(&old).get("remote_id_attribute").and_then(Value::as_str).map(str::to_string),
     };
     Ok(Json(save(&node, &idp_id, &protocol_id, (mapping_id, remote), false).await?))
 }

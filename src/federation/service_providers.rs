@@ -9,14 +9,13 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::check_path_id;
 use super::schemas as s;
-use super::{bool_like, check_path_id, check_url, invalid, member, only_keys, str_or_null};
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
@@ -29,7 +28,6 @@ pub const API: DocApi = DocApi {
     path: |id| format!("/v3/OS-FEDERATION/service_providers/{id}"),
 };
 
-const FIELDS: &[&str] = &["auth_url", "sp_url", "description", "enabled", "relay_state_prefix"];
 /// Keystone's `[saml] relay_state_prefix` default.
 const RELAY_STATE_PREFIX: &str = "ss:mem:";
 
@@ -41,26 +39,6 @@ pub fn in_token(r: &impl Reader) -> ApiResult<Vec<Value>> {
         .filter(|b| b.get("enabled").and_then(Value::as_bool) == Some(true))
         .map(|b| json!({"auth_url": b.get("auth_url"), "id": b.get("id"), "sp_url": b.get("sp_url")}))
         .collect())
-}
-
-fn fields(o: &Obj) -> ApiResult<Obj> {
-    check_url(o, "auth_url")?;
-    check_url(o, "sp_url")?;
-    let mut out = Obj::new();
-    for k in ["auth_url", "sp_url"] {
-        if let Some(v) = o.get(k) {
-            out.insert(k.into(), v.clone());
-        }
-    }
-    if let Some(b) = bool_like(o, "enabled")? {
-        out.insert("enabled".into(), json!(b));
-    }
-    for k in ["description", "relay_state_prefix"] {
-        if let Some(v) = str_or_null(o, k, 65535)? {
-            out.insert(k.into(), json!(v));
-        }
-    }
-    Ok(out)
 }
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/service_providers", operation_id = "service_providers_list", tag = "federation",
@@ -88,20 +66,9 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    req: Body<s::ServiceProviderRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = member(b, "service_provider", true)?;
-    only_keys(&o, FIELDS, "service_provider", false)?;
-    for k in ["auth_url", "sp_url"] {
-        if !o.contains_key(k) {
-            return Err(invalid(
-                "service_provider",
-                &Value::Object(o.clone()),
-                &format!("'{k}' is a required property"),
-            ));
-        }
-    }
-    let mut f = fields(&o)?;
+    let mut f = req.parse()?.service_provider.stored();
     enforce("identity:create_service_provider", &ctx, &json!({}))?;
     check_path_id(&sp_id, "service provider")?;
     f.entry("enabled").or_insert(json!(false));
@@ -136,18 +103,16 @@ pub async fn get(
 
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/service_providers/{sp_id}", operation_id = "service_providers_update", tag = "federation",
     params(("sp_id" = String, Path, description = "The provider's id.")),
-    request_body(content = s::ServiceProviderRequest, content_type = "application/json"),
+    request_body(content = s::ServiceProviderUpdateRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated provider.", body = s::ServiceProviderEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    req: Body<s::ServiceProviderUpdateRequest>,
 ) -> ApiResult<Json<Value>> {
-    let o = member(b, "service_provider", true)?;
-    only_keys(&o, FIELDS, "service_provider", true)?;
-    let f = fields(&o)?;
+    let f = req.parse()?.service_provider.stored();
     enforce("identity:update_service_provider", &ctx, &json!({}))?;
     let saved = API.update(&node, API.load(&node, &sp_id)?, f).await?;
     Ok(Json(API.one(&node, &saved)))

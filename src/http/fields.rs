@@ -7,18 +7,6 @@ use super::ApiError;
 
 pub type Obj = Map<String, Value>;
 
-/// The object under `key` of the body, e.g. `{"project": {...}}`.
-pub fn envelope(body: Value, key: &str) -> Result<Obj, ApiError> {
-    match body {
-        Value::Object(mut m) => match m.remove(key) {
-            Some(Value::Object(o)) => Ok(o),
-            Some(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be an object."))),
-            None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
-        },
-        _ => Err(ApiError::bad_request("The request body must be a JSON object.")),
-    }
-}
-
 fn invalid(key: &str, why: &str) -> ApiError {
     ApiError::bad_request(format!("Invalid input for field '{key}': {why}."))
 }

@@ -3,6 +3,7 @@
 //! TLS and the OpenAPI building blocks. It imports no feature; the router that assembles the
 //! features is in `serve`.
 
+pub mod body;
 pub mod client_ip;
 pub mod docs;
 pub mod error;

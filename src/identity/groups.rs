@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::users::user_json;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
-use crate::http::JsonBody;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
@@ -133,18 +133,17 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::GroupCreateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "group")?;
-    let domain_id = opt_str(&o, "domain_id", 64)?
-        .or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone()))
-        .unwrap_or_else(|| "default".into());
+    let b = body.parse()?.group;
+    let domain_id =
+        b.domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
     let g = Group {
         id: new_id(),
-        name: req_name(&o, "name", 64)?,
+        name: b.name,
         domain_id,
-        description: opt_str(&o, "description", 65535)?,
-        extra: extra(&o, KNOWN, "{}"),
+        description: b.description,
+        extra: extra(&b.extra, KNOWN, "{}"),
     };
     enforce("identity:create_group", &ctx, &target(&g))?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateGroup(g)).await?)
@@ -197,22 +196,24 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::GroupUpdateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "group")?;
+    body.object("group")?;
     let mut g = load(&node, &id)?;
     enforce("identity:update_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
-    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str()) {
+    let o = body.object("group")?;
+    if o.contains_key("domain_id") && opt_str(o, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str()) {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
-    if let Some(n) = opt_name(&o, "name", 64)? {
+    let b = body.parse()?.group;
+    if let Some(n) = b.name {
         g.name = n;
     }
-    if o.contains_key("description") {
-        g.description = opt_str(&o, "description", 65535)?;
+    if let Some(d) = b.description {
+        g.description = d;
     }
-    g.extra = extra(&o, KNOWN, &g.extra);
+    g.extra = extra(&b.extra, KNOWN, &g.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateGroup(g)).await?)
 }
 

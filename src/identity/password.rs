@@ -5,33 +5,18 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::compliance;
 use super::schemas as s;
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{envelope, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::{Command, Reader};
 use crate::token::Caller;
-
-/// Same bound as user create/update.
-const MAX_PASSWORD: usize = 4096;
-
-fn required_password(o: &Obj, key: &str) -> ApiResult<String> {
-    match o.get(key) {
-        Some(Value::String(s)) if s.chars().count() <= MAX_PASSWORD => Ok(s.clone()),
-        Some(Value::String(_)) => Err(ApiError::bad_request(format!(
-            "Invalid input for field '{key}': is too long (at most {MAX_PASSWORD} characters)."
-        ))),
-        Some(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string."))),
-        None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
-    }
-}
 
 #[utoipa::path(
     post,
@@ -60,11 +45,9 @@ pub async fn change(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::PasswordChangeRequest>,
 ) -> ApiResult<StatusCode> {
-    let o = envelope(body, "user")?;
-    let original = required_password(&o, "original_password")?;
-    let new = required_password(&o, "password")?;
+    let s::PasswordChange { original_password: original, password: new } = body.parse()?.user;
     let user = node.engine.read().user(&id)?.ok_or_else(|| ApiError::not_found("user", &id))?;
     enforce("identity:change_password", &ctx, &json!({"user": {"id": user.id, "domain_id": user.domain_id}}))?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;

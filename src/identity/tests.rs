@@ -162,3 +162,84 @@ async fn federated_users_and_unique_id() {
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
     }
 }
+
+/// The typed user and group bodies keep Keystone's checks, messages and order: a target is
+/// loaded and authorized before its update body's fields are judged, a password is never
+/// echoed, and extra attributes are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_bodies_keep_keystone_checks() {
+    let t = TestNode::start().await;
+    let message = |r: &crate::testkit::Reply| r.body["error"]["message"].as_str().unwrap_or_default().to_string();
+    let node = &t;
+    let bad = |body: serde_json::Value| async move { node.admin(POST, "/v3/users", Some(body)).await };
+    for (body, want) in [
+        (json!([]), "The request body must be a JSON object."),
+        (json!({}), "'user' is a required property."),
+        (json!({"user": 5}), "Invalid input for field 'user': must be an object."),
+        (json!({"user": {}}), "'name' is a required property."),
+        (json!({"user": {"name": " "}}), "Invalid input for field 'name': must not be empty."),
+        (json!({"user": {"name": "a", "enabled": null}}), "Invalid input for field 'enabled': must be a boolean."),
+        (
+            json!({"user": {"name": "a", "domain_id": 5, "enabled": "x"}}),
+            "Invalid input for field 'domain_id': must be a string.",
+        ),
+        (json!({"user": {"name": "a", "options": []}}), "Invalid input for field 'options': must be an object."),
+        (json!({"user": {"name": "a", "federated": [{"idp_id": "i"}]}}), "Invalid input for field 'federated'."),
+        (
+            json!({"user": {"name": "a", "federated": [{"idp_id": 5, "protocols": []}]}}),
+            "Invalid input for field 'federated': 'idp_id' must be a string.",
+        ),
+        (json!({"user": {"name": "a", "password": 12345}}), "Invalid input for field 'password': must be a string."),
+    ] {
+        let r = bad(body.clone()).await;
+        assert_eq!((r.status, message(&r)), (StatusCode::BAD_REQUEST, want.to_string()), "{body}");
+    }
+    let long = "p".repeat(4097);
+    let r = bad(json!({"user": {"name": "a", "password": long.clone()}})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(!r.body.to_string().contains(&long), "the password is not echoed");
+
+    let r = t
+        .admin(POST, "/v3/users", Some(json!({"user": {"name": "bob", "password": "pw", "team": {"a": 1}, "id": "x"}})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["user"]["team"], json!({"a": 1}));
+    assert_ne!(r.body["user"]["id"], json!("x"));
+    let id = r.body["user"]["id"].as_str().unwrap().to_string();
+    let path = format!("/v3/users/{id}");
+
+    // 404 before the fields are judged; then the domain, then the fields in order.
+    let r = t.admin(PATCH, "/v3/users/nope", Some(json!({"user": {"name": 5}}))).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = t.admin(PATCH, &path, Some(json!({"user": {"domain_id": "other", "name": 5}}))).await;
+    assert_eq!(message(&r), "Update of `domain_id` is not allowed.");
+    let r = t.admin(PATCH, &path, Some(json!({"user": {"name": null}}))).await;
+    assert_eq!(message(&r), "'name' is a required property.");
+    let r = t.admin(PATCH, &path, Some(json!({"user": {"enabled": "yes", "password": 5}}))).await;
+    assert_eq!(message(&r), "Invalid input for field 'enabled': must be a boolean.");
+
+    let p = t.create("/v3/projects", "project", json!({"name": "p1"})).await;
+    let r = t.admin(PATCH, &path, Some(json!({"user": {"default_project_id": p, "team": null}}))).await;
+    assert_eq!((r.status, r.body["user"]["default_project_id"].as_str()), (StatusCode::OK, Some(p.as_str())));
+    assert_eq!(r.body["user"]["team"], serde_json::Value::Null);
+    let r = t.admin(PATCH, &path, Some(json!({"user": {"default_project_id": null}}))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body["user"].get("default_project_id").is_none(), "null clears it: {}", r.body);
+
+    let r = t.admin(POST, &format!("{path}/password"), Some(json!({"user": {"password": "x"}}))).await;
+    assert_eq!(message(&r), "'original_password' is a required property.");
+    let r = t
+        .admin(POST, &format!("{path}/password"), Some(json!({"user": {"original_password": "pw", "password": 5}})))
+        .await;
+    assert_eq!(message(&r), "Invalid input for field 'password': must be a string.");
+
+    let r = t.admin(POST, "/v3/groups", Some(json!({"group": {"name": "g", "description": 5}}))).await;
+    assert_eq!(message(&r), "Invalid input for field 'description': must be a string.");
+    let g = t.create("/v3/groups", "group", json!({"name": "g", "description": "d"})).await;
+    let r = t.admin(PATCH, &format!("/v3/groups/{g}"), Some(json!({"group": {"description": null}}))).await;
+    assert_eq!((r.status, &r.body["group"]["description"]), (StatusCode::OK, &serde_json::Value::Null));
+    assert_eq!(
+        t.admin(PATCH, "/v3/groups/nope", Some(json!({"group": {"name": 5}}))).await.status,
+        StatusCode::NOT_FOUND
+    );
+}

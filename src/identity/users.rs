@@ -11,15 +11,15 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
-use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
+use crate::state::model::{FederatedIdentity, User};
 use crate::state::read::IdentityReads;
 use crate::state::{Command, Reader};
 use crate::token::render::iso_micros_naive;
@@ -27,8 +27,6 @@ use crate::token::Caller;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
-/// Longer passwords only cost hashing time (bcrypt-era clients cap at 72 as well).
-const MAX_PASSWORD: usize = 4096;
 
 pub fn user_json(u: &User, base: &str) -> Value {
     let mut v = json!({
@@ -58,37 +56,6 @@ fn federated_json(f: &[FederatedIdentity]) -> Value {
         .collect()
 }
 
-/// `federated: [{"idp_id", "protocols": [{"protocol_id", "unique_id"}]}]`, as Keystone's
-/// user schema has it; absent or null means none.
-fn federated(o: &Obj) -> ApiResult<Option<Vec<FederatedIdentity>>> {
-    let bad = || ApiError::bad_request("Invalid input for field 'federated'.");
-    let items = match o.get("federated") {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(bad()),
-    };
-    let text = |v: &Value, key: &str| -> ApiResult<String> {
-        match v.get(key) {
-            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 255 => Ok(s.clone()),
-            _ => Err(ApiError::bad_request(format!("Invalid input for field 'federated': '{key}' must be a string."))),
-        }
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let protocols = item.get("protocols").and_then(Value::as_array).ok_or_else(bad)?;
-        out.push(FederatedIdentity {
-            idp_id: text(item, "idp_id")?,
-            protocols: protocols
-                .iter()
-                .map(|p| {
-                    Ok(FederatedProtocol { protocol_id: text(p, "protocol_id")?, unique_id: text(p, "unique_id")? })
-                })
-                .collect::<ApiResult<_>>()?,
-        });
-    }
-    Ok(Some(out))
-}
-
 fn load(node: &Core, id: &str) -> ApiResult<User> {
     node.engine.read().user(id)?.ok_or_else(|| ApiError::not_found("user", id))
 }
@@ -99,11 +66,6 @@ fn target(u: &User) -> Value {
 
 fn respond(node: &Core, status: StatusCode, u: User) -> ApiResult<(StatusCode, Json<Value>)> {
     Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())}))))
-}
-
-/// A password from a body: a string within bounds, or null/absent.
-fn password(o: &Obj) -> ApiResult<Option<String>> {
-    opt_str(o, "password", MAX_PASSWORD)
 }
 
 #[utoipa::path(
@@ -194,29 +156,28 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::UserCreateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "user")?;
-    let domain_id = opt_str(&o, "domain_id", 64)?
-        .or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone()))
-        .unwrap_or_else(|| "default".into());
+    let b = body.parse()?.user;
+    let domain_id =
+        b.domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
     let mut u = User {
         id: new_id(),
-        name: req_name(&o, "name", 255)?,
+        name: b.name,
         domain_id,
-        enabled: opt_bool(&o, "enabled")?.unwrap_or(true),
+        enabled: b.enabled.unwrap_or(true),
         password_hash: None,
-        default_project_id: opt_str(&o, "default_project_id", 64)?,
+        default_project_id: b.default_project_id,
         password_expires_at: None,
-        extra: extra(&o, KNOWN, "{}"),
-        options: opt_options(&o)?.unwrap_or_else(|| "{}".into()),
+        extra: extra(&b.extra, KNOWN, "{}"),
+        options: b.options.map_or_else(|| "{}".into(), |m| Value::Object(m).to_string()),
         created_at: now_micros(),
         tokens_valid_after: 0,
-        federated: federated(&o)?.unwrap_or_default(),
+        federated: b.federated.map(|f| f.into_iter().map(Into::into).collect()).unwrap_or_default(),
     };
     enforce("identity:create_user", &ctx, &target(&u))?;
     let mut cmds = Vec::new();
-    if let Some(pw) = password(&o)? {
+    if let Some(pw) = s::password(b.password)? {
         node.cfg.security.check_pattern(&pw)?;
         let hash = node.hash_password(pw).await?;
         u.password_hash = Some(hash.clone());
@@ -280,29 +241,27 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    body: Body<s::UserUpdateRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(body, "user")?;
+    body.object("user")?;
     let u = load(&node, &id)?;
     enforce("identity:update_user", &ctx, &target(&u))?;
     guard::change_user(&node.engine.read(), &ctx, &u.id)?;
-    if o.contains_key("domain_id") && opt_str(&o, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str()) {
+    let o = body.object("user")?;
+    if o.contains_key("domain_id") && opt_str(o, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str()) {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
+    let b = body.parse()?.user;
     let now = now_micros();
     let mut patch = UserPatch { id: u.id.clone(), now, ..UserPatch::default() };
-    patch.name = opt_name(&o, "name", 255)?;
-    patch.enabled = opt_bool(&o, "enabled")?;
-    if o.contains_key("default_project_id") {
-        patch.default_project_id = Some(opt_str(&o, "default_project_id", 64)?);
-    }
-    patch.options = opt_options(&o)?;
-    if o.contains_key("federated") {
-        patch.federated = Some(federated(&o)?.unwrap_or_default());
-    }
+    patch.name = b.name;
+    patch.enabled = b.enabled;
+    patch.default_project_id = b.default_project_id;
+    patch.options = b.options.map(|m| Value::Object(m).to_string());
+    patch.federated = b.federated.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
     let mut cmds = Vec::new();
-    if o.contains_key("password") {
-        patch.password_hash = Some(match password(&o)? {
+    if let Some(pw) = b.password {
+        patch.password_hash = Some(match pw {
             Some(pw) => {
                 node.cfg.security.check_pattern(&pw)?;
                 let hash = node.hash_password(pw).await?;
@@ -318,8 +277,8 @@ pub async fn update(
     }
     // The merged attributes as they stand now, for the size limit's message (apply holds
     // the limit against the record as it stands then).
-    crate::http::limits::check_extra("user", &extra(&o, KNOWN, &u.extra))?;
-    let set = extra(&o, KNOWN, "{}");
+    crate::http::limits::check_extra("user", &extra(&b.extra, KNOWN, &u.extra))?;
+    let set = extra(&b.extra, KNOWN, "{}");
     patch.extra = (set != "{}").then_some(set);
     // Password set, disabled or deleted: acknowledged once every reachable node applied it.
     let severs = patch.password_hash.is_some() || patch.enabled == Some(false);

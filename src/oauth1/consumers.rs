@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{envelope, new_id, Obj};
+use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
@@ -30,17 +30,6 @@ pub const API: DocApi = DocApi {
 
 fn load(node: &Core, id: &str) -> ApiResult<crate::state::model::Doc> {
     node.engine.read().doc(API.kind, id)?.ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "Consumer not found"))
-}
-
-/// `description` is a string or null; other attributes are kept (Keystone's schema allows
-/// them); `secret` and `id` are the server's.
-fn fields(o: Obj) -> ApiResult<Obj> {
-    if o.get("description").is_some_and(|d| !d.is_null() && !d.is_string()) {
-        return Err(ApiError::bad_request(
-            "Invalid input for field/attribute description. Value must be a string or null.",
-        ));
-    }
-    Ok(o.into_iter().filter(|(k, _)| k != "links" && k != "id").collect())
 }
 
 #[utoipa::path(get, path = "/v3/OS-OAUTH1/consumers", operation_id = "consumers_list", tag = "oauth1",
@@ -64,14 +53,11 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    JsonBody(b): JsonBody<Value>,
+    body: Body<s::ConsumerRequest>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let o = envelope(b, "consumer")?;
+    body.object("consumer")?;
     enforce("identity:create_consumer", &ctx, &json!({}))?;
-    if o.contains_key("secret") {
-        return Err(ApiError::bad_request("Invalid input for field/attribute secret: the server chooses secrets."));
-    }
-    let mut o = fields(o)?;
+    let mut o = body.parse()?.consumer.stored();
     o.entry("description").or_insert(Value::Null);
     let secret = new_id();
     let mut doc = API.doc(&new_id(), o);
@@ -94,31 +80,24 @@ pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): P
 
 #[utoipa::path(patch, path = "/v3/OS-OAUTH1/consumers/{consumer_id}", operation_id = "consumers_update", tag = "oauth1",
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
-    request_body(content = s::ConsumerRequest, content_type = "application/json"),
+    request_body(content = s::ConsumerUpdateRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated consumer.", body = s::ConsumerEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    JsonBody(b): JsonBody<Value>,
+    body: Body<s::ConsumerUpdateRequest>,
 ) -> ApiResult<Json<Value>> {
-    let o = envelope(b, "consumer")?;
+    body.object("consumer")?;
     enforce("identity:update_consumer", &ctx, &json!({}))?;
-    if o.is_empty() {
-        return Err(ApiError::bad_request(
-            "Invalid input for field/attribute consumer. Value: {}. {} should be non-empty",
-        ));
-    }
-    if o.contains_key("secret") {
-        return Err(ApiError::bad_request(
-            "Invalid input for field/attribute secret: a consumer's secret cannot be changed.",
-        ));
-    }
+    let o = body.object("consumer")?;
+    s::ConsumerUpdateRequest::check_head(o)?;
     if o.get("id").is_some_and(|v| v.as_str() != Some(id.as_str())) {
         return Err(ApiError::bad_request("Cannot change ID"));
     }
-    let saved = API.update(&node, load(&node, &id)?, fields(o)?).await?;
+    let f = body.parse()?.consumer.stored();
+    let saved = API.update(&node, load(&node, &id)?, f).await?;
     Ok(Json(API.one(&node, &saved)))
 }
 

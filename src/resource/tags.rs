@@ -8,12 +8,12 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::context::Core;
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::JsonBody;
 use crate::http::sent::Body;
+use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Project;
 use crate::state::{Command, Reader};
