@@ -284,7 +284,7 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
         at: now_secs(),
     };
     let family = match decide_everywhere(node, cmd).await? {
-        Refreshed::Family(f) => f,
+        Refreshed::Family(f) => *f,
         Refreshed::Reused => {
             return Err(OAuthError::invalid_grant(
                 "The refresh token was used already; every token of its family is revoked.",

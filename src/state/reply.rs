@@ -17,8 +17,8 @@ use super::{Applied, Command};
 
 /// A type one kind of command answers.
 pub trait Reply: Sized {
-    /// `applied` as this type, or `applied` back when apply answered another shape.
-    fn from_applied(applied: Applied) -> Result<Self, Applied>;
+    /// `applied` as this type, or the name of the shape apply answered instead.
+    fn from_applied(applied: Applied) -> Result<Self, &'static str>;
 }
 
 /// Apply answered another shape than the caller's reply type.
@@ -32,7 +32,7 @@ pub struct Unexpected {
 
 /// `applied` as `R`: the one place a mismatch is detected.
 pub fn expect<R: Reply>(applied: Applied) -> Result<R, Unexpected> {
-    R::from_applied(applied).map_err(|other| Unexpected { expected: std::any::type_name::<R>(), got: other.shape() })
+    R::from_applied(applied).map_err(|got| Unexpected { expected: std::any::type_name::<R>(), got })
 }
 
 impl Applied {
@@ -63,7 +63,7 @@ impl Applied {
 
 /// Any outcome, for callers that do not look at it.
 impl Reply for Applied {
-    fn from_applied(applied: Applied) -> Result<Self, Applied> {
+    fn from_applied(applied: Applied) -> Result<Self, &'static str> {
         Ok(applied)
     }
 }
@@ -72,10 +72,10 @@ impl Reply for Applied {
 macro_rules! reply {
     ($($ty:ty { $($pat:pat => $out:expr),+ $(,)? })*) => {$(
         impl Reply for $ty {
-            fn from_applied(applied: Applied) -> Result<Self, Applied> {
+            fn from_applied(applied: Applied) -> Result<Self, &'static str> {
                 match applied {
                     $($pat => Ok($out),)+
-                    other => Err(other),
+                    other => Err(other.shape()),
                 }
             }
         }
@@ -110,7 +110,7 @@ pub enum Redemption {
 #[derive(Debug)]
 pub enum Refreshed {
     /// The family with its new current token.
-    Family(RefreshFamily),
+    Family(Box<RefreshFamily>),
     /// A spent refresh token came back: the family is revoked now.
     Reused,
     /// The user, the client or the domain is gone or disabled: the family is revoked now.
@@ -139,7 +139,7 @@ reply! {
         Applied::OAuth2(OAuth2Applied::CodeReplayed) => Redemption::Replayed,
     }
     Refreshed {
-        Applied::OAuth2(OAuth2Applied::Family(f)) => Refreshed::Family(f),
+        Applied::OAuth2(OAuth2Applied::Family(f)) => Refreshed::Family(Box::new(f)),
         Applied::OAuth2(OAuth2Applied::FamilyReused) => Refreshed::Reused,
         Applied::OAuth2(OAuth2Applied::FamilyRevoked) => Refreshed::Revoked,
     }
