@@ -12,13 +12,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
+use crate::serve::engine::{open_engine, RESTORING};
+use crate::state::cf::STATE_CFS;
 
 /// Longest the server may go quiet in the middle of a backup.
 const STALL: Duration = Duration::from_secs(60);
-
-/// Where a restore marks a directory until the state is complete: a node refuses to start
-/// on a directory holding it.
-pub const RESTORING: &str = "RESTORING";
 
 fn secret() -> anyhow::Result<String> {
     std::env::var("IDNODE_CLUSTER_SECRET")
@@ -140,14 +138,14 @@ pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let marker = cfg.data_dir.join(RESTORING);
     std::fs::write(&marker, b"a restore into this directory has not finished\n")?;
-    let (engine, _) = crate::serve::startup::open_engine(cfg)?;
+    let (engine, _) = open_engine(cfg)?;
     let started = Instant::now();
     let verify = bar(Some(size), "verify ");
     let load = bar(Some(size), "restore");
     let header = idnode_raft::restore_file(
         from,
         &engine,
-        crate::state::STATE_CFS,
+        STATE_CFS,
         &idnode_raft::BackupKey::from_secret(&secret),
         cfg.node_id,
         &cfg.members(),
@@ -176,16 +174,5 @@ pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
             "mb_per_s": mb_per_s(size, elapsed),
         })
     );
-    Ok(())
-}
-
-/// Refuses a data directory a restore did not finish.
-pub fn refuse_unfinished_restore(data_dir: &Path) -> anyhow::Result<()> {
-    if data_dir.join(RESTORING).exists() {
-        bail!(
-            "a restore into {} did not finish: delete the directory and run `idnode restore` again",
-            data_dir.display()
-        );
-    }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::config::Settings;
+use crate::config::settings::Settings;
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::model::{PasswordState, User};
 use crate::state::Command;

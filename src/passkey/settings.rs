@@ -7,7 +7,7 @@
 use anyhow::bail;
 use url::{Host, Url};
 
-use crate::config::Settings;
+use crate::config::settings::Settings;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PasskeySettings {

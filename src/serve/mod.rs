@@ -2,6 +2,7 @@
 //! discovery and the ops listener. Nothing below imports this module.
 
 pub mod discovery;
+pub mod engine;
 pub mod openapi;
 pub mod ops;
 #[cfg(test)]

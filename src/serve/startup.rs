@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::serve::ListenerExt;
-use idnode_keys::{DataKeys, Kek, KekSource, PasswordHasher};
+use idnode_keys::PasswordHasher;
 use idnode_raft::{RaftNode, RaftOptions};
-use idnode_storage::Engine;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
@@ -21,29 +20,14 @@ use crate::http::tls::{Admit, ServerTls, TlsListener};
 use crate::identity::hash_pool::HashPool;
 use crate::node::Node;
 use crate::state::apply::IdentityApp;
-use crate::state::{Reader, STATE_CFS};
+use crate::state::Reader;
 use crate::token::{AppliedCache, Tokens};
 
-/// Opens the node's key ring (under its KEK) and its storage engine with every column family;
-/// returns the KEK too (kept to re-wrap the ring on rotations).
-pub(crate) fn open_engine(cfg: &Config) -> anyhow::Result<(Arc<Engine>, Kek)> {
-    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating {}", cfg.data_dir.display()))?;
-    let (kek, source) = crate::kek::load(cfg)?;
-    if let KekSource::Generated(path) = &source {
-        tracing::warn!(
-            "generated a new key-encryption key at {}: anyone with this file and the data directory can read the data; \
-             for production supply IDNODE_KEK or kek_file from a secret store and keep it apart from the data",
-            path.display()
-        );
-    }
-    let keys = Arc::new(DataKeys::open_or_create(&kek, &cfg.data_dir.join("keyring"))?);
-    let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
-    Ok((Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?), kek))
-}
+use super::engine::{open_engine, refuse_unfinished_restore};
 
 /// Opens keys, storage and raft for the configured data directory.
 pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
-    crate::backup_cli::refuse_unfinished_restore(&cfg.data_dir)?;
+    refuse_unfinished_restore(&cfg.data_dir)?;
     let (engine, kek) = open_engine(&cfg)?;
     let app = IdentityApp::new(Vec::new());
     let opts = RaftOptions {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cf;
 use super::model::User;
-use super::read::Reader;
+use super::read::reader::Reader;
 use super::scim::{
     derived_user_id, keys as scim_keys, legacy_derived_user_id, DerivedBy, Kind, ScimRealm, ScimResourceIndex,
 };

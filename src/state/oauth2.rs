@@ -352,7 +352,7 @@ pub enum OAuth2Command {
 /// no longer listed because pruning went past its `exp`. Pruning runs on a proposer's clock;
 /// one running ahead may drop an id whose token other clocks still call live, and such a
 /// token must stay refused rather than become valid again.
-pub fn jti_revoked<R: crate::state::Reader>(
+pub fn jti_revoked<R: crate::state::read::reader::Reader>(
     read: &R,
     domain_id: &str,
     jti: &str,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// Key layouts of the `providers` column family.
 pub mod keys {
-    use super::ProviderKind;
+    use crate::state::providers::ProviderKind;
 
     /// A record by kind and server-assigned id.
     pub fn record(kind: ProviderKind, id: &str) -> Vec<u8> {

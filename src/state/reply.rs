@@ -6,6 +6,7 @@
 //! one place where a different shape (a bug, never the client's fault) becomes an error.
 
 use super::api_keys::{ApiKey, ApiKeyApplied, ApiKeyCommand};
+use super::command::{Applied, Command};
 use super::mapping::{MappingApplied, MappingCommand, MappingRecord};
 use super::model::{Credential, Doc, Endpoint, Group, Project, Region, Role, Service, User};
 use super::oauth2::{Client, DevicePoll, OAuth2Applied, OAuth2Command, RefreshFamily, SigningKeys};
@@ -13,7 +14,6 @@ use super::passkeys::{PasskeyApplied, PasskeyCommand, StoredPasskey};
 use super::providers::{Provider, ProviderApplied, ProviderCommand};
 use super::scim::{ScimApplied, ScimCommand, ScimRealm, ScimResourceIndex};
 use super::shadow::{ShadowApplied, ShadowCommand, VirtualUserMetadata};
-use super::{Applied, Command};
 
 /// A type one kind of command answers.
 pub trait Reply: Sized {

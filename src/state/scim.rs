@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Key layouts of the `scim` column family. Domain and provider ids never hold `/`
 /// (`providers::registry::handle`), so the prefixes below cannot run into each other.
 pub mod keys {
-    use super::Kind;
+    use crate::state::scim::Kind;
 
     pub const REALM_PREFIX: &[u8] = b"r/";
     pub const DEPROVISIONED_PREFIX: &[u8] = b"d/";

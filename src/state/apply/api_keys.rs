@@ -3,9 +3,11 @@
 //! and a revoked key never comes back.
 
 use super::super::api_keys::{keys, ApiKey, ApiKeyApplied, ApiKeyCommand};
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// Most uses one `Used` command records (bounded apply).
 pub const MAX_USES: usize = 1000;

@@ -1,10 +1,12 @@
 //! Role assignments (grants) and their cascades.
 
+use super::super::cf;
 use super::super::command::{grant_not_found, not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::{self, assignment_keys};
-use super::super::model::{ActorKind, Assignment, Role, Target};
-use super::super::{cf, Reader, Tx};
-use super::{role, Fatal};
+use super::super::model::{ActorKind, Assignment, Target};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 pub fn put(tx: &mut Tx<'_>, a: &Assignment) -> Result<(), Fatal> {
     for k in assignment_keys(a) {
@@ -37,15 +39,6 @@ pub fn remove_for_target(tx: &mut Tx<'_>, t: &Target) -> Result<(), Fatal> {
 
 pub fn remove_for_role(tx: &mut Tx<'_>, role_id: &str) -> Result<(), Fatal> {
     remove_all(tx, &keys::by_role_prefix(role_id))
-}
-
-/// Domain-specific roles go with their domain, with their grants and implication rules.
-pub fn remove_roles_of_domain(tx: &mut Tx<'_>, domain_id: &str) -> Result<(), Fatal> {
-    let roles: Vec<Role> = tx.scan(cf::ROLES, keys::ROLE_PREFIX)?;
-    for r in roles.iter().filter(|r| r.domain_id.as_deref() == Some(domain_id)) {
-        role::remove_role(tx, r)?;
-    }
-    Ok(())
 }
 
 /// Records a grant once its role, actor and target exist. A domain-specific role is only

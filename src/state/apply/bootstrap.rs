@@ -2,11 +2,15 @@
 
 use idnode_keys::IndexKey;
 
+use super::super::cf;
 use super::super::command::{Applied, ApplyResult, Bootstrap};
+use super::super::index_key;
 use super::super::keys::{self, ns};
 use super::super::model::BootstrapInfo;
-use super::super::{cf, index_key, Reader, Tx};
-use super::{assignment, identity, resource, Fatal};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
+use super::{assignment, identity, resource};
 
 /// The index key goes in first; `tx` already hashes with it (see `apply_to`).
 pub fn apply(tx: &mut Tx<'_>, key: &IndexKey, b: Bootstrap) -> Result<ApplyResult, Fatal> {

@@ -4,11 +4,13 @@
 
 use std::collections::BTreeSet;
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys;
 use super::super::model::{Endpoint, Region, Service};
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 fn duplicate(kind: &str, id: &str) -> ApplyError {
     ApplyError::Conflict(format!("Conflict occurred attempting to store {kind} - Duplicate ID, {id}."))

@@ -1,11 +1,13 @@
 //! Credentials: the owner (and project, when set) must exist; a signature (`ec2`) credential
 //! needs a project. Indexed by owner and by project so that deleting either removes them.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::Credential;
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// The credential type of signature credentials (Keystone's literal).
 pub const EC2: &str = "ec2";

@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 
 use idnode_storage::decode;
 
+use super::super::cf;
 use super::super::command::{Applied, ApplyResult};
 use super::super::derived_ids::{aliases_for, keys, progress, Progress, MAX_BATCH};
 use super::super::model::User;
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// At most `limit` users with ids after `after`, this batch's own writes included (a replica
 /// that groups entries into batches differently reads the same users).

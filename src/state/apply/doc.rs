@@ -2,11 +2,13 @@
 //! kind, values in `unique` are unique per kind, references exist, deleting a record deletes
 //! the records that belong to it.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys;
 use super::super::model::{Doc, DocKind, Ref};
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 fn ref_kind(r: &Ref) -> (&'static str, &str) {
     match r {

@@ -1,10 +1,13 @@
 //! Groups and group membership.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::{self, ns};
 use super::super::model::{ActorKind, Group, Membership};
-use super::super::{cf, Reader, Tx};
-use super::{assignment, Fatal};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
+use super::{assignment, scim_ownership};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -66,7 +69,7 @@ pub fn remove_group(tx: &mut Tx<'_>, g: &Group) -> Result<(), Fatal> {
     tx.delete_name(ns::GROUP_NAME, &g.domain_id, &g.name);
     tx.remove_member(ns::GROUPS_OF_DOMAIN, &g.domain_id, &g.id);
     tx.delete(cf::GROUPS, keys::group(&g.id));
-    super::scim::forget(tx, super::super::scim::Kind::Group, &g.id)?;
+    scim_ownership::forget(tx, super::super::scim::Kind::Group, &g.id)?;
     Ok(())
 }
 

@@ -1,10 +1,13 @@
 //! Users.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult, UserPatch};
 use super::super::keys::ns;
 use super::super::model::{ActorKind, DocKind, User, MAX_EXTRA_BYTES};
-use super::super::{cf, Reader, Tx};
-use super::{assignment, credential, group, Fatal};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
+use super::{assignment, credential, group, scim_ownership};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -172,7 +175,7 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     super::doc::remove_children(tx, DocKind::ApplicationCredential, &u.id)?;
     super::doc::remove_children(tx, DocKind::AccessRule, &u.id)?;
     super::doc::remove_trusts_of(tx, &u.id)?;
-    super::scim::forget(tx, super::super::scim::Kind::User, &u.id)?;
+    scim_ownership::forget(tx, super::super::scim::Kind::User, &u.id)?;
     super::passkeys::remove_for_user(tx, &u.id)?;
     Ok(())
 }

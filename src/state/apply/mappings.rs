@@ -3,11 +3,13 @@
 //! `domain_id`, a system mapping (any stored rule with `is_system`) is never replaced (only
 //! deleted), its domain exists and every role it grants exists.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::mapping::{keys, MappingApplied, MappingCommand, MappingRecord};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
 use super::super::ruleset::MappingRuleSet;
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::fatal::Fatal;
 
 fn detailed(status: u16, key: &str, message: impl Into<String>) -> Result<ApplyResult, Fatal> {
     Ok(Err(ApplyError::Detailed { status, key: key.to_string(), message: message.into() }))

@@ -1,5 +1,8 @@
 //! `apply`: the only place invariants are enforced (it runs serialized, in log order, on
 //! every node). Deterministic: no clock, no randomness, no I/O beyond the state.
+//!
+//! The files here share only leaves (`fatal.rs`, `scim_ownership.rs`, the state's `Tx`), never
+//! this file: it dispatches to them.
 
 mod api_keys;
 mod assignment;
@@ -8,6 +11,7 @@ mod catalog;
 pub mod credential;
 mod derived_ids;
 mod doc;
+mod fatal;
 mod group;
 mod identity;
 mod mappings;
@@ -18,6 +22,7 @@ mod providers;
 mod resource;
 mod role;
 mod scim;
+mod scim_ownership;
 mod shadow;
 mod token;
 
@@ -27,18 +32,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use idnode_raft::StateApp;
-use idnode_storage::{Batch, Engine, StorageError};
+use idnode_storage::{Batch, Engine};
 
-use super::command::{ApplyError, ApplyResult, Command};
-use super::{index_key, Tx, STATE_CFS};
+use super::cf::STATE_CFS;
+use super::command::{Applied, ApplyError, ApplyResult, Command};
+use super::index_key;
+use super::oauth2::OAuth2Command;
+use super::read::tx::Tx;
+use fatal::Fatal;
 
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
 pub const COMMAND_VERSION: u32 = 4;
-
-/// Storage failures inside apply are fatal for the node (raft stops): a command is never
-/// half-applied or skipped.
-pub(crate) type Fatal = StorageError;
 
 /// The identity state machine as the raft crate sees it.
 pub struct IdentityApp {
@@ -155,14 +160,14 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
 /// drops the writes of the steps before it). The outcome is the last one that carries a
 /// record (bookkeeping steps answer `Done`).
 fn all(tx: &mut Tx<'_>, cmds: Vec<Command>) -> Result<ApplyResult, Fatal> {
-    let mut outcome = super::Applied::Done;
+    let mut outcome = Applied::Done;
     for cmd in cmds {
         if matches!(cmd, Command::BootstrapCluster { .. } | Command::Bootstrap(_)) {
             return Ok(Err(ApplyError::Invalid("bootstrap cannot be part of a compound command".into())));
         }
         match apply_command(tx, cmd)? {
             Err(e) => return Ok(Err(e)),
-            Ok(super::Applied::Done) => {}
+            Ok(Applied::Done) => {}
             Ok(other) => outcome = other,
         }
     }
@@ -176,9 +181,7 @@ fn required_version(cmd: &Command) -> u32 {
     match cmd {
         Command::RotateTokenKeys { .. } => 2,
         Command::Passkeys(_) => 3,
-        Command::OAuth2(
-            super::oauth2::OAuth2Command::StartDeviceAt { .. } | super::oauth2::OAuth2Command::ReplaceClient { .. },
-        ) => 4,
+        Command::OAuth2(OAuth2Command::StartDeviceAt { .. } | OAuth2Command::ReplaceClient { .. }) => 4,
         Command::MigrateDerivedUserIds { .. } => 4,
         _ => idnode_raft::BASE_VERSION,
     }

@@ -3,10 +3,12 @@
 //! used once (a replay revokes its family), a device grant moves pending -> decided ->
 //! redeemed, and a grant for a disabled or missing user, client or domain issues nothing.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::oauth2::{keys, *};
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// Expired records dropped per command at most (bounded work).
 const PRUNE_PER_COMMAND: usize = 32;

@@ -4,12 +4,14 @@
 //! counter moves forward (a counter that goes back or stands still is a cloned
 //! authenticator); backup eligibility never changes after registration.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::passkeys::{
     keys, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey, CLONED,
 };
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// Expired ceremonies dropped per start at most (bounded work).
 const PRUNE_PER_COMMAND: usize = 16;

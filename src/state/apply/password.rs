@@ -2,10 +2,12 @@
 //! origin, and the failed-attempt streak that locks an account. The limits travel in the
 //! commands, so every replica decides alike whatever its own configuration says.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyResult};
 use super::super::model::PasswordState;
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 fn state(tx: &Tx<'_>, user_id: &str) -> Result<PasswordState, Fatal> {
     Ok(tx.password_state(user_id)?.unwrap_or_default())

@@ -2,10 +2,12 @@
 //! and domain (global providers share one scope; compared case-insensitively, as names are), the owning domain exists, and an update
 //! keeps the record's kind and domain.
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::providers::{keys, Provider, ProviderApplied, ProviderCommand, ProviderKind};
-use super::super::{cf, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 pub fn apply(tx: &mut Tx<'_>, cmd: ProviderCommand) -> Result<ApplyResult, Fatal> {
     match cmd {

@@ -1,10 +1,13 @@
 //! Projects and domains (a domain is a project with `is_domain`).
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::model::{Project, Target};
-use super::super::{cf, Reader, Tx};
-use super::{assignment, credential, group, identity, Fatal};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
+use super::{assignment, credential, group, identity, role};
 
 /// Names of domains live in one namespace; project names are unique per domain.
 fn name_slot(p: &Project) -> (&'static str, &str) {
@@ -115,7 +118,7 @@ pub fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
         }
         group::remove_groups_of_domain(tx, &p.id)?;
         assignment::remove_for_target(tx, &Target::Domain(p.id.clone()))?;
-        assignment::remove_roles_of_domain(tx, &p.id)?;
+        role::remove_roles_of_domain(tx, &p.id)?;
     } else if has_children(tx, &p)? {
         return Ok(Err(ApplyError::Forbidden(format!(
             "Cannot delete the project {} since it is not a leaf in the hierarchy. Use the cascade option if you want to delete a subtree.",

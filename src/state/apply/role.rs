@@ -2,11 +2,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::{self, ns};
 use super::super::model::Role;
-use super::super::{cf, Reader, Tx};
-use super::{assignment, Fatal};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::assignment;
+use super::fatal::Fatal;
 
 /// Keystone's `[assignment] prohibited_implied_role` default: nobody becomes admin by
 /// implication, only by an explicit grant.
@@ -79,6 +82,15 @@ pub fn remove_role(tx: &mut Tx<'_>, r: &Role) -> Result<(), Fatal> {
     }
     tx.delete_name(ns::ROLE_NAME, name_scope(r), &r.name);
     tx.delete(cf::ROLES, keys::role(&r.id));
+    Ok(())
+}
+
+/// Domain-specific roles go with their domain, with their grants and implication rules.
+pub fn remove_roles_of_domain(tx: &mut Tx<'_>, domain_id: &str) -> Result<(), Fatal> {
+    let roles: Vec<Role> = tx.scan(cf::ROLES, keys::ROLE_PREFIX)?;
+    for r in roles.iter().filter(|r| r.domain_id.as_deref() == Some(domain_id)) {
+        remove_role(tx, r)?;
+    }
     Ok(())
 }
 

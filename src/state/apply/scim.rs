@@ -9,16 +9,19 @@
 
 use serde_json::{Map, Value};
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns as names;
 use super::super::model::{Group, User};
 use super::super::providers::{keys as provider_keys, ProviderKind};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
 use super::super::scim::{
     keys, Expect, GroupFields, Kind, Members, RealmRef, ScimApplied, ScimCommand, ScimRealm, ScimResourceIndex,
     UserFields, MAX_MEMBERS_PER_WRITE,
 };
-use super::super::{cf, Reader, Tx};
-use super::{group, identity, Fatal};
+use super::fatal::Fatal;
+use super::{group, identity, scim_ownership};
 
 pub fn apply(tx: &mut Tx<'_>, cmd: ScimCommand) -> Result<ApplyResult, Fatal> {
     match cmd {
@@ -406,25 +409,12 @@ fn purge(
     match kind {
         Kind::User => match tx.user(id)? {
             Some(u) => identity::remove_user(tx, &u)?,
-            None => forget(tx, kind, id)?,
+            None => scim_ownership::forget(tx, kind, id)?,
         },
         Kind::Group => match tx.group(id)? {
             Some(g) => group::remove_group(tx, &g)?,
-            None => forget(tx, kind, id)?,
+            None => scim_ownership::forget(tx, kind, id)?,
         },
     }
     Ok(Ok(Applied::Scim(ScimApplied::Resource(Box::new(idx)))))
-}
-
-/// Drops the SCIM records of a user or group that is going away, however it goes (a purge,
-/// or the v3 API deleting it or its domain).
-pub fn forget(tx: &mut Tx<'_>, kind: Kind, id: &str) -> Result<(), Fatal> {
-    let Some(idx) = tx.get::<ScimResourceIndex>(cf::SCIM, &keys::index(kind, id))? else { return Ok(()) };
-    if let Some(ext) = &idx.external_id {
-        tx.delete_name(kind.external_ns(), &idx.domain_id, ext);
-    }
-    tx.delete(cf::SCIM, keys::owned(&idx.domain_id, &idx.provider_id, kind, id));
-    tx.delete(cf::SCIM, keys::deprovisioned(kind, id));
-    tx.delete(cf::SCIM, keys::index(kind, id));
-    Ok(())
 }

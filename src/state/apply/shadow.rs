@@ -4,14 +4,17 @@
 //! deleted (after the retention), and each record has exactly one lifecycle index entry,
 //! moved in the same command that changes it (see `state::shadow`).
 
+use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::keys::ns;
 use super::super::mapping::keys as mapping_keys;
 use super::super::model::{Group, User};
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
 use super::super::ruleset::GroupStrategy;
 use super::super::shadow::{keys, GroupRequest, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
-use super::super::{cf, Reader, Tx};
-use super::{group, identity, Fatal};
+use super::fatal::Fatal;
+use super::{group, identity};
 
 fn done(a: ShadowApplied) -> Result<ApplyResult, Fatal> {
     Ok(Ok(Applied::Shadow(a)))

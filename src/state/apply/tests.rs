@@ -6,10 +6,11 @@ use idnode_keys::{DataKeys, IndexKey};
 use idnode_storage::Engine;
 
 use super::apply_to;
+use crate::state::cf::STATE_CFS;
 use crate::state::command::{Applied, ApplyError, ApplyResult, Command, UserPatch};
 use crate::state::keys::ns;
 use crate::state::model::*;
-use crate::state::{Reader, STATE_CFS};
+use crate::state::Reader;
 
 pub(crate) struct World {
     _dir: tempfile::TempDir,

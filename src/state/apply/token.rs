@@ -2,10 +2,13 @@
 
 use idnode_keys::TokenKeyRing;
 
+use super::super::cf;
 use super::super::command::{Applied, ApplyError, ApplyResult};
+use super::super::keys;
 use super::super::model::Revocation;
-use super::super::{cf, keys, Reader, Tx};
-use super::Fatal;
+use super::super::read::reader::Reader;
+use super::super::read::tx::Tx;
+use super::fatal::Fatal;
 
 /// How many expired revocations one command drops at most (bounded work per command).
 const PRUNE_PER_COMMAND: usize = 64;

@@ -2,7 +2,7 @@
 
 use idnode_storage::Result;
 
-use super::Reader;
+use super::reader::Reader;
 use crate::state::cf;
 use crate::state::mapping::{keys, MappingRecord};
 

@@ -3,7 +3,7 @@
 
 use idnode_storage::{decode, Result};
 
-use super::Reader;
+use super::reader::Reader;
 use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, Client, Consent, DeviceGrant, RefreshFamily, SigningKeys};
 

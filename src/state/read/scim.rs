@@ -2,7 +2,7 @@
 
 use idnode_storage::{decode, Result};
 
-use super::Reader;
+use super::reader::Reader;
 use crate::state::cf;
 use crate::state::scim::{keys, Kind, ScimRealm, ScimResourceIndex};
 

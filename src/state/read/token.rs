@@ -3,7 +3,7 @@
 use idnode_keys::TokenKeyRing;
 use idnode_storage::Result;
 
-use super::Reader;
+use super::reader::Reader;
 use crate::state::cf;
 use crate::state::keys;
 

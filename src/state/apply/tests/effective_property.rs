@@ -408,7 +408,7 @@ fn teardown(w: &World, m: &Model, case: u64) {
         w.delete_domain(d).unwrap();
     }
     let v = w.engine.read();
-    for cf in crate::state::STATE_CFS {
+    for cf in crate::state::cf::STATE_CFS {
         // The cluster's index key stays: it is the only thing teardown cannot remove.
         let left: Vec<_> = v.scan_prefix(cf, b"", 2).unwrap().into_iter().map(|(k, _)| k).collect();
         let expected: Vec<Vec<u8>> =

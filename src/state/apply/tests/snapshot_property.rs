@@ -18,9 +18,9 @@ use rand::{Rng, SeedableRng};
 
 use super::{project, user};
 use crate::state::apply::IdentityApp;
+use crate::state::cf::STATE_CFS;
 use crate::state::command::{Bootstrap, Command};
 use crate::state::model::*;
-use crate::state::STATE_CFS;
 
 const CASES: u64 = 24;
 const SECRET: &str = "property-cluster-secret";
