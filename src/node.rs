@@ -1,14 +1,19 @@
 //! What every handler of a node shares: the core context and the features' per-node states.
 //! Startup wiring (listeners, background tasks, shutdown) is `serve::startup`.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::FromRef;
-use serde_json::Value;
 
+use crate::api_keys::simulate::Matched;
 use crate::context::Core;
 use crate::http::client_ip::{Cidr, TrustedProxies};
-use crate::token::{AppliedCache, Tokens};
+use crate::http::error::ApiResult;
+use crate::mapped_auth::MappedAuth;
+use crate::scim::{KeyChecks, Scim};
+use crate::state::api_keys::ApiKey;
+use crate::token::Tokens;
 
 /// Everything a request handler needs: the core context every feature uses (`node.engine`,
 /// `node.propose(..)` and `&node` as `&Core` reach it through `Deref`) and the features'
@@ -16,7 +21,6 @@ use crate::token::{AppliedCache, Tokens};
 pub struct Node {
     /// The token layer, over the core context.
     pub tokens: Arc<Tokens>,
-    pub catalog_cache: AppliedCache<(), Arc<Value>>,
     /// Signed requests already exchanged for a token (`/v3/sigtokens`), per node.
     pub signed_requests: crate::credential::replay::ReplayGuard,
     /// Per-source limits on token issue, password change and signed-request tokens.
@@ -24,11 +28,11 @@ pub struct Node {
     /// The OAuth2 / OpenID Connect provider's per-node state (parsed keys, metrics).
     pub oauth2: crate::oauth2::Provider,
     /// Logins through mapping rulesets (key sets, regexes, rulesets, per-provider limits).
-    pub mapped: crate::mapped_auth::MappedAuth,
+    pub mapped: Arc<MappedAuth>,
     /// API key uses not yet reported through raft (`api_keys::auth`).
     pub api_key_usage: crate::api_keys::auth::Usage,
     /// SCIM's per-provider write quota and key grants (`scim`).
-    pub scim: crate::scim::Scim,
+    pub scim: Arc<Scim>,
     /// The WebAuthn relying party (`passkey`), or why passkeys are off.
     pub passkeys: crate::passkey::RelyingParty,
 }
@@ -61,6 +65,43 @@ impl FromRef<AppState> for Arc<Core> {
 impl FromRef<AppState> for Arc<Tokens> {
     fn from_ref(s: &AppState) -> Self {
         s.0.tokens.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<MappedAuth> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.mapped.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Scim> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.scim.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<dyn KeyChecks> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.clone()
+    }
+}
+
+/// SCIM's view of the API keys feature, over this node's key uses and mapping rulesets.
+impl KeyChecks for Node {
+    fn presented_hash(&self, authorization: Option<&str>) -> ApiResult<String> {
+        crate::api_keys::auth::presented_hash(self, authorization)
+    }
+
+    fn find(&self, hash: &str, source: IpAddr) -> ApiResult<ApiKey> {
+        crate::api_keys::auth::find(self, hash, source)
+    }
+
+    fn admit(&self, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
+        crate::api_keys::auth::admit(self, key, hash, source)
+    }
+
+    fn matched(&self, key: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Matched, &'static str>> {
+        crate::api_keys::simulate::matched(self, key, idp_id)
     }
 }
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{find, name_term, AppCred};
-use crate::auth::methods::Proven;
+use crate::auth::proven::Proven;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};

@@ -6,38 +6,19 @@ use serde_json::Value;
 use crate::clock::now_micros;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
-use crate::node::Node;
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::Reader;
-use crate::token::{Delegation, Method, TokenPayload, TokenScope};
+use crate::token::{Delegation, Method, Tokens};
 
-/// What the identity part of a request proved.
-pub struct Proven {
-    pub user: User,
-    pub methods: u8,
-    /// Set for the token method: the token being re-scoped.
-    pub parent: Option<TokenPayload>,
-    /// The credential the token will stand on (application credential).
-    pub delegation: Delegation,
-    /// A scope the credential fixes (the request may not name one).
-    pub fixed_scope: Option<TokenScope>,
-    /// A limit the credential puts on the token's life (unix microseconds).
-    pub expires_at: Option<i64>,
-}
+pub use super::proven::Proven;
 
-impl Proven {
-    pub fn of(user: User, methods: u8, parent: Option<TokenPayload>) -> Proven {
-        Proven { user, methods, parent, delegation: Delegation::None, fixed_scope: None, expires_at: None }
-    }
-}
-
-fn fail(node: &Node, method: &str) -> ApiError {
+fn fail(node: &Tokens, method: &str) -> ApiError {
     node.metrics.auth_attempts.get_or_create(&labels(&[("method", method), ("result", "failure")])).inc();
     ApiError::unauthenticated()
 }
 
-pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
+pub async fn authenticate(node: &Tokens, identity: &Value) -> ApiResult<Proven> {
     node.ensure_fresh().await?;
     let methods = identity
         .get("methods")
@@ -81,7 +62,7 @@ pub async fn authenticate(node: &Node, identity: &Value) -> ApiResult<Proven> {
     Ok(proven)
 }
 
-async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+async fn password(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
     let user =
         body.and_then(|b| b.get("user")).ok_or_else(|| ApiError::bad_request("'user' is a required property."))?;
     let pw = user
@@ -129,12 +110,12 @@ async fn password(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
 /// An id no user has (ids are uuid hex): a failure recorded for it is refused by apply.
 const UNKNOWN_USER: &str = "-";
 
-fn domain_enabled(node: &Node, u: &User) -> ApiResult<bool> {
+fn domain_enabled(node: &Tokens, u: &User) -> ApiResult<bool> {
     Ok(node.engine.read().domain(&u.domain_id)?.is_some_and(|d| d.enabled))
 }
 
 /// `{"id": …}` or `{"name": …, "domain": {"id"|"name": …}}`.
-fn find_user(node: &Node, user: &Value) -> ApiResult<Option<User>> {
+fn find_user(node: &Tokens, user: &Value) -> ApiResult<Option<User>> {
     let view = node.engine.read();
     if let Some(id) = user.get("id").and_then(Value::as_str) {
         return Ok(view.user(id)?);
@@ -156,7 +137,7 @@ fn find_user(node: &Node, user: &Value) -> ApiResult<Option<User>> {
     }
 }
 
-async fn token(node: &Node, body: Option<&Value>) -> ApiResult<Proven> {
+async fn token(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
     let id = body
         .and_then(|b| b.get("id"))
         .and_then(Value::as_str)

@@ -3,6 +3,7 @@
 
 pub mod methods;
 pub mod projects;
+pub mod proven;
 pub mod schemas;
 pub mod scope;
 pub mod tokens;

@@ -9,16 +9,16 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::reads::effective;
 use crate::resource::{domain_json, project_json};
 use crate::state::model::Target;
 use crate::state::Reader;
 use crate::token::Caller;
-use crate::token::TokenScope;
+use crate::token::{TokenScope, Tokens};
 
 fn links(base: &str, path: &str) -> Value {
     json!({"self": format!("{base}{path}"), "previous": null, "next": null})
@@ -37,7 +37,7 @@ fn links(base: &str, path: &str) -> Value {
         E::Internal,
     )
 )]
-pub async fn auth_projects(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn auth_projects(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_projects", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -66,7 +66,7 @@ pub async fn auth_projects(State(node): State<Arc<Node>>, Caller(ctx): Caller) -
         E::Internal,
     )
 )]
-pub async fn auth_domains(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn auth_domains(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_domains", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -93,7 +93,7 @@ pub async fn auth_domains(State(node): State<Arc<Node>>, Caller(ctx): Caller) ->
         E::Internal,
     )
 )]
-pub async fn auth_system(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn auth_system(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_system", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -115,7 +115,7 @@ pub async fn auth_system(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> 
         E::Internal,
     )
 )]
-pub async fn auth_catalog(State(node): State<Arc<Node>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+pub async fn auth_catalog(State(node): State<Arc<Tokens>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_catalog", &ctx, &json!({}))?;
     if matches!(ctx.payload.scope, TokenScope::Unscoped) {
         return Err(ApiError::forbidden("A scoped token is required to get a catalog."));

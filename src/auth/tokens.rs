@@ -17,19 +17,18 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::model::User;
 use crate::state::Command;
 use crate::token::Caller;
-use crate::token::{render_token, Delegation, Method, TokenPayload, TokenScope, ValidToken};
+use crate::token::{render_token, Delegation, Method, TokenPayload, TokenScope, Tokens, ValidToken};
 
 const MAX_TOKEN_LEN: usize = 4096;
 
 /// The serialized token object. Rendering it (a catalog of a few KiB included) cost more than
 /// the rest of a validation, so the bytes are cached for exactly this validation result (same
 /// `ValidToken`, same applied index).
-fn token_body(node: &Node, token: &str, vt: &Arc<ValidToken>, nocatalog: bool) -> ApiResult<Bytes> {
+fn token_body(node: &Tokens, token: &str, vt: &Arc<ValidToken>, nocatalog: bool) -> ApiResult<Bytes> {
     let applied = node.app.state_version();
     let key = (token.to_string(), nocatalog);
     if let Some((cached_for, body)) = node.token_bodies.get(&key, applied) {
@@ -61,7 +60,7 @@ fn subject_token(headers: &HeaderMap) -> ApiResult<String> {
 }
 
 pub(crate) fn token_response(
-    node: &Node,
+    node: &Tokens,
     status: StatusCode,
     token: &str,
     vt: &Arc<ValidToken>,
@@ -105,7 +104,7 @@ macro_rules! token_operations {
             )
         )]
         pub async fn $issue(
-            n: State<Arc<Node>>,
+            n: State<Arc<Tokens>>,
             q: Query<HashMap<String, String>>,
             b: Body<s::AuthRequest>,
         ) -> ApiResult<Response> {
@@ -133,7 +132,7 @@ macro_rules! token_operations {
             )
         )]
         pub async fn $validate(
-            n: State<Arc<Node>>,
+            n: State<Arc<Tokens>>,
             c: Caller,
             h: HeaderMap,
             q: Query<HashMap<String, String>>,
@@ -160,7 +159,7 @@ macro_rules! token_operations {
             )
         )]
         pub async fn $check(
-            n: State<Arc<Node>>,
+            n: State<Arc<Tokens>>,
             c: Caller,
             h: HeaderMap,
             q: Query<HashMap<String, String>>,
@@ -185,7 +184,7 @@ macro_rules! token_operations {
                 E::Unavailable,
             )
         )]
-        pub async fn $revoke(n: State<Arc<Node>>, h: HeaderMap) -> ApiResult<StatusCode> {
+        pub async fn $revoke(n: State<Arc<Tokens>>, h: HeaderMap) -> ApiResult<StatusCode> {
             revoke_token(n, h).await
         }
     };
@@ -207,7 +206,7 @@ token_operations!(
 );
 
 async fn issue_token(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Query(q): Query<HashMap<String, String>>,
     body: Body<s::AuthRequest>,
 ) -> ApiResult<Response> {
@@ -274,7 +273,12 @@ pub(crate) fn scope_label(scope: &TokenScope) -> &'static str {
 
 /// Seals a new token and answers with it. Validating it first checks the scope (enabled,
 /// roles held) exactly as every later validation will, and warms this node's cache.
-async fn respond_with(node: &Node, payload: &TokenPayload, status: StatusCode, nocatalog: bool) -> ApiResult<Response> {
+async fn respond_with(
+    node: &Tokens,
+    payload: &TokenPayload,
+    status: StatusCode,
+    nocatalog: bool,
+) -> ApiResult<Response> {
     let token = node.seal_token(payload)?;
     let vt = node.validate_token(&token, false).await.map_err(|_| ApiError::unauthenticated())?;
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", scope_label(&vt.payload.scope))])).inc();
@@ -283,7 +287,7 @@ async fn respond_with(node: &Node, payload: &TokenPayload, status: StatusCode, n
 
 /// An unscoped token for `user`, who proved themselves with `method` (a passkey login).
 pub(crate) async fn issue_unscoped(
-    node: &Node,
+    node: &Tokens,
     user: &User,
     method: Method,
     status: StatusCode,
@@ -303,7 +307,7 @@ pub(crate) async fn issue_unscoped(
 }
 
 async fn validate_token(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Caller(ctx): Caller,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
@@ -315,7 +319,7 @@ async fn validate_token(
 }
 
 async fn check_token(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Caller(ctx): Caller,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
@@ -329,7 +333,7 @@ async fn check_token(
 /// Possession of the subject token is the authority to revoke it (no X-Auth-Token needed).
 /// Answers once every reachable node has applied the revocation, so validation anywhere
 /// fails from then on.
-async fn revoke_token(State(node): State<Arc<Node>>, headers: HeaderMap) -> ApiResult<StatusCode> {
+async fn revoke_token(State(node): State<Arc<Tokens>>, headers: HeaderMap) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, true).await?;
     let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();

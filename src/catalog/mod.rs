@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::sent::Sent;
-use crate::node::Node;
 use crate::state::model::{Endpoint, Service};
 use crate::state::read::CatalogReads;
 use crate::state::Reader;
+use crate::token::Tokens;
 
 /// Enabled services with their enabled endpoints.
 pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
@@ -42,7 +42,7 @@ pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
     Ok(Value::Array(out))
 }
 
-impl Node {
+impl Tokens {
     /// The catalog a token of `scope` carries: a project tied to endpoints (OS-EP-FILTER)
     /// sees only those.
     pub fn catalog_for(&self, scope: &crate::token::TokenScope) -> ApiResult<Arc<Value>> {

@@ -39,16 +39,17 @@ use sha2::{Digest, Sha256};
 use super::login::{login, External};
 use super::oidc::{refused, subject, usable_provider};
 use super::schemas::{BrowserStart, BrowserStartBody, CallbackBody};
+use super::MappedAuth;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
-use crate::node::Node;
 use crate::providers::jwks::read_capped;
 use crate::providers::outbound::Outbound;
 use crate::providers::verify::{verify_oidc_jwt, VerifyError};
 use crate::state::providers::{OidcProvider, ProviderConfig, ProviderKind};
-use crate::token::sealed;
+use crate::token::{sealed, Tokens};
 
 /// Seconds a started login may take to come back.
 pub const FLOW_LIFETIME_S: i64 = 600;
@@ -179,7 +180,7 @@ async fn fetch_discovery(outbound: &Outbound, issuer: &str) -> Result<Discovery,
 
 /// The browser-binding cookie's name: `__Secure-` prefixed (and `Secure`) when this service
 /// is https.
-fn cookie_name(node: &Node) -> &'static str {
+fn cookie_name(node: &Core) -> &'static str {
     if secure(node) {
         "__Secure-idnode_federation_login"
     } else {
@@ -187,11 +188,11 @@ fn cookie_name(node: &Node) -> &'static str {
     }
 }
 
-fn secure(node: &Node) -> bool {
+fn secure(node: &Core) -> bool {
     node.cfg.public_base().starts_with("https://")
 }
 
-fn binding_cookie(node: &Node, value: &str, max_age: i64) -> Option<HeaderValue> {
+fn binding_cookie(node: &Core, value: &str, max_age: i64) -> Option<HeaderValue> {
     let secure = if secure(node) { "; Secure" } else { "" };
     let c = format!(
         "{}={value}; Path={CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}",
@@ -207,7 +208,7 @@ fn browser_hash(cookie: &str) -> String {
 }
 
 /// Whether the request carries the cookie of the browser that started this login.
-fn same_browser(node: &Node, headers: &HeaderMap, p: &Pending) -> bool {
+fn same_browser(node: &Core, headers: &HeaderMap, p: &Pending) -> bool {
     crate::oauth2::page_state::cookie(headers, cookie_name(node))
         .filter(|c| !c.is_empty() && c.len() <= 256)
         .is_some_and(|c| idnode_keys::constant_time_eq(browser_hash(&c).as_bytes(), p.browser.as_bytes()))
@@ -235,7 +236,8 @@ fn oidc(p: &crate::state::providers::Provider) -> ApiResult<&OidcProvider> {
     )
 )]
 pub async fn start(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Path(idp_id): Path<String>,
     JsonBody(body): JsonBody<BrowserStartBody>,
 ) -> ApiResult<Response> {
@@ -246,7 +248,7 @@ pub async fn start(
             "Invalid input for field 'redirect_uri': not one of the provider's allowed_redirect_uris.",
         ));
     }
-    let d = node.mapped.discovery.get(&node.mapped.outbound, &idp.issuer).await?;
+    let d = mapped.discovery.get(&mapped.outbound, &idp.issuer).await?;
     let verifier = idnode_keys::random_token(32);
     let browser = idnode_keys::random_token(32);
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -340,7 +342,8 @@ async fn redeem(outbound: &Outbound, idp: &OidcProvider, d: &Discovery, p: &Pend
     )
 )]
 pub async fn callback(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CallbackBody>,
@@ -359,9 +362,9 @@ pub async fn callback(
     }
     let provider = usable_provider(&node, ProviderKind::Oidc, &pending.idp_id)?;
     let idp = oidc(&provider)?;
-    let d = node.mapped.discovery.get(&node.mapped.outbound, &idp.issuer).await?;
-    let id_token = redeem(&node.mapped.outbound, idp, &d, &pending, &body.code).await?;
-    let claims = verify_oidc_jwt(idp, &id_token, crate::clock::now_secs(), &node.mapped.jwks).await.map_err(refused)?;
+    let d = mapped.discovery.get(&mapped.outbound, &idp.issuer).await?;
+    let id_token = redeem(&mapped.outbound, idp, &d, &pending, &body.code).await?;
+    let claims = verify_oidc_jwt(idp, &id_token, crate::clock::now_secs(), &mapped.jwks).await.map_err(refused)?;
     let nonce_ok = claims
         .get("nonce")
         .and_then(serde_json::Value::as_str)
@@ -375,7 +378,7 @@ pub async fn callback(
         None => None,
     };
     let ext = External { provider, claims, workload, rule_name: None };
-    let mut resp = login(&node, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await?;
+    let mut resp = login(&node, &mapped, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await?;
     // The login is finished: the browser forgets its binding.
     if let Some(clear) = binding_cookie(&node, "", 0) {
         resp.headers_mut().append(header::SET_COOKIE, clear);

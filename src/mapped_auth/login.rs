@@ -9,6 +9,7 @@ use axum::response::Response;
 use serde_json::{Map, Value};
 
 use super::rulesets::{self, Live};
+use super::MappedAuth;
 use crate::audit::event::regex_match_timeout;
 use crate::auth::tokens::token_response;
 use crate::clock::now_micros;
@@ -16,10 +17,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
 use crate::mapping::engine::{self, Claims, Matched};
 use crate::mapping::model::{IdentityMode, MappingRuleSet};
-use crate::node::Node;
 use crate::state::providers::{Provider, ProviderConfig};
 use crate::state::Reader;
-use crate::token::{Delegation, MappedGrant, Method, TokenPayload};
+use crate::token::{Delegation, MappedGrant, Method, TokenPayload, Tokens};
 
 /// The domain `${enclosing_domain_id}` names when neither the ruleset nor the provider has one.
 const DEFAULT_DOMAIN: &str = "default";
@@ -55,7 +55,7 @@ fn narrowed(rs: &MappingRuleSet, rule: &str) -> Option<MappingRuleSet> {
 /// The first rule of the provider's enabled rulesets (in `mapping_id` order) that matches.
 /// A regex that outlives its deadline counts as no match and leaves a `RegexMatchTimeout`
 /// audit event.
-pub fn evaluate(node: &Node, ext: &External) -> ApiResult<(Arc<Live>, Matched)> {
+pub fn evaluate(node: &Tokens, mapped: &MappedAuth, ext: &External) -> ApiResult<(Arc<Live>, Matched)> {
     let claims = Claims::from_json(&ext.claims);
     for live in rulesets::for_provider(node, &ext.provider)? {
         let hinted;
@@ -70,7 +70,7 @@ pub fn evaluate(node: &Node, ext: &External) -> ApiResult<(Arc<Live>, Matched)> 
             },
         };
         let enclosing = live.rs.domain_id.as_deref().or(ext.provider.domain_id.as_deref()).unwrap_or(DEFAULT_DOMAIN);
-        let ev = engine::evaluate(rs, &claims, enclosing, &node.mapped.regexes, node.mapped.regex_deadline);
+        let ev = engine::evaluate(rs, &claims, enclosing, &mapped.regexes, mapped.regex_deadline);
         for t in &ev.regex_timeouts {
             tracing::warn!(mapping_id = %live.id, rule = %t.rule_name, claim = %t.claim, "mapping regex match timed out");
             node.audit.emit(regex_match_timeout(&live.id, &ext.provider.provider_id, &t.rule_name, &t.claim));
@@ -83,9 +83,15 @@ pub fn evaluate(node: &Node, ext: &External) -> ApiResult<(Arc<Live>, Matched)> 
 }
 
 /// Logs the identity in and answers the Keystone token (200, body and `X-Subject-Token`).
-pub async fn login(node: &Arc<Node>, ext: External, scope: Option<&Value>, nocatalog: bool) -> ApiResult<Response> {
-    node.mapped.auth_limit.check(&ext.provider.id)?;
-    let (live, m) = evaluate(node, &ext)?;
+pub async fn login(
+    node: &Tokens,
+    mapped: &MappedAuth,
+    ext: External,
+    scope: Option<&Value>,
+    nocatalog: bool,
+) -> ApiResult<Response> {
+    mapped.auth_limit.check(&ext.provider.id)?;
+    let (live, m) = evaluate(node, mapped, &ext)?;
     super::confine::rule(&node.engine.read(), &live.rs, &m)?;
     let domain_ok = node.engine.read().domain(&m.identity.user_domain_id)?.is_some_and(|d| d.enabled);
     if !domain_ok {
@@ -93,8 +99,8 @@ pub async fn login(node: &Arc<Node>, ext: External, scope: Option<&Value>, nocat
     }
     let mode = m.identity.identity_mode.unwrap_or_else(|| default_mode(&ext.provider));
     let user = match mode {
-        IdentityMode::Local => super::principal::local(node, &m, &ext).await?,
-        IdentityMode::Ephemeral => super::principal::ephemeral(node, &live, &m, &ext).await?,
+        IdentityMode::Local => super::principal::local(node, mapped, &m, &ext).await?,
+        IdentityMode::Ephemeral => super::principal::ephemeral(node, mapped, &live, &m, &ext).await?,
     };
     let scope = crate::auth::scope::requested(node, scope, &user)?;
     let now = now_micros();

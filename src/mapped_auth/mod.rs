@@ -9,12 +9,12 @@
 //! - `principal`: `local` (a real user, groups synced) and `ephemeral` (a virtual user in the
 //!   shadow registry) principals, written only when something changed;
 //! - `confine`: what a login may reach (whose user, which groups and roles);
-//! - `grant`: what a mapped token is worth at validation (its ruleset must still stand);
-//! - `rulesets`: the parsed live rulesets; `limits`: the per-provider rate limits.
+//! - `rulesets`: the live rulesets a provider's login evaluates (what a mapped token is worth
+//!   at validation is the token layer's `token::rulesets`); `limits`: the per-provider rate
+//!   limits.
 
 pub mod browser;
 mod confine;
-pub mod grant;
 pub mod limits;
 pub mod login;
 pub mod oidc;
@@ -32,14 +32,15 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::config::{FederationSettings, ShadowRegistrySettings};
 use crate::mapping::regex_cache::RegexCache;
-use crate::node::AppState;
 use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
 use crate::providers::outbound::Outbound;
+use crate::token::Tokens;
 
 /// The node's state for mapped logins.
 pub struct MappedAuth {
@@ -79,7 +80,12 @@ impl MappedAuth {
     }
 }
 
-pub fn routes() -> OpenApiRouter<AppState> {
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Tokens>: FromRef<S>,
+    Arc<MappedAuth>: FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(oidc::jwt_login))
         .routes(routes!(browser::start))

@@ -14,13 +14,15 @@ use axum::response::Response;
 
 use super::login::{login, External};
 use super::schemas::JwtLoginBody;
+use super::MappedAuth;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::providers::registry::find;
 use crate::providers::verify::{check_times, verify_oidc_jwt, Claims, VerifyError};
 use crate::state::providers::{OidcProvider, Provider, ProviderConfig, ProviderKind};
+use crate::token::Tokens;
 
 /// Longest JWT accepted (bytes); larger ones are refused unread.
 pub const MAX_JWT: usize = 16 * 1024;
@@ -47,7 +49,7 @@ pub fn refused(e: VerifyError) -> ApiError {
 }
 
 /// The provider, when its domain (if any) is enabled.
-pub fn usable_provider(node: &Node, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
+pub fn usable_provider(node: &Core, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
     let p = find(node, kind, id)?;
     if let Some(d) = &p.domain_id {
         use crate::state::Reader;
@@ -70,14 +72,19 @@ pub fn subject(claims: &Claims) -> ApiResult<String> {
 
 /// The claims of an IdP's JWT: from the cache of verified tokens, else verified now (and
 /// remembered). The time checks run again on a cached token.
-pub async fn verified_claims(node: &Node, provider_id: &str, idp: &OidcProvider, jwt: &str) -> ApiResult<Claims> {
+pub async fn verified_claims(
+    mapped: &MappedAuth,
+    provider_id: &str,
+    idp: &OidcProvider,
+    jwt: &str,
+) -> ApiResult<Claims> {
     let now = crate::clock::now_secs();
-    if let Some(claims) = node.mapped.verified.get(provider_id, idp, jwt) {
+    if let Some(claims) = mapped.verified.get(provider_id, idp, jwt) {
         check_times(&claims, now).map_err(refused)?;
         return Ok((*claims).clone());
     }
-    let claims = verify_oidc_jwt(idp, jwt, now, &node.mapped.jwks).await.map_err(refused)?;
-    node.mapped.verified.put(provider_id, idp, jwt, std::sync::Arc::new(claims.clone()), now);
+    let claims = verify_oidc_jwt(idp, jwt, now, &mapped.jwks).await.map_err(refused)?;
+    mapped.verified.put(provider_id, idp, jwt, std::sync::Arc::new(claims.clone()), now);
     Ok(claims)
 }
 
@@ -110,7 +117,8 @@ fn bearer(headers: &HeaderMap) -> ApiResult<&str> {
     )
 )]
 pub async fn jwt_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Path(idp_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
@@ -128,9 +136,9 @@ pub async fn jwt_login(
     };
     // A provider no ruleset names is refused before its keys are fetched.
     super::rulesets::for_provider(&node, &provider)?;
-    let claims = verified_claims(&node, &provider.id, idp, jwt).await?;
+    let claims = verified_claims(&mapped, &provider.id, idp, jwt).await?;
     let workload = subject(&claims)?;
     let scope = body.auth.and_then(|a| a.scope);
     let ext = External { provider, claims, workload, rule_name: None };
-    login(&node, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await
+    login(&node, &mapped, ext, scope.as_ref(), query_flag(q.get("nocatalog"))).await
 }

@@ -4,16 +4,15 @@
 //! `last_authenticated_at` is refreshed at most every [`REFRESH_S`]: the inactivity job
 //! counts in days).
 
-use std::sync::Arc;
-
 use super::login::External;
 use super::rulesets::Live;
+use super::MappedAuth;
 use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::engine::Matched;
 use crate::mapping::model::GroupStrategy;
 use crate::mapping::MappingError;
-use crate::node::Node;
 use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
@@ -60,7 +59,7 @@ fn find_group(view: &impl Reader, g: &GroupRequest) -> idnode_storage::Result<Op
 /// the user's domain, this provider and the identity, so two providers whose subjects collide
 /// never share a user), created on first login, with its groups synced. An existing user is
 /// taken only if this provider made it (`confine::local_user`).
-pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<User> {
+pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External) -> ApiResult<User> {
     let id = m.identity.user_id.clone().map_or_else(
         || resolve_derived_user(&node.engine.read(), &m.identity.user_domain_id, &ext.provider.id, &ext.workload),
         Ok,
@@ -96,7 +95,7 @@ pub async fn local(node: &Arc<Node>, m: &Matched, ext: &External) -> ApiResult<U
         }
     };
     if existing.is_none() {
-        node.mapped.creation_limit.check(&ext.provider.id)?;
+        mapped.creation_limit.check(&ext.provider.id)?;
     }
     let user = User {
         id,
@@ -174,7 +173,7 @@ fn unchanged(old: &VirtualUserMetadata, new: &VirtualUserMetadata, now: i64) -> 
 }
 
 /// `ephemeral`: the workload's virtual user in the shadow registry, created or refreshed.
-pub async fn ephemeral(node: &Arc<Node>, live: &Live, m: &Matched, ext: &External) -> ApiResult<User> {
+pub async fn ephemeral(node: &Core, mapped: &MappedAuth, live: &Live, m: &Matched, ext: &External) -> ApiResult<User> {
     let now = now_micros() / 1_000_000;
     let id = virtual_user_id(&ext.provider.id, &ext.workload);
     let authorizations = VirtualUserMetadata::store_authorizations(&m.authorizations).map_err(ApiError::internal)?;
@@ -202,15 +201,15 @@ pub async fn ephemeral(node: &Arc<Node>, live: &Live, m: &Matched, ext: &Externa
         };
         match &existing {
             Some(old) if creates.is_empty() && unchanged(old, &record, now) => {
-                return Ok(super::grant::as_user(old));
+                return Ok(crate::reads::mapped::as_user(old));
             }
             Some(_) => {}
-            None => node.mapped.creation_limit.check(&ext.provider.id)?,
+            None => mapped.creation_limit.check(&ext.provider.id)?,
         }
         let upsert = Command::Shadow(ShadowCommand::Upsert { record: Box::new(record), at: now });
         let cmd = if creates.is_empty() { upsert } else { Command::All(creates.into_iter().chain([upsert]).collect()) };
         match node.propose_as::<VirtualUserMetadata>(cmd).await {
-            Ok(r) => return Ok(super::grant::as_user(&r)),
+            Ok(r) => return Ok(crate::reads::mapped::as_user(&r)),
             // Another login created one of the groups first: resolve again.
             Err(e) if e.status == axum::http::StatusCode::CONFLICT => continue,
             Err(e) => return Err(e),

@@ -1,6 +1,5 @@
-//! The live rulesets a login evaluates and a mapped token is checked against, parsed once per
-//! applied state (`AppliedCache`): a change anywhere in the state drops the cache, so a token
-//! or login never sees a ruleset older than what this node has applied.
+//! The rulesets a login through a provider evaluates: the token layer's live rulesets
+//! (`token::rulesets`, parsed once per applied state) whose source names the provider.
 
 use std::sync::Arc;
 
@@ -8,50 +7,10 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
 use crate::mapping::MappingError;
-use crate::state::mapping::MappingRecord;
 use crate::state::providers::Provider;
-use crate::state::read::MappingReads;
-use crate::state::Reader;
 use crate::token::Tokens;
 
-/// A stored ruleset, parsed; `mapping_id` and `ruleset_version` are always set.
-#[derive(Debug)]
-pub struct Live {
-    pub id: String,
-    pub version: String,
-    pub rs: MappingRuleSet,
-}
-
-fn parse(record: &MappingRecord) -> Option<Arc<Live>> {
-    let rs = MappingRuleSet::from_stored(&record.ruleset).ok()?;
-    let version = rs.ruleset_version.as_ref()?.to_string();
-    Some(Arc::new(Live { id: record.mapping_id.clone(), version, rs }))
-}
-
-/// The rulesets' revision (`keys::REVISION`) in the state local reads see.
-pub fn revision(view: &impl Reader) -> idnode_storage::Result<u64> {
-    view.mappings_revision()
-}
-
-/// Every stored ruleset, in `mapping_id` order, parsed once per revision of the rulesets
-/// (read from one view with them, so the two always agree).
-pub fn all(node: &Tokens) -> idnode_storage::Result<Arc<Vec<Arc<Live>>>> {
-    let view = node.engine.read();
-    let rev = revision(&view)?;
-    if let Some(all) = node.rulesets.get(&(), rev) {
-        return Ok(all);
-    }
-    let records: Vec<MappingRecord> = view.mapping_records()?;
-    let all = Arc::new(records.iter().filter_map(parse).collect::<Vec<_>>());
-    node.rulesets.insert((), all.clone(), rev);
-    Ok(all)
-}
-
-/// One ruleset as this node has applied it (token validation: parsing a ruleset per
-/// validation cost more than the rest of it).
-pub fn one(node: &Tokens, mapping_id: &str) -> idnode_storage::Result<Option<Arc<Live>>> {
-    Ok(all(node)?.iter().find(|l| l.id == mapping_id).cloned())
-}
+pub use crate::token::rulesets::{all, Live};
 
 /// Whether a ruleset takes its identities from `p`: its `source` names it (by id; a SPIFFE
 /// trust domain's name only for a record of the ruleset's own domain) and the provider may

@@ -13,14 +13,15 @@ use axum::response::Response;
 use super::login::{login, External};
 use super::oidc::{refused, subject, usable_provider, MAX_JWT};
 use super::schemas::WorkloadLoginBody;
+use super::MappedAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
-use crate::node::Node;
 use crate::providers::token_review::review;
 use crate::providers::verify::verify_svid;
 use crate::state::providers::{ProviderConfig, ProviderKind};
+use crate::token::Tokens;
 
 fn jwt(body: &WorkloadLoginBody) -> ApiResult<&str> {
     let t = body.jwt.trim();
@@ -48,7 +49,8 @@ fn jwt(body: &WorkloadLoginBody) -> ApiResult<&str> {
     )
 )]
 pub async fn k8s_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Path(instance_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     JsonBody(body): JsonBody<WorkloadLoginBody>,
@@ -60,10 +62,10 @@ pub async fn k8s_login(
     };
     // A provider no ruleset names is refused before its cluster is asked anything.
     super::rulesets::for_provider(&node, &provider)?;
-    let who = review(&node.mapped.outbound, cluster, token).await.map_err(refused)?;
+    let who = review(&mapped.outbound, cluster, token).await.map_err(refused)?;
     let claims = who.claims();
     let ext = External { provider, claims, workload: who.username.clone(), rule_name: body.rule_name };
-    login(&node, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await
+    login(&node, &mapped, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await
 }
 
 #[utoipa::path(
@@ -84,7 +86,8 @@ pub async fn k8s_login(
     )
 )]
 pub async fn spiffe_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Path(trust_domain_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     JsonBody(body): JsonBody<WorkloadLoginBody>,
@@ -99,5 +102,5 @@ pub async fn spiffe_login(
     let claims = verify_svid(td, token, audience, crate::clock::now_secs()).map_err(refused)?;
     let workload = subject(&claims)?;
     let ext = External { provider, claims, workload, rule_name: body.rule_name };
-    login(&node, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await
+    login(&node, &mapped, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await
 }

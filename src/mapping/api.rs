@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -20,19 +20,23 @@ use utoipa_axum::routes;
 use super::model::{MappingRuleSet, RulesetVersion};
 use super::mutate::{self, MutateBody};
 use super::{checks, is_system, validate, MappingError};
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::{errors as E, CollectionLinks};
 use crate::http::pages::page_by;
 use crate::http::JsonBody;
-use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard, Persona};
 use crate::state::mapping::{MappingCommand, MappingRecord};
 use crate::state::read::MappingReads;
 use crate::state::Command;
-use crate::token::Caller;
-use crate::token::ValidToken;
+use crate::token::{Caller, Tokens, ValidToken};
 
-pub fn routes() -> OpenApiRouter<AppState> {
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+{
     OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, delete)).routes(routes!(mutate_rules))
 }
 
@@ -68,7 +72,7 @@ fn parse(record: &MappingRecord) -> ApiResult<MappingRuleSet> {
     MappingRuleSet::from_stored(&record.ruleset).map_err(ApiError::internal)
 }
 
-fn load(node: &Node, id: &str) -> ApiResult<MappingRuleSet> {
+fn load(node: &Core, id: &str) -> ApiResult<MappingRuleSet> {
     let record: Option<MappingRecord> = node.engine.read().mapping_record(id)?;
     parse(&record.ok_or_else(|| not_found(id))?)
 }
@@ -93,7 +97,7 @@ fn immutable(id: &str) -> ApiError {
 /// The checks of every write, in the order that names the most specific problem: the modes
 /// only an admin may use (before validation forces `domain_id` null in them), the stateless
 /// validation, then both tiers.
-fn prepare(node: &Node, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<()> {
+fn prepare(node: &Core, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<()> {
     checks::mode(ctx, rs)?;
     validate::validate(rs)?;
     let view = node.engine.read();
@@ -104,7 +108,7 @@ fn prepare(node: &Node, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<
 /// Stamps a fresh version and applies; answers once every reachable member has the change
 /// (tokens minted from the old version stop validating everywhere at once).
 async fn save(
-    node: &Node,
+    node: &Core,
     mut rs: MappingRuleSet,
     create: bool,
     expected: Option<RulesetVersion>,
@@ -128,7 +132,7 @@ fn one(rs: MappingRuleSet) -> Json<Value> {
     responses((status = 200, description = "The rulesets, in mapping id order.", body = MappingList),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -151,7 +155,7 @@ pub async fn list(
     responses((status = 201, description = "The ruleset, with its mapping_id (assigned when absent) and ruleset_version.", body = MappingOne),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<MappingEnvelope>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -175,7 +179,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v4/mappings/{mapping_id}", operation_id = "v4_mappings_get", tag = "mappings",
     params(("mapping_id" = String, Path, description = "The ruleset.")),
     responses((status = 200, description = "The ruleset.", body = MappingOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let rs = load(&node, &id)?;
     authorize("identity/mapping/show", &ctx, rs.domain_id.as_deref())?;
     Ok(one(rs))
@@ -187,7 +191,7 @@ pub async fn get(State(node): State<Arc<Node>>, Caller(ctx): Caller, Path(id): P
     responses((status = 200, description = "The replaced ruleset, with a fresh ruleset_version.", body = MappingOne),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn put(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<MappingEnvelope>,
@@ -221,7 +225,7 @@ pub async fn put(
               (status = 409, description = "An anchor or rule_name names no rule, or the ruleset changed meanwhile.", body = crate::http::openapi::ErrorBody),
               E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn mutate_rules(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<MutateBody>,
@@ -241,7 +245,7 @@ pub async fn mutate_rules(
     params(("mapping_id" = String, Path, description = "The ruleset.")),
     responses((status = 204, description = "Deleted (system mappings too)."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {

@@ -12,9 +12,9 @@ use axum::http::StatusCode;
 use serde_json::{json, Map, Value};
 
 use crate::clock::now_secs;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::pages::page;
-use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::providers::{Provider, ProviderCommand, ProviderConfig, ProviderKind};
 use crate::state::read::ProviderReads;
@@ -62,7 +62,7 @@ pub trait Registry: 'static {
 /// or multicast address, or `localhost`. Only URLs new or changed against `before` are
 /// judged, so a PATCH of another field keeps working on a record written when the setting was
 /// on. Names are judged again at every request (`outbound`), when they are resolved.
-fn outbound_urls<R: Registry>(node: &Node, before: Option<&R::Config>, after: &R::Config) -> ApiResult<()> {
+fn outbound_urls<R: Registry>(node: &Core, before: Option<&R::Config>, after: &R::Config) -> ApiResult<()> {
     if node.cfg.federation.allow_private_networks {
         return Ok(());
     }
@@ -156,7 +156,7 @@ fn config<R: Registry>(p: &Provider) -> ApiResult<R::Config> {
 }
 
 /// The provider as the API shows it.
-pub fn render<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
+pub fn render<R: Registry>(node: &Core, p: &Provider) -> ApiResult<Value> {
     let mut out = Map::new();
     out.insert("id".into(), json!(p.id));
     out.insert("domain_id".into(), json!(p.domain_id));
@@ -168,26 +168,26 @@ pub fn render<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
     Ok(Value::Object(out))
 }
 
-fn one<R: Registry>(node: &Node, p: &Provider) -> ApiResult<Value> {
+fn one<R: Registry>(node: &Core, p: &Provider) -> ApiResult<Value> {
     Ok(json!({ R::ENVELOPE: render::<R>(node, p)? }))
 }
 
-fn load<R: Registry>(node: &Node, id: &str) -> ApiResult<Provider> {
+fn load<R: Registry>(node: &Core, id: &str) -> ApiResult<Provider> {
     find(node, R::KIND, id)
 }
 
 /// A registered provider of `kind` by id (404 naming the kind's resource).
-pub fn find(node: &Node, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
+pub fn find(node: &Core, kind: ProviderKind, id: &str) -> ApiResult<Provider> {
     node.engine.read().provider(kind, id)?.ok_or_else(|| ApiError::not_found(kind.resource(), id))
 }
 
-async fn save(node: &Node, provider: Provider, create: bool) -> ApiResult<Provider> {
+async fn save(node: &Core, provider: Provider, create: bool) -> ApiResult<Provider> {
     node.propose_as(ProviderCommand::Put { provider: Box::new(provider), create }).await
 }
 
 /// `GET` the collection: every provider of the kind, or those of `?domain_id=` (which a
 /// domain's manager must name).
-pub fn list<R: Registry>(node: &Node, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Value> {
+pub fn list<R: Registry>(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Value> {
     let domain = q.get("domain_id").map(String::as_str);
     authorize::<R>("list", ctx, domain)?;
     let all: Vec<Provider> = node.engine.read().providers_of_kind(R::KIND)?;
@@ -199,7 +199,7 @@ pub fn list<R: Registry>(node: &Node, ctx: &ValidToken, q: &HashMap<String, Stri
     page(R::COLLECTION, items, &node.cfg.public_base(), R::PATH, q)
 }
 
-pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) -> ApiResult<(StatusCode, Value)> {
+pub async fn create<R: Registry>(node: &Core, ctx: &ValidToken, mut b: R::Body) -> ApiResult<(StatusCode, Value)> {
     let head = R::head(&mut b);
     let domain_id = head.domain_id.flatten();
     authorize::<R>("create", ctx, domain_id.as_deref())?;
@@ -228,14 +228,14 @@ pub async fn create<R: Registry>(node: &Node, ctx: &ValidToken, mut b: R::Body) 
     Ok((StatusCode::CREATED, one::<R>(node, &saved)?))
 }
 
-pub fn get<R: Registry>(node: &Node, ctx: &ValidToken, id: &str) -> ApiResult<Value> {
+pub fn get<R: Registry>(node: &Core, ctx: &ValidToken, id: &str) -> ApiResult<Value> {
     let p = load::<R>(node, id);
     // The policy sees the record's domain; a caller it refuses learns nothing of existence.
     authorize::<R>("show", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
     one::<R>(node, &p?)
 }
 
-pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b: R::Body) -> ApiResult<Value> {
+pub async fn update<R: Registry>(node: &Core, ctx: &ValidToken, id: &str, mut b: R::Body) -> ApiResult<Value> {
     let p = load::<R>(node, id);
     authorize::<R>("update", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
     let mut p = p?;
@@ -259,7 +259,7 @@ pub async fn update<R: Registry>(node: &Node, ctx: &ValidToken, id: &str, mut b:
     one::<R>(node, &saved)
 }
 
-pub async fn delete<R: Registry>(node: &Node, ctx: &ValidToken, id: &str) -> ApiResult<StatusCode> {
+pub async fn delete<R: Registry>(node: &Core, ctx: &ValidToken, id: &str) -> ApiResult<StatusCode> {
     let p = load::<R>(node, id);
     authorize::<R>("delete", ctx, p.as_ref().ok().and_then(|p| p.domain_id.as_deref()))?;
     let p = p?;
@@ -283,7 +283,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
                       $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::Internal))]
         pub async fn list(
-            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
         ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
@@ -298,7 +298,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn create(
-            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
             $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
         ) -> $crate::http::error::ApiResult<(axum::http::StatusCode, axum::Json<serde_json::Value>)> {
@@ -312,7 +312,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
                       $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal))]
         pub async fn get(
-            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
         ) -> $crate::http::error::ApiResult<axum::Json<serde_json::Value>> {
@@ -328,7 +328,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn update(
-            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
             $crate::http::JsonBody(b): $crate::http::JsonBody<$Env>,
@@ -343,7 +343,7 @@ macro_rules! registry_handlers {
                       $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal,
                       $crate::http::openapi::errors::Unavailable))]
         pub async fn delete(
-            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::node::Node>>,
+            axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
             axum::extract::Path(id): axum::extract::Path<String>,
         ) -> $crate::http::error::ApiResult<axum::http::StatusCode> {
@@ -351,7 +351,12 @@ macro_rules! registry_handlers {
         }
 
         /// The kind's operations.
-        pub fn routes() -> utoipa_axum::router::OpenApiRouter<$crate::node::AppState> {
+        pub fn routes<S>() -> utoipa_axum::router::OpenApiRouter<S>
+        where
+            S: Clone + Send + Sync + 'static,
+            std::sync::Arc<$crate::context::Core>: axum::extract::FromRef<S>,
+            std::sync::Arc<$crate::token::Tokens>: axum::extract::FromRef<S>,
+        {
             utoipa_axum::router::OpenApiRouter::new()
                 .routes(utoipa_axum::routes!(list, create))
                 .routes(utoipa_axum::routes!(get, update, delete))

@@ -2,7 +2,7 @@
 //! user's record and the user it presents, and the roles a mapping rule's token carries on a
 //! target (the rule's authorizations there, the direct grants there of the groups a virtual
 //! user binds, and every role those imply). Whether the rule itself still stands is the
-//! mapped-auth feature's check (`mapped_auth::grant`).
+//! token layer's check (`token::rulesets`).
 
 use std::collections::BTreeSet;
 

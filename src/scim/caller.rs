@@ -18,13 +18,29 @@ use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::json;
 
 use super::wire::{ScimError, ScimResult};
-use crate::api_keys::auth::{admit, find, presented_hash};
-use crate::api_keys::simulate::{matched, Grant, GrantScope};
-use crate::node::Node;
+use super::Scim;
+use crate::api_keys::simulate::{Grant, GrantScope, Matched};
+use crate::context::Core;
+use crate::http::error::ApiResult;
 use crate::policy::{enforce_principal, Principal};
 use crate::state::api_keys::ApiKey;
 use crate::state::read::ScimReads;
 use crate::state::scim::{Kind, RealmRef, ScimRealm};
+
+/// What SCIM asks of the API keys feature about a presented key (`api_keys::auth` and
+/// `api_keys::simulate`). The router state hands it out (`State<Arc<dyn KeyChecks>>`), so
+/// SCIM names neither the node nor the keys' per-node state (their batched uses).
+pub trait KeyChecks: Send + Sync {
+    /// The keyed hash of the secret an `Authorization: Bearer kscim_…` header presents (401
+    /// otherwise).
+    fn presented_hash(&self, authorization: Option<&str>) -> ApiResult<String>;
+    /// The key whose secret has keyed hash `hash`, if a use of it from `source` passes.
+    fn find(&self, hash: &str, source: IpAddr) -> ApiResult<ApiKey>;
+    /// The checks of a use of a kept key from `source` now (401 unless all pass).
+    fn admit(&self, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()>;
+    /// What the first matching rule (of the realm's `idp_id` ruleset) grants the key.
+    fn matched(&self, key: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Matched, &'static str>>;
+}
 
 /// What a key resolved to in one applied state.
 pub struct Resolved {
@@ -81,24 +97,32 @@ impl ScimCaller {
     }
 }
 
-pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id: &str) -> ScimResult<ScimCaller> {
+/// What a request of `domain_id` from `source` acts as (the key its headers present).
+pub fn authenticate(
+    core: &Core,
+    scim: &Scim,
+    keys: &dyn KeyChecks,
+    headers: &HeaderMap,
+    source: IpAddr,
+    domain_id: &str,
+) -> ScimResult<ScimCaller> {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let applied = node.app.state_version();
-    let hash = presented_hash(node, authorization)?;
+    let applied = core.app.state_version();
+    let hash = keys.presented_hash(authorization)?;
     let cache_key = (hash, domain_id.to_string());
-    if let Some(r) = node.scim.callers.get(&cache_key, applied) {
-        admit(node, &r.key, &cache_key.0, source)?;
+    if let Some(r) = scim.callers.get(&cache_key, applied) {
+        keys.admit(&r.key, &cache_key.0, source)?;
         return Ok(ScimCaller(r));
     }
-    let key = find(node, &cache_key.0, source)?;
-    let realm: Option<ScimRealm> = node.engine.read().scim_realm(domain_id, &key.provider_id)?;
+    let key = keys.find(&cache_key.0, source)?;
+    let realm: Option<ScimRealm> = core.engine.read().scim_realm(domain_id, &key.provider_id)?;
     let Some(realm) = realm.filter(|r| r.enabled) else {
         return Err(forbidden("No enabled SCIM realm serves this API key's provider in this domain."));
     };
     if key.domain_id != domain_id {
         return Err(forbidden("The API key belongs to another domain."));
     }
-    let g = grant_of(node, &key, &realm.idp_id)?;
+    let g = grant_of(core, scim, keys, &key, &realm.idp_id)?;
     match &g.scope {
         GrantScope::Domain(d) if d == domain_id => {}
         GrantScope::Domain(_) => return Err(forbidden("The API key's grant is on another domain.")),
@@ -113,21 +137,21 @@ pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id:
         key,
         decisions: Mutex::default(),
     });
-    node.scim.callers.insert(cache_key, r.clone(), applied);
+    scim.callers.insert(cache_key, r.clone(), applied);
     Ok(ScimCaller(r))
 }
 
 /// The key's grant through the realm's ruleset: the rule's match kept per rulesets
 /// revision and key (SCIM's own writes do not touch it), the role names read each time.
-fn grant_of(node: &Node, key: &ApiKey, idp_id: &str) -> ScimResult<Grant> {
-    let view = node.engine.read();
-    let rev = crate::mapped_auth::rulesets::revision(&view)?;
+fn grant_of(core: &Core, scim: &Scim, keys: &dyn KeyChecks, key: &ApiKey, idp_id: &str) -> ScimResult<Grant> {
+    let view = core.engine.read();
+    let rev = crate::token::rulesets::revision(&view)?;
     let cache_key = (key.client_id.clone(), idp_id.to_string());
-    let m = match node.scim.grants.get(&cache_key, rev) {
+    let m = match scim.grants.get(&cache_key, rev) {
         Some(m) => m,
         None => {
-            let m = matched(node, key, Some(idp_id))?.ok().map(Arc::new);
-            node.scim.grants.insert(cache_key, m.clone(), rev);
+            let m = keys.matched(key, Some(idp_id))?.ok().map(Arc::new);
+            scim.grants.insert(cache_key, m.clone(), rev);
             m
         }
     };

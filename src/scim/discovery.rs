@@ -11,31 +11,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::resource::MAX_COUNT;
 use super::schemas as S;
 use super::wire::{not_implemented, reply, ScimError, ScimResult, GROUP_URN, LIST_URN, USER_URN};
-use crate::node::{AppState, Node};
+use crate::context::Core;
 
 const SPC_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig";
 const RESOURCE_TYPE_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ResourceType";
 const SCHEMA_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:Schema";
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(service_provider_config))
-        .routes(routes!(schemas))
-        .routes(routes!(schema))
-        .routes(routes!(resource_types))
-        .routes(routes!(resource_type))
-        .routes(routes!(bulk))
-        .routes(routes!(search))
-        .routes(routes!(scim_me_get, scim_me_post, scim_me_put, scim_me_patch, scim_me_delete))
-}
-
-fn root(node: &Node, domain_id: &str) -> String {
+fn root(node: &Core, domain_id: &str) -> String {
     format!("{}/SCIM/v2/{domain_id}", node.cfg.public_base())
 }
 
@@ -107,8 +93,14 @@ fn resource_type_doc(root: &str, name: &str, schema: &str) -> Value {
 }
 
 fn list_of(items: Vec<Value>) -> Response {
-    let body = json!({"schemas": [LIST_URN], "totalResults": items.len(), "startIndex": 1,
-                      "itemsPerPage": items.len(), "Resources": items});
+    let n = items.len() as u64;
+    let body = json!(S::ListResponse {
+        schemas: vec![LIST_URN.into()],
+        total_results: n,
+        start_index: 1,
+        items_per_page: n,
+        resources: items,
+    });
     reply(StatusCode::OK, &body, None, None)
 }
 
@@ -116,7 +108,7 @@ fn list_of(items: Vec<Value>) -> Response {
     params(("domain_id" = String, Path, description = "The realm's domain.")),
     responses((status = 200, description = "What this service supports (RFC 7643 §5).", body = Object, content_type = "application/scim+json")),
     security(()))]
-pub async fn service_provider_config(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) -> Response {
+pub async fn service_provider_config(State(node): State<Arc<Core>>, Path(domain_id): Path<String>) -> Response {
     let root = root(&node, &domain_id);
     let body = json!({
         "schemas": [SPC_URN],
@@ -137,7 +129,7 @@ pub async fn service_provider_config(State(node): State<Arc<Node>>, Path(domain_
     params(("domain_id" = String, Path, description = "The realm's domain.")),
     responses((status = 200, description = "The User and Group schemas (RFC 7643 §7).", body = S::ListResponse, content_type = "application/scim+json")),
     security(()))]
-pub async fn schemas(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) -> Response {
+pub async fn schemas(State(node): State<Arc<Core>>, Path(domain_id): Path<String>) -> Response {
     let root = root(&node, &domain_id);
     list_of(vec![user_schema(&root), group_schema(&root)])
 }
@@ -147,7 +139,7 @@ pub async fn schemas(State(node): State<Arc<Node>>, Path(domain_id): Path<String
     responses((status = 200, description = "One schema.", body = Object, content_type = "application/scim+json"), S::NotFound),
     security(()))]
 pub async fn schema(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Path((domain_id, id)): Path<(String, String)>,
 ) -> ScimResult<Response> {
     let root = root(&node, &domain_id);
@@ -163,7 +155,7 @@ pub async fn schema(
     params(("domain_id" = String, Path, description = "The realm's domain.")),
     responses((status = 200, description = "User and Group (RFC 7643 §6).", body = S::ListResponse, content_type = "application/scim+json")),
     security(()))]
-pub async fn resource_types(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) -> Response {
+pub async fn resource_types(State(node): State<Arc<Core>>, Path(domain_id): Path<String>) -> Response {
     let root = root(&node, &domain_id);
     list_of(vec![resource_type_doc(&root, "User", USER_URN), resource_type_doc(&root, "Group", GROUP_URN)])
 }
@@ -173,7 +165,7 @@ pub async fn resource_types(State(node): State<Arc<Node>>, Path(domain_id): Path
     responses((status = 200, description = "One resource type.", body = Object, content_type = "application/scim+json"), S::NotFound),
     security(()))]
 pub async fn resource_type(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Path((domain_id, id)): Path<(String, String)>,
 ) -> ScimResult<Response> {
     let root = root(&node, &domain_id);

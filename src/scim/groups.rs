@@ -13,18 +13,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Value};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-use super::caller::authenticate;
+use super::caller::{authenticate, KeyChecks};
 use super::patch::{self, OpKind};
 use super::resource::{self, location, meta, Record, Resource};
 use super::users::UserResource;
 use super::values::{require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, GROUP_URN};
-use super::{filter, schemas as S};
+use super::{filter, schemas as S, Scim};
+use crate::context::Core;
 use crate::http::client_ip::SourceIp;
-use crate::node::{AppState, Node};
 use crate::state::keys::ns;
 use crate::state::model::Group;
 use crate::state::read::ScimReads;
@@ -32,10 +30,6 @@ use crate::state::scim::{
     Expect, GroupFields, Kind, Members, RealmRef, ScimCommand, ScimResourceIndex, MAX_MEMBERS_PER_WRITE,
 };
 use crate::state::Reader;
-
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
-}
 
 pub struct GroupResource;
 
@@ -172,16 +166,18 @@ impl Resource for GroupResource {
         for uid in view.member_user_ids(&rec.item.id)? {
             let idx: Option<ScimResourceIndex> = view.scim_index(Kind::User, &uid)?;
             if idx.is_some_and(|i| i.live_in(realm)) {
-                members
-                    .push(json!({"value": uid, "$ref": location::<UserResource>(base, realm, &uid), "type": "User"}));
+                let ref_ = Some(location::<UserResource>(base, realm, &uid));
+                members.push(S::Member { value: uid, ref_, kind: Some("User".into()) });
             }
         }
-        let mut out = json!({"schemas": [GROUP_URN], "id": rec.item.id, "displayName": rec.item.name,
-                             "members": members, "meta": meta::<Self>(base, realm, &rec.idx, "Group")});
-        if let Some(e) = &rec.idx.external_id {
-            out["externalId"] = json!(e);
-        }
-        Ok(out)
+        Ok(json!(S::Group {
+            schemas: vec![GROUP_URN.into()],
+            id: Some(rec.item.id.clone()),
+            external_id: rec.idx.external_id.clone(),
+            display_name: rec.item.name.clone(),
+            members: Some(members),
+            meta: Some(meta::<Self>(base, realm, &rec.idx, "Group")),
+        }))
     }
 
     fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)> {
@@ -207,13 +203,15 @@ impl Resource for GroupResource {
               S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
     security(("api_key" = [])))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
     resource::list::<GroupResource>(&node, &caller, &q)
 }
 
@@ -224,14 +222,16 @@ pub async fn list(
               S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::create::<GroupResource>(&node, &caller, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::create::<GroupResource>(&node, &scim, &caller, &body).await
 }
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_get", tag = "scim",
@@ -240,13 +240,15 @@ pub async fn create(
               S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
     resource::show::<GroupResource>(&node, &caller, &id, &q)
 }
 
@@ -258,14 +260,16 @@ pub async fn get(
               S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn put(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::replace::<GroupResource>(&node, &caller, &id, &headers, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::replace::<GroupResource>(&node, &scim, &caller, &id, &headers, &body).await
 }
 
 #[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_patch", tag = "scim",
@@ -276,14 +280,16 @@ pub async fn put(
               S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::modify::<GroupResource>(&node, &caller, &id, &headers, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::modify::<GroupResource>(&node, &scim, &caller, &id, &headers, &body).await
 }
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_delete", tag = "scim",
@@ -292,11 +298,13 @@ pub async fn patch(
               S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::deprovision::<GroupResource>(&node, &caller, &id).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::deprovision::<GroupResource>(&node, &scim, &caller, &id).await
 }

@@ -35,13 +35,18 @@ mod tests;
 
 use std::sync::Arc;
 
+use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use caller::KeyChecks;
 
 use crate::api_keys::simulate::Matched;
 use crate::config::ScimSettings;
+use crate::context::Core;
+use crate::http::client_ip::TrustedProxies;
 use crate::mapped_auth::limits::PerProvider;
-use crate::node::AppState;
-use crate::token::AppliedCache;
+use crate::token::{AppliedCache, Tokens};
 
 /// The node's SCIM state.
 pub struct Scim {
@@ -63,8 +68,38 @@ impl Scim {
     }
 }
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    realms::routes().merge(users::routes()).merge(groups::routes()).merge(discovery::routes())
+/// Every SCIM operation: realm administration (tokens), the resources (API keys) and the
+/// static documents.
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + TrustedProxies + 'static,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+    Arc<Scim>: FromRef<S>,
+    Arc<dyn KeyChecks>: FromRef<S>,
+{
+    OpenApiRouter::new()
+        .routes(routes!(realms::list, realms::create))
+        .routes(routes!(realms::get, realms::patch))
+        .routes(routes!(realms::purge))
+        .routes(routes!(users::list, users::create))
+        .routes(routes!(users::get, users::put, users::patch, users::delete))
+        .routes(routes!(groups::list, groups::create))
+        .routes(routes!(groups::get, groups::put, groups::patch, groups::delete))
+        .routes(routes!(discovery::service_provider_config))
+        .routes(routes!(discovery::schemas))
+        .routes(routes!(discovery::schema))
+        .routes(routes!(discovery::resource_types))
+        .routes(routes!(discovery::resource_type))
+        .routes(routes!(discovery::bulk))
+        .routes(routes!(discovery::search))
+        .routes(routes!(
+            discovery::scim_me_get,
+            discovery::scim_me_post,
+            discovery::scim_me_put,
+            discovery::scim_me_patch,
+            discovery::scim_me_delete
+        ))
 }
 
 /// Whether a request path is a SCIM one (its errors are SCIM envelopes).

@@ -13,15 +13,13 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
 use crate::http::JsonBody;
-use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
@@ -29,10 +27,6 @@ use crate::state::read::ScimReads;
 use crate::state::scim::{Kind, RealmRef, ScimCommand, ScimRealm, ScimResourceIndex};
 use crate::token::Caller;
 use crate::token::ValidToken;
-
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, patch)).routes(routes!(purge))
-}
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -108,7 +102,7 @@ fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
 
 /// The identity provider a realm of `domain_id` may name: registered, and global or of the
 /// domain.
-fn resolve_idp(node: &Node, idp_id: &str, domain_id: &str) -> ApiResult<()> {
+fn resolve_idp(node: &Core, idp_id: &str, domain_id: &str) -> ApiResult<()> {
     let idp = find(node, ProviderKind::Oidc, idp_id)?;
     if idp.domain_id.as_deref().is_some_and(|d| d != domain_id) {
         return Err(ApiError::not_found(ProviderKind::Oidc.resource(), idp_id));
@@ -117,11 +111,11 @@ fn resolve_idp(node: &Node, idp_id: &str, domain_id: &str) -> ApiResult<()> {
 }
 
 /// The realm of a provider coordinate (404 when none).
-pub fn load(node: &Node, domain_id: &str, provider_id: &str) -> ApiResult<ScimRealm> {
+pub fn load(node: &Core, domain_id: &str, provider_id: &str) -> ApiResult<ScimRealm> {
     node.engine.read().scim_realm(domain_id, provider_id)?.ok_or_else(|| ApiError::not_found("scim_realm", provider_id))
 }
 
-async fn save(node: &Node, realm: ScimRealm, create: bool) -> ApiResult<ScimRealm> {
+async fn save(node: &Core, realm: ScimRealm, create: bool) -> ApiResult<ScimRealm> {
     let (index, realm) = node.propose_at_as(ScimCommand::PutRealm { realm: Box::new(realm), create }).await?;
     // A disabled realm refuses SCIM everywhere once this answers.
     node.wait_cluster_applied(index).await;
@@ -135,7 +129,7 @@ async fn save(node: &Node, realm: ScimRealm, create: bool) -> ApiResult<ScimReal
               (status = 404, description = "The domain or the identity provider does not exist.", body = crate::http::openapi::ErrorBody),
               E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<CreateEnvelope>,
 ) -> ApiResult<(StatusCode, Json<RealmOne>)> {
@@ -166,7 +160,7 @@ pub async fn create(
     responses((status = 200, description = "The domain's realms, in provider_id order.", body = RealmList),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -194,7 +188,7 @@ pub async fn list(
            ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
     responses((status = 200, description = "The realm.", body = RealmOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, provider_id)): Path<(String, String)>,
 ) -> ApiResult<Json<RealmOne>> {
@@ -211,7 +205,7 @@ pub async fn get(
               (status = 404, description = "No such realm, or the new identity provider does not exist.", body = crate::http::openapi::ErrorBody),
               E::Internal, E::Unavailable))]
 pub async fn patch(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, provider_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<PatchEnvelope>,
@@ -245,7 +239,7 @@ pub async fn patch(
               (status = 409, description = "The resource is not deprovisioned (DELETE it through SCIM first).", body = crate::http::openapi::ErrorBody),
               E::Internal, E::Unavailable))]
 pub async fn purge(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, provider_id, resource_type, keystone_id)): Path<(String, String, String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -11,11 +11,12 @@ use serde_json::{json, Value};
 
 use super::caller::ScimCaller;
 use super::filter::{self, Attr, Filter, Op, Term};
+use super::schemas::{ListResponse, Meta};
 use super::wire::{if_match, reply, ScimError, ScimResult, LIST_URN};
-use super::{patch, write};
+use super::{patch, write, Scim};
 use crate::audit::event::Action;
 use crate::clock::now_micros;
-use crate::node::Node;
+use crate::context::Core;
 use crate::policy::guard;
 use crate::state::read::ScimReads;
 use crate::state::scim::{Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
@@ -60,10 +61,14 @@ pub fn location<R: Resource>(base: &str, realm: &RealmRef, id: &str) -> String {
 }
 
 /// `meta` of a resource (times: RFC 3339, UTC).
-pub fn meta<R: Resource>(base: &str, realm: &RealmRef, idx: &ScimResourceIndex, resource_type: &str) -> Value {
-    json!({"resourceType": resource_type, "location": location::<R>(base, realm, &idx.keystone_id),
-           "created": rfc3339(idx.created_at), "lastModified": rfc3339(idx.updated_at),
-           "version": super::wire::etag(idx.version)})
+pub fn meta<R: Resource>(base: &str, realm: &RealmRef, idx: &ScimResourceIndex, resource_type: &str) -> Meta {
+    Meta {
+        resource_type: resource_type.into(),
+        location: location::<R>(base, realm, &idx.keystone_id),
+        created: rfc3339(idx.created_at),
+        last_modified: rfc3339(idx.updated_at),
+        version: super::wire::etag(idx.version),
+    }
 }
 
 fn rfc3339(secs: i64) -> String {
@@ -95,7 +100,7 @@ fn guarded<R: Resource>(view: &impl Reader, id: &str) -> ScimResult<()> {
     Ok(())
 }
 
-fn base(node: &Node) -> String {
+fn base(node: &Core) -> String {
     node.cfg.public_base()
 }
 
@@ -142,7 +147,7 @@ impl Projection {
 }
 
 /// The resource as it stands after a write.
-fn answer<R: Resource>(node: &Node, caller: &ScimCaller, status: StatusCode, id: &str) -> ScimResult<Response> {
+fn answer<R: Resource>(node: &Core, caller: &ScimCaller, status: StatusCode, id: &str) -> ScimResult<Response> {
     let realm = caller.realm_ref();
     let view = node.engine.read();
     let rec = fenced::<R>(&view, &realm, id)?;
@@ -151,15 +156,15 @@ fn answer<R: Resource>(node: &Node, caller: &ScimCaller, status: StatusCode, id:
     Ok(reply(status, &body, Some(rec.idx.version), loc.as_deref()))
 }
 
-pub async fn create<R: Resource>(node: &Node, caller: &ScimCaller, body: &Value) -> ScimResult<Response> {
+pub async fn create<R: Resource>(node: &Core, scim: &Scim, caller: &ScimCaller, body: &Value) -> ScimResult<Response> {
     caller.authorize(R::KIND, "create")?;
     let (id, cmd) = R::create(&caller.realm_ref(), body, now_micros())?;
-    write::submit(node, caller, R::KIND, Action::Create, cmd).await?;
+    write::submit(node, scim, caller, R::KIND, Action::Create, cmd).await?;
     answer::<R>(node, caller, StatusCode::CREATED, &id)
 }
 
 pub fn show<R: Resource>(
-    node: &Node,
+    node: &Core,
     caller: &ScimCaller,
     id: &str,
     q: &HashMap<String, String>,
@@ -174,7 +179,8 @@ pub fn show<R: Resource>(
 }
 
 pub async fn replace<R: Resource>(
-    node: &Node,
+    node: &Core,
+    scim: &Scim,
     caller: &ScimCaller,
     id: &str,
     headers: &HeaderMap,
@@ -185,12 +191,13 @@ pub async fn replace<R: Resource>(
     caller.authorize(R::KIND, "update")?;
     guarded::<R>(&node.engine.read(), id)?;
     let cmd = R::replace(&caller.realm_ref(), id, body, expect, now_micros())?;
-    write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
+    write::submit(node, scim, caller, R::KIND, Action::Update, cmd).await?;
     answer::<R>(node, caller, StatusCode::OK, id)
 }
 
 pub async fn modify<R: Resource>(
-    node: &Node,
+    node: &Core,
+    scim: &Scim,
     caller: &ScimCaller,
     id: &str,
     headers: &HeaderMap,
@@ -202,17 +209,17 @@ pub async fn modify<R: Resource>(
     guarded::<R>(&node.engine.read(), id)?;
     let ops = patch::parse(body, R::SCHEMA)?;
     let cmd = R::patch(&caller.realm_ref(), id, &ops, expect, now_micros())?;
-    write::submit(node, caller, R::KIND, Action::Update, cmd).await?;
+    write::submit(node, scim, caller, R::KIND, Action::Update, cmd).await?;
     answer::<R>(node, caller, StatusCode::OK, id)
 }
 
-pub async fn deprovision<R: Resource>(node: &Node, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
+pub async fn deprovision<R: Resource>(node: &Core, scim: &Scim, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
     caller.authorize(R::KIND, "delete")?;
     guarded::<R>(&node.engine.read(), id)?;
     let cmd =
         ScimCommand::Deprovision { realm: caller.realm_ref(), kind: R::KIND, id: id.to_string(), at: now_micros() };
-    write::submit(node, caller, R::KIND, Action::Disable, cmd).await?;
+    write::submit(node, scim, caller, R::KIND, Action::Disable, cmd).await?;
     Ok(axum::response::IntoResponse::into_response(StatusCode::NO_CONTENT))
 }
 
@@ -292,7 +299,7 @@ fn holds<R: Resource>(f: &Filter, rec: &Record<R::Item>) -> bool {
     }
 }
 
-pub fn list<R: Resource>(node: &Node, caller: &ScimCaller, q: &HashMap<String, String>) -> ScimResult<Response> {
+pub fn list<R: Resource>(node: &Core, caller: &ScimCaller, q: &HashMap<String, String>) -> ScimResult<Response> {
     caller.authorize(R::KIND, "list")?;
     let p = page(q)?;
     let filter = match q.get("filter").filter(|f| !f.trim().is_empty()) {
@@ -334,7 +341,12 @@ pub fn list<R: Resource>(node: &Node, caller: &ScimCaller, q: &HashMap<String, S
             total += 1;
         }
     }
-    let body = json!({"schemas": [LIST_URN], "totalResults": total, "startIndex": p.start,
-                      "itemsPerPage": resources.len(), "Resources": resources});
+    let body = json!(ListResponse {
+        schemas: vec![LIST_URN.into()],
+        total_results: total as u64,
+        start_index: p.start as u64,
+        items_per_page: resources.len() as u64,
+        resources,
+    });
     Ok(reply(StatusCode::OK, &body, None, None))
 }

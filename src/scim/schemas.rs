@@ -1,8 +1,10 @@
-//! The OpenAPI description of the SCIM endpoints (schema only: the handlers build and read
-//! SCIM JSON directly, as RFC 7643 resources are open-ended).
+//! The SCIM bodies this service answers, as the handlers build them and the OpenAPI
+//! description documents them (RFC 7643 resources are open-ended: requests are read as JSON,
+//! and only the attributes a realm stores are answered). The request-only shapes (PATCH
+//! operations, list parameters) document what the handlers read.
 
-#![allow(dead_code)]
-
+use serde::Serialize;
+use serde_json::Value;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{IntoParams, Modify, ToSchema};
 
@@ -19,91 +21,111 @@ impl Modify for ApiKeyBearer {
 }
 
 /// RFC 7644 §3.12: every SCIM error.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ScimError)]
 pub struct ScimErrorBody {
     /// `["urn:ietf:params:scim:api:messages:2.0:Error"]`
-    schemas: Vec<String>,
+    pub schemas: Vec<String>,
     /// The HTTP status, as a string.
     #[schema(example = "409")]
-    status: String,
+    pub status: String,
     /// `invalidFilter`, `invalidPath`, `invalidValue`, `invalidSyntax`, `uniqueness`,
     /// `mutability`, `noTarget` or `tooMany`; absent for 401, 403, 404, 412, 415.
-    #[schema(rename = "scimType")]
-    scim_type: Option<String>,
-    detail: String,
+    #[serde(rename = "scimType", skip_serializing_if = "Option::is_none")]
+    pub scim_type: Option<String>,
+    pub detail: String,
 }
 
-#[derive(ToSchema)]
+/// The stored parts of a user's name (each as the directory sent it).
+#[derive(Serialize, ToSchema)]
 pub struct Name {
-    #[schema(rename = "givenName")]
-    given_name: Option<String>,
-    #[schema(rename = "familyName")]
-    family_name: Option<String>,
+    #[serde(rename = "givenName", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub given_name: Option<Value>,
+    #[serde(rename = "familyName", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub family_name: Option<Value>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct Email {
-    value: String,
-    primary: Option<bool>,
+    #[schema(value_type = String)]
+    pub value: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<bool>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct Meta {
-    #[schema(rename = "resourceType")]
-    resource_type: String,
-    location: String,
-    created: String,
-    #[schema(rename = "lastModified")]
-    last_modified: String,
+    #[serde(rename = "resourceType")]
+    pub resource_type: String,
+    pub location: String,
+    pub created: String,
+    #[serde(rename = "lastModified")]
+    pub last_modified: String,
     /// The ETag: `W/"<version>"`.
-    version: String,
+    pub version: String,
 }
 
 /// A SCIM user (api-shapes §11.2). `id` and `meta` are the server's; `externalId` is
 /// required on create.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ScimUser)]
 pub struct User {
-    schemas: Vec<String>,
-    id: Option<String>,
-    #[schema(rename = "externalId")]
-    external_id: String,
-    #[schema(rename = "userName")]
-    user_name: String,
-    name: Option<Name>,
-    #[schema(rename = "displayName")]
-    display_name: Option<String>,
+    pub schemas: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "externalId", skip_serializing_if = "String::is_empty")]
+    #[schema(required = true)]
+    pub external_id: String,
+    #[serde(rename = "userName")]
+    pub user_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<Name>,
+    #[serde(rename = "displayName", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub display_name: Option<Value>,
     /// Only the primary (else the first) is kept.
-    emails: Option<Vec<Email>>,
-    active: Option<bool>,
-    meta: Option<Meta>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emails: Option<Vec<Email>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct Member {
     /// A user id of the same realm.
-    value: String,
-    #[schema(rename = "$ref")]
-    ref_: Option<String>,
+    pub value: String,
+    #[serde(rename = "$ref", skip_serializing_if = "Option::is_none")]
+    pub ref_: Option<String>,
+    /// The member's resource type: `User` (answers only).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// A SCIM group (api-shapes §11.3).
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ScimGroup)]
 pub struct Group {
-    schemas: Vec<String>,
-    id: Option<String>,
-    #[schema(rename = "externalId")]
-    external_id: Option<String>,
-    #[schema(rename = "displayName")]
-    display_name: String,
+    pub schemas: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "externalId", skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    #[serde(rename = "displayName")]
+    pub display_name: String,
     /// At most 1,000 per request.
-    members: Option<Vec<Member>>,
-    meta: Option<Meta>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<Member>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
 }
 
+/// One PATCH operation (requests only: `patch` reads them from the JSON body).
 #[derive(ToSchema)]
+#[allow(dead_code)]
 pub struct Operation {
     /// `add`, `replace` or `remove`.
     op: String,
@@ -111,12 +133,13 @@ pub struct Operation {
     /// (users); `displayName`, `externalId`, `members` (groups; add and remove only).
     path: Option<String>,
     #[schema(value_type = Option<Object>)]
-    value: Option<serde_json::Value>,
+    value: Option<Value>,
 }
 
-/// RFC 7644 §3.5.2.
+/// RFC 7644 §3.5.2 (requests only).
 #[derive(ToSchema)]
 #[schema(as = ScimPatchOp)]
+#[allow(dead_code)]
 pub struct PatchOp {
     schemas: Vec<String>,
     #[schema(rename = "Operations")]
@@ -124,23 +147,25 @@ pub struct PatchOp {
 }
 
 /// RFC 7644 §3.4.2.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ScimListResponse)]
 pub struct ListResponse {
-    schemas: Vec<String>,
-    #[schema(rename = "totalResults")]
-    total_results: u64,
-    #[schema(rename = "startIndex")]
-    start_index: u64,
-    #[schema(rename = "itemsPerPage")]
-    items_per_page: u64,
-    #[schema(rename = "Resources", value_type = Vec<Object>)]
-    resources: Vec<serde_json::Value>,
+    pub schemas: Vec<String>,
+    #[serde(rename = "totalResults")]
+    pub total_results: u64,
+    #[serde(rename = "startIndex")]
+    pub start_index: u64,
+    #[serde(rename = "itemsPerPage")]
+    pub items_per_page: u64,
+    #[serde(rename = "Resources")]
+    #[schema(value_type = Vec<Object>)]
+    pub resources: Vec<Value>,
 }
 
+/// The query of a list (read by the handlers from the query map).
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(non_snake_case)]
+#[allow(non_snake_case, dead_code)]
 pub struct ListParams {
     /// 1-based index of the first result (default 1).
     startIndex: Option<i64>,
@@ -156,9 +181,10 @@ pub struct ListParams {
     excludedAttributes: Option<String>,
 }
 
+/// The projection of a read (read by the handlers from the query map).
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(non_snake_case)]
+#[allow(non_snake_case, dead_code)]
 pub struct Projection {
     /// Return only these attributes (comma-separated; `id` and `schemas` always).
     attributes: Option<String>,

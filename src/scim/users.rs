@@ -12,25 +12,19 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-use super::caller::authenticate;
+use super::caller::{authenticate, KeyChecks};
 use super::patch::{self, OpKind};
 use super::resource::{self, meta, Record, Resource};
 use super::values::{boolean, require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, USER_URN};
-use super::{filter, schemas as S};
+use super::{filter, schemas as S, Scim};
+use crate::context::Core;
 use crate::http::client_ip::SourceIp;
-use crate::node::{AppState, Node};
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, UserFields};
 use crate::state::Reader;
-
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, patch, delete))
-}
 
 pub struct UserResource;
 
@@ -142,28 +136,25 @@ impl Resource for UserResource {
     fn render(_view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<User>) -> ScimResult<Value> {
         let u = &rec.item;
         let extra: Map<String, Value> = serde_json::from_str(&u.extra).unwrap_or_default();
-        let mut out = json!({"schemas": [USER_URN], "id": u.id, "userName": u.name, "active": u.enabled,
-                             "meta": meta::<Self>(base, realm, &rec.idx, "User")});
-        if let Some(e) = &rec.idx.external_id {
-            out["externalId"] = json!(e);
-        }
-        let mut name = Map::new();
-        for (scim, key) in [("givenName", "scim_given_name"), ("familyName", "scim_family_name")] {
-            if let Some(v) = extra.get(key) {
-                name.insert(scim.into(), v.clone());
-            }
-        }
-        if !name.is_empty() {
-            out["name"] = Value::Object(name);
-        }
-        if let Some(v) = extra.get("scim_display_name") {
-            out["displayName"] = v.clone();
-        }
-        if let Some(v) = extra.get("scim_primary_email") {
+        let name = S::Name {
+            given_name: extra.get("scim_given_name").cloned(),
+            family_name: extra.get("scim_family_name").cloned(),
+        };
+        let emails = extra.get("scim_primary_email").map(|v| {
             let primary = extra.get("scim_email_primary").and_then(Value::as_bool).unwrap_or(true);
-            out["emails"] = json!([{"value": v, "primary": primary}]);
-        }
-        Ok(out)
+            vec![S::Email { value: v.clone(), primary: Some(primary) }]
+        });
+        Ok(json!(S::User {
+            schemas: vec![USER_URN.into()],
+            id: Some(u.id.clone()),
+            external_id: rec.idx.external_id.clone().unwrap_or_default(),
+            user_name: u.name.clone(),
+            name: (name.given_name.is_some() || name.family_name.is_some()).then_some(name),
+            display_name: extra.get("scim_display_name").cloned(),
+            emails,
+            active: Some(u.enabled),
+            meta: Some(meta::<Self>(base, realm, &rec.idx, "User")),
+        }))
     }
 
     fn create(realm: &RealmRef, body: &Value, at: i64) -> ScimResult<(String, ScimCommand)> {
@@ -197,13 +188,15 @@ impl Resource for UserResource {
               S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
     security(("api_key" = [])))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
     resource::list::<UserResource>(&node, &caller, &q)
 }
 
@@ -214,14 +207,16 @@ pub async fn list(
               S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::create::<UserResource>(&node, &caller, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::create::<UserResource>(&node, &scim, &caller, &body).await
 }
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_get", tag = "scim",
@@ -230,13 +225,15 @@ pub async fn create(
               S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
     resource::show::<UserResource>(&node, &caller, &id, &q)
 }
 
@@ -248,14 +245,16 @@ pub async fn get(
               S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn put(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::replace::<UserResource>(&node, &caller, &id, &headers, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::replace::<UserResource>(&node, &scim, &caller, &id, &headers, &body).await
 }
 
 #[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_patch", tag = "scim",
@@ -266,14 +265,16 @@ pub async fn put(
               S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::modify::<UserResource>(&node, &caller, &id, &headers, &body).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::modify::<UserResource>(&node, &scim, &caller, &id, &headers, &body).await
 }
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_delete", tag = "scim",
@@ -282,11 +283,13 @@ pub async fn patch(
               S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(scim): State<Arc<Scim>>,
+    State(keys): State<Arc<dyn KeyChecks>>,
     SourceIp(ip): SourceIp,
     Path((domain_id, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &headers, ip, &domain_id)?;
-    resource::deprovision::<UserResource>(&node, &caller, &id).await
+    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
+    resource::deprovision::<UserResource>(&node, &scim, &caller, &id).await
 }

@@ -7,6 +7,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use super::schemas::ScimErrorBody;
 use crate::http::error::ApiError;
 use crate::state::ApplyError;
 
@@ -57,11 +58,12 @@ impl ScimError {
 
 impl IntoResponse for ScimError {
     fn into_response(self) -> Response {
-        let mut body =
-            json!({"schemas": [ERROR_URN], "status": self.status.as_u16().to_string(), "detail": self.detail});
-        if let Some(t) = self.scim_type {
-            body["scimType"] = json!(t);
-        }
+        let body = json!(ScimErrorBody {
+            schemas: vec![ERROR_URN.into()],
+            status: self.status.as_u16().to_string(),
+            scim_type: self.scim_type.map(str::to_string),
+            detail: self.detail,
+        });
         let mut resp = (self.status, body.to_string()).into_response();
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));

@@ -7,18 +7,20 @@
 
 use super::caller::ScimCaller;
 use super::wire::ScimResult;
+use super::Scim;
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::scim::{Kind, ScimCommand, ScimResourceIndex};
 
 pub async fn submit(
-    node: &Node,
+    node: &Core,
+    scim: &Scim,
     caller: &ScimCaller,
     kind: Kind,
     action: Action,
     cmd: ScimCommand,
 ) -> ScimResult<ScimResourceIndex> {
-    node.scim.write_limit.check(&caller.realm.provider_id)?;
+    scim.write_limit.check(&caller.realm.provider_id)?;
     let id = match &cmd {
         ScimCommand::PutUser { id, .. }
         | ScimCommand::PutGroup { id, .. }

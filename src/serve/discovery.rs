@@ -9,7 +9,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use crate::node::Node;
+use crate::context::Core;
 
 /// One API version, as Keystone describes it.
 #[derive(ToSchema)]
@@ -77,7 +77,7 @@ fn version(base: &str, id: &str, path: &str, status: &str) -> Value {
         (status = 300, description = "Both API versions, with `Location: <base>/v3/`, when `keystone_compat_status` is set.", body = Versions),
     )
 )]
-pub async fn root(State(node): State<Arc<Node>>) -> Response {
+pub async fn root(State(node): State<Arc<Core>>) -> Response {
     let base = node.cfg.public_base();
     let body = json!({"versions": {"values": [version(&base, "v3.14", "v3", "stable"), version(&base, "v4.0", "v4", "experimental")]}});
     if node.cfg.keystone_compat_status {
@@ -92,21 +92,21 @@ pub async fn root(State(node): State<Arc<Node>>) -> Response {
 }
 
 #[utoipa::path(get, path = "/v3", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
-pub async fn v3(State(node): State<Arc<Node>>) -> Json<Value> {
+pub async fn v3(State(node): State<Arc<Core>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v3.14", "v3", "stable")}))
 }
 
 #[utoipa::path(get, path = "/v3/", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
-pub async fn v3_slash(node: State<Arc<Node>>) -> Json<Value> {
+pub async fn v3_slash(node: State<Arc<Core>>) -> Json<Value> {
     v3(node).await
 }
 
 #[utoipa::path(get, path = "/v4", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
-pub async fn v4(State(node): State<Arc<Node>>) -> Json<Value> {
+pub async fn v4(State(node): State<Arc<Core>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v4.0", "v4", "experimental")}))
 }
 
 #[utoipa::path(get, path = "/v4/", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
-pub async fn v4_slash(node: State<Arc<Node>>) -> Json<Value> {
+pub async fn v4_slash(node: State<Arc<Core>>) -> Json<Value> {
     v4(node).await
 }

@@ -21,7 +21,7 @@ use crate::identity::hash_pool::HashPool;
 use crate::node::Node;
 use crate::state::apply::IdentityApp;
 use crate::state::Reader;
-use crate::token::{AppliedCache, Tokens};
+use crate::token::Tokens;
 
 use super::engine::{open_engine, refuse_unfinished_restore};
 
@@ -94,13 +94,12 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     });
     Ok(Arc::new(Node {
         tokens: Arc::new(Tokens::new(core)),
-        catalog_cache: AppliedCache::new(1),
         signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
         rate_limits,
         oauth2,
-        mapped,
+        mapped: Arc::new(mapped),
         api_key_usage: crate::api_keys::auth::Usage::default(),
-        scim,
+        scim: Arc::new(scim),
         passkeys,
     }))
 }

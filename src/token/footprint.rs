@@ -127,7 +127,7 @@ mod tests {
             scope_domain: None,
             roles: Vec::new(),
             is_admin_project: false,
-            admin_scope: crate::policy::AdminScope::default(),
+            admin_scope: crate::policy::admin_scope::AdminScope::default(),
             app_cred: None,
             trust: None,
         }

@@ -7,6 +7,7 @@ mod caller;
 pub mod footprint;
 mod payload;
 pub mod render;
+pub mod rulesets;
 pub mod sealed;
 #[cfg(test)]
 mod tests;
@@ -16,4 +17,5 @@ pub use cache::AppliedCache;
 pub use caller::Caller;
 pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope};
 pub use render::render_token;
+pub use rulesets::MappingError;
 pub use validate::{Tokens, ValidToken};

@@ -74,7 +74,7 @@ pub enum Delegation {
     /// An OS-TRUST trust (its id): the token acts for the trustor.
     Trust(String),
     /// A mapping rule: the token's roles are what the rule grants, and it is valid only while
-    /// the ruleset is still the version it was minted from (`mapped_auth::grant`).
+    /// the ruleset is still the version it was minted from (`token::rulesets`).
     Mapped(MappedGrant),
 }
 

@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use idnode_keys::TokenKeyRing;
 
+use super::rulesets::{self, Live, MappingError};
 use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::clock::now_micros;
 use crate::context::Core;
@@ -28,7 +29,7 @@ pub struct ValidToken {
     pub is_admin_project: bool,
     /// The node's `[policy] admin_scope`: carried with the caller so every decision about it
     /// uses the same mode.
-    pub admin_scope: crate::policy::AdminScope,
+    pub admin_scope: crate::policy::admin_scope::AdminScope,
     /// The application credential the token was issued for.
     pub app_cred: Option<TokenAppCred>,
     /// The trust the token was issued for.
@@ -81,8 +82,8 @@ pub enum TokenError {
     /// created on another node an instant ago may not be applied here.
     Lagging(&'static str),
     /// A token minted from a mapping rule whose ruleset no longer stands behind it: the
-    /// spec's own status and detail key (`mapped_auth::grant`).
-    Mapping(crate::mapping::MappingError),
+    /// spec's own status and detail key (`rulesets::live_rule`).
+    Mapping(MappingError),
     Storage(idnode_storage::StorageError),
 }
 
@@ -110,8 +111,11 @@ pub struct Tokens {
     /// Serialized token objects per (token, nocatalog), for the validation they came from.
     pub token_bodies: AppliedCache<(String, bool), (Arc<ValidToken>, axum::body::Bytes)>,
     /// The parsed mapping rulesets, per revision: mapped tokens are checked against them and
-    /// mapped logins evaluate them (`mapped_auth::rulesets`).
-    pub rulesets: AppliedCache<(), Arc<Vec<Arc<crate::mapped_auth::rulesets::Live>>>>,
+    /// mapped logins evaluate them ([`rulesets`]).
+    pub rulesets: AppliedCache<(), Arc<Vec<Arc<Live>>>>,
+    /// The service catalog tokens carry, rebuilt only when the state has moved
+    /// (`Tokens::catalog`, in `catalog`).
+    pub catalog_cache: AppliedCache<(), Arc<serde_json::Value>>,
 }
 
 impl std::ops::Deref for Tokens {
@@ -130,6 +134,7 @@ impl Tokens {
             ring_cache: AppliedCache::new(1),
             token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body),
             rulesets: AppliedCache::new(1),
+            catalog_cache: AppliedCache::new(1),
         }
     }
 
@@ -211,7 +216,7 @@ impl Tokens {
             }
         }
         let mapped_rule = match payload.mapped() {
-            Some(m) => Some(crate::mapped_auth::grant::live_rule(self, m)?.map_err(TokenError::Mapping)?),
+            Some(m) => Some(rulesets::live_rule(self, m)?.map_err(TokenError::Mapping)?),
             None => None,
         };
         // A virtual user has no user record: its shadow record stands for it, and the groups
