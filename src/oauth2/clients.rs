@@ -19,11 +19,11 @@ use super::schemas as s;
 use super::scopes::{self, GRANT_TYPES};
 use super::secrets::{keyed_hash, new_secret, CLIENT_SECRET};
 use crate::clock::now_secs;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::oauth2::{Client, OAuth2Command};
 use crate::state::read::OAuth2Reads;
@@ -271,7 +271,7 @@ fn merge(mut c: Client, b: ClientBody, create: bool) -> ApiResult<Client> {
 }
 
 /// The client as the API shows it (never its secret or hash).
-pub fn render(node: &Node, c: &Client) -> Value {
+pub fn render(node: &Core, c: &Client) -> Value {
     json!({
         "id": c.client_id,
         "client_id": c.client_id,
@@ -298,27 +298,27 @@ fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
     enforce(action, ctx, &json!({"oauth2_client": {"domain_id": domain_id}}))
 }
 
-fn domain_exists(node: &Node, domain_id: &str) -> ApiResult<()> {
+fn domain_exists(node: &Core, domain_id: &str) -> ApiResult<()> {
     match node.engine.read().domain(domain_id)? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found("domain", domain_id)),
     }
 }
 
-fn load(node: &Node, domain_id: &str, client_id: &str) -> ApiResult<Client> {
+fn load(node: &Core, domain_id: &str, client_id: &str) -> ApiResult<Client> {
     client_auth::load(node, domain_id, client_id)
         .map_err(|e| ApiError::internal(e.description))?
         .ok_or_else(|| ApiError::not_found("oauth2_client", client_id))
 }
 
-async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
+async fn save(node: &Core, client: Client, create: bool) -> ApiResult<Client> {
     // Every node knows the client (and its new secret) before its creator does.
     super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await
 }
 
 /// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
 /// when another update or rotation came first (retrying reads the newer record).
-pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> ApiResult<Client> {
+pub(super) async fn replace(node: &Core, expected: Client, client: Client) -> ApiResult<Client> {
     let cmd = OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) };
     super::propose_everywhere(node, cmd).await
 }
@@ -330,7 +330,7 @@ pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> Ap
     responses((status = 200, description = "The domain's clients (never their secrets).", body = s::ClientList),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -349,7 +349,7 @@ pub async fn list(
     responses((status = 201, description = "The client, with its secret when confidential (shown only here and by rotate-secret).", body = s::ClientCreated),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<ClientEnvelope>,
@@ -396,7 +396,7 @@ pub async fn create(
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     responses((status = 200, description = "The client.", body = s::ClientOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
@@ -410,7 +410,7 @@ pub async fn get(
     responses((status = 200, description = "The updated client.", body = s::ClientOne),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<ClientEnvelope>,
@@ -427,7 +427,7 @@ pub async fn update(
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     responses((status = 204, description = "Deleted; its refresh tokens stop working."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -441,7 +441,7 @@ pub async fn delete(
     responses((status = 200, description = "The new secret; the old one stops working at once.", body = s::ClientSecret),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_secret(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {

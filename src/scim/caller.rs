@@ -87,10 +87,10 @@ pub fn authenticate(node: &Node, headers: &HeaderMap, source: IpAddr, domain_id:
     let hash = presented_hash(node, authorization)?;
     let cache_key = (hash, domain_id.to_string());
     if let Some(r) = node.scim.callers.get(&cache_key, applied) {
-        admit(node, &r.key, &cache_key.0, source)?;
+        admit(&node.api_key_usage, &r.key, &cache_key.0, source)?;
         return Ok(ScimCaller(r));
     }
-    let key = find(node, &cache_key.0, source)?;
+    let key = find(node, &node.api_key_usage, &cache_key.0, source)?;
     let realm: Option<ScimRealm> = node.engine.read().scim_realm(domain_id, &key.provider_id)?;
     let Some(realm) = realm.filter(|r| r.enabled) else {
         return Err(forbidden("No enabled SCIM realm serves this API key's provider in this domain."));
@@ -126,7 +126,8 @@ fn grant_of(node: &Node, key: &ApiKey, idp_id: &str) -> ScimResult<Grant> {
     let m = match node.scim.grants.get(&cache_key, rev) {
         Some(m) => m,
         None => {
-            let m = matched(node, key, Some(idp_id))?.ok().map(Arc::new);
+            let m =
+                matched(node, &node.mapped.regexes, node.mapped.regex_deadline, key, Some(idp_id))?.ok().map(Arc::new);
             node.scim.grants.insert(cache_key, m.clone(), rev);
             m
         }
