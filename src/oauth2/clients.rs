@@ -271,27 +271,29 @@ fn merge(mut c: Client, b: ClientBody, create: bool) -> ApiResult<Client> {
 }
 
 /// The client as the API shows it (never its secret or hash).
-pub fn render(node: &Core, c: &Client) -> Value {
-    json!({
-        "id": c.client_id,
-        "client_id": c.client_id,
-        "domain_id": c.domain_id,
-        "name": c.name,
-        "description": c.description,
-        "provider_id": c.provider_id,
-        "confidential": c.confidential,
-        "token_endpoint_auth_method": c.token_endpoint_auth_method,
-        "grant_types": c.grant_types,
-        "redirect_uris": c.redirect_uris,
-        "require_pkce": c.require_pkce,
-        "allowed_scopes": c.allowed_scopes,
-        "claims_template": c.claims_template,
-        "pre_authorized": c.pre_authorized,
-        "enabled": c.enabled,
-        "created_at": c.created_at,
-        "updated_at": c.updated_at,
-        "links": {"self": format!("{}/v4/oauth2/{}/clients/{}", node.cfg.public_base(), c.domain_id, c.client_id)},
-    })
+pub fn render(node: &Core, c: &Client) -> s::Client {
+    s::Client {
+        id: c.client_id.clone(),
+        client_id: c.client_id.clone(),
+        domain_id: c.domain_id.clone(),
+        name: c.name.clone(),
+        description: c.description.clone(),
+        provider_id: c.provider_id.clone(),
+        confidential: c.confidential,
+        token_endpoint_auth_method: c.token_endpoint_auth_method.clone(),
+        grant_types: c.grant_types.clone(),
+        redirect_uris: c.redirect_uris.clone(),
+        require_pkce: c.require_pkce,
+        allowed_scopes: c.allowed_scopes.clone(),
+        claims_template: c.claims_template.clone(),
+        pre_authorized: c.pre_authorized,
+        enabled: c.enabled,
+        created_at: c.created_at,
+        updated_at: c.updated_at,
+        links: s::Link {
+            self_: format!("{}/v4/oauth2/{}/clients/{}", node.cfg.public_base(), c.domain_id, c.client_id),
+        },
+    }
 }
 
 fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
@@ -338,7 +340,10 @@ pub async fn list(
     authorize("identity/oauth2_client/list", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
     let clients: Vec<Client> = node.engine.read().oauth2_clients(&domain_id)?;
-    let items = clients.iter().map(|c| render(&node, c)).collect();
+    let items = clients
+        .iter()
+        .map(|c| serde_json::to_value(render(&node, c)).map_err(ApiError::internal))
+        .collect::<ApiResult<Vec<Value>>>()?;
     let base = node.cfg.public_base();
     Ok(Json(page("oauth2_clients", items, &base, &format!("/v4/oauth2/{domain_id}/clients"), &q)?))
 }
@@ -353,7 +358,7 @@ pub async fn create(
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<ClientEnvelope>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<s::ClientCreated>)> {
     authorize("identity/oauth2_client/create", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
     let at = now_secs();
@@ -385,11 +390,7 @@ pub async fn create(
         client.secret_hash = Some(keyed_hash(&node, CLIENT_SECRET, s).map_err(|e| ApiError::internal(e.description))?);
     }
     let saved = save(&node, client, true).await?;
-    let mut out = json!({"oauth2_client": render(&node, &saved)});
-    if let Some(s) = secret {
-        out["client_secret"] = json!(s);
-    }
-    Ok((StatusCode::CREATED, Json(out)))
+    Ok((StatusCode::CREATED, Json(s::ClientCreated { oauth2_client: render(&node, &saved), client_secret: secret })))
 }
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_get", tag = "oauth2",
@@ -399,9 +400,9 @@ pub async fn get(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientOne>> {
     authorize("identity/oauth2_client/show", &ctx, &domain_id)?;
-    Ok(Json(json!({"oauth2_client": render(&node, &load(&node, &domain_id, &client_id)?)})))
+    Ok(Json(s::ClientOne { oauth2_client: render(&node, &load(&node, &domain_id, &client_id)?) }))
 }
 
 #[utoipa::path(patch, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_update", tag = "oauth2",
@@ -414,13 +415,13 @@ pub async fn update(
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<ClientEnvelope>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientOne>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
     let before = load(&node, &domain_id, &client_id)?;
     let mut client = merge(before.clone(), b.oauth2_client, false)?;
     client.updated_at = now_secs();
     let saved = replace(&node, before, client).await?;
-    Ok(Json(json!({"oauth2_client": render(&node, &saved)})))
+    Ok(Json(s::ClientOne { oauth2_client: render(&node, &saved) }))
 }
 
 #[utoipa::path(delete, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_delete", tag = "oauth2",
@@ -444,7 +445,7 @@ pub async fn rotate_secret(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientSecret>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
     let before = load(&node, &domain_id, &client_id)?;
     if !before.confidential {
@@ -456,5 +457,5 @@ pub async fn rotate_secret(
         Some(keyed_hash(&node, CLIENT_SECRET, &secret).map_err(|e| ApiError::internal(e.description))?);
     client.updated_at = now_secs();
     replace(&node, before, client).await?;
-    Ok(Json(json!({"client_secret": secret})))
+    Ok(Json(s::ClientSecret { client_secret: secret }))
 }
