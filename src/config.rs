@@ -467,7 +467,8 @@ impl Config {
             passkey: Default::default(),
             federation: FederationSettings::from_settings(s)?,
         };
-        cfg.passkey = crate::passkey::settings::PasskeySettings::from_settings(s, &cfg.public_base())?;
+        cfg.passkey =
+            crate::passkey::settings::PasskeySettings::from_section(|k| s.get("passkey", k), &cfg.public_base())?;
         cfg.validate()?;
         s.refuse_unknown()?;
         Ok(cfg)

@@ -22,19 +22,19 @@ pub struct Node {
     /// The token layer, over the core context.
     pub tokens: Arc<Tokens>,
     /// Signed requests already exchanged for a token (`/v3/sigtokens`), per node.
-    pub signed_requests: crate::credential::replay::ReplayGuard,
+    pub signed_requests: Arc<crate::credential::replay::ReplayGuard>,
     /// Per-source limits on token issue, password change and signed-request tokens.
     pub rate_limits: crate::http::ratelimit::RateLimits,
     /// The OAuth2 / OpenID Connect provider's per-node state (parsed keys, metrics).
-    pub oauth2: crate::oauth2::Provider,
+    pub oauth2: Arc<crate::oauth2::Provider>,
     /// Logins through mapping rulesets (key sets, regexes, rulesets, per-provider limits).
     pub mapped: Arc<MappedAuth>,
     /// API key uses not yet reported through raft (`api_keys::auth`).
-    pub api_key_usage: crate::api_keys::auth::Usage,
+    pub api_key_usage: Arc<crate::api_keys::auth::Usage>,
     /// SCIM's per-provider write quota and key grants (`scim`).
     pub scim: Arc<Scim>,
     /// The WebAuthn relying party (`passkey`), or why passkeys are off.
-    pub passkeys: crate::passkey::RelyingParty,
+    pub passkeys: Arc<crate::passkey::ceremony::RelyingParty>,
 }
 
 impl std::ops::Deref for Node {
@@ -93,22 +93,46 @@ impl KeyChecks for Node {
     }
 
     fn find(&self, hash: &str, source: IpAddr) -> ApiResult<ApiKey> {
-        crate::api_keys::auth::find(self, hash, source)
+        crate::api_keys::auth::find(self, &self.api_key_usage, hash, source)
     }
 
     fn admit(&self, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
-        crate::api_keys::auth::admit(self, key, hash, source)
+        crate::api_keys::auth::admit(&self.api_key_usage, key, hash, source)
     }
 
     fn matched(&self, key: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Matched, &'static str>> {
-        crate::api_keys::simulate::matched(self, key, idp_id)
+        crate::api_keys::simulate::matched(self, &self.mapped.regexes, self.mapped.regex_deadline, key, idp_id)
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::oauth2::Provider> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.oauth2.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::passkey::ceremony::RelyingParty> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.passkeys.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::api_keys::auth::Usage> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.api_key_usage.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::credential::replay::ReplayGuard> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.signed_requests.clone()
     }
 }
 
 impl Node {
     /// The node's metrics as OpenMetrics text (served on the ops listener, pushed over OTLP).
     pub fn metrics_text(&self) -> Result<String, std::fmt::Error> {
-        crate::oauth2::metrics::count_live_families(self);
+        crate::oauth2::metrics::count_live_families(self, &self.oauth2.metrics);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)

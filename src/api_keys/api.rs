@@ -15,6 +15,7 @@ use super::schemas::{
     ApiKeyCreated, ApiKeyList, ApiKeyOne, ApiKeyView, CreateEnvelope, SimulateAnswer, SimulateBody, UpdateEnvelope,
 };
 use super::{secret, simulate};
+use crate::context::Core;
 use crate::http::client_ip::Cidr;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
@@ -68,7 +69,7 @@ fn one(k: &ApiKey) -> Json<ApiKeyOne> {
 }
 
 /// The key of `domain_id` (404 for an unknown one or one of another domain).
-fn load(node: &Node, client_id: &str, domain_id: &str) -> ApiResult<ApiKey> {
+fn load(node: &Core, client_id: &str, domain_id: &str) -> ApiResult<ApiKey> {
     node.engine
         .read()
         .api_key(client_id)?
@@ -97,7 +98,7 @@ fn description(v: Option<String>) -> ApiResult<Option<String>> {
     }
 }
 
-async fn write(node: &Node, cmd: ApiKeyCommand) -> ApiResult<ApiKey> {
+async fn write(node: &Core, cmd: ApiKeyCommand) -> ApiResult<ApiKey> {
     let (index, key) = node.propose_at_as(cmd).await?;
     // A disabled or revoked key is refused everywhere once this answers.
     node.wait_cluster_applied(index).await;
@@ -113,7 +114,7 @@ async fn write(node: &Node, cmd: ApiKeyCommand) -> ApiResult<ApiKey> {
     responses((status = 200, description = "The domain's keys, in client_id order.", body = ApiKeyList),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -141,7 +142,7 @@ pub async fn list(
     responses((status = 201, description = "The key and its bearer token (shown only here).", body = ApiKeyCreated),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<CreateEnvelope>,
 ) -> ApiResult<(StatusCode, Json<ApiKeyCreated>)> {
@@ -179,7 +180,7 @@ pub async fn create(
            ("domain_id" = String, Query, description = "The key's domain (required).")),
     responses((status = 200, description = "The key.", body = ApiKeyOne), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -198,7 +199,7 @@ pub async fn get(
               (status = 409, description = "Re-enabling a revoked key.", body = crate::http::openapi::ErrorBody),
               E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -224,7 +225,7 @@ pub async fn update(
     responses((status = 200, description = "The revoked key: disabled, with revoked_at and revoked_by; refused everywhere once this answers.", body = ApiKeyOne),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn revoke(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -246,7 +247,8 @@ pub async fn simulate_access(
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<SimulateBody>,
 ) -> ApiResult<Json<Value>> {
+    // The whole node for the mapping engine's regex cache, which its mapped logins keep.
     authorize("simulate", &ctx, &b.domain_id)?;
     let key = load(&node, &b.client_id, &b.domain_id)?;
-    Ok(Json(simulate::simulate(&node, &key)?))
+    Ok(Json(simulate::simulate(&node, &node.mapped.regexes, node.mapped.regex_deadline, &key)?))
 }

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::secret;
+use crate::context::Core;
 use crate::http::client_ip::Cidr;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::state::api_keys::{ApiKey, ApiKeyCommand};
 use crate::state::read::ApiKeyReads;
 use crate::state::Command;
@@ -52,25 +52,25 @@ pub fn source_allowed(allowed: Option<&[String]>, source: IpAddr) -> bool {
 /// The key a request presents, if every check passes; else 401 (what SCIM's caller does,
 /// without its cache).
 #[cfg(test)]
-pub fn authenticate(node: &Node, authorization: Option<&str>, source: IpAddr) -> ApiResult<ApiKey> {
-    find(node, &presented_hash(node, authorization)?, source)
+pub fn authenticate(node: &Core, usage: &Usage, authorization: Option<&str>, source: IpAddr) -> ApiResult<ApiKey> {
+    find(node, usage, &presented_hash(node, authorization)?, source)
 }
 
 /// The key whose secret has keyed hash `hash`, if a use of it from `source` passes [`admit`].
-pub fn find(node: &Node, hash: &str, source: IpAddr) -> ApiResult<ApiKey> {
+pub fn find(node: &Core, usage: &Usage, hash: &str, source: IpAddr) -> ApiResult<ApiKey> {
     let view = node.engine.read();
     let client_id: Option<String> = view.api_key_id_by_hash(hash)?;
     let key: ApiKey = match client_id {
         Some(id) => view.api_key(&id)?.ok_or_else(denied)?,
         None => return Err(denied()),
     };
-    admit(node, &key, hash, source)?;
+    admit(usage, &key, hash, source)?;
     Ok(key)
 }
 
 /// The keyed hash of the secret an `Authorization: Bearer kscim_…` header presents (401 when
 /// there is none, or it is malformed or fails its checksum).
-pub fn presented_hash(node: &Node, authorization: Option<&str>) -> ApiResult<String> {
+pub fn presented_hash(node: &Core, authorization: Option<&str>) -> ApiResult<String> {
     let token = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).ok_or_else(denied)?;
     let secret = secret::parse(token).ok_or_else(denied)?;
     secret::hash(node, secret)
@@ -79,7 +79,7 @@ pub fn presented_hash(node: &Node, authorization: Option<&str>) -> ApiResult<Str
 /// The checks of a use of `key`, found by `hash`, from `source` now (401 unless all pass);
 /// notes the use for `last_used_at`. Callers that kept the key (per applied state) run these
 /// on every request: expiry and the source change without a write.
-pub fn admit(node: &Node, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
+pub fn admit(usage: &Usage, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult<()> {
     let now = crate::clock::now_secs();
     let usable = idnode_keys::constant_time_eq(key.secret_hash.as_bytes(), hash.as_bytes())
         && key.enabled
@@ -89,19 +89,19 @@ pub fn admit(node: &Node, key: &ApiKey, hash: &str, source: IpAddr) -> ApiResult
     if !usable {
         return Err(denied());
     }
-    node.api_key_usage.note(&key.client_id, now);
+    usage.note(&key.client_id, now);
     Ok(())
 }
 
 /// Reports the uses noted on this node (one command), if any.
-pub async fn report(node: &Node) -> ApiResult<usize> {
-    let uses = node.api_key_usage.take();
+pub async fn report(node: &Core, usage: &Usage) -> ApiResult<usize> {
+    let uses = usage.take();
     let n = uses.len();
     let chunks: Vec<&[(String, i64)]> = uses.chunks(crate::state::apply::API_KEY_USES_PER_COMMAND).collect();
     for (i, chunk) in chunks.iter().enumerate() {
         if let Err(e) = node.propose(Command::ApiKeys(ApiKeyCommand::Used { uses: chunk.to_vec() })).await {
             // Kept for the next report.
-            chunks[i..].iter().flat_map(|c| c.iter()).for_each(|(id, at)| node.api_key_usage.note(id, *at));
+            chunks[i..].iter().flat_map(|c| c.iter()).for_each(|(id, at)| usage.note(id, *at));
             return Err(e);
         }
     }
@@ -109,13 +109,13 @@ pub async fn report(node: &Node) -> ApiResult<usize> {
 }
 
 /// Reports uses every [`REPORT_EVERY`] until the node stops.
-pub async fn report_every(node: Arc<Node>) {
+pub async fn report_every(node: Arc<Core>, usage: Arc<Usage>) {
     let mut ticks = tokio::time::interval(REPORT_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
     loop {
         ticks.tick().await;
-        if let Err(e) = report(&node).await {
+        if let Err(e) = report(&node, &usage).await {
             tracing::warn!("API key usage report failed (kept for the next one): {}", e.message);
         }
     }

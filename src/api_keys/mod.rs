@@ -13,12 +13,24 @@ pub mod simulate;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
+use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::node::AppState;
+use crate::context::Core;
+use crate::token::Tokens;
 
-pub fn routes() -> OpenApiRouter<AppState> {
+/// The API key endpoints. The simulation takes the whole node for the mapped logins' regex
+/// cache.
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+    Arc<crate::node::Node>: FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(api::list, api::create))
         .routes(routes!(api::get, api::update))

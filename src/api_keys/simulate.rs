@@ -8,17 +8,19 @@
 //! source names the realm's `idp_id` counts (spec, "SCIM realm and resource index").
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use crate::http::error::ApiResult;
 use crate::mapping::engine::{self, Claims};
 use crate::mapping::model::{Authorization, Source};
-use crate::node::Node;
+use crate::mapping::regex_cache::RegexCache;
 use crate::state::api_keys::ApiKey;
 use crate::state::read::ScimReads;
 use crate::state::scim::ScimRealm;
 use crate::state::Reader;
+use crate::token::Tokens;
 
 /// Where a key's grant lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,15 +68,28 @@ pub fn claims(k: &ApiKey) -> Claims {
 
 /// The key's grant, or why it has none. `idp_id` narrows the rulesets to the one a SCIM
 /// realm names.
-pub fn grant(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Grant, &'static str>> {
-    Ok(match matched(node, k, idp_id)? {
+pub fn grant(
+    node: &Tokens,
+    regexes: &RegexCache,
+    deadline: Duration,
+    k: &ApiKey,
+    idp_id: Option<&str>,
+) -> ApiResult<Result<Grant, &'static str>> {
+    Ok(match matched(node, regexes, deadline, k, idp_id)? {
         Ok(m) => Ok(m.grant(&node.engine.read())?),
         Err(reason) => Err(reason),
     })
 }
 
-/// What the first matching rule grants the key, or why nothing.
-pub fn matched(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Result<Matched, &'static str>> {
+/// What the first matching rule grants the key, or why nothing; `regexes` and `deadline` are
+/// the mapping engine's, as mapped logins use them.
+pub fn matched(
+    node: &Tokens,
+    regexes: &RegexCache,
+    deadline: Duration,
+    k: &ApiKey,
+    idp_id: Option<&str>,
+) -> ApiResult<Result<Matched, &'static str>> {
     let claims = claims(k);
     let all = crate::mapped_auth::rulesets::all(node)?;
     let candidates = all.iter().filter(|l| {
@@ -88,7 +103,7 @@ pub fn matched(node: &Node, k: &ApiKey, idp_id: Option<&str>) -> ApiResult<Resul
     });
     let mut found = None;
     for live in candidates {
-        let ev = engine::evaluate(&live.rs, &claims, &k.domain_id, &node.mapped.regexes, node.mapped.regex_deadline);
+        let ev = engine::evaluate(&live.rs, &claims, &k.domain_id, regexes, deadline);
         if let Some(m) = ev.result? {
             found = Some(m);
             break;
@@ -113,7 +128,7 @@ fn refused(k: &ApiKey, reason: &str) -> Value {
            "matched": false, "reason": reason, "roles": []})
 }
 
-pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
+pub fn simulate(node: &Tokens, regexes: &RegexCache, deadline: Duration, k: &ApiKey) -> ApiResult<Value> {
     if k.revoked_at.is_some() || !k.enabled {
         return Ok(refused(k, "the key is disabled"));
     }
@@ -121,7 +136,7 @@ pub fn simulate(node: &Node, k: &ApiKey) -> ApiResult<Value> {
         return Ok(refused(k, "the key has expired"));
     }
     let realm: Option<ScimRealm> = node.engine.read().scim_realm(&k.domain_id, &k.provider_id)?;
-    let g = match grant(node, k, realm.as_ref().map(|r| r.idp_id.as_str()))? {
+    let g = match grant(node, regexes, deadline, k, realm.as_ref().map(|r| r.idp_id.as_str()))? {
         Ok(g) => g,
         Err(reason) => return Ok(refused(k, reason)),
     };

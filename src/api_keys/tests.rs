@@ -138,9 +138,10 @@ async fn a_use_is_refused_in_every_way_the_spec_names_and_last_used_is_batched()
     let (id, token) = w.create(json!({"allowed_ips": ["192.0.2.0/24"]})).await;
     let bearer = format!("Bearer {token}");
     let node = &w.t.node;
-    let ok = authenticate(node, Some(&bearer), ip("192.0.2.7")).unwrap();
+    let ok = authenticate(node, &node.api_key_usage, Some(&bearer), ip("192.0.2.7")).unwrap();
     assert_eq!(ok.client_id, id);
-    let refused = |header: &str, from: &str| authenticate(node, Some(header), ip(from)).unwrap_err().status;
+    let refused =
+        |header: &str, from: &str| authenticate(node, &node.api_key_usage, Some(header), ip(from)).unwrap_err().status;
     assert_eq!(refused(&bearer, "198.51.100.1"), StatusCode::UNAUTHORIZED, "outside allowed_ips");
     let mut wrong_check = token.clone();
     wrong_check.pop();
@@ -149,20 +150,20 @@ async fn a_use_is_refused_in_every_way_the_spec_names_and_last_used_is_batched()
     let unknown = super::secret::bearer(&super::secret::new_secret());
     assert_eq!(refused(&format!("Bearer {unknown}"), "192.0.2.7"), StatusCode::UNAUTHORIZED, "unknown");
     assert_eq!(refused(&token, "192.0.2.7"), StatusCode::UNAUTHORIZED, "no Bearer prefix");
-    assert!(authenticate(node, None, ip("192.0.2.7")).is_err());
+    assert!(authenticate(node, &node.api_key_usage, None, ip("192.0.2.7")).is_err());
 
     // last_used_at: nothing written per use; one report carries it.
     assert!(w.stored(&id).last_used_at.is_none());
-    assert_eq!(report(node).await.unwrap(), 1);
+    assert_eq!(report(node, &node.api_key_usage).await.unwrap(), 1);
     assert!(w.stored(&id).last_used_at.is_some());
-    assert_eq!(report(node).await.unwrap(), 0);
+    assert_eq!(report(node, &node.api_key_usage).await.unwrap(), 0);
 
     // Disabled, then revoked: refused.
     let path = format!("/v4/api-keys/{id}?domain_id={}", w.d);
     w.call(Method::PUT, &path, Some(json!({"api_key": {"enabled": false}}))).await;
     assert_eq!(refused(&bearer, "192.0.2.7"), StatusCode::UNAUTHORIZED, "disabled");
     w.call(Method::PUT, &path, Some(json!({"api_key": {"enabled": true}}))).await;
-    assert!(authenticate(node, Some(&bearer), ip("192.0.2.7")).is_ok());
+    assert!(authenticate(node, &node.api_key_usage, Some(&bearer), ip("192.0.2.7")).is_ok());
     w.call(Method::POST, &format!("/v4/api-keys/{id}/revoke?domain_id={}", w.d), None).await;
     assert_eq!(refused(&bearer, "192.0.2.7"), StatusCode::UNAUTHORIZED, "revoked");
     // Expired.
@@ -175,7 +176,7 @@ async fn a_use_is_refused_in_every_way_the_spec_names_and_last_used_is_batched()
         ..k
     }));
     node.propose(crate::state::Command::ApiKeys(cmd)).await.unwrap();
-    assert!(authenticate(node, Some(&format!("Bearer {token2}")), ip("192.0.2.7")).is_ok());
+    assert!(authenticate(node, &node.api_key_usage, Some(&format!("Bearer {token2}")), ip("192.0.2.7")).is_ok());
     let expired: ApiKey = w.t.node.engine.read().get_t(cf::API_KEYS, &keys::record("expired")).unwrap().unwrap();
     assert!(expired.expires_at < crate::clock::now_secs());
 }
@@ -229,6 +230,8 @@ async fn revoked_keys_tombstones_are_reclaimed_after_the_retention_by_the_leader
     assert!(view.get_t::<ApiKey>(cf::API_KEYS, &keys::record(&revoked)).unwrap().is_none());
     assert_eq!(view.scan_raw(cf::API_KEYS, b"h/").unwrap().len(), 1, "its secret-hash entry went with it");
     drop(view);
-    assert!(authenticate(&w.t.node, Some(&format!("Bearer {token}")), ip("192.0.2.1")).is_err());
+    assert!(
+        authenticate(&w.t.node, &w.t.node.api_key_usage, Some(&format!("Bearer {token}")), ip("192.0.2.1")).is_err()
+    );
     assert_eq!(w.stored(&kept).client_id, kept);
 }

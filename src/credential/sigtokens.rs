@@ -15,12 +15,13 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::replay::Refused;
+use super::replay::{Refused, ReplayGuard};
 use super::schemas as s;
 use super::signer::{self, SignedRequest};
 use super::{blob_field, ec2_id, EC2};
 use crate::auth::tokens::token_response;
 use crate::clock::now_micros;
+use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
@@ -34,7 +35,7 @@ use crate::token::{Delegation, Method, TokenPayload, TokenScope};
 /// `auth_ttl`, which Keystone applies to the past only).
 const AUTH_TTL_MICROS: i64 = 15 * 60 * 1_000_000;
 
-fn refuse(node: &Node, why: &str) -> ApiError {
+fn refuse(node: &Core, why: &str) -> ApiError {
     tracing::debug!("signed-request token refused: {why}");
     node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "failure")])).inc();
     ApiError::unauthorized(why.to_string())
@@ -86,8 +87,8 @@ fn fresh(r: &SignedRequest, now: i64) -> Result<i64, &'static str> {
 }
 
 /// Records the accepted signature; a second use inside its window is refused.
-fn once(node: &Node, r: &SignedRequest, until: i64, now: i64) -> ApiResult<()> {
-    match node.signed_requests.remember(&r.access, &r.signature, until, now) {
+fn once(node: &Core, guard: &ReplayGuard, r: &SignedRequest, until: i64, now: i64) -> ApiResult<()> {
+    match guard.remember(&r.access, &r.signature, until, now) {
         Ok(()) => Ok(()),
         Err(Refused::Replayed) => {
             Err(refuse(node, "This signed request was already exchanged for a token; sign every request anew."))
@@ -128,6 +129,7 @@ pub async fn issue(
     Query(q): Query<HashMap<String, String>>,
     body: Body<s::SignedTokenRequest>,
 ) -> ApiResult<Response> {
+    // The whole node while `auth::tokens::token_response` takes it.
     node.ensure_fresh().await?;
     let request = body.parse()?.signed().map(signed).ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
     if request.signature.is_empty() {
@@ -152,7 +154,7 @@ pub async fn issue(
     let (Some(user), Some(project)) = (user, project) else {
         return Err(refuse(&node, "The request you have made requires authentication."));
     };
-    once(&node, &request, until, now)?;
+    once(&node, &node.signed_requests, &request, until, now)?;
     let payload = TokenPayload {
         version: 2,
         user_id: user.id,

@@ -16,7 +16,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use super::html::{self, Html, Page, PageError, PageResult, Val};
@@ -24,11 +23,13 @@ use super::page_state::{self, AuthRequest, Flow, Login, PageState};
 use super::secrets::{keyed_hash, new_secret, CODE};
 use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
+use crate::passkey::ceremony::RelyingParty;
 use crate::state::model::User;
 use crate::state::oauth2::{AuthCode, Client, Consent, OAuth2Applied, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::Reader;
+use crate::token::Tokens;
 
 /// Seconds an authorization code is valid.
 pub const CODE_LIFETIME_S: i64 = 60;
@@ -37,16 +38,6 @@ const MAX_STATE: usize = 2048;
 const MAX_NONCE: usize = 512;
 /// Bodies of page posts larger than this are refused.
 const MAX_FORM: usize = 32 * 1024;
-
-/// The login form (`/authorize/login`, `/device/login`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct LoginForm {
-    /// The sealed pending request from the page.
-    page_state: String,
-    username: String,
-    password: String,
-}
 
 /// The consent form (`/authorize/consent`, `/device/consent`).
 #[derive(ToSchema)]
@@ -89,7 +80,7 @@ pub(super) fn get<'a>(p: &'a HashMap<String, String>, name: &str) -> Option<&'a 
 }
 
 /// The pages are served only for an existing, enabled domain.
-pub(super) fn domain_enabled(node: &Node, domain_id: &str) -> PageResult<()> {
+pub(super) fn domain_enabled(node: &Core, domain_id: &str) -> PageResult<()> {
     if node.engine.read().domain(domain_id)?.is_some_and(|d| d.enabled) {
         Ok(())
     } else {
@@ -98,7 +89,7 @@ pub(super) fn domain_enabled(node: &Node, domain_id: &str) -> PageResult<()> {
 }
 
 /// The path of the domain's provider (the issuer's path: right behind a path-prefix proxy).
-pub(super) fn base_path(node: &Node, domain_id: &str) -> String {
+pub(super) fn base_path(node: &Core, domain_id: &str) -> String {
     let iss = issuer(node, domain_id);
     match url::Url::parse(&iss) {
         Ok(u) => u.path().trim_end_matches('/').to_string(),
@@ -126,7 +117,7 @@ pub fn redirect_with(uri: &str, pairs: &[(&str, Option<&str>)]) -> String {
 /// The client of a pending request, still enabled, registered for `grant` and (with
 /// `redirect_uri`) still registered for that URI: it may have changed between pages.
 pub(super) fn live_client(
-    node: &Node,
+    node: &Core,
     domain_id: &str,
     client_id: &str,
     grant: &str,
@@ -178,8 +169,8 @@ pub(super) fn login_page(v: LoginView<'_>) -> Response {
 }
 
 /// The passkey endpoints of the authorization flow's login page, when passkeys are on.
-pub(super) fn passkey_base(node: &Node, domain_id: &str) -> Option<String> {
-    node.passkeys.disabled().is_none().then(|| format!("{}/authorize/passkey", base_path(node, domain_id)))
+pub(super) fn passkey_base(node: &Core, passkeys: &RelyingParty, domain_id: &str) -> Option<String> {
+    passkeys.disabled().is_none().then(|| format!("{}/authorize/passkey", base_path(node, domain_id)))
 }
 
 /// The consent page; `user_code`: the device flow's code, shown for the user to compare.
@@ -213,34 +204,10 @@ pub(super) fn consent_page(
     page.into_response()
 }
 
-/// The user the login form names, in the issuer's domain, if the password is right. Every
-/// failure looks the same (the caller shows one generic message).
-pub(super) async fn check_password(
-    node: &Node,
-    domain_id: &str,
-    username: Option<&str>,
-    password: Option<&str>,
-) -> PageResult<Option<User>> {
-    let (Some(name), Some(pw)) = (username, password) else { return Ok(None) };
-    if name.len() > 255 || pw.len() > 4096 {
-        return Ok(None);
-    }
-    let identity = json!({"methods": ["password"],
-        "password": {"user": {"name": name, "domain": {"id": domain_id}, "password": pw}}});
-    match crate::auth::methods::authenticate(node, &identity).await {
-        Ok(p) if p.user.domain_id == domain_id => Ok(Some(p.user)),
-        Ok(_) => Ok(None),
-        Err(e) if e.status.is_client_error() => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-pub(super) const BAD_LOGIN: &str = "Invalid username or password.";
-
 /// The consent to remember with an approval: the scopes approved now plus those remembered
 /// before (a narrower request never shrinks what the user granted).
 pub(super) fn remembered_consent(
-    node: &Node,
+    node: &Core,
     domain_id: &str,
     user_id: &str,
     client_id: &str,
@@ -270,7 +237,7 @@ pub(super) fn remembered_consent(
 }
 
 /// Whether a remembered consent covers `scopes`.
-fn consent_covers(node: &Node, domain_id: &str, user_id: &str, client_id: &str, scopes: &[String]) -> PageResult<bool> {
+fn consent_covers(node: &Core, domain_id: &str, user_id: &str, client_id: &str, scopes: &[String]) -> PageResult<bool> {
     let c = node.engine.read().oauth2_consent(user_id, client_id)?;
     Ok(c.is_some_and(|c| c.domain_id == domain_id && scopes.iter().all(|s| c.scopes.contains(s))))
 }
@@ -281,7 +248,7 @@ fn valid_challenge(c: &str) -> bool {
 
 /// The request of `GET /authorize`, validated: the client and redirect URI (errors are
 /// pages), then the rest (errors are redirects to the client).
-fn validate(node: &Node, domain_id: &str, raw_query: &str) -> PageResult<Result<(AuthRequest, Client), Response>> {
+fn validate(node: &Core, domain_id: &str, raw_query: &str) -> PageResult<Result<(AuthRequest, Client), Response>> {
     let (p, repeated) = params(raw_query.as_bytes());
     if repeated.iter().any(|n| n == "client_id" || n == "redirect_uri") {
         return Err(PageError::bad_request("client_id and redirect_uri may be given only once."));
@@ -385,7 +352,8 @@ fn validate(node: &Node, domain_id: &str, raw_query: &str) -> PageResult<Result<
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn authorize(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(passkeys): State<Arc<RelyingParty>>,
     Path(domain_id): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -405,47 +373,16 @@ pub async fn authorize(
         sealed: &sealed,
         redirect_origin: origin,
         cookie: Some(cookie),
-        passkey: passkey_base(&node, &domain_id),
+        passkey: passkey_base(&node, &passkeys, &domain_id),
         ..Default::default()
     }))
 }
 
-#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/login", operation_id = "oauth2_authorize_login", tag = "oauth2",
-    security(()),
-    params(("domain_id" = String, Path, description = "The domain.")),
-    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
-    responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
-              (status = 303, description = "Consent not needed (pre-authorized client, or remembered): to the redirect URI with `code` and `state`."),
-              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the client changed (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
-pub async fn authorize_login(
-    State(node): State<Arc<Node>>,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> PageResult {
-    domain_enabled(&node, &domain_id)?;
-    let form = page_form(&body)?;
-    let sealed = get(&form, "page_state");
-    let st = page_state::open(&node, &domain_id, sealed, &headers)?;
-    let Flow::Authorize(req) = st.flow.clone() else {
-        return Err(PageError::bad_request("The form is not valid; start again from the application."));
-    };
-    if st.login.is_some() {
-        return Err(PageError::bad_request("You are signed in already; start again from the application."));
-    }
-    let client = live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
-    let username = get(&form, "username");
-    let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        return Ok(login_again(&node, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
-    };
-    signed_in_as(&node, &domain_id, st, &req, &client, &user).await
-}
-
 /// The login page again after a failed attempt.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn login_again(
-    node: &Node,
+    node: &Core,
+    passkeys: &RelyingParty,
     domain_id: &str,
     client: &Client,
     req: &AuthRequest,
@@ -461,14 +398,14 @@ pub(super) fn login_again(
         error: Some(error),
         redirect_origin: html::origin_of(&req.redirect_uri),
         cookie: None,
-        passkey: passkey_base(node, domain_id),
+        passkey: passkey_base(node, passkeys, domain_id),
     })
 }
 
 /// After a sign-in (password or passkey): the consent page, or the code when no consent is
 /// needed.
 pub(super) async fn signed_in_as(
-    node: &Node,
+    node: &Tokens,
     domain_id: &str,
     mut st: PageState,
     req: &AuthRequest,
@@ -512,7 +449,7 @@ pub(super) fn signed_in(st: &PageState) -> PageResult<Login> {
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn authorize_consent(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -544,7 +481,7 @@ pub async fn authorize_consent(
 
 /// Draws a code for an approved request, replicates it (with the consent to remember) and
 /// sends the browser back to the client with it.
-async fn issue(node: &Node, domain_id: &str, req: &AuthRequest, login: &Login, consent: Option<Consent>) -> PageResult {
+async fn issue(node: &Core, domain_id: &str, req: &AuthRequest, login: &Login, consent: Option<Consent>) -> PageResult {
     let mut attempt = 0;
     loop {
         let code = new_secret();

@@ -19,11 +19,11 @@ use super::schemas as s;
 use super::scopes::{self, GRANT_TYPES};
 use super::secrets::{keyed_hash, new_secret, CLIENT_SECRET};
 use crate::clock::now_secs;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::oauth2::{Client, OAuth2Command};
 use crate::state::read::OAuth2Reads;
@@ -271,54 +271,56 @@ fn merge(mut c: Client, b: ClientBody, create: bool) -> ApiResult<Client> {
 }
 
 /// The client as the API shows it (never its secret or hash).
-pub fn render(node: &Node, c: &Client) -> Value {
-    json!({
-        "id": c.client_id,
-        "client_id": c.client_id,
-        "domain_id": c.domain_id,
-        "name": c.name,
-        "description": c.description,
-        "provider_id": c.provider_id,
-        "confidential": c.confidential,
-        "token_endpoint_auth_method": c.token_endpoint_auth_method,
-        "grant_types": c.grant_types,
-        "redirect_uris": c.redirect_uris,
-        "require_pkce": c.require_pkce,
-        "allowed_scopes": c.allowed_scopes,
-        "claims_template": c.claims_template,
-        "pre_authorized": c.pre_authorized,
-        "enabled": c.enabled,
-        "created_at": c.created_at,
-        "updated_at": c.updated_at,
-        "links": {"self": format!("{}/v4/oauth2/{}/clients/{}", node.cfg.public_base(), c.domain_id, c.client_id)},
-    })
+pub fn render(node: &Core, c: &Client) -> s::Client {
+    s::Client {
+        id: c.client_id.clone(),
+        client_id: c.client_id.clone(),
+        domain_id: c.domain_id.clone(),
+        name: c.name.clone(),
+        description: c.description.clone(),
+        provider_id: c.provider_id.clone(),
+        confidential: c.confidential,
+        token_endpoint_auth_method: c.token_endpoint_auth_method.clone(),
+        grant_types: c.grant_types.clone(),
+        redirect_uris: c.redirect_uris.clone(),
+        require_pkce: c.require_pkce,
+        allowed_scopes: c.allowed_scopes.clone(),
+        claims_template: c.claims_template.clone(),
+        pre_authorized: c.pre_authorized,
+        enabled: c.enabled,
+        created_at: c.created_at,
+        updated_at: c.updated_at,
+        links: s::Link {
+            self_: format!("{}/v4/oauth2/{}/clients/{}", node.cfg.public_base(), c.domain_id, c.client_id),
+        },
+    }
 }
 
 fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
     enforce(action, ctx, &json!({"oauth2_client": {"domain_id": domain_id}}))
 }
 
-fn domain_exists(node: &Node, domain_id: &str) -> ApiResult<()> {
+fn domain_exists(node: &Core, domain_id: &str) -> ApiResult<()> {
     match node.engine.read().domain(domain_id)? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found("domain", domain_id)),
     }
 }
 
-fn load(node: &Node, domain_id: &str, client_id: &str) -> ApiResult<Client> {
+fn load(node: &Core, domain_id: &str, client_id: &str) -> ApiResult<Client> {
     client_auth::load(node, domain_id, client_id)
         .map_err(|e| ApiError::internal(e.description))?
         .ok_or_else(|| ApiError::not_found("oauth2_client", client_id))
 }
 
-async fn save(node: &Node, client: Client, create: bool) -> ApiResult<Client> {
+async fn save(node: &Core, client: Client, create: bool) -> ApiResult<Client> {
     // Every node knows the client (and its new secret) before its creator does.
     super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await
 }
 
 /// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
 /// when another update or rotation came first (retrying reads the newer record).
-pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> ApiResult<Client> {
+pub(super) async fn replace(node: &Core, expected: Client, client: Client) -> ApiResult<Client> {
     let cmd = OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) };
     super::propose_everywhere(node, cmd).await
 }
@@ -330,7 +332,7 @@ pub(super) async fn replace(node: &Node, expected: Client, client: Client) -> Ap
     responses((status = 200, description = "The domain's clients (never their secrets).", body = s::ClientList),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -338,7 +340,10 @@ pub async fn list(
     authorize("identity/oauth2_client/list", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
     let clients: Vec<Client> = node.engine.read().oauth2_clients(&domain_id)?;
-    let items = clients.iter().map(|c| render(&node, c)).collect();
+    let items = clients
+        .iter()
+        .map(|c| serde_json::to_value(render(&node, c)).map_err(ApiError::internal))
+        .collect::<ApiResult<Vec<Value>>>()?;
     let base = node.cfg.public_base();
     Ok(Json(page("oauth2_clients", items, &base, &format!("/v4/oauth2/{domain_id}/clients"), &q)?))
 }
@@ -349,11 +354,11 @@ pub async fn list(
     responses((status = 201, description = "The client, with its secret when confidential (shown only here and by rotate-secret).", body = s::ClientCreated),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<ClientEnvelope>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<s::ClientCreated>)> {
     authorize("identity/oauth2_client/create", &ctx, &domain_id)?;
     domain_exists(&node, &domain_id)?;
     let at = now_secs();
@@ -385,23 +390,19 @@ pub async fn create(
         client.secret_hash = Some(keyed_hash(&node, CLIENT_SECRET, s).map_err(|e| ApiError::internal(e.description))?);
     }
     let saved = save(&node, client, true).await?;
-    let mut out = json!({"oauth2_client": render(&node, &saved)});
-    if let Some(s) = secret {
-        out["client_secret"] = json!(s);
-    }
-    Ok((StatusCode::CREATED, Json(out)))
+    Ok((StatusCode::CREATED, Json(s::ClientCreated { oauth2_client: render(&node, &saved), client_secret: secret })))
 }
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_get", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     responses((status = 200, description = "The client.", body = s::ClientOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientOne>> {
     authorize("identity/oauth2_client/show", &ctx, &domain_id)?;
-    Ok(Json(json!({"oauth2_client": render(&node, &load(&node, &domain_id, &client_id)?)})))
+    Ok(Json(s::ClientOne { oauth2_client: render(&node, &load(&node, &domain_id, &client_id)?) }))
 }
 
 #[utoipa::path(patch, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_update", tag = "oauth2",
@@ -410,24 +411,24 @@ pub async fn get(
     responses((status = 200, description = "The updated client.", body = s::ClientOne),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn update(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<ClientEnvelope>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientOne>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
     let before = load(&node, &domain_id, &client_id)?;
     let mut client = merge(before.clone(), b.oauth2_client, false)?;
     client.updated_at = now_secs();
     let saved = replace(&node, before, client).await?;
-    Ok(Json(json!({"oauth2_client": render(&node, &saved)})))
+    Ok(Json(s::ClientOne { oauth2_client: render(&node, &saved) }))
 }
 
 #[utoipa::path(delete, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_delete", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     responses((status = 204, description = "Deleted; its refresh tokens stop working."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -441,10 +442,10 @@ pub async fn delete(
     responses((status = 200, description = "The new secret; the old one stops working at once.", body = s::ClientSecret),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_secret(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((domain_id, client_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<s::ClientSecret>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
     let before = load(&node, &domain_id, &client_id)?;
     if !before.confidential {
@@ -456,5 +457,5 @@ pub async fn rotate_secret(
         Some(keyed_hash(&node, CLIENT_SECRET, &secret).map_err(|e| ApiError::internal(e.description))?);
     client.updated_at = now_secs();
     replace(&node, before, client).await?;
-    Ok(Json(json!({"client_secret": secret})))
+    Ok(Json(s::ClientSecret { client_secret: secret }))
 }

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use crate::clock::now_secs;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::oauth2::{Consent, OAuth2Command};
 use crate::state::read::OAuth2Reads;
@@ -58,7 +58,7 @@ fn authorize(action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
     responses((status = 200, description = "The user's remembered consents (of clients that still exist).", body = ConsentList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -91,7 +91,7 @@ pub async fn list(
               (status = 404, description = "Neither a remembered consent nor a live refresh token of this client exists.", body = crate::http::openapi::ErrorBody),
               E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -20,18 +20,19 @@ use axum::Json;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::authorize::{self as az, get, ConsentForm, LoginForm};
+use super::authorize::{self as az, get, ConsentForm};
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::html::{self, Page, PageError, PageResult, Val};
-use super::page_state::{self, Flow, Login};
+use super::page_state::{self, Flow};
 use super::secrets::{self, keyed_hash, new_secret};
 use super::{client_auth, issuer, scopes};
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::oauth2::{DeviceGrant, DeviceStatus, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::{Command, Reader};
+use crate::token::Tokens;
 
 /// The characters of user codes.
 pub const USER_CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
@@ -109,7 +110,7 @@ pub fn display_user_code(code: &str) -> String {
               (status = 429, description = "Rate limited (the `[oauth2]` per-source limit of `/token`); see Retry-After.", body = super::schemas::OAuthErrorBody),
               (status = 503, description = "`temporarily_unavailable`.", body = super::schemas::OAuthErrorBody)))]
 pub async fn device_authorization(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     form: OAuthForm,
@@ -168,7 +169,7 @@ pub async fn device_authorization(
 }
 
 /// The pending, unexpired device grant of `domain_id` with this (normalized) user code.
-fn pending_grant(node: &Node, domain_id: &str, user_code: &str) -> PageResult<Option<DeviceGrant>> {
+pub(super) fn pending_grant(node: &Core, domain_id: &str, user_code: &str) -> PageResult<Option<DeviceGrant>> {
     let read = node.engine.read();
     let Some(hash) = read.oauth2_device_hash(user_code)? else { return Ok(None) };
     let grant = read.oauth2_device_grant(&hash)?;
@@ -183,7 +184,7 @@ fn pending_grant(node: &Node, domain_id: &str, user_code: &str) -> PageResult<Op
 const UNKNOWN_CODE: &str = "That code is not valid, has expired, or has been used. Check the code your device shows.";
 
 /// The code entry page; `error` after a code that did not work.
-fn code_page(node: &Node, domain_id: &str, typed: &str, error: Option<&str>) -> Response {
+fn code_page(node: &Core, domain_id: &str, typed: &str, error: Option<&str>) -> Response {
     let err = html::error_note(error);
     let action = format!("{}/device", az::base_path(node, domain_id));
     let body = html::render(
@@ -203,7 +204,7 @@ fn code_page(node: &Node, domain_id: &str, typed: &str, error: Option<&str>) -> 
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn device_page(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -235,59 +236,15 @@ pub async fn device_page(
     }))
 }
 
-fn device_flow(st: &page_state::PageState) -> PageResult<String> {
+pub(super) fn device_flow(st: &page_state::PageState) -> PageResult<String> {
     match &st.flow {
         Flow::Device { user_code } => Ok(user_code.clone()),
         Flow::Authorize(_) => Err(PageError::bad_request("The form is not valid; start again.")),
     }
 }
 
-fn code_gone() -> PageError {
+pub(super) fn code_gone() -> PageError {
     PageError::bad_request(UNKNOWN_CODE)
-}
-
-#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/login", operation_id = "oauth2_device_login", tag = "oauth2",
-    security(()),
-    params(("domain_id" = String, Path, description = "The domain.")),
-    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
-    responses((status = 200, description = "The consent page (naming the client, the scopes and the code), or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
-              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the code is no longer pending (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
-pub async fn device_login(
-    State(node): State<Arc<Node>>,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> PageResult {
-    az::domain_enabled(&node, &domain_id)?;
-    let form = az::page_form(&body)?;
-    let sealed = get(&form, "page_state");
-    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
-    let user_code = device_flow(&st)?;
-    if st.login.is_some() {
-        return Err(PageError::bad_request("You are signed in already; start again."));
-    }
-    let grant = pending_grant(&node, &domain_id, &user_code)?.ok_or_else(code_gone)?;
-    let client = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None)?;
-    let username = get(&form, "username");
-    let Some(user) = az::check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        return Ok(az::login_page(az::LoginView {
-            client_name: &client.name,
-            action: format!("{}/device/login", az::base_path(&node, &domain_id)),
-            sealed: sealed.unwrap_or_default(),
-            username: username.unwrap_or_default(),
-            error: Some(az::BAD_LOGIN),
-            ..Default::default()
-        }));
-    };
-    let at = now_secs();
-    st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
-    st.exp = at + page_state::LIFETIME_S;
-    let sealed = page_state::seal(&node, &st)?;
-    let action = format!("{}/device/consent", az::base_path(&node, &domain_id));
-    let shown = display_user_code(&user_code);
-    Ok(az::consent_page(&client.name, &user.name, &grant.scopes, &action, &sealed, Some(&shown), None))
 }
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/consent", operation_id = "oauth2_device_consent", tag = "oauth2",
@@ -299,7 +256,7 @@ pub async fn device_login(
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn device_consent(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,

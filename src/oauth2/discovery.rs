@@ -10,10 +10,11 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
+use super::Provider;
 use super::{issuer, keys, revocations, scopes};
+use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::policy::enforce;
 use crate::state::Reader;
 use crate::token::Caller;
@@ -31,10 +32,11 @@ fn cached(body: Value, max_age: u32) -> Response {
     responses((status = 200, description = "OpenID Provider metadata (RFC 8414 / OpenID Discovery).", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
 pub async fn openid_configuration(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
 ) -> OAuthResult<Response> {
-    keys::for_domain(&node, &domain_id).await?;
+    keys::for_domain(&node, &provider, &domain_id).await?;
     let iss = issuer(&node, &domain_id);
     Ok(cached(
         json!({
@@ -68,8 +70,12 @@ pub async fn openid_configuration(
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The JWK Set: staged, primary and retired keys still published.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn jwks(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) -> OAuthResult<Response> {
-    let keys = keys::for_domain(&node, &domain_id).await?;
+pub async fn jwks(
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
+    Path(domain_id): Path<String>,
+) -> OAuthResult<Response> {
+    let keys = keys::for_domain(&node, &provider, &domain_id).await?;
     Ok(cached(keys.jwks(), 300))
 }
 
@@ -77,11 +83,15 @@ pub async fn jwks(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) 
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "Ids of revoked access tokens not yet expired (`revoked_jtis`); cache 60 s.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn revoked_jtis(State(node): State<Arc<Node>>, Path(domain_id): Path<String>) -> OAuthResult<Response> {
+pub async fn revoked_jtis(
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
+    Path(domain_id): Path<String>,
+) -> OAuthResult<Response> {
     if !node.engine.read().domain(&domain_id)?.is_some_and(|d| d.enabled) {
         return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
     }
-    let list = revocations::current(&node, &domain_id)?;
+    let list = revocations::current(&node, &provider, &domain_id)?;
     Ok(revocations::response(&list, 60))
 }
 
@@ -102,12 +112,13 @@ fn key_view(set: &crate::state::oauth2::SigningKeys) -> Value {
     responses((status = 200, description = "The signing keys' ids, states and times (never key material).", body = Object),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list_keys(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity/oauth2_key/list", &ctx, &json!({"domain_id": domain_id}))?;
-    let keys = keys::for_domain(&node, &domain_id).await.map_err(to_api)?;
+    let keys = keys::for_domain(&node, &provider, &domain_id).await.map_err(to_api)?;
     Ok(Json(key_view(&keys.set)))
 }
 
@@ -116,13 +127,14 @@ pub async fn list_keys(
     responses((status = 200, description = "The key set after the rotation: the staged key signs, the old primary stays published until its tokens expire, a new key is staged.", body = Object),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_keys(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
     Path(domain_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity/oauth2_key/rotate", &ctx, &json!({"domain_id": domain_id}))?;
-    let set = keys::rotate(&node, &domain_id).await.map_err(to_api)?;
-    node.oauth2.metrics.key_rotations.inc();
+    let set = keys::rotate(&node, &provider, &domain_id).await.map_err(to_api)?;
+    provider.metrics.key_rotations.inc();
     Ok(Json(key_view(&set)))
 }
 

@@ -4,7 +4,6 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::http::ApiError;
 
@@ -65,7 +64,8 @@ impl OAuthError {
 
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
-        let body = json!({"error": self.error, "error_description": self.description});
+        let body =
+            super::schemas::OAuthErrorBody { error: self.error.to_string(), error_description: self.description };
         let mut resp = (self.status, axum::Json(body)).into_response();
         let h = resp.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -15,11 +15,11 @@ use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
 use super::secrets::{keyed_hash, same_hash, REFRESH};
+use super::Provider;
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::http::metrics::labels;
-use crate::node::Node;
 use crate::state::oauth2::RefreshFamily;
 use crate::state::read::OAuth2Reads;
 use crate::state::Reader;
@@ -72,7 +72,7 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
 }
 
 /// The live refresh family a presented refresh token is the current token of.
-pub fn live_refresh_family(node: &Node, domain_id: &str, token: &str) -> OAuthResult<Option<RefreshFamily>> {
+pub fn live_refresh_family(node: &Core, domain_id: &str, token: &str) -> OAuthResult<Option<RefreshFamily>> {
     let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
     let read = node.engine.read();
     let Some(f) = read.oauth2_family(family_id)? else {
@@ -99,17 +99,18 @@ fn answer(v: Value) -> Response {
               (status = 401, description = "invalid_client (public clients included).", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited (per source and per client).", body = super::schemas::OAuthErrorBody)))]
 pub async fn introspect(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<Response> {
-    let keys = keys::for_domain(&node, &domain_id).await?;
+    let keys = keys::for_domain(&node, &provider, &domain_id).await?;
     let client = client_auth::authenticate(&node, &domain_id, &headers, &form.single)?;
     if !client.confidential {
         return Err(OAuthError::invalid_client("Introspection needs a confidential client."));
     }
-    node.oauth2.limit_client(&client.client_id)?;
+    provider.limit_client(&client.client_id)?;
     let token = form.require("token")?;
     node.ensure_fresh().await?;
     let refresh_first = form.get("token_type_hint") == Some("refresh_token");
@@ -124,7 +125,7 @@ pub async fn introspect(
         }
     }
     let result = if found.is_some() { "active" } else { "inactive" };
-    node.oauth2.metrics.introspections.get_or_create(&labels(&[("result", result)])).inc();
+    provider.metrics.introspections.get_or_create(&labels(&[("result", result)])).inc();
     Ok(answer(found.unwrap_or_else(|| json!({"active": false}))))
 }
 

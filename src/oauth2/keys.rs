@@ -14,8 +14,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
+use super::Provider;
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::oauth2::{OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
 use crate::state::read::OAuth2Reads;
 use crate::state::Reader;
@@ -153,8 +154,8 @@ fn new_key(state: SigningKeyState, at: i64) -> OAuthResult<SigningKey> {
 }
 
 /// Publishes the domain's key epoch (`idnode_oauth2_key_epoch`).
-fn note_epoch(node: &Node, set: &SigningKeys) {
-    node.oauth2
+fn note_epoch(provider: &Provider, set: &SigningKeys) {
+    provider
         .metrics
         .key_epoch
         .get_or_create(&crate::http::metrics::labels(&[("domain_id", &set.domain_id)]))
@@ -162,9 +163,9 @@ fn note_epoch(node: &Node, set: &SigningKeys) {
 }
 
 /// The stored key set of a domain, parsed (cached per state version).
-pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys>>> {
+pub fn stored(node: &Core, provider: &Provider, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys>>> {
     let version = node.app.state_version();
-    if let Some(k) = node.oauth2.keys.get(&domain_id.to_string(), version) {
+    if let Some(k) = provider.keys.get(&domain_id.to_string(), version) {
         return Ok(Some(k));
     }
     let Some(set) = node.engine.read().oauth2_signing_keys(domain_id)? else {
@@ -172,11 +173,11 @@ pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys
     };
     // The parsed set (and the tokens it verified) outlives writes that leave it unchanged:
     // only a different stored set is parsed again.
-    let mut by_domain = node.oauth2.parsed_keys.lock().unwrap_or_else(|e| e.into_inner());
+    let mut by_domain = provider.parsed_keys.lock().unwrap_or_else(|e| e.into_inner());
     let parsed = match by_domain.get(domain_id) {
         Some(p) if p.set == set => p.clone(),
         _ => {
-            note_epoch(node, &set);
+            note_epoch(provider, &set);
             let p = Arc::new(DomainKeys::build(set)?);
             if by_domain.len() >= 1024 {
                 by_domain.clear();
@@ -186,17 +187,17 @@ pub fn stored(node: &Node, domain_id: &str) -> OAuthResult<Option<Arc<DomainKeys
         }
     };
     drop(by_domain);
-    node.oauth2.keys.insert(domain_id.to_string(), parsed.clone(), version);
+    provider.keys.insert(domain_id.to_string(), parsed.clone(), version);
     Ok(Some(parsed))
 }
 
 /// The domain's keys, created through raft when it has none yet. 404 for an unknown or
 /// disabled domain: it has no authorization server.
-pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainKeys>> {
+pub async fn for_domain(node: &Core, provider: &Provider, domain_id: &str) -> OAuthResult<Arc<DomainKeys>> {
     if !node.engine.read().domain(domain_id)?.is_some_and(|d| d.enabled) {
         return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
     }
-    if let Some(k) = stored(node, domain_id)? {
+    if let Some(k) = stored(node, provider, domain_id)? {
         return Ok(k);
     }
     let at = now_secs();
@@ -206,7 +207,7 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
         staged: new_key(SigningKeyState::Staged, at)?,
     };
     let set: SigningKeys = node.propose_as(cmd).await?;
-    note_epoch(node, &set);
+    note_epoch(provider, &set);
     Ok(Arc::new(DomainKeys::build(set)?))
 }
 
@@ -214,8 +215,8 @@ pub async fn for_domain(node: &Node, domain_id: &str) -> OAuthResult<Arc<DomainK
 /// with the new primary. Refused (409) while the staged key is
 /// younger than `[oauth2] key_publish_delay`: relying parties that cached `/jwks` before it
 /// appeared would reject what it signs.
-pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
-    let current = for_domain(node, domain_id).await?;
+pub async fn rotate(node: &Core, provider: &Provider, domain_id: &str) -> OAuthResult<SigningKeys> {
+    let current = for_domain(node, provider, domain_id).await?;
     let at = now_secs();
     let Some(staged) = current.set.staged() else {
         return Err(crate::http::ApiError::internal("the key set has no staged key").into());
@@ -237,7 +238,7 @@ pub async fn rotate(node: &Node, domain_id: &str) -> OAuthResult<SigningKeys> {
         at,
     };
     let set: SigningKeys = super::propose_everywhere(node, cmd).await?;
-    note_epoch(node, &set);
+    note_epoch(provider, &set);
     Ok(set)
 }
 

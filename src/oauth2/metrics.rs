@@ -45,13 +45,13 @@ impl OAuth2Metrics {
 
 /// Sets the live refresh family gauge from the state (at scrape time: the count depends on
 /// the clock, since families end at their absolute lifetime without a write).
-pub fn count_live_families(node: &crate::node::Node) {
+pub fn count_live_families(node: &crate::context::Core, metrics: &OAuth2Metrics) {
     use crate::state::read::OAuth2Reads;
     let at = crate::clock::now_secs();
     match node.engine.read().oauth2_families() {
         Ok(families) => {
             let live = families.iter().filter(|f| f.live(at)).count();
-            node.oauth2.metrics.active_refresh_families.set(live as i64);
+            metrics.active_refresh_families.set(live as i64);
         }
         Err(e) => tracing::warn!("counting refresh families: {e}"),
     }

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod metrics;
 pub mod page_state;
 pub mod passkey_login;
+pub mod password_login;
 pub mod revocations;
 pub mod revoke;
 pub mod rotate_cli;
@@ -35,13 +36,15 @@ mod tests;
 
 use std::sync::Arc;
 
+use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::context::Core;
 use crate::http::error::ApiResult;
-use crate::node::{AppState, Node};
+use crate::passkey::ceremony::RelyingParty;
 use crate::state::Reply;
-use crate::token::AppliedCache;
+use crate::token::{AppliedCache, Tokens};
 
 /// Per-node state of the provider: parsed key sets, cached per state version.
 pub struct Provider {
@@ -101,19 +104,27 @@ impl Provider {
 /// holds on whichever node the client turns to next, with no catch-up there. Without it a
 /// follower that has not yet heard of the commit answers from before it (a fresh access token
 /// `{"active": false}`, a replayed code's token still active, a new code or client unknown).
-pub async fn propose_everywhere<R: Reply>(node: &Node, cmd: crate::state::oauth2::OAuth2Command) -> ApiResult<R> {
+pub async fn propose_everywhere<R: Reply>(node: &Core, cmd: crate::state::oauth2::OAuth2Command) -> ApiResult<R> {
     let (index, reply) = node.propose_at_as(cmd).await?;
     node.wait_cluster_applied(index).await;
     Ok(reply)
 }
 
 /// The issuer of a domain's authorization server, as this node's public URL names it.
-pub fn issuer(node: &Node, domain_id: &str) -> String {
+pub fn issuer(node: &Core, domain_id: &str) -> String {
     format!("{}/v4/oauth2/{domain_id}", node.cfg.public_base())
 }
 
-/// Every operation of the provider, for the router and the OpenAPI description.
-pub fn routes() -> OpenApiRouter<AppState> {
+/// Every operation of the provider but the password logins (`password_login::routes`), for
+/// the router and the OpenAPI description.
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+    Arc<Provider>: FromRef<S>,
+    Arc<RelyingParty>: FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(discovery::openid_configuration))
         .routes(routes!(discovery::jwks))
@@ -128,13 +139,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(revoke::revoke))
         .routes(routes!(userinfo::get, userinfo::post))
         .routes(routes!(authorize::authorize))
-        .routes(routes!(authorize::authorize_login))
         .routes(routes!(authorize::authorize_consent))
         .routes(routes!(passkey_login::passkey_start))
         .routes(routes!(passkey_login::passkey_login))
         .routes(routes!(device::device_authorization))
         .routes(routes!(device::device_page))
-        .routes(routes!(device::device_login))
         .routes(routes!(device::device_consent))
         .routes(routes!(consents::list))
         .routes(routes!(consents::delete))

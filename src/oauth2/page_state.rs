@@ -17,9 +17,9 @@ use idnode_keys::{constant_time_eq, TokenKeyRing};
 use serde::{Deserialize, Serialize};
 
 use super::html::PageError;
+use crate::context::Core;
 use crate::http::ApiError;
-use crate::node::Node;
-use crate::token::sealed;
+use crate::token::{sealed, Tokens};
 
 /// Key derivation label and associated data of every sealed page state.
 const PURPOSE: sealed::Purpose =
@@ -90,17 +90,17 @@ pub fn open_with(ring: &TokenKeyRing, sealed: &str, now: i64) -> Result<PageStat
     Ok(st)
 }
 
-fn ring(node: &Node) -> Result<std::sync::Arc<TokenKeyRing>, PageError> {
+fn ring(node: &Tokens) -> Result<std::sync::Arc<TokenKeyRing>, PageError> {
     node.token_ring().map_err(|_| ApiError::unavailable("The cluster is not bootstrapped yet.").into())
 }
 
 /// Seals a state on this node.
-pub fn seal(node: &Node, st: &PageState) -> Result<String, PageError> {
+pub fn seal(node: &Tokens, st: &PageState) -> Result<String, PageError> {
     seal_with(ring(node)?.as_ref(), st).ok_or_else(|| ApiError::internal("token key ring has no primary key").into())
 }
 
 /// Opens the state a form posted, for `domain_id`, and checks the post's CSRF cookie.
-pub fn open(node: &Node, domain_id: &str, sealed: Option<&str>, headers: &HeaderMap) -> Result<PageState, PageError> {
+pub fn open(node: &Tokens, domain_id: &str, sealed: Option<&str>, headers: &HeaderMap) -> Result<PageState, PageError> {
     let sealed = sealed.ok_or_else(|| PageError::bad_request("The form is incomplete; start again."))?;
     let st = open_with(ring(node)?.as_ref(), sealed, crate::clock::now_secs()).map_err(|e| match e {
         OpenError::Expired => PageError::bad_request("This page has expired; start again from the application."),
@@ -123,7 +123,7 @@ pub fn fresh(domain_id: &str, csrf: String, flow: Flow) -> PageState {
 }
 
 /// The CSRF cookie's name: `__Secure-` prefixed (and `Secure`) when the issuer is https.
-pub fn cookie_name(node: &Node) -> &'static str {
+pub fn cookie_name(node: &Core) -> &'static str {
     if secure(node) {
         "__Secure-idnode_oauth2_csrf"
     } else {
@@ -131,7 +131,7 @@ pub fn cookie_name(node: &Node) -> &'static str {
     }
 }
 
-fn secure(node: &Node) -> bool {
+fn secure(node: &Core) -> bool {
     node.cfg.public_base().starts_with("https://")
 }
 
@@ -157,7 +157,7 @@ pub fn csrf_matches(headers: &HeaderMap, name: &str, expected: &str) -> bool {
 
 /// The CSRF value for a new page: the request's own cookie when it has a well-formed one
 /// (a second tab keeps the first one's working), else a fresh one.
-pub fn csrf_for(node: &Node, headers: &HeaderMap) -> String {
+pub fn csrf_for(node: &Core, headers: &HeaderMap) -> String {
     cookie(headers, cookie_name(node))
         .filter(|v| v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
         .unwrap_or_else(|| idnode_keys::random_token(32))
@@ -165,7 +165,7 @@ pub fn csrf_for(node: &Node, headers: &HeaderMap) -> String {
 
 /// The `Set-Cookie` value that hands `csrf` to the browser for the domain's provider paths;
 /// it outlives the login page's state and the consent page's after it.
-pub fn set_cookie(node: &Node, domain_id: &str, csrf: &str) -> String {
+pub fn set_cookie(node: &Core, domain_id: &str, csrf: &str) -> String {
     let secure = if secure(node) { "; Secure" } else { "" };
     format!(
         "{}={csrf}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",

@@ -17,11 +17,13 @@ use super::authorize::{domain_enabled, get, live_client, login_again, page_form,
 use super::html::{PageError, PageResult};
 use super::page_state::{self, AuthRequest, Flow, PageState};
 use super::scopes;
+use crate::context::Core;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
-use crate::passkey::{ceremony, wire::AssertionBody};
+use crate::passkey::ceremony::{self, RelyingParty};
+use crate::passkey::wire::AssertionBody;
 use crate::state::keys::ns;
 use crate::state::Reader;
+use crate::token::Tokens;
 
 /// `…/authorize/passkey/start`.
 #[derive(ToSchema)]
@@ -45,7 +47,7 @@ const PASSKEY_FAILED: &str = "The passkey sign-in failed. Try again, or sign in 
 
 /// The open authorization request of a page post, before anyone signed in.
 fn pending_request(
-    node: &Node,
+    node: &Tokens,
     domain_id: &str,
     form_state: Option<&str>,
     headers: &HeaderMap,
@@ -63,7 +65,7 @@ fn pending_request(
 
 /// The id of `username` in the domain, or a stand-in no user has (so an unknown name gets
 /// the same decoy challenge as a user without passkeys).
-fn user_id_of(node: &Node, domain_id: &str, username: Option<&str>) -> PageResult<String> {
+fn user_id_of(node: &Core, domain_id: &str, username: Option<&str>) -> PageResult<String> {
     let name = username.unwrap_or_default();
     if name.is_empty() || name.len() > 255 {
         return Ok(format!("-/{domain_id}"));
@@ -86,7 +88,8 @@ fn user_id_of(node: &Node, domain_id: &str, username: Option<&str>) -> PageResul
               (status = 501, description = "Passkeys are off on this deployment (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn passkey_start(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(passkeys): State<Arc<RelyingParty>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -95,7 +98,7 @@ pub async fn passkey_start(
     let (_, req) = pending_request(&node, &domain_id, get(&form, "page_state"), &headers)?;
     live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     let user_id = user_id_of(&node, &domain_id, get(&form, "username"))?;
-    let rcr = ceremony::login_start(&node, &user_id).await?;
+    let rcr = ceremony::login_start(&node, &passkeys, &user_id).await?;
     Ok(Json(json!({"publicKey": rcr.public_key})).into_response())
 }
 
@@ -110,7 +113,8 @@ pub async fn passkey_start(
               E::TooManyRequests,
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn passkey_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(passkeys): State<Arc<RelyingParty>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -120,13 +124,13 @@ pub async fn passkey_login(
     let (st, req) = pending_request(&node, &domain_id, sealed, &headers)?;
     let client = live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     let username = get(&form, "username");
-    let again = || login_again(&node, &domain_id, &client, &req, sealed, username, PASSKEY_FAILED);
+    let again = || login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, PASSKEY_FAILED);
     let credential = get(&form, "credential").and_then(|c| serde_json::from_str::<AssertionBody>(c).ok());
     let Some(Ok(credential)) = credential.map(|c| c.credential()) else {
         return Ok(again());
     };
     let user_id = user_id_of(&node, &domain_id, username)?;
-    let user = match ceremony::login_finish(&node, Some(&user_id), &credential).await {
+    let user = match ceremony::login_finish(&node, &passkeys, Some(&user_id), &credential).await {
         Ok(user) if user.domain_id == domain_id => user,
         Ok(_) => return Ok(again()),
         Err(e) if e.status.is_client_error() => return Ok(again()),

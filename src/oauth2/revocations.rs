@@ -8,8 +8,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 
+use super::Provider;
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::read::OAuth2Reads;
 
 /// Domains' lists kept at most, and their bytes.
@@ -29,7 +30,7 @@ pub fn footprint(domain_id: &String, list: &Arc<RevokedList>) -> usize {
 }
 
 /// `{"revoked_jtis": [...]}`: the domain's revoked ids whose token has not expired at `at`.
-pub fn compute(node: &Node, domain_id: &str, at: i64) -> Result<RevokedList, idnode_storage::StorageError> {
+pub fn compute(node: &Core, domain_id: &str, at: i64) -> Result<RevokedList, idnode_storage::StorageError> {
     let mut ids = Vec::new();
     let mut valid_until = i64::MAX;
     for (id, exp) in node.engine.read().oauth2_revoked_jtis(domain_id)? {
@@ -44,15 +45,19 @@ pub fn compute(node: &Node, domain_id: &str, at: i64) -> Result<RevokedList, idn
 }
 
 /// The list as of the state this node has applied, from the cache when it holds it.
-pub fn current(node: &Node, domain_id: &str) -> Result<Arc<RevokedList>, idnode_storage::StorageError> {
+pub fn current(
+    node: &Core,
+    provider: &Provider,
+    domain_id: &str,
+) -> Result<Arc<RevokedList>, idnode_storage::StorageError> {
     let version = node.app.state_version();
     let at = now_secs();
     let key = domain_id.to_string();
-    if let Some(list) = node.oauth2.revoked.get(&key, version).filter(|l| at < l.valid_until) {
+    if let Some(list) = provider.revoked.get(&key, version).filter(|l| at < l.valid_until) {
         return Ok(list);
     }
     let list = Arc::new(compute(node, domain_id, at)?);
-    node.oauth2.revoked.insert(key, list.clone(), version);
+    provider.revoked.insert(key, list.clone(), version);
     Ok(list)
 }
 

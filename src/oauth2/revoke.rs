@@ -14,9 +14,10 @@ use super::error::OAuthResult;
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
 use super::secrets::{keyed_hash, same_hash, REFRESH};
+use super::Provider;
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::oauth2::{Client, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::Command;
@@ -29,12 +30,13 @@ use crate::state::Command;
               (status = 401, description = "invalid_client.", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)))]
 pub async fn revoke(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<StatusCode> {
-    let keys = keys::for_domain(&node, &domain_id).await?;
+    let keys = keys::for_domain(&node, &provider, &domain_id).await?;
     let client = client_auth::authenticate(&node, &domain_id, &headers, &form.single)?;
     let token = form.require("token")?;
     let cmd = match access_revocation(&keys, &client, token) {
@@ -66,7 +68,7 @@ fn access_revocation(keys: &DomainKeys, client: &Client, token: &str) -> Option<
 }
 
 /// A refresh token (current or spent) of one of this client's families.
-fn refresh_revocation(node: &Node, client: &Client, token: &str) -> OAuthResult<Option<OAuth2Command>> {
+fn refresh_revocation(node: &Core, client: &Client, token: &str) -> OAuthResult<Option<OAuth2Command>> {
     let Some((family_id, secret)) = tokens::split_refresh(token) else { return Ok(None) };
     let Some(f) = node.engine.read().oauth2_family(family_id)? else {
         return Ok(None);

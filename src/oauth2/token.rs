@@ -20,9 +20,10 @@ use super::keys::{self, DomainKeys};
 use super::scopes;
 use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
+use super::Provider;
 use super::{client_auth, issuer};
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::context::Core;
 use crate::state::model::User;
 use crate::state::oauth2::{Client, DevicePoll, DeviceStatus, Issued, OAuth2Applied, OAuth2Command, RefreshFamily};
 use crate::state::read::OAuth2Reads;
@@ -46,32 +47,34 @@ fn json_no_store(v: Value) -> Response {
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited; see Retry-After.", body = super::schemas::OAuthErrorBody)))]
 pub async fn token(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<Response> {
     let grant_type = form.require("grant_type")?.to_string();
-    let outcome = grant(&node, &domain_id, &headers, &form, &grant_type).await;
+    let outcome = grant(&node, &provider, &domain_id, &headers, &form, &grant_type).await;
     let label = if scopes::GRANT_TYPES.contains(&grant_type.as_str()) { grant_type.as_str() } else { "other" };
     match &outcome {
-        Ok(_) => node.oauth2.metrics.grant(label, "issued"),
-        Err(e) => node.oauth2.metrics.grant(label, e.error),
+        Ok(_) => provider.metrics.grant(label, "issued"),
+        Err(e) => provider.metrics.grant(label, e.error),
     }
     outcome.map(json_no_store)
 }
 
 async fn grant(
-    node: &Node,
+    node: &Core,
+    provider: &Provider,
     domain_id: &str,
     headers: &HeaderMap,
     form: &OAuthForm,
     grant_type: &str,
 ) -> OAuthResult<Value> {
-    let keys = match keys::for_domain(node, domain_id).await {
+    let keys = match keys::for_domain(node, provider, domain_id).await {
         Ok(keys) => keys,
         Err(e) if e.status == StatusCode::NOT_FOUND && node.engine.read().domain(domain_id)?.is_some() => {
-            return disabled_domain(node, domain_id, headers, form, grant_type).await;
+            return disabled_domain(node, provider, domain_id, headers, form, grant_type).await;
         }
         Err(e) => return Err(e),
     };
@@ -104,7 +107,8 @@ fn check_grant_type(client: &Client, grant_type: &str) -> OAuthResult<()> {
 /// the replicated refresh, which revokes its family, so re-enabling the domain does not bring
 /// it back (as for a disabled user).
 async fn disabled_domain(
-    node: &Node,
+    node: &Core,
+    provider: &Provider,
     domain_id: &str,
     headers: &HeaderMap,
     form: &OAuthForm,
@@ -114,7 +118,7 @@ async fn disabled_domain(
     let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
     check_grant_type(&client, grant_type)?;
     if grant_type == scopes::REFRESH_TOKEN {
-        if let Some(keys) = keys::stored(node, domain_id)? {
+        if let Some(keys) = keys::stored(node, provider, domain_id)? {
             refresh(node, &keys, &issuer(node, domain_id), &client, form).await?;
         }
     }
@@ -122,7 +126,7 @@ async fn disabled_domain(
 }
 
 fn client_credentials(
-    node: &Node,
+    node: &Core,
     keys: &DomainKeys,
     iss: &str,
     client: &Client,
@@ -135,7 +139,7 @@ fn client_credentials(
 }
 
 /// The user a grant is for, if it still exists and is enabled in an enabled domain.
-fn live_user(node: &Node, domain_id: &str, user_id: &str) -> OAuthResult<User> {
+fn live_user(node: &Core, domain_id: &str, user_id: &str) -> OAuthResult<User> {
     let read = node.engine.read();
     let user = read.user(user_id)?.filter(|u| u.enabled && u.domain_id == domain_id);
     let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
@@ -147,7 +151,7 @@ fn live_user(node: &Node, domain_id: &str, user_id: &str) -> OAuthResult<User> {
 
 /// A fresh refresh family (and its first token) when the client may refresh.
 fn new_family(
-    node: &Node,
+    node: &Core,
     client: &Client,
     user_id: &str,
     scopes: &[String],
@@ -177,13 +181,13 @@ fn new_family(
 }
 
 /// Replicates a grant's command: its log index and outcome; a refusal is `invalid_grant`.
-async fn decide<R: Reply>(node: &Node, cmd: OAuth2Command) -> OAuthResult<(u64, R)> {
+async fn decide<R: Reply>(node: &Core, cmd: OAuth2Command) -> OAuthResult<(u64, R)> {
     node.propose_at_as(cmd).await.map_err(refused)
 }
 
 /// [`decide`], answering once every reachable node has applied the command: the tokens it
 /// issued (or revoked, on a replay) hold wherever they are presented next.
-async fn decide_everywhere<R: Reply>(node: &Node, cmd: OAuth2Command) -> OAuthResult<R> {
+async fn decide_everywhere<R: Reply>(node: &Core, cmd: OAuth2Command) -> OAuthResult<R> {
     let (index, outcome) = decide(node, cmd).await?;
     node.wait_cluster_applied(index).await;
     Ok(outcome)
@@ -198,7 +202,7 @@ fn refused(e: crate::http::ApiError) -> OAuthError {
 }
 
 async fn authorization_code(
-    node: &Node,
+    node: &Core,
     keys: &DomainKeys,
     iss: &str,
     client: &Client,
@@ -257,7 +261,7 @@ async fn authorization_code(
     Ok(tokens::response(node, &minted, &stored.scopes, family.map(|(_, t)| t)))
 }
 
-async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+async fn refresh(node: &Core, keys: &DomainKeys, iss: &str, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
     let presented = form.require("refresh_token")?;
     let (family_id, secret) =
         tokens::split_refresh(presented).ok_or_else(|| OAuthError::invalid_grant("The refresh token is invalid."))?;
@@ -323,7 +327,7 @@ async fn refresh(node: &Node, keys: &DomainKeys, iss: &str, client: &Client, for
 }
 
 async fn device_code(
-    node: &Node,
+    node: &Core,
     keys: &DomainKeys,
     iss: &str,
     client: &Client,

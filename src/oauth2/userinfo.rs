@@ -15,7 +15,8 @@ use super::error::{OAuthError, OAuthResult};
 use super::introspect::live_access_claims;
 use super::keys;
 use super::tokens::{render_template, user_email};
-use crate::node::Node;
+use super::Provider;
+use crate::context::Core;
 use crate::state::read::OAuth2Reads;
 use crate::state::Reader;
 
@@ -25,7 +26,7 @@ fn no_token() -> OAuthError {
     e
 }
 
-async fn userinfo(node: &Node, domain_id: &str, headers: &HeaderMap) -> OAuthResult<Response> {
+async fn userinfo(node: &Core, provider: &Provider, domain_id: &str, headers: &HeaderMap) -> OAuthResult<Response> {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -33,7 +34,7 @@ async fn userinfo(node: &Node, domain_id: &str, headers: &HeaderMap) -> OAuthRes
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(no_token)?;
-    let keys = keys::for_domain(node, domain_id).await?;
+    let keys = keys::for_domain(node, provider, domain_id).await?;
     node.ensure_fresh().await?;
     let bad = || OAuthError::invalid_token("The access token is invalid, expired or revoked.");
     let claims = live_access_claims(node, &keys, domain_id, token)?.ok_or_else(bad)?;
@@ -80,11 +81,12 @@ async fn userinfo(node: &Node, domain_id: &str, headers: &HeaderMap) -> OAuthRes
               (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
     security(("bearer" = [])))]
 pub async fn get(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
 ) -> OAuthResult<Response> {
-    userinfo(&node, &domain_id, &headers).await
+    userinfo(&node, &provider, &domain_id, &headers).await
 }
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = "oauth2_userinfo_post", tag = "oauth2",
@@ -95,9 +97,10 @@ pub async fn get(
               (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
     security(("bearer" = [])))]
 pub async fn post(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(provider): State<Arc<Provider>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
 ) -> OAuthResult<Response> {
-    userinfo(&node, &domain_id, &headers).await
+    userinfo(&node, &provider, &domain_id, &headers).await
 }

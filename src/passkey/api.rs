@@ -11,10 +11,12 @@ use axum::Json;
 use serde_json::json;
 
 use super::ceremony;
+use super::ceremony::RelyingParty;
 use super::wire::{
     AssertionBody, AttestationBody, LoginChallenge, PasskeyList, PasskeyOne, PasskeyView, RegisterChallenge,
     RegisterStartRequest, StartRequest,
 };
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::openapi::errors as E;
@@ -38,14 +40,15 @@ const MAX_DESCRIPTION: usize = 255;
               (status = 501, description = "Passkeys are off on this deployment ([passkey] settings).", body = crate::http::openapi::ErrorBody),
               E::Unavailable))]
 pub async fn start(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(rp): State<Arc<RelyingParty>>,
     JsonBody(b): JsonBody<StartRequest>,
 ) -> ApiResult<(StatusCode, Json<LoginChallenge>)> {
     let user_id = b.passkey.user_id;
     if user_id.is_empty() || user_id.len() > 64 {
         return Err(ApiError::bad_request("Invalid input for field 'user_id': 1 to 64 characters."));
     }
-    let rcr = ceremony::login_start(&node, &user_id).await?;
+    let rcr = ceremony::login_start(&node, &rp, &user_id).await?;
     Ok((StatusCode::CREATED, Json(LoginChallenge::of(&rcr)?)))
 }
 
@@ -59,14 +62,15 @@ pub async fn start(
               (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
               E::Unavailable))]
 pub async fn finish(State(node): State<Arc<Node>>, JsonBody(b): JsonBody<AssertionBody>) -> ApiResult<Response> {
+    // The whole node while `auth::tokens::issue_unscoped` takes it.
     let cred = b.credential()?;
-    let user = ceremony::login_finish(&node, b.user_id.as_deref(), &cred).await?;
+    let user = ceremony::login_finish(&node, &node.passkeys, b.user_id.as_deref(), &cred).await?;
     crate::auth::tokens::issue_unscoped(&node, &user, crate::token::Method::Passkey, StatusCode::CREATED).await
 }
 
 /// The owner named in the path, after policy; application-credential and trust tokens may
 /// not manage passkeys (a passkey is a way to sign in as the user).
-fn owner(node: &Node, action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<User> {
+fn owner(node: &Core, action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<User> {
     enforce(&format!("identity/passkey/{action}"), ctx, &json!({"user": {"id": user_id}}))?;
     if ctx.payload.delegation != Delegation::None {
         return Err(ApiError::forbidden("Passkeys cannot be managed with a delegated token."));
@@ -96,7 +100,8 @@ fn view(p: &StoredPasskey) -> PasskeyView {
               (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
               E::Unavailable))]
 pub async fn register_start(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(rp): State<Arc<RelyingParty>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     MaybeJson(body): MaybeJson,
@@ -114,7 +119,7 @@ pub async fn register_start(
             "Invalid input for field 'description': at most {MAX_DESCRIPTION} characters."
         )));
     }
-    let ccr = ceremony::register_start(&node, &user, description).await?;
+    let ccr = ceremony::register_start(&node, &rp, &user, description).await?;
     Ok((StatusCode::CREATED, Json(RegisterChallenge::of(&ccr)?)))
 }
 
@@ -129,14 +134,15 @@ pub async fn register_start(
               (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
               E::Unavailable))]
 pub async fn register_finish(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
+    State(rp): State<Arc<RelyingParty>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
     JsonBody(b): JsonBody<AttestationBody>,
 ) -> ApiResult<(StatusCode, Json<PasskeyOne>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
-    let stored = ceremony::register_finish(&node, &user.id, &b.credential()?).await?;
+    let stored = ceremony::register_finish(&node, &rp, &user.id, &b.credential()?).await?;
     Ok((StatusCode::CREATED, Json(PasskeyOne { passkey: view(&stored) })))
 }
 
@@ -145,7 +151,7 @@ pub async fn register_finish(
     responses((status = 200, description = "The user's passkeys.", body = PasskeyList),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
 ) -> ApiResult<Json<PasskeyList>> {
@@ -159,7 +165,7 @@ pub async fn list(
     responses((status = 204, description = "Removed: it signs nobody in from now on, on any node."),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((user_id, passkey_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {

@@ -20,9 +20,9 @@ use webauthn_rs_proto::{AuthenticatorTransport, RegisteredExtensions, UserVerifi
 
 use super::settings::PasskeySettings;
 use super::wire::challenge_of;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
-use crate::node::Node;
 use crate::state::command::ApplyError;
 use crate::state::model::User;
 use crate::state::passkeys::{Ceremony, LoginProof, PasskeyCommand, Purpose, StoredPasskey, CLONED};
@@ -87,12 +87,12 @@ fn json<T: serde::Serialize>(v: &T) -> ApiResult<String> {
 }
 
 /// The user's passkeys, in id order.
-pub fn passkeys_of(node: &Node, user_id: &str) -> ApiResult<Vec<StoredPasskey>> {
+pub fn passkeys_of(node: &Core, user_id: &str) -> ApiResult<Vec<StoredPasskey>> {
     Ok(node.engine.read().passkeys_of_user(user_id)?)
 }
 
 /// Replicates a started ceremony and waits until the reachable members have it.
-async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<()> {
+async fn begin(node: &Core, challenge: &[u8], ceremony: Ceremony) -> ApiResult<()> {
     let challenge = URL_SAFE_NO_PAD.encode(challenge);
     let cmd = Command::Passkeys(PasskeyCommand::Start { challenge, ceremony, at: crate::clock::now_secs() });
     let (index, _) = node.propose_at(cmd).await?;
@@ -101,18 +101,19 @@ async fn begin(node: &Node, challenge: &[u8], ceremony: Ceremony) -> ApiResult<(
 }
 
 /// The pending ceremony `client_data_json` answers, if it is `purpose` and still on time.
-fn pending(node: &Node, client_data_json: &[u8], purpose: Purpose) -> ApiResult<Option<(String, Ceremony)>> {
+fn pending(node: &Core, client_data_json: &[u8], purpose: Purpose) -> ApiResult<Option<(String, Ceremony)>> {
     let Some(challenge) = challenge_of(client_data_json) else { return Ok(None) };
     let ceremony: Option<Ceremony> = node.engine.read().passkey_ceremony(&challenge)?;
     Ok(ceremony.filter(|c| c.purpose == purpose && crate::clock::now_secs() < c.expires_at).map(|c| (challenge, c)))
 }
 
 pub async fn register_start(
-    node: &Node,
+    node: &Core,
+    rp: &RelyingParty,
     user: &User,
     description: Option<String>,
 ) -> ApiResult<CreationChallengeResponse> {
-    let webauthn = node.passkeys.get()?;
+    let webauthn = rp.get()?;
     let exclude = passkeys_of(node, &user.id)?
         .iter()
         .filter_map(|p| serde_json::from_str::<Passkey>(&p.credential).ok())
@@ -127,18 +128,19 @@ pub async fn register_start(
         state: json(&state)?,
         decoy: false,
         description,
-        expires_at: crate::clock::now_secs() + node.passkeys.lifetime_s,
+        expires_at: crate::clock::now_secs() + rp.lifetime_s,
     };
     begin(node, &ccr.public_key.challenge, ceremony).await?;
     Ok(ccr)
 }
 
 pub async fn register_finish(
-    node: &Node,
+    node: &Core,
+    rp: &RelyingParty,
     user_id: &str,
     reg: &RegisterPublicKeyCredential,
 ) -> ApiResult<StoredPasskey> {
-    let webauthn = node.passkeys.get()?;
+    let webauthn = rp.get()?;
     let expired = || ApiError::bad_request("The registration challenge is unknown, used or expired; start again.");
     let (challenge, ceremony) = pending(node, &reg.response.client_data_json, Purpose::Register)?
         .filter(|(_, c)| c.user_id == user_id)
@@ -175,8 +177,8 @@ pub async fn register_finish(
 /// passkeys, gets a decoy: a challenge for a passkey nobody holds, made the same way (a stored
 /// passkey read, webauthn-rs's start, a replicated ceremony of the same size), so neither the
 /// answer nor its timing tells who has passkeys. No answer finishes a decoy.
-pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallengeResponse> {
-    let webauthn = node.passkeys.get()?;
+pub async fn login_start(node: &Core, rp: &RelyingParty, user_id: &str) -> ApiResult<RequestChallengeResponse> {
+    let webauthn = rp.get()?;
     let enabled = node.engine.read().user(user_id)?.is_some_and(|u| u.enabled);
     // Read for every id, known or not, so each path does the same reads.
     let stored = passkeys_of(node, user_id)?;
@@ -185,7 +187,7 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
         false => Vec::new(),
     };
     let decoy = passkeys.is_empty();
-    let passkeys = if decoy { vec![decoy_passkey(node, user_id)?] } else { passkeys };
+    let passkeys = if decoy { vec![decoy_passkey(node, rp, user_id)?] } else { passkeys };
     let (rcr, state) = webauthn.start_passkey_authentication(&passkeys).map_err(ApiError::internal)?;
     let ceremony = Ceremony {
         user_id: user_id.to_string(),
@@ -193,7 +195,7 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
         state: json(&state)?,
         decoy,
         description: None,
-        expires_at: crate::clock::now_secs() + node.passkeys.lifetime_s,
+        expires_at: crate::clock::now_secs() + rp.lifetime_s,
     };
     begin(node, &rcr.public_key.challenge, ceremony).await?;
     Ok(rcr)
@@ -202,11 +204,11 @@ pub async fn login_start(node: &Node, user_id: &str) -> ApiResult<RequestChallen
 /// The decoy passkey of a user id: a 32-byte credential id that stays the same for the id (a
 /// keyed hash, so asking twice does not give it away), a platform passkey's flags, and the
 /// decoy key. Read back from JSON, as a stored passkey is.
-fn decoy_passkey(node: &Node, user_id: &str) -> ApiResult<Passkey> {
+fn decoy_passkey(node: &Core, rp: &RelyingParty, user_id: &str) -> ApiResult<Passkey> {
     let hasher = node.engine.read().index_hasher()?.ok_or_else(|| ApiError::unavailable("Not bootstrapped yet."))?;
     let credential = Credential {
         cred_id: hasher.hash(b"passkey-decoy-credential", user_id.as_bytes()).to_vec(),
-        cred: node.passkeys.decoy_key.clone(),
+        cred: rp.decoy_key.clone(),
         counter: 0,
         transports: Some(vec![AuthenticatorTransport::Internal]),
         user_verified: true,
@@ -221,13 +223,13 @@ fn decoy_passkey(node: &Node, user_id: &str) -> ApiResult<Passkey> {
 }
 
 /// Why a login was refused: logged, counted, and answered with the same 401 whatever it was.
-fn refused(node: &Node, user_id: &str, why: &str) -> ApiError {
+fn refused(node: &Core, user_id: &str, why: &str) -> ApiError {
     tracing::info!(user_id, reason = why, "passkey login refused");
     node.metrics.auth_attempts.get_or_create(&labels(&[("method", "passkey"), ("result", "failure")])).inc();
     ApiError::unauthenticated()
 }
 
-fn cloned(node: &Node, user_id: &str, passkey: &str) -> ApiError {
+fn cloned(node: &Core, user_id: &str, passkey: &str) -> ApiError {
     tracing::warn!(
         user_id,
         passkey_id = passkey,
@@ -237,8 +239,13 @@ fn cloned(node: &Node, user_id: &str, passkey: &str) -> ApiError {
 }
 
 /// Verifies a login's assertion and records it; the user it proves.
-pub async fn login_finish(node: &Node, user_id: Option<&str>, cred: &PublicKeyCredential) -> ApiResult<User> {
-    let webauthn = node.passkeys.get()?;
+pub async fn login_finish(
+    node: &Core,
+    rp: &RelyingParty,
+    user_id: Option<&str>,
+    cred: &PublicKeyCredential,
+) -> ApiResult<User> {
+    let webauthn = rp.get()?;
     node.ensure_fresh().await?;
     let claimed = user_id.unwrap_or_default();
     let Some((challenge, ceremony)) = pending(node, &cred.response.client_data_json, Purpose::Login)? else {

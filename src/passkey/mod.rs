@@ -12,14 +12,27 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
+use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use ceremony::RelyingParty;
 
-use crate::node::AppState;
+use crate::context::Core;
+use crate::token::Tokens;
 
-pub fn routes() -> OpenApiRouter<AppState> {
+/// The passkey endpoints. The login's finish takes the whole node while
+/// `auth::tokens::issue_unscoped` does.
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+    Arc<RelyingParty>: FromRef<S>,
+    Arc<crate::node::Node>: FromRef<S>,
+{
     OpenApiRouter::new()
         .routes(routes!(api::start))
         .routes(routes!(api::finish))

@@ -7,8 +7,6 @@
 use anyhow::bail;
 use url::{Host, Url};
 
-use crate::config::settings::Settings;
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct PasskeySettings {
     /// The relying party's id and origin, or why passkeys are off.
@@ -34,12 +32,12 @@ fn is_loopback(host: &Host<&str>) -> bool {
 }
 
 impl PasskeySettings {
-    pub fn from_settings(s: &Settings, public_base: &str) -> anyhow::Result<Self> {
-        let p = "passkey";
-        let rp_id = s.get(p, "rp_id").map(str::trim).filter(|v| !v.is_empty()).map(str::to_lowercase);
-        let rp_origin = s.get(p, "rp_origin").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
-        let rp_name = s.get(p, "rp_name").map(str::trim).filter(|v| !v.is_empty()).unwrap_or("idnode").to_string();
-        let lifetime = s.get(p, "ceremony_lifetime").map(str::trim).unwrap_or("300");
+    /// The `[passkey]` section, read through `get` (a key's value, if set).
+    pub fn from_section<'a>(get: impl Fn(&str) -> Option<&'a str>, public_base: &str) -> anyhow::Result<Self> {
+        let rp_id = get("rp_id").map(str::trim).filter(|v| !v.is_empty()).map(str::to_lowercase);
+        let rp_origin = get("rp_origin").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let rp_name = get("rp_name").map(str::trim).filter(|v| !v.is_empty()).unwrap_or("idnode").to_string();
+        let lifetime = get("ceremony_lifetime").map(str::trim).unwrap_or("300");
         let ceremony_lifetime_s = match lifetime.parse::<i64>() {
             Ok(v) if (10..=3600).contains(&v) => v,
             _ => bail!("[passkey] ceremony_lifetime = {lifetime:?} is not a number of seconds from 10 to 3600"),
@@ -95,6 +93,7 @@ fn resolve(rp_id: Option<String>, rp_origin: Option<String>, public_base: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Settings;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
         let mut s = Settings::default();
@@ -105,7 +104,8 @@ mod tests {
     }
 
     fn party(pairs: &[(&str, &str)], base: &str) -> anyhow::Result<Result<(String, String), String>> {
-        let p = PasskeySettings::from_settings(&settings(pairs), base)?;
+        let s = settings(pairs);
+        let p = PasskeySettings::from_section(|k| s.get("passkey", k), base)?;
         Ok(p.party.map(|(id, o)| (id, o.origin().ascii_serialization())))
     }
 

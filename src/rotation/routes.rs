@@ -13,15 +13,15 @@ use idnode_keys::TokenKeyRing;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::node::Node;
 use crate::state::Command;
+use crate::token::Tokens;
 
 pub const PATH_KEYS: &str = "/keys";
 pub const PATH_ROTATE_TOKEN: &str = "/keys/token/rotate";
 pub const PATH_ROTATE_DATA: &str = "/keys/data/rotate";
 pub const PATH_REKEY: &str = "/keys/kek/rekey";
 
-pub fn router(node: Arc<Node>) -> Router {
+pub fn router(node: Arc<Tokens>) -> Router {
     let routes = Router::new()
         .route(PATH_KEYS, get(show))
         .route(PATH_ROTATE_TOKEN, post(rotate_token))
@@ -45,7 +45,7 @@ fn token_keys(ring: &TokenKeyRing) -> Value {
     Value::Array(keys)
 }
 
-fn status(node: &Node) -> Value {
+fn status(node: &Tokens) -> Value {
     let ring = node.token_ring().ok();
     json!({
         "node_id": node.cfg.node_id,
@@ -55,13 +55,13 @@ fn status(node: &Node) -> Value {
     })
 }
 
-async fn show(State(node): State<Arc<Node>>) -> Response {
+async fn show(State(node): State<Arc<Tokens>>) -> Response {
     Json(status(&node)).into_response()
 }
 
 /// Staged → primary → secondary through one replicated command: every node switches at the
 /// same log entry, and the new staged key is known everywhere before any node issues with it.
-async fn rotate_token(State(node): State<Arc<Node>>) -> Response {
+async fn rotate_token(State(node): State<Arc<Tokens>>) -> Response {
     let max_secondary = node.cfg.token_max_active_keys.saturating_sub(2);
     let cmd = Command::RotateTokenKeys {
         new_staged: idnode_keys::random_bytes(),
@@ -77,7 +77,7 @@ async fn rotate_token(State(node): State<Arc<Node>>) -> Response {
     }
 }
 
-async fn rotate_data(State(node): State<Arc<Node>>) -> Response {
+async fn rotate_data(State(node): State<Arc<Tokens>>) -> Response {
     match node.node_keys.rotate() {
         Ok(_) => Json(status(&node)).into_response(),
         Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")),
@@ -91,7 +91,7 @@ struct Rekey {
 }
 
 async fn rekey(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     body: Result<Json<Rekey>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Ok(Json(req)) = body else {

@@ -28,7 +28,7 @@ const CONSENSUS_STOPPED: &str = "the consensus core stopped on a fatal error; se
 /// The probes and metrics, open to anyone who reaches the listener; operator calls
 /// (backups) behind the cluster credential.
 pub fn router(node: Arc<Node>) -> Router {
-    let operator = node.raft.backup_router().merge(crate::rotation::routes::router(node.clone()));
+    let operator = node.raft.backup_router().merge(crate::rotation::routes::router(node.tokens.clone()));
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))

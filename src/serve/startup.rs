@@ -94,13 +94,13 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     });
     Ok(Arc::new(Node {
         tokens: Arc::new(Tokens::new(core)),
-        signed_requests: crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY),
+        signed_requests: Arc::new(crate::credential::replay::ReplayGuard::new(crate::credential::replay::CAPACITY)),
         rate_limits,
-        oauth2,
+        oauth2: Arc::new(oauth2),
         mapped: Arc::new(mapped),
-        api_key_usage: crate::api_keys::auth::Usage::default(),
+        api_key_usage: Arc::default(),
         scim: Arc::new(scim),
-        passkeys,
+        passkeys: Arc::new(passkeys),
     }))
 }
 
@@ -188,7 +188,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
     let mut jobs = crate::jobs::spawn(&node.core);
     // Every node reports its own API key uses (not leader-gated: the uses are its own).
-    jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.clone())));
+    jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.core.clone(), node.api_key_usage.clone())));
     jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
     jobs.extend(crate::otlp::spawn(&node));
     let checker = match node.cfg.raft_consistency_check_interval_s {

@@ -1,0 +1,146 @@
+//! The pages' password sign-in: the login form of the authorization code flow
+//! (`/authorize/login`) and of the device flow (`/device/login`), each checked as the
+//! password method of `POST /v3/auth/tokens` checks it.
+//!
+//! These two take the whole node, as `auth::methods::authenticate` does, so their routes are
+//! merged apart from the provider's other routes ([`super::routes`] names no node).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRef, Path, State};
+use axum::http::HeaderMap;
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::authorize::{self as az, get};
+use super::device;
+use super::html::{PageError, PageResult};
+use super::page_state::{self, Flow, Login};
+use super::scopes;
+use crate::clock::now_secs;
+use crate::node::Node;
+use crate::state::model::User;
+
+/// The login form (`/authorize/login`, `/device/login`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LoginForm {
+    /// The sealed pending request from the page.
+    page_state: String,
+    username: String,
+    password: String,
+}
+
+/// The user the login form names, in the issuer's domain, if the password is right. Every
+/// failure looks the same (the caller shows one generic message).
+async fn check_password(
+    node: &Node,
+    domain_id: &str,
+    username: Option<&str>,
+    password: Option<&str>,
+) -> PageResult<Option<User>> {
+    let (Some(name), Some(pw)) = (username, password) else { return Ok(None) };
+    if name.len() > 255 || pw.len() > 4096 {
+        return Ok(None);
+    }
+    let identity = json!({"methods": ["password"],
+        "password": {"user": {"name": name, "domain": {"id": domain_id}, "password": pw}}});
+    match crate::auth::methods::authenticate(node, &identity).await {
+        Ok(p) if p.user.domain_id == domain_id => Ok(Some(p.user)),
+        Ok(_) => Ok(None),
+        Err(e) if e.status.is_client_error() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+const BAD_LOGIN: &str = "Invalid username or password.";
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/login", operation_id = "oauth2_authorize_login", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
+              (status = 303, description = "Consent not needed (pre-authorized client, or remembered): to the redirect URI with `code` and `state`."),
+              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the client changed (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn authorize_login(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    az::domain_enabled(&node, &domain_id)?;
+    let form = az::page_form(&body)?;
+    let sealed = get(&form, "page_state");
+    let st = page_state::open(&node, &domain_id, sealed, &headers)?;
+    let Flow::Authorize(req) = st.flow.clone() else {
+        return Err(PageError::bad_request("The form is not valid; start again from the application."));
+    };
+    if st.login.is_some() {
+        return Err(PageError::bad_request("You are signed in already; start again from the application."));
+    }
+    let client =
+        az::live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    let username = get(&form, "username");
+    let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
+        return Ok(az::login_again(&node, &node.passkeys, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
+    };
+    az::signed_in_as(&node, &domain_id, st, &req, &client, &user).await
+}
+
+#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/login", operation_id = "oauth2_device_login", tag = "oauth2",
+    security(()),
+    params(("domain_id" = String, Path, description = "The domain.")),
+    request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
+    responses((status = 200, description = "The consent page (naming the client, the scopes and the code), or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
+              (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the code is no longer pending (HTML).", content_type = "text/html", body = String),
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
+              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+pub async fn device_login(
+    State(node): State<Arc<Node>>,
+    Path(domain_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> PageResult {
+    az::domain_enabled(&node, &domain_id)?;
+    let form = az::page_form(&body)?;
+    let sealed = get(&form, "page_state");
+    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
+    let user_code = device::device_flow(&st)?;
+    if st.login.is_some() {
+        return Err(PageError::bad_request("You are signed in already; start again."));
+    }
+    let grant = device::pending_grant(&node, &domain_id, &user_code)?.ok_or_else(device::code_gone)?;
+    let client = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None)?;
+    let username = get(&form, "username");
+    let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
+        return Ok(az::login_page(az::LoginView {
+            client_name: &client.name,
+            action: format!("{}/device/login", az::base_path(&node, &domain_id)),
+            sealed: sealed.unwrap_or_default(),
+            username: username.unwrap_or_default(),
+            error: Some(BAD_LOGIN),
+            ..Default::default()
+        }));
+    };
+    let at = now_secs();
+    st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
+    st.exp = at + page_state::LIFETIME_S;
+    let sealed = page_state::seal(&node, &st)?;
+    let action = format!("{}/device/consent", az::base_path(&node, &domain_id));
+    let shown = device::display_user_code(&user_code);
+    Ok(az::consent_page(&client.name, &user.name, &grant.scopes, &action, &sealed, Some(&shown), None))
+}
+
+/// The two login forms' routes.
+pub fn routes<S>() -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Node>: FromRef<S>,
+{
+    OpenApiRouter::new().routes(routes!(authorize_login)).routes(routes!(device_login))
+}
