@@ -94,7 +94,7 @@ pub struct MappingList {
 /// Other properties are dropped, as Keystone does.
 #[derive(Default, Deserialize, ToSchema)]
 pub struct MappingBody {
-    /// Required on create; checked by [`super::mapping_rules`].
+    /// Required on create; held to Keystone's mapping schema of the version asked for.
     #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
     pub rules: Sent<Value>,
