@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, json_obj, new_id, with_extra};
 use crate::http::openapi::errors as E;
-use crate::http::sent::Body;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::keys::ns;

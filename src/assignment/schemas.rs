@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::http::sent::Sent;
 
 /// A role; global when `domain_id` is null, domain-specific otherwise.
 #[derive(ToSchema)]

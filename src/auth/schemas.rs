@@ -10,35 +10,42 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::http::body::{present_value, Checked};
+use crate::http::body::{Body, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::CollectionLinks;
 
 /// `POST /v3/auth/tokens`.
 #[derive(Deserialize, ToSchema)]
 pub struct AuthRequest {
-    pub auth: Auth,
+    #[serde(default)]
+    #[schema(value_type = Auth, required = true)]
+    pub auth: Sent<Auth>,
 }
 
-impl Checked for AuthRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let auth = raw.get("auth").ok_or_else(|| ApiError::bad_request("'auth' is a required property."))?;
-        auth.get("identity").ok_or_else(|| ApiError::bad_request("'identity' is a required property."))?;
-        Ok(())
+impl AuthRequest {
+    /// The request's `auth`, with Keystone's 400s for a missing `auth` or `identity`.
+    pub fn auth(body: Body<Self>) -> ApiResult<Auth> {
+        let auth = body.into_inner().map(|b| b.auth).unwrap_or_default();
+        match auth {
+            Sent::Absent => Err(ApiError::bad_request("'auth' is a required property.")),
+            Sent::Is(a) if a.identity.is_present() => Ok(a),
+            _ => Err(ApiError::bad_request("'identity' is a required property.")),
+        }
     }
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct Auth {
-    #[schema(value_type = Identity)]
-    pub identity: Value,
+    #[serde(default)]
+    #[schema(value_type = Identity, required = true)]
+    pub identity: Sent<Value>,
     /// `{"project": {"id"} | {"name", "domain": {"id"|"name"}}}`, `{"domain": {"id"|"name"}}`,
     /// `{"system": {"all": true}}`, `{"OS-TRUST:trust": {"id"}}`, or the string `unscoped`.
     /// Absent: the user's default project when usable, else unscoped. Present (even null)
     /// with an application credential: 401.
-    #[serde(default, deserialize_with = "present_value")]
+    #[serde(default)]
     #[schema(value_type = Option<Object>)]
-    pub scope: Option<Value>,
+    pub scope: Sent<Value>,
 }
 
 #[derive(ToSchema)]

@@ -14,7 +14,7 @@ use super::{methods, scope};
 use crate::clock::now_micros;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::query_flag;
+use crate::http::extract::{query_flag, JsonBody};
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -106,7 +106,7 @@ macro_rules! token_operations {
         pub async fn $issue(
             n: State<Arc<Tokens>>,
             q: Query<HashMap<String, String>>,
-            b: Body<s::AuthRequest>,
+            b: JsonBody<Body<s::AuthRequest>>,
         ) -> ApiResult<Response> {
             issue_token(n, q, b).await
         }
@@ -208,15 +208,17 @@ token_operations!(
 async fn issue_token(
     State(node): State<Arc<Tokens>>,
     Query(q): Query<HashMap<String, String>>,
-    body: Body<s::AuthRequest>,
+    JsonBody(body): JsonBody<Body<s::AuthRequest>>,
 ) -> ApiResult<Response> {
-    let s::AuthRequest { auth } = body.parse()?;
-    let proven = methods::authenticate(&node, &auth.identity).await?;
-    let trust_scope = auth.scope.as_ref().and_then(|s| s.get("OS-TRUST:trust"));
+    let auth = s::AuthRequest::auth(body)?;
+    let identity = auth.identity.value().unwrap_or_default();
+    let asked = auth.scope.value();
+    let proven = methods::authenticate(&node, &identity).await?;
+    let trust_scope = asked.as_ref().and_then(|s| s.get("OS-TRUST:trust"));
     let mut proven = proven;
     let mut user_id = proven.user.id.clone();
     let scope = match (proven.fixed_scope.clone(), trust_scope) {
-        (Some(_), _) if auth.scope.is_some() => {
+        (Some(_), _) if asked.is_some() => {
             return Err(ApiError::unauthorized(
                 "Error authenticating with application credential: Application credentials cannot request a scope.",
             ))
@@ -229,7 +231,7 @@ async fn issue_token(
             proven.expires_at = granted.expires_at;
             granted.scope
         }
-        (None, None) => scope::requested(&node, auth.scope.as_ref(), &proven.user)?,
+        (None, None) => scope::requested(&node, asked.as_ref(), &proven.user)?,
     };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::http::body::Sent;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::sent::Sent;
 use crate::state::model::{Endpoint, Service};
 use crate::state::read::CatalogReads;
 use crate::state::Reader;

@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use crate::context::Core;
+use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::sent::{Body, Sent};
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::DocKind;

@@ -6,9 +6,9 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::http::sent::Sent;
 
 #[derive(ToSchema)]
 pub struct Region {

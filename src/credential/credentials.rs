@@ -13,6 +13,7 @@ use super::{credential_json, ec2_id, EC2};
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard, Persona};
@@ -109,19 +110,29 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    body: Body<s::CredentialCreateRequest>,
+    JsonBody(body): JsonBody<Body<s::CredentialCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
-    let b = body.parse()?.credential;
-    // The checks made sure a signature credential has a project and an access key.
-    let id = if b.cred_type == EC2 { ec2_id(&s::ec2_access(&b.blob)?) } else { new_id() };
+    let b = body.object()?.credential.envelope("credential")?;
+    let cred_type = b.cred_type.name("type", 255)?;
+    let blob = s::blob(&b.blob)?;
+    let project_id = b.project_id.string("project_id", 64)?;
+    let id = if cred_type == EC2 {
+        if project_id.is_none() {
+            return Err(ApiError::bad_request("'project_id' is a required property of an ec2 credential."));
+        }
+        ec2_id(&s::ec2_access(&blob)?)
+    } else {
+        new_id()
+    };
+    let user_id = b.user_id.opt_name("user_id", 64)?;
     let c = Credential {
         id,
         // Defaults to the caller, like Keystone-NG; Keystone requires it.
-        user_id: b.user_id.unwrap_or_else(|| ctx.user.id.clone()),
-        project_id: b.project_id,
-        cred_type: b.cred_type,
-        blob: b.blob,
+        user_id: user_id.unwrap_or_else(|| ctx.user.id.clone()),
+        project_id,
+        cred_type,
+        blob,
         extra: extra(&b.extra, KNOWN, "{}"),
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
@@ -178,28 +189,26 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    body: Body<s::CredentialUpdateRequest>,
+    JsonBody(body): JsonBody<Body<s::CredentialUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
-    body.object("credential")?;
+    let b = body.object()?.credential.envelope("credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
     let before = c.clone();
-    let o = body.object("credential")?;
-    if o.contains_key("id") && opt_str(o, "id", 64)?.as_deref() != Some(id.as_str()) {
+    if b.extra.contains_key("id") && opt_str(&b.extra, "id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
-    let b = body.parse()?.credential;
-    if let Some(t) = b.cred_type {
+    if let Some(t) = b.cred_type.opt_name("type", 255)? {
         c.cred_type = t;
     }
     let old_blob = c.blob.clone();
-    if let Some(blob) = b.blob {
-        c.blob = blob;
+    if b.blob.is_present() {
+        c.blob = s::blob(&b.blob)?;
     }
-    if let Some(u) = b.user_id {
+    if let Some(u) = b.user_id.opt_name("user_id", 64)? {
         c.user_id = u;
     }
-    if let Some(p) = b.project_id {
+    if let Some(p) = b.project_id.nullable("project_id", 64)? {
         c.project_id = p;
     }
     if c.cred_type == EC2 {

@@ -15,6 +15,7 @@ use super::{blob_field, ec2_id, EC2};
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
@@ -123,18 +124,19 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
-    body: Body<s::Ec2CredentialCreate>,
+    JsonBody(body): JsonBody<Body<s::Ec2CredentialCreate>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
-    let b = body.parse()?;
-    let Some(project_id) = b.tenant_id.or(b.project_id) else {
+    let b = body.object()?;
+    let (tenant_id, project_id) = (s::ec2_key(&b.tenant_id, "tenant_id")?, s::ec2_key(&b.project_id, "project_id")?);
+    let Some(project_id) = tenant_id.or(project_id) else {
         return Err(ApiError::bad_request("'tenant_id' is a required property."));
     };
-    let access = b.access.unwrap_or_else(new_id);
-    let secret = b.secret.unwrap_or_else(new_id);
+    let access = s::ec2_key(&b.access, "access")?.unwrap_or_else(new_id);
+    let secret = s::ec2_key(&b.secret, "secret")?.unwrap_or_else(new_id);
     let c = Credential {
         id: ec2_id(&access),
         user_id,

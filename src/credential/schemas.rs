@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::http::body::{envelope, Checked};
+use crate::http::body::{Body, Sent};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{self as f, Obj};
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
 /// The longest blob (JSON text) a credential holds.
@@ -75,42 +75,29 @@ pub struct Ec2CredentialList {
 /// `POST /v3/credentials`.
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialCreateRequest {
-    pub credential: CredentialCreate,
-}
-
-impl Checked for CredentialCreateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "credential")?;
-        let cred_type = f::req_name(o, "type", 255)?;
-        let blob = req_blob(o)?;
-        let project_id = f::opt_str(o, "project_id", 64)?;
-        if cred_type == super::EC2 {
-            if project_id.is_none() {
-                return Err(ApiError::bad_request("'project_id' is a required property of an ec2 credential."));
-            }
-            ec2_access(&blob)?;
-        }
-        f::opt_name(o, "user_id", 64).map(drop)
-    }
+    #[serde(default)]
+    #[schema(value_type = CredentialCreate, required = true)]
+    pub credential: Sent<CredentialCreate>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialCreate {
     /// `ec2` for signature credentials, or any other type (`totp`, `cert`, ...).
-    #[serde(rename = "type")]
-    #[schema(min_length = 1, max_length = 255)]
-    pub cred_type: String,
+    #[serde(rename = "type", default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub cred_type: Sent<String>,
     /// JSON-encoded string; for `ec2` an object with a non-empty string `access`.
-    #[schema(max_length = 65535)]
-    pub blob: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, max_length = 65535)]
+    pub blob: Sent<String>,
     /// Default: the caller.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64)]
-    pub user_id: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    pub user_id: Sent<String>,
     /// Required for `ec2`.
     #[serde(default)]
-    #[schema(max_length = 64)]
-    pub project_id: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub project_id: Sent<String>,
     /// Other attributes, kept and echoed back.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -119,19 +106,9 @@ pub struct CredentialCreate {
 /// `PATCH /v3/credentials/{id}`.
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialUpdateRequest {
-    pub credential: CredentialUpdate,
-}
-
-impl Checked for CredentialUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "credential")?;
-        f::opt_name(o, "type", 255)?;
-        if o.contains_key("blob") {
-            req_blob(o)?;
-        }
-        f::opt_name(o, "user_id", 64)?;
-        f::opt_str(o, "project_id", 64).map(drop)
-    }
+    #[serde(default)]
+    #[schema(value_type = CredentialUpdate, required = true)]
+    pub credential: Sent<CredentialUpdate>,
 }
 
 /// An absent field is left as it is; `null` clears `project_id`. `id`, if sent, must be the
@@ -139,25 +116,26 @@ impl Checked for CredentialUpdateRequest {
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialUpdate {
     #[serde(rename = "type", default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub cred_type: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub cred_type: Sent<String>,
     /// A signature credential's blob keeps its access key's bindings (`trust_id`, ...).
     #[serde(default)]
-    #[schema(max_length = 65535)]
-    pub blob: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 65535)]
+    pub blob: Sent<String>,
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64)]
-    pub user_id: Option<String>,
-    #[serde(default, deserialize_with = "f::present")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    pub user_id: Sent<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 64)]
-    pub project_id: Option<Option<String>>,
+    pub project_id: Sent<String>,
     /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-fn req_blob(o: &Obj) -> ApiResult<String> {
-    f::opt_str(o, "blob", MAX_BLOB)?.ok_or_else(|| ApiError::bad_request("'blob' is a required property."))
+/// A credential's blob: a string, required (`null` included) wherever it is sent.
+pub fn blob(sent: &Sent<String>) -> ApiResult<String> {
+    sent.string("blob", MAX_BLOB)?.ok_or_else(|| ApiError::bad_request("'blob' is a required property."))
 }
 
 /// The access key of a signature credential's blob: a JSON object with a string `access`.
@@ -175,39 +153,25 @@ pub fn ec2_access(blob: &str) -> ApiResult<String> {
 pub struct Ec2CredentialCreate {
     /// The project (also accepted as `project_id`).
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub tenant_id: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub tenant_id: Sent<String>,
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub project_id: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub project_id: Sent<String>,
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub access: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub access: Sent<String>,
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub secret: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub secret: Sent<String>,
 }
 
-impl Checked for Ec2CredentialCreate {
-    fn check(raw: &Value) -> ApiResult<()> {
-        if !raw.is_object() {
-            return Err(ApiError::bad_request("The request body must be a JSON object."));
-        }
-        let (tenant_id, project_id) = (opt_key(raw, "tenant_id")?, opt_key(raw, "project_id")?);
-        if tenant_id.is_none() && project_id.is_none() {
-            return Err(ApiError::bad_request("'tenant_id' is a required property."));
-        }
-        opt_key(raw, "access")?;
-        opt_key(raw, "secret").map(drop)
-    }
-}
-
-/// An optional key of the create body: absent or null means "generate one".
-fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_KEY => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::bad_request(format!(
+/// An optional key of the OS-EC2 create body: absent or null means "generate one".
+pub fn ec2_key(sent: &Sent<String>, key: &str) -> ApiResult<Option<String>> {
+    match sent {
+        Sent::Absent | Sent::Null => Ok(None),
+        Sent::Is(s) if !s.is_empty() && s.chars().count() <= MAX_KEY => Ok(Some(s.clone())),
+        _ => Err(ApiError::bad_request(format!(
             "Invalid input for field '{key}': must be a non-empty string of at most {MAX_KEY} characters."
         ))),
     }
@@ -215,32 +179,36 @@ fn opt_key(body: &Value, key: &str) -> ApiResult<Option<String>> {
 
 /// A request signed with a signature credential's secret (AWS V4, V2, V1 or V0 signing).
 /// Read leniently, as Keystone reads it: a member of another type counts as absent.
-#[derive(Default, Deserialize, ToSchema)]
+#[derive(Deserialize, ToSchema)]
 pub struct SignedRequest {
     /// The plaintext access key; without it no token is issued (401).
-    #[serde(default, deserialize_with = "lenient_text")]
+    #[serde(default)]
     #[schema(required = true, value_type = String)]
-    pub access: Option<String>,
-    #[serde(default, deserialize_with = "lenient_text")]
+    pub access: Sent<String>,
+    #[serde(default)]
     #[schema(required = true, value_type = String)]
-    pub signature: Option<String>,
-    #[serde(default, deserialize_with = "lenient_text")]
-    pub host: Option<String>,
-    #[serde(default, deserialize_with = "lenient_text")]
-    pub verb: Option<String>,
-    #[serde(default, deserialize_with = "lenient_text")]
-    pub path: Option<String>,
+    pub signature: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub host: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub verb: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub path: Sent<String>,
     /// Signed query parameters (numbers are read as their text).
-    #[serde(default, deserialize_with = "lenient_map")]
+    #[serde(default)]
     #[schema(value_type = Option<BTreeMap<String, String>>)]
-    pub params: BTreeMap<String, String>,
+    pub params: Sent<Obj>,
     /// Signed headers (V4: `X-Amz-Date`, `Authorization`, ...).
-    #[serde(default, deserialize_with = "lenient_map")]
+    #[serde(default)]
     #[schema(value_type = Option<BTreeMap<String, String>>)]
-    pub headers: BTreeMap<String, String>,
+    pub headers: Sent<Obj>,
     /// Hex SHA-256 of the signed request's body (V4).
-    #[serde(default, deserialize_with = "lenient_text")]
-    pub body_hash: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub body_hash: Sent<String>,
 }
 
 /// `POST /v3/sigtokens`: the signed request under `credentials` (Keystone also accepts
@@ -248,46 +216,47 @@ pub struct SignedRequest {
 /// an object carries no signature).
 #[derive(Deserialize, ToSchema)]
 pub struct SignedTokenRequest {
-    #[serde(default, deserialize_with = "lenient_object")]
+    #[serde(default)]
     #[schema(value_type = Option<SignedRequest>)]
-    pub credentials: Option<Option<SignedRequest>>,
-    #[serde(default, deserialize_with = "lenient_object")]
+    pub credentials: Sent<SignedRequest>,
+    #[serde(default)]
     #[schema(value_type = Option<SignedRequest>)]
-    pub credential: Option<Option<SignedRequest>>,
-    #[serde(rename = "ec2Credentials", default, deserialize_with = "lenient_object")]
+    pub credential: Sent<SignedRequest>,
+    #[serde(rename = "ec2Credentials", default)]
     #[schema(value_type = Option<SignedRequest>)]
-    pub ec2_credentials: Option<Option<SignedRequest>>,
+    pub ec2_credentials: Sent<SignedRequest>,
+    /// Ignored.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
 impl SignedTokenRequest {
-    /// The signed request, if the body carries one with an access key.
-    pub fn signed(self) -> Option<SignedRequest> {
-        self.credentials.or(self.credential).or(self.ec2_credentials).flatten().filter(|r| r.access.is_some())
-    }
-}
-
-impl Checked for SignedTokenRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let Some(top) = raw.as_object().filter(|o| !o.is_empty()) else {
-            return Err(ApiError::bad_request("The request must include a JSON object body."));
-        };
-        let creds = ["credentials", "credential", "ec2Credentials"].iter().find_map(|k| top.get(*k));
-        if let Some(Value::Object(c)) = creds {
-            if c.get("access").is_some_and(Value::is_string) {
-                string_map(c.get("params"), "params")?;
-                string_map(c.get("headers"), "headers")?;
-            }
+    /// The signed request, if the body carries one with an access key; 400 for a body that is
+    /// no object or an empty one, or for malformed signed maps.
+    pub fn signed(body: Body<Self>) -> ApiResult<Option<SignedRequest>> {
+        let no_body = || ApiError::bad_request("The request must include a JSON object body.");
+        let top = body.into_inner().ok_or_else(no_body)?;
+        let sent = [top.credentials, top.credential, top.ec2_credentials];
+        if top.extra.is_empty() && !sent.iter().any(Sent::is_present) {
+            return Err(no_body());
         }
-        Ok(())
+        let Some(Sent::Is(r)) = sent.into_iter().find(Sent::is_present) else { return Ok(None) };
+        if !matches!(r.access, Sent::Is(_)) {
+            return Ok(None);
+        }
+        string_map(&r.params, "params")?;
+        string_map(&r.headers, "headers")?;
+        Ok(Some(r))
     }
 }
 
 /// `params` and `headers`: an object of strings (or numbers, read as their text), or null.
-fn string_map(v: Option<&Value>, field: &str) -> ApiResult<BTreeMap<String, String>> {
+pub fn string_map(sent: &Sent<Obj>, field: &str) -> ApiResult<BTreeMap<String, String>> {
     let invalid = || ApiError::bad_request(format!("Invalid input for field '{field}': must be an object of strings."));
-    match v {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(o)) => o
+    match sent {
+        Sent::Absent | Sent::Null => Ok(BTreeMap::new()),
+        Sent::Is(o) => o
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
@@ -295,28 +264,6 @@ fn string_map(v: Option<&Value>, field: &str) -> ApiResult<BTreeMap<String, Stri
                 _ => Err(invalid()),
             })
             .collect(),
-        Some(_) => Err(invalid()),
-    }
-}
-
-fn lenient_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
-/// The check refused a malformed map wherever it matters; elsewhere it reads as empty.
-fn lenient_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    let v = Value::deserialize(d)?;
-    Ok(string_map(Some(&v), "").unwrap_or_default())
-}
-
-/// Present: `Some`; an object: `Some(Some(request))`.
-fn lenient_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<SignedRequest>>, D::Error> {
-    use serde::de::Error;
-    match Value::deserialize(d)? {
-        v @ Value::Object(_) => serde_json::from_value(v).map(Some).map_err(D::Error::custom).map(Some),
-        _ => Ok(Some(None)),
+        Sent::Wrong(_) => Err(invalid()),
     }
 }

@@ -24,7 +24,7 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::query_flag;
+use crate::http::extract::{query_flag, JsonBody};
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
 use crate::node::Node;
@@ -44,14 +44,14 @@ fn refuse(node: &Core, why: &str) -> ApiError {
 /// The signer's form of a signed request (absent members read as empty).
 fn signed(r: s::SignedRequest) -> SignedRequest {
     SignedRequest {
-        access: r.access.unwrap_or_default(),
-        signature: r.signature.unwrap_or_default(),
-        host: r.host.unwrap_or_default(),
-        verb: r.verb.unwrap_or_default(),
-        path: r.path.unwrap_or_default(),
-        params: r.params,
-        headers: r.headers.into_iter().collect(),
-        body_hash: r.body_hash,
+        access: r.access.typed().unwrap_or_default(),
+        signature: r.signature.typed().unwrap_or_default(),
+        host: r.host.typed().unwrap_or_default(),
+        verb: r.verb.typed().unwrap_or_default(),
+        path: r.path.typed().unwrap_or_default(),
+        params: s::string_map(&r.params, "params").unwrap_or_default(),
+        headers: s::string_map(&r.headers, "headers").unwrap_or_default().into_iter().collect(),
+        body_hash: r.body_hash.typed(),
     }
 }
 
@@ -127,11 +127,12 @@ fn once(node: &Core, guard: &ReplayGuard, r: &SignedRequest, until: i64, now: i6
 pub async fn issue(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
-    body: Body<s::SignedTokenRequest>,
+    JsonBody(body): JsonBody<Body<s::SignedTokenRequest>>,
 ) -> ApiResult<Response> {
     // The whole node while `auth::tokens::token_response` takes it.
     node.ensure_fresh().await?;
-    let request = body.parse()?.signed().map(signed).ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
+    let request =
+        s::SignedTokenRequest::signed(body)?.map(signed).ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
     if request.signature.is_empty() {
         return Err(refuse(&node, "EC2 signature not supplied."));
     }
@@ -200,7 +201,7 @@ pub async fn issue(
 pub async fn issue_ec2tokens(
     node: State<Arc<Node>>,
     q: Query<HashMap<String, String>>,
-    body: Body<s::SignedTokenRequest>,
+    body: JsonBody<Body<s::SignedTokenRequest>>,
 ) -> ApiResult<Response> {
     issue(node, q, body).await
 }

@@ -14,9 +14,10 @@ use super::schemas as s;
 use super::{bool_like, check_path_id};
 use crate::clock::now_micros;
 use crate::context::Core;
-use crate::http::body::{Body, OptionalBody};
+use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{JsonBody, OptionalJson};
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -80,11 +81,7 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:list_identity_providers", &ctx, &json!({}))?;
-    let mut filter = Obj::new();
-    if let Some(e) = q.get("enabled") {
-        filter.insert("enabled".into(), json!(e));
-    }
-    let enabled = bool_like(&filter, "enabled")?;
+    let enabled = bool_like(&Sent::of(q.get("enabled").map(|e| json!(e)).as_ref()), "enabled")?;
     let items: Vec<Value> = node
         .engine
         .read()
@@ -107,11 +104,9 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
-    req: OptionalBody<s::IdentityProviderRequest>,
+    OptionalJson(req): OptionalJson<Sent<s::IdentityProviderRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let mut b = req.parse()?.identity_provider;
-    let domain_id = b.domain_id.take().flatten();
-    let mut f = b.stored();
+    let (mut f, domain_id) = s::IdentityProviderRequest::checked(req.unwrap_or_default())?;
     enforce("identity:create_identity_provider", &ctx, &json!({}))?;
     check_path_id(&idp_id, "identity provider")?;
     f.entry("enabled").or_insert(json!(false));
@@ -176,9 +171,9 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(idp_id): Path<String>,
-    req: Body<s::IdentityProviderUpdateRequest>,
+    JsonBody(req): JsonBody<Sent<s::IdentityProviderUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
-    let f = req.parse()?.identity_provider.stored();
+    let f = s::IdentityProviderUpdateRequest::checked(req)?;
     enforce("identity:update_identity_provider", &ctx, &json!({}))?;
     let old = API.load(&node, &idp_id)?;
     let mut merged = body(&old);

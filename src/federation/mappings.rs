@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use super::{check_path_id, mapping_rules};
 use crate::context::Core;
+use crate::http::body::{Body, Sent};
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::MaybeJson;
+use crate::http::extract::OptionalJson;
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -30,30 +31,23 @@ pub const API: DocApi = DocApi {
 };
 
 /// The version a body asks for, Keystone's default (1.0) when it names none.
-fn version(o: &Obj, stored: Option<&str>) -> ApiResult<String> {
-    match o.get("schema_version") {
-        None | Some(Value::Null) => Ok(stored.unwrap_or("1.0").to_string()),
-        Some(Value::String(v)) if v.is_empty() => Ok(stored.unwrap_or("1.0").to_string()),
-        Some(Value::String(v)) => Ok(v.clone()),
-        Some(v) => Err(ApiError::bad_request(format!("{v} is not of type 'string'\n"))),
+fn version(sent: &Sent<String>, stored: Option<&str>) -> ApiResult<String> {
+    match sent {
+        Sent::Absent | Sent::Null => Ok(stored.unwrap_or("1.0").to_string()),
+        Sent::Is(v) if v.is_empty() => Ok(stored.unwrap_or("1.0").to_string()),
+        Sent::Is(v) => Ok(v.clone()),
+        Sent::Wrong(v) => Err(ApiError::bad_request(format!("{v} is not of type 'string'\n"))),
     }
 }
 
 /// `rules` and `schema_version` of a body (anything else is dropped, as Keystone does).
-fn checked(b: Value, stored: Option<&Obj>) -> ApiResult<Obj> {
-    let o = match b {
-        Value::Object(mut top) => match top.remove("mapping") {
-            Some(Value::Object(o)) => o,
-            Some(v) => return Err(ApiError::bad_request(format!("{v} is not of type 'object'\n"))),
-            None => Obj::new(),
-        },
-        _ => Obj::new(),
-    };
-    let version = version(&o, stored.and_then(|s| s.get("schema_version")).and_then(Value::as_str))?;
-    let rules = o.get("rules").or_else(|| stored.and_then(|s| s.get("rules")));
-    mapping_rules::check(rules, &version)?;
+fn checked(b: Option<Body<s::MappingRequest>>, stored: Option<&Obj>) -> ApiResult<Obj> {
+    let m = s::MappingRequest::mapping(b)?;
+    let version = version(&m.schema_version, stored.and_then(|s| s.get("schema_version")).and_then(Value::as_str))?;
+    let rules = m.rules.value().or_else(|| stored.and_then(|s| s.get("rules")).cloned());
+    mapping_rules::check(rules.as_ref(), &version)?;
     let mut out = Obj::new();
-    out.insert("rules".into(), rules.cloned().unwrap_or(Value::Null));
+    out.insert("rules".into(), rules.unwrap_or(Value::Null));
     out.insert("schema_version".into(), json!(version));
     Ok(out)
 }
@@ -81,7 +75,7 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
-    MaybeJson(b): MaybeJson,
+    OptionalJson(b): OptionalJson<Body<s::MappingRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let o = checked(b, None)?;
     enforce("identity:create_mapping", &ctx, &json!({}))?;
@@ -117,7 +111,7 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(mapping_id): Path<String>,
-    MaybeJson(b): MaybeJson,
+    OptionalJson(b): OptionalJson<Body<s::MappingRequest>>,
 ) -> ApiResult<Json<Value>> {
     let stored = node.engine.read().doc(API.kind, &mapping_id)?.map(|d| body(&d));
     let o = checked(b, stored.as_ref())?;

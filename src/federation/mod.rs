@@ -11,6 +11,7 @@ pub mod service_providers;
 
 use serde_json::Value;
 
+use crate::http::body::{Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
 
@@ -39,37 +40,56 @@ pub(crate) fn only_keys(o: &Obj, allowed: &[&str], envelope: &str, non_empty: bo
     Ok(())
 }
 
-/// The object under `key`, or `{}` when the body is absent and `required` is false.
-pub(crate) fn member_ref(body: &Value, key: &str, required: bool) -> ApiResult<Obj> {
-    match body {
-        Value::Null if !required => Ok(Obj::new()),
-        Value::Object(top) => {
-            if let Some(k) = top.keys().find(|k| *k != key) {
-                return Err(ApiError::bad_request(format!(
-                    "Additional properties are not allowed ('{k}' was unexpected)"
-                )));
-            }
-            match top.get(key) {
-                Some(Value::Object(o)) => Ok(o.clone()),
-                None if !required => Ok(Obj::new()),
-                None => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
-                Some(v) => Err(invalid(key, v, &format!("{v} is not of type 'object'"))),
-            }
+/// The member under `key` of a body Keystone's schema allows nothing else in (`top`: the body,
+/// `member` reads the member off it), holding only `allowed` properties (one at least when
+/// `non_empty`). The federation bodies refuse unknown properties, so an object that has one is
+/// `Wrong`; an absent member (or body) that is not `required` is the default.
+pub(crate) fn member<R, T: Default>(
+    top: Sent<R>,
+    member: impl FnOnce(R) -> Sent<Kept<T>>,
+    key: &str,
+    required: bool,
+    (allowed, non_empty): (&[&str], bool),
+) -> ApiResult<Kept<T>> {
+    let missing = || ApiError::bad_request(format!("'{key}' is a required property"));
+    let sent = match top {
+        Sent::Is(r) => member(r),
+        Sent::Absent if !required => Sent::Absent,
+        Sent::Wrong(Value::Object(o)) => {
+            let k = o.keys().find(|k| *k != key).cloned().unwrap_or_default();
+            return Err(ApiError::bad_request(format!("Additional properties are not allowed ('{k}' was unexpected)")));
         }
-        _ => Err(ApiError::bad_request(format!("'{key}' is a required property"))),
-    }
+        _ => return Err(missing()),
+    };
+    let body = match sent {
+        Sent::Is(b) => b,
+        Sent::Absent if !required => Kept::default(),
+        Sent::Absent => return Err(missing()),
+        Sent::Wrong(Value::Object(o)) => {
+            return Err(only_keys(&o, allowed, key, non_empty).err().unwrap_or_else(missing));
+        }
+        wrong => {
+            let v = wrong.unread().unwrap_or_default();
+            return Err(invalid(key, &v, &format!("{v} is not of type 'object'")));
+        }
+    };
+    only_keys(&body.sent, allowed, key, non_empty)?;
+    Ok(body)
 }
 
 /// Keystone's lenient boolean (`true`, `"yes"`, `"0"`, ...).
-pub(crate) fn bool_like(o: &Obj, key: &str) -> ApiResult<Option<bool>> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) => match bool_word(s) {
+pub(crate) fn bool_like(sent: &Sent<bool>, key: &str) -> ApiResult<Option<bool>> {
+    match sent {
+        Sent::Absent => Ok(None),
+        Sent::Is(b) => Ok(Some(*b)),
+        Sent::Wrong(v @ Value::String(s)) => match bool_word(s) {
             Some(b) => Ok(Some(b)),
-            None => Err(invalid(key, &o[key], &format!("'{s}' is not a valid boolean"))),
+            None => Err(invalid(key, v, &format!("'{s}' is not a valid boolean"))),
         },
-        Some(v) => Err(invalid(key, v, &format!("{v} is not a valid boolean"))),
+        other => {
+            let v = other.unread().unwrap_or_default();
+            Err(invalid(key, &v, &format!("{v} is not a valid boolean")))
+        }
     }
 }
 
@@ -82,29 +102,23 @@ fn bool_word(s: &str) -> Option<bool> {
     }
 }
 
-/// For typed bodies: a field read as [`bool_like`] reads it (present means `Some`).
-pub(crate) fn de_bool_like<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    use serde::de::Error;
-    match <Value as serde::Deserialize>::deserialize(d)? {
-        Value::Bool(b) => Ok(Some(b)),
-        Value::String(s) => bool_word(&s).map(Some).ok_or_else(|| D::Error::custom("not a valid boolean")),
-        _ => Err(D::Error::custom("not a valid boolean")),
-    }
-}
-
-/// A string or null of at most `max` characters.
-pub(crate) fn str_or_null(o: &Obj, key: &str, max: usize) -> ApiResult<Option<Option<String>>> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(None)),
-        Some(Value::String(s)) if s.chars().count() <= max => Ok(Some(Some(s.clone()))),
-        Some(v) => Err(invalid(key, v, &format!("must be a string of at most {max} characters or null"))),
+/// A string or null of at most `max` characters; `Some(None)` for null.
+pub(crate) fn str_or_null(sent: &Sent<String>, key: &str, max: usize) -> ApiResult<Option<Option<String>>> {
+    match sent {
+        Sent::Absent => Ok(None),
+        Sent::Null => Ok(Some(None)),
+        Sent::Is(s) if s.chars().count() <= max => Ok(Some(Some(s.clone()))),
+        other => Err(invalid(
+            key,
+            &other.value().unwrap_or_default(),
+            &format!("must be a string of at most {max} characters or null"),
+        )),
     }
 }
 
 /// Keystone's URL rule for service provider URLs: `^[a-zA-Z0-9+.-]+:.+`, at most 225.
-pub(crate) fn check_url(o: &Obj, key: &str) -> ApiResult<()> {
-    let Some(v) = o.get(key) else { return Ok(()) };
+pub(crate) fn check_url(sent: &Sent<String>, key: &str) -> ApiResult<Option<String>> {
+    let Some(v) = sent.value() else { return Ok(None) };
     let ok = v.as_str().is_some_and(|s| {
         s.chars().count() <= 225
             && s.split_once(':').is_some_and(|(scheme, rest)| {
@@ -113,10 +127,9 @@ pub(crate) fn check_url(o: &Obj, key: &str) -> ApiResult<()> {
                     && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'))
             })
     });
-    if ok {
-        Ok(())
-    } else {
-        Err(invalid(key, v, &format!("{v} does not match '^[a-zA-Z0-9+.-]+:.+'")))
+    match v {
+        Value::String(s) if ok => Ok(Some(s)),
+        v => Err(invalid(key, &v, &format!("{v} does not match '^[a-zA-Z0-9+.-]+:.+'"))),
     }
 }
 

@@ -13,9 +13,10 @@ use serde_json::{json, Value};
 use super::check_path_id;
 use super::schemas as s;
 use crate::context::Core;
-use crate::http::body::Body;
+use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -104,10 +105,10 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
-    req: Body<s::ProtocolRequest>,
+    JsonBody(req): JsonBody<Sent<s::ProtocolRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let b = req.parse()?.protocol;
-    let f = (b.mapping_id, b.remote_id_attribute.flatten());
+    let (mapping_id, remote) = s::ProtocolRequest::checked(req)?;
+    let f = (mapping_id, remote.flatten());
     enforce("identity:create_protocol", &ctx, &json!({}))?;
     check_path_id(&protocol_id, "protocol")?;
     check_mapping(&node, &f.0)?;
@@ -150,9 +151,9 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((idp_id, protocol_id)): Path<(String, String)>,
-    req: Body<s::ProtocolUpdateRequest>,
+    JsonBody(req): JsonBody<Sent<s::ProtocolUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
-    let s::ProtocolBody { mapping_id, remote_id_attribute } = req.parse()?.protocol;
+    let (mapping_id, remote_id_attribute) = s::ProtocolUpdateRequest::checked(req)?;
     enforce("identity:update_protocol", &ctx, &json!({}))?;
     check_mapping(&node, &mapping_id)?;
     load_idp(&node, &idp_id)?;

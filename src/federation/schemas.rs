@@ -1,15 +1,15 @@
 //! OpenAPI schemas of the OS-FEDERATION objects, and the typed bodies of the identity
-//! provider, protocol and service provider writes, checked with Keystone's schemas and
-//! messages before serde types them.
+//! provider, protocol, mapping and service provider writes, held to Keystone's schemas with its
+//! messages.
 
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{bool_like, check_url, invalid, member_ref as member, only_keys, str_or_null};
-use crate::http::body::Checked;
-use crate::http::error::ApiResult;
-use crate::http::fields::{present, Obj};
+use super::{bool_like, check_url, invalid, member, str_or_null};
+use crate::http::body::{Body, Kept, Sent};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
 /// An identity provider.
@@ -91,19 +91,39 @@ pub struct MappingList {
     links: CollectionLinks,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the mapping handlers read the body directly
+/// Other properties are dropped, as Keystone does.
+#[derive(Default, Deserialize, ToSchema)]
 pub struct MappingBody {
-    /// Required on create.
+    /// Required on create; held to Keystone's mapping schema of the version asked for.
+    #[serde(default)]
     #[schema(value_type = Option<Vec<Object>>)]
-    rules: Option<Vec<serde_json::Value>>,
-    schema_version: Option<String>,
+    pub rules: Sent<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub schema_version: Sent<String>,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the mapping handlers read the body directly
+/// The body may be absent (an update then keeps the stored mapping).
+#[derive(Deserialize, ToSchema)]
 pub struct MappingRequest {
-    mapping: MappingBody,
+    #[serde(default)]
+    #[schema(value_type = MappingBody, required = true)]
+    pub mapping: Sent<MappingBody>,
+}
+
+impl MappingRequest {
+    /// The mapping of a body; an absent body, a body that is no object or one without
+    /// `mapping` asks for nothing.
+    pub fn mapping(body: Option<Body<Self>>) -> ApiResult<MappingBody> {
+        match body.and_then(Body::into_inner).map(|b| b.mapping) {
+            Some(Sent::Is(m)) => Ok(m),
+            None | Some(Sent::Absent) => Ok(MappingBody::default()),
+            Some(wrong) => {
+                let v = wrong.unread().unwrap_or_default();
+                Err(ApiError::bad_request(format!("{v} is not of type 'object'\n")))
+            }
+        }
+    }
 }
 
 /// A service provider (another cloud).
@@ -136,35 +156,41 @@ pub struct ServiceProviderList {
 
 /// The updatable fields of an identity provider.
 const IDP_UPDATABLE: &[&str] = &["enabled", "description", "authorization_ttl", "remote_ids"];
+/// The fields of an identity provider's create body.
+const IDP_FIELDS: &[&str] = &["enabled", "description", "authorization_ttl", "remote_ids", "domain_id"];
 
 /// `PUT /v3/OS-FEDERATION/identity_providers/{idp_id}`; the body may be absent.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdentityProviderRequest {
     #[serde(default)]
-    pub identity_provider: IdentityProviderBody,
+    #[schema(value_type = IdentityProviderBody)]
+    pub identity_provider: Sent<Kept<IdentityProviderBody>>,
 }
 
-impl Checked for IdentityProviderRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "identity_provider", false)?;
-        only_keys(
-            &o,
-            &["enabled", "description", "authorization_ttl", "remote_ids", "domain_id"],
-            "identity_provider",
-            false,
-        )?;
-        check_idp_fields(&o)?;
-        match o.get("domain_id") {
-            None | Some(Value::Null) => Ok(()),
-            Some(v @ Value::String(d)) => {
-                if d.is_empty() || d.len() > 64 || !d.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
-                    return Err(invalid("domain_id", v, &format!("'{d}' does not match '^[a-zA-Z0-9-]+$'")));
-                }
-                Ok(())
+impl IdentityProviderRequest {
+    /// The fields to store (without `domain_id`) and the domain asked for, after Keystone's
+    /// checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<(Obj, Option<String>)> {
+        let b = member(body, |r| r.identity_provider, "identity_provider", false, (IDP_FIELDS, false))?.typed;
+        let stored = b.stored()?;
+        let domain_id = match &b.domain_id {
+            Sent::Absent | Sent::Null => None,
+            Sent::Is(d)
+                if !d.is_empty() && d.len() <= 64 && d.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') =>
+            {
+                Some(d.clone())
             }
-            Some(v) => Err(invalid("domain_id", v, &format!("{v} is not of type 'string', 'null'"))),
-        }
+            Sent::Is(d) => {
+                return Err(invalid(
+                    "domain_id",
+                    &Value::from(d.as_str()),
+                    &format!("'{d}' does not match '^[a-zA-Z0-9-]+$'"),
+                ))
+            }
+            Sent::Wrong(v) => return Err(invalid("domain_id", v, &format!("{v} is not of type 'string', 'null'"))),
+        };
+        Ok((stored, domain_id))
     }
 }
 
@@ -172,14 +198,15 @@ impl Checked for IdentityProviderRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdentityProviderUpdateRequest {
-    pub identity_provider: IdentityProviderBody,
+    #[serde(default)]
+    #[schema(value_type = IdentityProviderBody, required = true)]
+    pub identity_provider: Sent<Kept<IdentityProviderBody>>,
 }
 
-impl Checked for IdentityProviderUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "identity_provider", true)?;
-        only_keys(&o, IDP_UPDATABLE, "identity_provider", true)?;
-        check_idp_fields(&o)
+impl IdentityProviderUpdateRequest {
+    /// The fields to store, after Keystone's checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<Obj> {
+        member(body, |r| r.identity_provider, "identity_provider", true, (IDP_UPDATABLE, true))?.typed.stored()
     }
 }
 
@@ -188,78 +215,87 @@ impl Checked for IdentityProviderUpdateRequest {
 #[serde(deny_unknown_fields)]
 pub struct IdentityProviderBody {
     /// Defaults to false on create; Keystone's boolean words (`"yes"`, `"0"`, ...) are read too.
-    #[serde(default, deserialize_with = "super::de_bool_like")]
-    pub enabled: Option<bool>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub enabled: Sent<bool>,
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 65535)]
-    pub description: Option<Option<String>>,
+    pub description: Sent<String>,
     /// Minutes group memberships from it stay valid; null for none.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<i64>, minimum = 0)]
-    pub authorization_ttl: Option<Option<i64>>,
+    pub authorization_ttl: Sent<i64>,
     /// Distinct entity ids of at most 64 characters; null for none.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<Vec<String>>)]
-    pub remote_ids: Option<Option<Vec<String>>>,
+    pub remote_ids: Sent<Vec<String>>,
     /// Create only: the domain its users belong to (`^[a-zA-Z0-9-]+$`, at most 64); absent or
     /// null: a new domain is created for it.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 64)]
-    pub domain_id: Option<Option<String>>,
+    pub domain_id: Sent<String>,
 }
 
 impl IdentityProviderBody {
-    /// The stored fields (without `domain_id`); absent fields are left out, null remote ids
-    /// are stored as none.
-    pub fn stored(self) -> Obj {
+    /// The stored fields (without `domain_id`) after the checks both bodies share; absent
+    /// fields are left out, null remote ids are stored as none.
+    fn stored(&self) -> ApiResult<Obj> {
         let mut out = Obj::new();
-        if let Some(b) = self.enabled {
+        if let Some(b) = bool_like(&self.enabled, "enabled")? {
             out.insert("enabled".into(), Value::Bool(b));
         }
-        if let Some(d) = self.description {
+        if let Some(d) = str_or_null(&self.description, "description", 65535)? {
             out.insert("description".into(), d.map_or(Value::Null, Value::String));
         }
-        if let Some(t) = self.authorization_ttl {
-            out.insert("authorization_ttl".into(), t.map_or(Value::Null, Value::from));
+        match &self.authorization_ttl {
+            Sent::Absent => {}
+            Sent::Null => {
+                out.insert("authorization_ttl".into(), Value::Null);
+            }
+            Sent::Is(n) if *n >= 0 => {
+                out.insert("authorization_ttl".into(), Value::from(*n));
+            }
+            Sent::Is(n) => {
+                return Err(invalid(
+                    "authorization_ttl",
+                    &Value::from(*n),
+                    &format!("{n} is less than the minimum of 0"),
+                ))
+            }
+            Sent::Wrong(v) => {
+                return Err(invalid("authorization_ttl", v, &format!("{v} is not of type 'integer', 'null'")))
+            }
         }
-        if let Some(r) = self.remote_ids {
-            out.insert("remote_ids".into(), r.unwrap_or_default().into_iter().map(Value::String).collect());
+        if let Some(ids) = remote_ids(&self.remote_ids)? {
+            out.insert("remote_ids".into(), ids.into_iter().map(Value::String).collect());
         }
-        out
+        Ok(out)
     }
 }
 
-/// The checks of the fields both identity provider bodies share.
-fn check_idp_fields(o: &Obj) -> ApiResult<()> {
-    bool_like(o, "enabled")?;
-    str_or_null(o, "description", 65535)?;
-    match o.get("authorization_ttl") {
-        None | Some(Value::Null) => {}
-        Some(v) => match v.as_i64() {
-            Some(n) if n >= 0 => {}
-            Some(n) => return Err(invalid("authorization_ttl", v, &format!("{n} is less than the minimum of 0"))),
-            None => return Err(invalid("authorization_ttl", v, &format!("{v} is not of type 'integer', 'null'"))),
-        },
-    }
-    match o.get("remote_ids") {
-        None | Some(Value::Null) => {}
-        Some(v @ Value::Array(items)) => {
-            let mut seen = Vec::new();
-            for item in items {
-                match item.as_str() {
-                    Some(r) if r.chars().count() <= 64 => {
-                        if seen.contains(&r) {
-                            return Err(invalid("remote_ids", v, &format!("{v} has non-unique elements")));
-                        }
-                        seen.push(r);
-                    }
-                    _ => return Err(invalid("remote_ids", v, "items must be strings of at most 64 characters")),
+/// Distinct strings of at most 64 characters, or null (none); `None` when absent.
+fn remote_ids(sent: &Sent<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
+    let v = match sent.value() {
+        None => return Ok(None),
+        Some(Value::Null) => return Ok(Some(Vec::new())),
+        Some(v) => v,
+    };
+    let Some(items) = v.as_array() else {
+        return Err(invalid("remote_ids", &v, &format!("{v} is not of type 'array', 'null'")));
+    };
+    let mut seen = Vec::new();
+    for item in items {
+        match item.as_str() {
+            Some(r) if r.chars().count() <= 64 => {
+                if seen.contains(&r) {
+                    return Err(invalid("remote_ids", &v, &format!("{v} has non-unique elements")));
                 }
+                seen.push(r);
             }
+            _ => return Err(invalid("remote_ids", &v, "items must be strings of at most 64 characters")),
         }
-        Some(v) => return Err(invalid("remote_ids", v, &format!("{v} is not of type 'array', 'null'"))),
     }
-    Ok(())
+    Ok(Some(seen.into_iter().map(str::to_string).collect()))
 }
 
 const PROTOCOL_FIELDS: &[&str] = &["mapping_id", "remote_id_attribute"];
@@ -268,14 +304,15 @@ const PROTOCOL_FIELDS: &[&str] = &["mapping_id", "remote_id_attribute"];
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolRequest {
-    pub protocol: ProtocolBody,
+    #[serde(default)]
+    #[schema(value_type = ProtocolBody, required = true)]
+    pub protocol: Sent<Kept<ProtocolBody>>,
 }
 
-impl Checked for ProtocolRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "protocol", true)?;
-        only_keys(&o, PROTOCOL_FIELDS, "protocol", false)?;
-        check_protocol(&o)
+impl ProtocolRequest {
+    /// The mapping id and remote id attribute, after Keystone's checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<(String, Option<Option<String>>)> {
+        protocol(member(body, |r| r.protocol, "protocol", true, (PROTOCOL_FIELDS, false))?)
     }
 }
 
@@ -283,42 +320,53 @@ impl Checked for ProtocolRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolUpdateRequest {
-    pub protocol: ProtocolBody,
+    #[serde(default)]
+    #[schema(value_type = ProtocolBody, required = true)]
+    pub protocol: Sent<Kept<ProtocolBody>>,
 }
 
-impl Checked for ProtocolUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "protocol", true)?;
-        only_keys(&o, PROTOCOL_FIELDS, "protocol", true)?;
-        check_protocol(&o)
+impl ProtocolUpdateRequest {
+    /// The mapping id and remote id attribute (`None`: keep the stored one), after Keystone's
+    /// checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<(String, Option<Option<String>>)> {
+        protocol(member(body, |r| r.protocol, "protocol", true, (PROTOCOL_FIELDS, true))?)
     }
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolBody {
     /// An existing mapping (400 otherwise).
-    #[schema(min_length = 1, max_length = 64)]
-    pub mapping_id: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 64)]
+    pub mapping_id: Sent<String>,
     /// An update without it keeps the stored one.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 64)]
-    pub remote_id_attribute: Option<Option<String>>,
+    pub remote_id_attribute: Sent<String>,
 }
 
-/// `mapping_id` (required, 1 to 64 characters) and `remote_id_attribute` (at most 64).
-fn check_protocol(o: &Obj) -> ApiResult<()> {
-    let whole = Value::Object(o.clone());
-    match o.get("mapping_id") {
-        Some(Value::String(m)) if !m.is_empty() && m.chars().count() <= 64 => {}
-        Some(v) => return Err(invalid("mapping_id", v, "must be a string of 1 to 64 characters")),
-        None => return Err(invalid("protocol", &whole, "'mapping_id' is a required property")),
-    }
-    match o.get("remote_id_attribute") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::String(r)) if r.chars().count() <= 64 => Ok(()),
-        Some(v) => Err(invalid("remote_id_attribute", v, "must be a string of at most 64 characters")),
-    }
+/// `mapping_id` (required, 1 to 64 characters) and `remote_id_attribute` (at most 64) of a
+/// protocol body.
+fn protocol(Kept { typed: b, sent }: Kept<ProtocolBody>) -> ApiResult<(String, Option<Option<String>>)> {
+    let mapping_id = match b.mapping_id {
+        Sent::Is(m) if !m.is_empty() && m.chars().count() <= 64 => m,
+        Sent::Absent => return Err(invalid("protocol", &Value::Object(sent), "'mapping_id' is a required property")),
+        v => {
+            let v = v.value().unwrap_or_default();
+            return Err(invalid("mapping_id", &v, "must be a string of 1 to 64 characters"));
+        }
+    };
+    let remote = match b.remote_id_attribute {
+        Sent::Absent => None,
+        Sent::Null => Some(None),
+        Sent::Is(r) if r.chars().count() <= 64 => Some(Some(r)),
+        v => {
+            let v = v.value().unwrap_or_default();
+            return Err(invalid("remote_id_attribute", &v, "must be a string of at most 64 characters"));
+        }
+    };
+    Ok((mapping_id, remote))
 }
 
 const SP_FIELDS: &[&str] = &["auth_url", "sp_url", "description", "enabled", "relay_state_prefix"];
@@ -327,23 +375,25 @@ const SP_FIELDS: &[&str] = &["auth_url", "sp_url", "description", "enabled", "re
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceProviderRequest {
-    pub service_provider: ServiceProviderBody,
+    #[serde(default)]
+    #[schema(value_type = ServiceProviderBody, required = true)]
+    pub service_provider: Sent<Kept<ServiceProviderBody>>,
 }
 
-impl Checked for ServiceProviderRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "service_provider", true)?;
-        only_keys(&o, SP_FIELDS, "service_provider", false)?;
+impl ServiceProviderRequest {
+    /// The fields to store, after Keystone's checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<Obj> {
+        let Kept { typed, sent } = member(body, |r| r.service_provider, "service_provider", true, (SP_FIELDS, false))?;
         for k in ["auth_url", "sp_url"] {
-            if !o.contains_key(k) {
+            if !sent.contains_key(k) {
                 return Err(invalid(
                     "service_provider",
-                    &Value::Object(o.clone()),
+                    &Value::Object(sent),
                     &format!("'{k}' is a required property"),
                 ));
             }
         }
-        check_sp(&o)
+        typed.stored()
     }
 }
 
@@ -351,68 +401,60 @@ impl Checked for ServiceProviderRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceProviderUpdateRequest {
-    pub service_provider: ServiceProviderBody,
+    #[serde(default)]
+    #[schema(value_type = ServiceProviderBody, required = true)]
+    pub service_provider: Sent<Kept<ServiceProviderBody>>,
 }
 
-impl Checked for ServiceProviderUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = member(raw, "service_provider", true)?;
-        only_keys(&o, SP_FIELDS, "service_provider", true)?;
-        check_sp(&o)
+impl ServiceProviderUpdateRequest {
+    /// The fields to store, after Keystone's checks.
+    pub fn checked(body: Sent<Self>) -> ApiResult<Obj> {
+        member(body, |r| r.service_provider, "service_provider", true, (SP_FIELDS, true))?.typed.stored()
     }
 }
 
 /// An absent field is left out (create: defaulted; update: kept).
-#[derive(Deserialize, ToSchema)]
+#[derive(Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceProviderBody {
     /// Required on create; `^[a-zA-Z0-9+.-]+:.+`.
     #[serde(default)]
-    #[schema(max_length = 225)]
-    pub auth_url: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 225)]
+    pub auth_url: Sent<String>,
     /// Required on create; `^[a-zA-Z0-9+.-]+:.+`.
     #[serde(default)]
-    #[schema(max_length = 225)]
-    pub sp_url: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, max_length = 225)]
+    pub sp_url: Sent<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 65535)]
-    pub description: Option<Option<String>>,
+    pub description: Sent<String>,
     /// Defaults to false on create; Keystone's boolean words (`"yes"`, `"0"`, ...) are read too.
-    #[serde(default, deserialize_with = "super::de_bool_like")]
-    pub enabled: Option<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    pub enabled: Sent<bool>,
     /// Defaults to `ss:mem:` on create.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 65535)]
-    pub relay_state_prefix: Option<Option<String>>,
+    pub relay_state_prefix: Sent<String>,
 }
 
 impl ServiceProviderBody {
-    /// The stored fields; absent fields are left out.
-    pub fn stored(self) -> Obj {
+    /// The stored fields (absent ones left out), after Keystone's checks.
+    fn stored(&self) -> ApiResult<Obj> {
         let mut out = Obj::new();
-        for (k, v) in [("auth_url", self.auth_url), ("sp_url", self.sp_url)] {
-            if let Some(v) = v {
-                out.insert(k.into(), Value::String(v));
+        for (k, url) in [("auth_url", &self.auth_url), ("sp_url", &self.sp_url)] {
+            if let Some(u) = check_url(url, k)? {
+                out.insert(k.into(), Value::String(u));
             }
         }
-        if let Some(b) = self.enabled {
-            out.insert("enabled".into(), Value::Bool(b));
+        if let Some(e) = bool_like(&self.enabled, "enabled")? {
+            out.insert("enabled".into(), Value::Bool(e));
         }
-        for (k, v) in [("description", self.description), ("relay_state_prefix", self.relay_state_prefix)] {
-            if let Some(v) = v {
-                out.insert(k.into(), v.map_or(Value::Null, Value::String));
+        for (k, text) in [("description", &self.description), ("relay_state_prefix", &self.relay_state_prefix)] {
+            if let Some(t) = str_or_null(text, k, 65535)? {
+                out.insert(k.into(), t.map_or(Value::Null, Value::String));
             }
         }
-        out
+        Ok(out)
     }
-}
-
-fn check_sp(o: &Obj) -> ApiResult<()> {
-    check_url(o, "auth_url")?;
-    check_url(o, "sp_url")?;
-    bool_like(o, "enabled")?;
-    for k in ["description", "relay_state_prefix"] {
-        str_or_null(o, k, 65535)?;
-    }
-    Ok(())
 }

@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use super::check_path_id;
 use super::schemas as s;
 use crate::context::Core;
-use crate::http::body::Body;
+use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
@@ -66,9 +67,9 @@ pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
-    req: Body<s::ServiceProviderRequest>,
+    JsonBody(req): JsonBody<Sent<s::ServiceProviderRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let mut f = req.parse()?.service_provider.stored();
+    let mut f = s::ServiceProviderRequest::checked(req)?;
     enforce("identity:create_service_provider", &ctx, &json!({}))?;
     check_path_id(&sp_id, "service provider")?;
     f.entry("enabled").or_insert(json!(false));
@@ -110,9 +111,9 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(sp_id): Path<String>,
-    req: Body<s::ServiceProviderUpdateRequest>,
+    JsonBody(req): JsonBody<Sent<s::ServiceProviderUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
-    let f = req.parse()?.service_provider.stored();
+    let f = s::ServiceProviderUpdateRequest::checked(req)?;
     enforce("identity:update_service_provider", &ctx, &json!({}))?;
     let saved = API.update(&node, API.load(&node, &sp_id)?, f).await?;
     Ok(Json(API.one(&node, &saved)))

@@ -135,3 +135,79 @@ async fn mappings_and_service_providers_check_their_bodies() {
         list.body["service_providers"].as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
     assert_eq!(ids, ["off"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_bodies_keep_keystone_schema_messages() {
+    let t = TestNode::start().await;
+    let idp = "/v3/OS-FEDERATION/identity_providers/idp2";
+    let cases = [
+        (Method::PUT, json!([1]), "'identity_provider' is a required property"),
+        (Method::PUT, json!({"other": 1, "identity_provider": 5}), "Additional properties are not allowed ('other' was unexpected)"),
+        (
+            Method::PUT,
+            json!({"identity_provider": null}),
+            "Invalid input for field/attribute identity_provider. Value: null. null is not of type 'object'",
+        ),
+        (
+            Method::PUT,
+            json!({"identity_provider": ["x"]}),
+            "Invalid input for field/attribute identity_provider. Value: [\"x\"]. [\"x\"] is not of type 'object'",
+        ),
+        (
+            Method::PUT,
+            json!({"identity_provider": {"foo": 1, "enabled": "maybe"}}),
+            "Invalid input for field/attribute identity_provider. Value: {\"enabled\":\"maybe\",\"foo\":1}. \
+             Additional properties are not allowed ('foo' was unexpected)",
+        ),
+        (
+            Method::PUT,
+            json!({"identity_provider": {"enabled": "maybe"}}),
+            "Invalid input for field/attribute enabled. Value: maybe. 'maybe' is not a valid boolean",
+        ),
+        (
+            Method::PUT,
+            json!({"identity_provider": {"remote_ids": ["a", "a", 5]}}),
+            "Invalid input for field/attribute remote_ids. Value: [\"a\",\"a\",5]. [\"a\",\"a\",5] has non-unique elements",
+        ),
+        (
+            Method::PUT,
+            json!({"identity_provider": {"domain_id": "a b"}}),
+            "Invalid input for field/attribute domain_id. Value: a b. 'a b' does not match '^[a-zA-Z0-9-]+$'",
+        ),
+        (
+            Method::PATCH,
+            json!({"identity_provider": {}}),
+            "Invalid input for field/attribute identity_provider. Value: {}. {} should be non-empty",
+        ),
+        (
+            Method::PATCH,
+            json!({"identity_provider": {"domain_id": "d"}}),
+            "Invalid input for field/attribute identity_provider. Value: {\"domain_id\":\"d\"}. \
+             Additional properties are not allowed ('domain_id' was unexpected)",
+        ),
+    ];
+    for (method, body, want) in cases {
+        let r = t.admin(method.clone(), idp, Some(body.clone())).await;
+        assert_eq!(
+            (r.status, r.body["error"]["message"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(want)),
+            "{method} {body}"
+        );
+    }
+    assert_eq!(t.admin(Method::PUT, idp, None).await.status, StatusCode::CREATED, "the body may be absent");
+
+    let protocol = format!("{idp}/protocols/p1");
+    let r = t.admin(Method::PUT, &protocol, Some(json!({"protocol": {"remote_id_attribute": "x"}}))).await;
+    assert_eq!(
+        r.body["error"]["message"].as_str(),
+        Some("Invalid input for field/attribute protocol. Value: {\"remote_id_attribute\":\"x\"}. 'mapping_id' is a required property")
+    );
+    let sp = "/v3/OS-FEDERATION/service_providers/sp1";
+    let r = t.admin(Method::PUT, sp, Some(json!({"service_provider": {"auth_url": "https://a"}}))).await;
+    assert_eq!(
+        r.body["error"]["message"].as_str(),
+        Some("Invalid input for field/attribute service_provider. Value: {\"auth_url\":\"https://a\"}. 'sp_url' is a required property")
+    );
+    let r = t.admin(Method::PUT, "/v3/OS-FEDERATION/mappings/m2", Some(json!({"mapping": 5}))).await;
+    assert_eq!(r.body["error"]["message"].as_str(), Some("5 is not of type 'object'\n"));
+}

@@ -1,10 +1,11 @@
 //! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text). The
 //! authenticated caller is the token layer's (`token::Caller`).
 
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// Bodies larger than this are refused before parsing.
 const MAX_BODY: usize = 1 << 20;
@@ -15,15 +16,25 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|_| ApiError::bad_request("The request body could not be read."))?;
-        if bytes.len() > MAX_BODY {
-            return Err(ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "Request body too large."));
+        parse(&bytes(req, state).await?).map(JsonBody)
+    }
+}
+
+/// A JSON body that may be absent: `None` for an empty body (or a blank one, or `null`).
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(None));
         }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::bad_request(format!("Expecting to find valid JSON in request body: {}.", sanitize(&e)))
-        })
+        match parse(&bytes)? {
+            serde_json::Value::Null => Ok(OptionalJson(None)),
+            v => serde_json::from_value(v).map(|t| OptionalJson(Some(t))).map_err(|e| invalid_json(&e)),
+        }
     }
 }
 
@@ -34,30 +45,33 @@ impl<S: Send + Sync> FromRequest<S> for MaybeJson {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|_| ApiError::bad_request("The request body could not be read."))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(MaybeJson(serde_json::Value::Null));
-        }
-        if bytes.len() > MAX_BODY {
-            return Err(ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "Request body too large."));
-        }
-        serde_json::from_slice(&bytes).map(MaybeJson).map_err(|e| {
-            ApiError::bad_request(format!("Expecting to find valid JSON in request body: {}.", sanitize(&e)))
-        })
+        let OptionalJson(v) = OptionalJson::from_request(req, state).await?;
+        Ok(MaybeJson(v.unwrap_or_default()))
     }
 }
 
+async fn bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|_| ApiError::bad_request("The request body could not be read."))
+}
+
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.len() > MAX_BODY {
+        return Err(ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "Request body too large."));
+    }
+    serde_json::from_slice(bytes).map_err(|e| invalid_json(&e))
+}
+
 /// serde's message without echoing request content (which may hold a password).
-fn sanitize(e: &serde_json::Error) -> String {
+fn invalid_json(e: &serde_json::Error) -> ApiError {
     let text = e.to_string();
-    match text.find(" at line") {
+    let text = match text.find(" at line") {
         Some(i) if text.starts_with("invalid type") || text.starts_with("invalid value") => {
             format!("invalid value{}", &text[i..])
         }
+        _ if text.starts_with("invalid type") || text.starts_with("invalid value") => "invalid value".to_string(),
         _ => text,
-    }
+    };
+    ApiError::bad_request(format!("Expecting to find valid JSON in request body: {text}."))
 }
 
 /// Keystone's boolean query flags: present without a value, or 1/true/yes/on.

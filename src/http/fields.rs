@@ -1,9 +1,9 @@
-//! Field access and validation for request bodies (Keystone's JSON-schema checks, by hand
-//! and with Keystone's messages), and the `extra` attributes clients may add.
+//! Field access for untyped JSON objects (Keystone's messages; typed bodies read theirs with
+//! [`super::body::Sent`]), and the `extra` attributes clients may add.
 
 use serde_json::{Map, Value};
 
-use super::ApiError;
+use super::error::ApiError;
 
 pub type Obj = Map<String, Value>;
 
@@ -17,45 +17,6 @@ pub fn opt_str(o: &Obj, key: &str, max: usize) -> Result<Option<String>, ApiErro
         Some(Value::String(s)) if s.chars().count() <= max => Ok(Some(s.clone())),
         Some(Value::String(_)) => Err(invalid(key, &format!("is too long (at most {max} characters)"))),
         Some(_) => Err(invalid(key, "must be a string")),
-    }
-}
-
-/// A required non-blank string (names).
-pub fn req_name(o: &Obj, key: &str, max: usize) -> Result<String, ApiError> {
-    match opt_str(o, key, max)? {
-        Some(s) if !s.trim().is_empty() => Ok(s),
-        Some(_) => Err(invalid(key, "must not be empty")),
-        None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
-    }
-}
-
-/// Optional name: present means non-blank.
-pub fn opt_name(o: &Obj, key: &str, max: usize) -> Result<Option<String>, ApiError> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(_) => req_name(o, key, max).map(Some),
-    }
-}
-
-pub fn opt_bool(o: &Obj, key: &str) -> Result<Option<bool>, ApiError> {
-    match o.get(key) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(invalid(key, "must be a boolean")),
-    }
-}
-
-/// `options` must be an object of bounded size ([`super::limits::MAX_OPTIONS_BYTES`]);
-/// stored as JSON text.
-pub fn opt_options(o: &Obj) -> Result<Option<String>, ApiError> {
-    match o.get("options") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => {
-            let text = v.to_string();
-            super::limits::check_options(&text)?;
-            Ok(Some(text))
-        }
-        Some(_) => Err(invalid("options", "must be an object")),
     }
 }
 

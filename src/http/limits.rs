@@ -5,7 +5,7 @@
 //! user without end, and every copy of it (the replicated log, snapshots, each node's state,
 //! token validation caches) with it.
 //!
-//! `options` is checked where it is parsed ([`super::fields::opt_options`]). `extra` is checked
+//! `options` is checked where it is parsed ([`super::body::Sent::options`]). `extra` is checked
 //! on the command about to be replicated ([`check_command`], called by `Node::propose`): that
 //! is the one place every create and update of every resource passes, with the merged
 //! attributes in hand, whichever handler built them.

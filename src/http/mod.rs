@@ -15,7 +15,6 @@ pub mod metrics;
 pub mod openapi;
 pub mod pages;
 pub mod ratelimit;
-pub mod sent;
 pub mod tls;
 
 pub use error::ApiError;

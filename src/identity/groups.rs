@@ -14,6 +14,7 @@ use super::users::user_json;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
@@ -133,18 +134,15 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    body: Body<s::GroupCreateRequest>,
+    JsonBody(body): JsonBody<Body<s::GroupCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let b = body.parse()?.group;
+    let b = body.object()?.group.envelope("group")?;
+    let domain_id = b.domain_id.string("domain_id", 64)?;
+    let name = b.name.name("name", 64)?;
+    let description = b.description.string("description", 65535)?;
     let domain_id =
-        b.domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
-    let g = Group {
-        id: new_id(),
-        name: b.name,
-        domain_id,
-        description: b.description,
-        extra: extra(&b.extra, KNOWN, "{}"),
-    };
+        domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
+    let g = Group { id: new_id(), name, domain_id, description, extra: extra(&b.extra, KNOWN, "{}") };
     enforce("identity:create_group", &ctx, &target(&g))?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateGroup(g)).await?)
 }
@@ -196,21 +194,20 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    body: Body<s::GroupUpdateRequest>,
+    JsonBody(body): JsonBody<Body<s::GroupUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    body.object("group")?;
+    let b = body.object()?.group.envelope("group")?;
     let mut g = load(&node, &id)?;
     enforce("identity:update_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
-    let o = body.object("group")?;
-    if o.contains_key("domain_id") && opt_str(o, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str()) {
+    if b.extra.contains_key("domain_id") && opt_str(&b.extra, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str())
+    {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
-    let b = body.parse()?.group;
-    if let Some(n) = b.name {
+    if let Some(n) = b.name.opt_name("name", 64)? {
         g.name = n;
     }
-    if let Some(d) = b.description {
+    if let Some(d) = b.description.nullable("description", 65535)? {
         g.description = d;
     }
     g.extra = extra(&b.extra, KNOWN, &g.extra);

@@ -13,6 +13,7 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
 use crate::state::{Command, Reader};
@@ -45,9 +46,11 @@ pub async fn change(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    body: Body<s::PasswordChangeRequest>,
+    JsonBody(body): JsonBody<Body<s::PasswordChangeRequest>>,
 ) -> ApiResult<StatusCode> {
-    let s::PasswordChange { original_password: original, password: new } = body.parse()?.user;
+    let b = body.object()?.user.envelope("user")?;
+    let original = b.original_password.required("original_password", s::MAX_PASSWORD)?;
+    let new = b.password.required("password", s::MAX_PASSWORD)?;
     let user = node.engine.read().user(&id)?.ok_or_else(|| ApiError::not_found("user", &id))?;
     enforce("identity:change_password", &ctx, &json!({"user": {"id": user.id, "domain_id": user.domain_id}}))?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;

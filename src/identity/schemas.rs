@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::http::body::{envelope, Checked};
+use crate::http::body::Sent;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{self as f, Obj};
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
 /// Longer passwords only cost hashing time (bcrypt-era clients cap at 72 as well).
@@ -36,19 +36,27 @@ pub struct User {
 }
 
 /// A link to an identity provider's user, as Keystone's user schema has it.
-#[derive(Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct FederatedIdentity {
     #[schema(min_length = 1, max_length = 255)]
     pub idp_id: String,
     pub protocols: Vec<FederatedProtocol>,
+    /// Ignored (and, being flattened, keeps an array from reading as a link).
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct FederatedProtocol {
     #[schema(min_length = 1, max_length = 255)]
     pub protocol_id: String,
     #[schema(min_length = 1, max_length = 255)]
     pub unique_id: String,
+    /// Ignored (and, being flattened, keeps an array from reading as a protocol).
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
 }
 
 impl From<FederatedIdentity> for crate::state::model::FederatedIdentity {
@@ -65,21 +73,22 @@ impl From<FederatedIdentity> for crate::state::model::FederatedIdentity {
 }
 
 /// `federated: [{"idp_id", "protocols": [{"protocol_id", "unique_id"}]}]`; absent or null
-/// means none.
-fn check_federated(o: &Obj) -> ApiResult<()> {
+/// means none, and `null` clears it in an update (`Some(None)`).
+pub fn federated(sent: &Sent<Vec<FederatedIdentity>>) -> ApiResult<Option<Option<Vec<FederatedIdentity>>>> {
     let bad = || ApiError::bad_request("Invalid input for field 'federated'.");
-    let items = match o.get("federated") {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(bad()),
-    };
     let text = |v: &Value, key: &str| -> ApiResult<()> {
         match v.get(key) {
             Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 255 => Ok(()),
             _ => Err(ApiError::bad_request(format!("Invalid input for field 'federated': '{key}' must be a string."))),
         }
     };
-    for item in items {
+    let items = match sent.value() {
+        None => return Ok(None),
+        Some(Value::Null) => return Ok(Some(None)),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(bad()),
+    };
+    for item in &items {
         let protocols = item.get("protocols").and_then(Value::as_array).ok_or_else(bad)?;
         text(item, "idp_id")?;
         for p in protocols {
@@ -87,7 +96,10 @@ fn check_federated(o: &Obj) -> ApiResult<()> {
             text(p, "unique_id")?;
         }
     }
-    Ok(())
+    match sent {
+        Sent::Is(f) => Ok(Some(Some(f.clone()))),
+        _ => Err(bad()),
+    }
 }
 
 #[derive(ToSchema)]
@@ -149,72 +161,50 @@ pub struct MemberGroupList {
 /// `POST /v3/users`.
 #[derive(Deserialize, ToSchema)]
 pub struct UserCreateRequest {
-    pub user: UserCreate,
-}
-
-impl Checked for UserCreateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "user")?;
-        f::opt_str(o, "domain_id", 64)?;
-        f::req_name(o, "name", 255)?;
-        f::opt_bool(o, "enabled")?;
-        f::opt_str(o, "default_project_id", 64)?;
-        f::opt_options(o)?;
-        check_federated(o)
-    }
+    #[serde(default)]
+    #[schema(value_type = UserCreate, required = true)]
+    pub user: Sent<UserCreate>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct UserCreate {
-    #[schema(min_length = 1, max_length = 255)]
-    pub name: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub name: Sent<String>,
     /// Default: the caller's domain scope, else `default`.
     #[serde(default)]
-    #[schema(max_length = 64)]
-    pub domain_id: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub domain_id: Sent<String>,
     /// Default true.
     #[serde(default)]
-    pub enabled: Option<bool>,
-    /// Hashed with argon2id; never returned. Checked ([`password`]) once the caller is
-    /// authorized, as Keystone does.
+    #[schema(value_type = Option<bool>)]
+    pub enabled: Sent<bool>,
+    /// Hashed with argon2id; never returned. Checked once the caller is authorized, as
+    /// Keystone does.
     #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 4096)]
-    pub password: Option<Value>,
+    pub password: Sent<String>,
     #[serde(default)]
-    #[schema(max_length = 64)]
-    pub default_project_id: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub default_project_id: Sent<String>,
     #[serde(default)]
-    pub federated: Option<Vec<FederatedIdentity>>,
+    #[schema(value_type = Option<Vec<FederatedIdentity>>)]
+    pub federated: Sent<Vec<FederatedIdentity>>,
     /// User options, e.g. `{"ignore_password_expiry": true}`.
     #[serde(default)]
-    pub options: Option<Map<String, Value>>,
+    #[schema(value_type = Option<Map<String, Value>>)]
+    pub options: Sent<Obj>,
     /// Other attributes, kept and echoed back.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-/// A create body's password: a string within bounds, or null/absent.
-pub fn password(v: Option<Value>) -> ApiResult<Option<String>> {
-    let o: Obj = v.map(|v| ("password".to_string(), v)).into_iter().collect();
-    f::opt_str(&o, "password", MAX_PASSWORD)
-}
-
 /// `PATCH /v3/users/{id}`.
 #[derive(Deserialize, ToSchema)]
 pub struct UserUpdateRequest {
-    pub user: UserUpdate,
-}
-
-impl Checked for UserUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "user")?;
-        f::opt_name(o, "name", 255)?;
-        f::opt_bool(o, "enabled")?;
-        f::opt_str(o, "default_project_id", 64)?;
-        f::opt_options(o)?;
-        check_federated(o)?;
-        f::opt_str(o, "password", MAX_PASSWORD).map(drop)
-    }
+    #[serde(default)]
+    #[schema(value_type = UserUpdate, required = true)]
+    pub user: Sent<UserUpdate>,
 }
 
 /// An absent field is left as it is; `null` clears `password`, `default_project_id` or
@@ -222,21 +212,23 @@ impl Checked for UserUpdateRequest {
 #[derive(Deserialize, ToSchema)]
 pub struct UserUpdate {
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 255)]
-    pub name: Option<String>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
+    pub name: Sent<String>,
     #[serde(default)]
-    pub enabled: Option<bool>,
-    #[serde(default, deserialize_with = "f::present")]
+    #[schema(value_type = Option<bool>)]
+    pub enabled: Sent<bool>,
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 4096)]
-    pub password: Option<Option<String>>,
-    #[serde(default, deserialize_with = "f::present")]
-    #[schema(value_type = Option<String>, max_length = 64)]
-    pub default_project_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "f::present")]
-    #[schema(value_type = Option<Vec<FederatedIdentity>>)]
-    pub federated: Option<Option<Vec<FederatedIdentity>>>,
+    pub password: Sent<String>,
     #[serde(default)]
-    pub options: Option<Map<String, Value>>,
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub default_project_id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<FederatedIdentity>>)]
+    pub federated: Sent<Vec<FederatedIdentity>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Map<String, Value>>)]
+    pub options: Sent<Obj>,
     /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -245,62 +237,41 @@ pub struct UserUpdate {
 /// `POST /v3/users/{id}/password`.
 #[derive(Deserialize, ToSchema)]
 pub struct PasswordChangeRequest {
-    pub user: PasswordChange,
-}
-
-impl Checked for PasswordChangeRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "user")?;
-        required_password(o, "original_password")?;
-        required_password(o, "password")
-    }
+    #[serde(default)]
+    #[schema(value_type = PasswordChange, required = true)]
+    pub user: Sent<PasswordChange>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct PasswordChange {
-    #[schema(max_length = 4096)]
-    pub original_password: String,
-    #[schema(max_length = 4096)]
-    pub password: String,
-}
-
-fn required_password(o: &Obj, key: &str) -> ApiResult<()> {
-    match o.get(key) {
-        Some(Value::String(s)) if s.chars().count() <= MAX_PASSWORD => Ok(()),
-        Some(Value::String(_)) => Err(ApiError::bad_request(format!(
-            "Invalid input for field '{key}': is too long (at most {MAX_PASSWORD} characters)."
-        ))),
-        Some(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string."))),
-        None => Err(ApiError::bad_request(format!("'{key}' is a required property."))),
-    }
+    #[serde(default)]
+    #[schema(value_type = String, required = true, max_length = 4096)]
+    pub original_password: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, max_length = 4096)]
+    pub password: Sent<String>,
 }
 
 /// `POST /v3/groups`.
 #[derive(Deserialize, ToSchema)]
 pub struct GroupCreateRequest {
-    pub group: GroupCreate,
-}
-
-impl Checked for GroupCreateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "group")?;
-        f::opt_str(o, "domain_id", 64)?;
-        f::req_name(o, "name", 64)?;
-        f::opt_str(o, "description", 65535).map(drop)
-    }
+    #[serde(default)]
+    #[schema(value_type = GroupCreate, required = true)]
+    pub group: Sent<GroupCreate>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct GroupCreate {
-    #[schema(min_length = 1, max_length = 64)]
-    pub name: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 64)]
+    pub name: Sent<String>,
     /// Default: the caller's domain scope, else `default`.
     #[serde(default)]
-    #[schema(max_length = 64)]
-    pub domain_id: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub domain_id: Sent<String>,
     #[serde(default)]
-    #[schema(max_length = 65535)]
-    pub description: Option<String>,
+    #[schema(value_type = Option<String>, max_length = 65535)]
+    pub description: Sent<String>,
     /// Other attributes, kept and echoed back.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -309,15 +280,9 @@ pub struct GroupCreate {
 /// `PATCH /v3/groups/{id}`.
 #[derive(Deserialize, ToSchema)]
 pub struct GroupUpdateRequest {
-    pub group: GroupUpdate,
-}
-
-impl Checked for GroupUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "group")?;
-        f::opt_name(o, "name", 64)?;
-        f::opt_str(o, "description", 65535).map(drop)
-    }
+    #[serde(default)]
+    #[schema(value_type = GroupUpdate, required = true)]
+    pub group: Sent<GroupUpdate>,
 }
 
 /// An absent field is left as it is; `null` clears `description`. `domain_id`, if sent, must
@@ -325,11 +290,11 @@ impl Checked for GroupUpdateRequest {
 #[derive(Deserialize, ToSchema)]
 pub struct GroupUpdate {
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64)]
-    pub name: Option<String>,
-    #[serde(default, deserialize_with = "f::present")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    pub name: Sent<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 65535)]
-    pub description: Option<Option<String>>,
+    pub description: Sent<String>,
     /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -226,6 +226,10 @@ async fn typed_bodies_keep_keystone_checks() {
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body["user"].get("default_project_id").is_none(), "null clears it: {}", r.body);
 
+    let r = t.admin(POST, &format!("{path}/password"), Some(json!({"user": ["pw", "x"]}))).await;
+    assert_eq!(message(&r), "Invalid input for field 'user': must be an object.", "an array is no object");
+    let federated = json!({"user": {"name": "f", "federated": [["i", [["p", "u"]]]]}});
+    assert_eq!(message(&bad(federated).await), "Invalid input for field 'federated'.");
     let r = t.admin(POST, &format!("{path}/password"), Some(json!({"user": {"password": "x"}}))).await;
     assert_eq!(message(&r), "'original_password' is a required property.");
     let r = t

@@ -13,7 +13,7 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::query_flag;
+use crate::http::extract::{query_flag, JsonBody};
 use crate::http::fields::*;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
@@ -156,28 +156,34 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    body: Body<s::UserCreateRequest>,
+    JsonBody(body): JsonBody<Body<s::UserCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let b = body.parse()?.user;
+    let b = body.object()?.user.envelope("user")?;
+    let domain_id = b.domain_id.string("domain_id", 64)?;
+    let name = b.name.name("name", 255)?;
+    let enabled = b.enabled.flag("enabled")?;
+    let default_project_id = b.default_project_id.string("default_project_id", 64)?;
+    let options = b.options.options()?;
+    let federated = s::federated(&b.federated)?.flatten();
     let domain_id =
-        b.domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
+        domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
     let mut u = User {
         id: new_id(),
-        name: b.name,
+        name,
         domain_id,
-        enabled: b.enabled.unwrap_or(true),
+        enabled: enabled.unwrap_or(true),
         password_hash: None,
-        default_project_id: b.default_project_id,
+        default_project_id,
         password_expires_at: None,
         extra: extra(&b.extra, KNOWN, "{}"),
-        options: b.options.map_or_else(|| "{}".into(), |m| Value::Object(m).to_string()),
+        options: options.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
         tokens_valid_after: 0,
-        federated: b.federated.map(|f| f.into_iter().map(Into::into).collect()).unwrap_or_default(),
+        federated: federated.map(|f| f.into_iter().map(Into::into).collect()).unwrap_or_default(),
     };
     enforce("identity:create_user", &ctx, &target(&u))?;
     let mut cmds = Vec::new();
-    if let Some(pw) = s::password(b.password)? {
+    if let Some(pw) = b.password.string("password", s::MAX_PASSWORD)? {
         node.cfg.security.check_pattern(&pw)?;
         let hash = node.hash_password(pw).await?;
         u.password_hash = Some(hash.clone());
@@ -241,26 +247,26 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    body: Body<s::UserUpdateRequest>,
+    JsonBody(body): JsonBody<Body<s::UserUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    body.object("user")?;
+    let b = body.object()?.user.envelope("user")?;
     let u = load(&node, &id)?;
     enforce("identity:update_user", &ctx, &target(&u))?;
     guard::change_user(&node.engine.read(), &ctx, &u.id)?;
-    let o = body.object("user")?;
-    if o.contains_key("domain_id") && opt_str(o, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str()) {
+    if b.extra.contains_key("domain_id") && opt_str(&b.extra, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str())
+    {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
-    let b = body.parse()?.user;
     let now = now_micros();
     let mut patch = UserPatch { id: u.id.clone(), now, ..UserPatch::default() };
-    patch.name = b.name;
-    patch.enabled = b.enabled;
-    patch.default_project_id = b.default_project_id;
-    patch.options = b.options.map(|m| Value::Object(m).to_string());
-    patch.federated = b.federated.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
+    patch.name = b.name.opt_name("name", 255)?;
+    patch.enabled = b.enabled.flag("enabled")?;
+    patch.default_project_id = b.default_project_id.nullable("default_project_id", 64)?;
+    patch.options = b.options.options()?;
+    patch.federated = s::federated(&b.federated)?.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
+    let password = b.password.nullable("password", s::MAX_PASSWORD)?;
     let mut cmds = Vec::new();
-    if let Some(pw) = b.password {
+    if let Some(pw) = password {
         patch.password_hash = Some(match pw {
             Some(pw) => {
                 node.cfg.security.check_pattern(&pw)?;

@@ -14,6 +14,7 @@ use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -53,11 +54,14 @@ pub async fn list(
 pub async fn create(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
-    body: Body<s::ConsumerRequest>,
+    JsonBody(body): JsonBody<Body<s::ConsumerRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    body.object("consumer")?;
+    let b = body.object()?.consumer.envelope("consumer")?;
     enforce("identity:create_consumer", &ctx, &json!({}))?;
-    let mut o = body.parse()?.consumer.stored();
+    if b.secret.is_present() {
+        return Err(ApiError::bad_request("Invalid input for field/attribute secret: the server chooses secrets."));
+    }
+    let mut o = b.stored()?;
     o.entry("description").or_insert(Value::Null);
     let secret = new_id();
     let mut doc = API.doc(&new_id(), o);
@@ -87,16 +91,15 @@ pub async fn update(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    body: Body<s::ConsumerUpdateRequest>,
+    JsonBody(body): JsonBody<Body<s::ConsumerUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
-    body.object("consumer")?;
+    let b = body.object()?.consumer.envelope("consumer")?;
     enforce("identity:update_consumer", &ctx, &json!({}))?;
-    let o = body.object("consumer")?;
-    s::ConsumerUpdateRequest::check_head(o)?;
-    if o.get("id").is_some_and(|v| v.as_str() != Some(id.as_str())) {
+    b.check_update()?;
+    if b.extra.get("id").is_some_and(|v| v.as_str() != Some(id.as_str())) {
         return Err(ApiError::bad_request("Cannot change ID"));
     }
-    let f = body.parse()?.consumer.stored();
+    let f = b.stored()?;
     let saved = API.update(&node, load(&node, &id)?, f).await?;
     Ok(Json(API.one(&node, &saved)))
 }

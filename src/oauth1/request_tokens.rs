@@ -11,14 +11,16 @@ use axum::response::Response;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::schemas::AuthorizeRequest;
 use super::signature::{self, invalid};
 use super::signed::SignedRequest;
 use super::tokens::{self, RequestToken};
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::federation::invalid as invalid_field;
+use crate::http::body::{Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::MaybeJson;
+use crate::http::extract::OptionalJson;
 use crate::http::fields::{json_obj, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -111,37 +113,38 @@ pub async fn create(
 
 /// The role ids of an authorize body (`{"roles": [{"id": ..} | {"name": ..}]}`; none given is
 /// none authorized).
-fn requested_roles(node: &Core, body: &Value) -> ApiResult<Vec<String>> {
+fn requested_roles(node: &Core, body: Option<Sent<AuthorizeRequest>>) -> ApiResult<Vec<String>> {
     let roles = match body {
-        Value::Null => return Ok(Vec::new()),
-        Value::Object(o) => match o.get("roles") {
-            None => return Ok(Vec::new()),
-            Some(Value::Array(a)) => a,
-            Some(v) => return Err(invalid_field("roles", v, "must be an array")),
+        None => return Ok(Vec::new()),
+        Some(Sent::Is(b)) => match b.roles {
+            Sent::Absent => return Ok(Vec::new()),
+            Sent::Is(a) => a,
+            other => return Err(invalid_field("roles", &other.unread().unwrap_or_default(), "must be an array")),
         },
-        v => return Err(invalid_field("roles", v, "the body must be an object")),
+        Some(v) => return Err(invalid_field("roles", &v.unread().unwrap_or_default(), "the body must be an object")),
     };
     let view = node.engine.read();
     let mut ids = Vec::new();
+    let bad = |r: &Value| invalid_field("roles", r, "each role must be an object with exactly one of 'id' or 'name'");
     for r in roles {
-        let one = r.as_object().filter(|o| o.len() == 1);
-        let id = one.and_then(|o| o.get("id"));
-        let name = one.and_then(|o| o.get("name"));
-        match (id, name) {
-            (Some(Value::String(id)), _)
+        let (r, sent) = match r {
+            Sent::Is(Kept { typed, sent }) if sent.len() == 1 => (typed, Value::Object(sent)),
+            Sent::Is(Kept { sent, .. }) => return Err(bad(&Value::Object(sent))),
+            other => return Err(bad(&other.unread().unwrap_or_default())),
+        };
+        match (&r.id, &r.name) {
+            (Sent::Is(id), _)
                 if (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
             {
                 ids.push(id.clone())
             }
-            (_, Some(Value::String(name))) if (1..=255).contains(&name.chars().count()) => {
+            (_, Sent::Is(name)) if (1..=255).contains(&name.chars().count()) => {
                 match view.id_by_name(ns::ROLE_NAME, "", name)? {
                     Some(id) => ids.push(id),
                     None => return Err(ApiError::not_found("role", name)),
                 }
             }
-            _ => {
-                return Err(invalid_field("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))
-            }
+            _ => return Err(bad(&sent)),
         }
     }
     ids.sort();
@@ -159,10 +162,10 @@ pub async fn authorize(
     State(node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path(id): Path<String>,
-    MaybeJson(body): MaybeJson,
+    OptionalJson(body): OptionalJson<Sent<AuthorizeRequest>>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:authorize_request_token", &ctx, &json!({}))?;
-    let role_ids = requested_roles(&node, &body)?;
+    let role_ids = requested_roles(&node, body)?;
     refuse_delegated(&ctx, "authorize a request token")?;
     let (mut doc, mut token) = {
         let view = node.engine.read();

@@ -1,13 +1,13 @@
-//! OpenAPI schemas of the OS-OAUTH1 objects, and the typed consumer bodies (with Keystone's
-//! checks).
+//! OpenAPI schemas of the OS-OAUTH1 objects, and the typed consumer and authorize bodies
+//! (with Keystone's checks).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::http::body::{envelope, Checked};
+use crate::http::body::{Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{present, Obj};
+use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
 /// An OAuth1 consumer; other attributes given on create are kept and shown.
@@ -49,17 +49,22 @@ pub struct ConsumerList {
 }
 
 /// A role to delegate: exactly one of `id` or `name`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handler reads an optional body itself
+#[derive(Deserialize, ToSchema)]
 pub struct AuthorizeRole {
-    id: Option<String>,
-    name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub name: Sent<String>,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handler reads an optional body itself
+/// The body may be absent: no roles.
+#[derive(Deserialize, ToSchema)]
 pub struct AuthorizeRequest {
-    roles: Vec<AuthorizeRole>,
+    #[serde(default)]
+    #[schema(value_type = Vec<AuthorizeRole>, required = true)]
+    pub roles: Sent<Vec<Sent<Kept<AuthorizeRole>>>>,
 }
 
 #[derive(ToSchema)]
@@ -136,79 +141,62 @@ pub struct AccessTokenRoleList {
 /// `POST /v3/OS-OAUTH1/consumers`.
 #[derive(Deserialize, ToSchema)]
 pub struct ConsumerRequest {
-    pub consumer: ConsumerBody,
-}
-
-impl Checked for ConsumerRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "consumer")?;
-        if o.contains_key("secret") {
-            return Err(ApiError::bad_request("Invalid input for field/attribute secret: the server chooses secrets."));
-        }
-        check_description(o)
-    }
+    #[serde(default)]
+    #[schema(value_type = ConsumerBody, required = true)]
+    pub consumer: Sent<ConsumerBody>,
 }
 
 /// `PATCH /v3/OS-OAUTH1/consumers/{consumer_id}`: at least one attribute, not `secret`; `id`,
 /// if sent, must be the consumer's own.
 #[derive(Deserialize, ToSchema)]
 pub struct ConsumerUpdateRequest {
-    pub consumer: ConsumerBody,
-}
-
-impl ConsumerUpdateRequest {
-    /// The checks made before the body's `id` is compared with the path's.
-    pub fn check_head(o: &Obj) -> ApiResult<()> {
-        if o.is_empty() {
-            return Err(ApiError::bad_request(
-                "Invalid input for field/attribute consumer. Value: {}. {} should be non-empty",
-            ));
-        }
-        if o.contains_key("secret") {
-            return Err(ApiError::bad_request(
-                "Invalid input for field/attribute secret: a consumer's secret cannot be changed.",
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Checked for ConsumerUpdateRequest {
-    fn check(raw: &Value) -> ApiResult<()> {
-        let o = envelope(raw, "consumer")?;
-        Self::check_head(o)?;
-        check_description(o)
-    }
+    #[serde(default)]
+    #[schema(value_type = ConsumerBody, required = true)]
+    pub consumer: Sent<ConsumerBody>,
 }
 
 /// Other attributes are kept (Keystone's schema allows them); `secret` and `id` are the
 /// server's.
 #[derive(Deserialize, ToSchema)]
 pub struct ConsumerBody {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub description: Option<Option<String>>,
+    pub description: Sent<String>,
+    /// Refused: the server chooses secrets.
+    #[serde(default)]
+    #[schema(ignore)]
+    pub secret: Sent<Value>,
     /// Other attributes, kept and shown.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 impl ConsumerBody {
-    /// The stored attributes: the others, and `description` when sent.
-    pub fn stored(self) -> Obj {
-        let mut out: Obj = self.extra.into_iter().filter(|(k, _)| k != "links" && k != "id").collect();
-        if let Some(d) = self.description {
-            out.insert("description".into(), d.map_or(Value::Null, Value::String));
+    /// Keystone's checks of an update made before the body's `id` is compared with the
+    /// path's: at least one attribute, and no secret.
+    pub fn check_update(&self) -> ApiResult<()> {
+        if self.extra.is_empty() && !self.description.is_present() && !self.secret.is_present() {
+            return Err(ApiError::bad_request(
+                "Invalid input for field/attribute consumer. Value: {}. {} should be non-empty",
+            ));
         }
-        out
+        if self.secret.is_present() {
+            return Err(ApiError::bad_request(
+                "Invalid input for field/attribute secret: a consumer's secret cannot be changed.",
+            ));
+        }
+        Ok(())
     }
-}
 
-fn check_description(o: &Obj) -> ApiResult<()> {
-    if o.get("description").is_some_and(|d| !d.is_null() && !d.is_string()) {
-        return Err(ApiError::bad_request(
-            "Invalid input for field/attribute description. Value must be a string or null.",
-        ));
+    /// The stored attributes: the others, and `description` when sent (a string or null).
+    pub fn stored(self) -> ApiResult<Obj> {
+        if matches!(self.description, Sent::Wrong(_)) {
+            return Err(ApiError::bad_request(
+                "Invalid input for field/attribute description. Value must be a string or null.",
+            ));
+        }
+        let mut out: Obj = self.extra.into_iter().filter(|(k, _)| k != "links" && k != "id").collect();
+        self.description.put(&mut out, "description");
+        Ok(out)
     }
-    Ok(())
 }

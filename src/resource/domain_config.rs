@@ -13,11 +13,11 @@ use serde_json::{json, Map, Value};
 
 use super::schemas as s;
 use crate::context::Core;
+use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{json_obj, Obj};
 use crate::http::openapi::errors as E;
-use crate::http::sent::{Body, Sent};
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Ref};

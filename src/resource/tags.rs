@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use crate::context::Core;
+use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
-use crate::http::sent::Body;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Project;

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::http::sent::Sent;
 
 /// A trust: the trustor's roles on a project, delegated to the trustee.
 #[derive(ToSchema)]
