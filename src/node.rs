@@ -65,6 +65,11 @@ impl FromRef<AppState> for Arc<Tokens> {
 }
 
 impl Node {
+    /// The catalog a token of `scope` carries, over this node's catalog cache.
+    pub fn catalog_for(&self, scope: &crate::token::TokenScope) -> crate::http::error::ApiResult<Arc<Value>> {
+        crate::catalog::for_scope(self, &self.catalog_cache, scope)
+    }
+
     /// The node's metrics as OpenMetrics text (served on the ops listener, pushed over OTLP).
     pub fn metrics_text(&self) -> Result<String, std::fmt::Error> {
         crate::oauth2::metrics::count_live_families(self);

@@ -13,12 +13,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::sent::Sent;
-use crate::node::Node;
 use crate::state::model::{Endpoint, Service};
 use crate::state::read::CatalogReads;
 use crate::state::Reader;
+use crate::token::AppliedCache;
 
 /// Enabled services with their enabled endpoints.
 pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
@@ -42,36 +43,38 @@ pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
     Ok(Value::Array(out))
 }
 
-impl Node {
-    /// The catalog a token of `scope` carries: a project tied to endpoints (OS-EP-FILTER)
-    /// sees only those.
-    pub fn catalog_for(&self, scope: &crate::token::TokenScope) -> ApiResult<Arc<Value>> {
-        let full = self.catalog()?;
-        let crate::token::TokenScope::Project(project_id) = scope else { return Ok(full) };
-        let Some(ids) = endpoint_groups::project_endpoint_ids(&self.engine.read(), project_id)? else {
-            return Ok(full);
-        };
-        let mut filtered = (*full).clone();
-        for service in filtered.as_array_mut().into_iter().flatten() {
-            if let Some(Value::Array(eps)) = service.get_mut("endpoints") {
-                eps.retain(|e| {
-                    e.get("id").and_then(Value::as_str).is_some_and(|id| ids.binary_search(&id.to_string()).is_ok())
-                });
-            }
+/// The catalog a token of `scope` carries: a project tied to endpoints (OS-EP-FILTER) sees
+/// only those. `cache` keeps the full catalog until the state moves.
+pub fn for_scope(
+    core: &Core,
+    cache: &AppliedCache<(), Arc<Value>>,
+    scope: &crate::token::TokenScope,
+) -> ApiResult<Arc<Value>> {
+    let full = cached(core, cache)?;
+    let crate::token::TokenScope::Project(project_id) = scope else { return Ok(full) };
+    let Some(ids) = endpoint_groups::project_endpoint_ids(&core.engine.read(), project_id)? else {
+        return Ok(full);
+    };
+    let mut filtered = (*full).clone();
+    for service in filtered.as_array_mut().into_iter().flatten() {
+        if let Some(Value::Array(eps)) = service.get_mut("endpoints") {
+            eps.retain(|e| {
+                e.get("id").and_then(Value::as_str).is_some_and(|id| ids.binary_search(&id.to_string()).is_ok())
+            });
         }
-        Ok(Arc::new(filtered))
     }
+    Ok(Arc::new(filtered))
+}
 
-    /// The catalog, rebuilt only when the state has moved.
-    pub fn catalog(&self) -> ApiResult<Arc<Value>> {
-        let applied = self.app.state_version();
-        if let Some(c) = self.catalog_cache.get(&(), applied) {
-            return Ok(c);
-        }
-        let c = Arc::new(build(&self.engine.read())?);
-        self.catalog_cache.insert((), c.clone(), applied);
-        Ok(c)
+/// The catalog, rebuilt only when the state has moved.
+fn cached(core: &Core, cache: &AppliedCache<(), Arc<Value>>) -> ApiResult<Arc<Value>> {
+    let applied = core.app.state_version();
+    if let Some(c) = cache.get(&(), applied) {
+        return Ok(c);
     }
+    let c = Arc::new(build(&core.engine.read())?);
+    cache.insert((), c.clone(), applied);
+    Ok(c)
 }
 
 /// An optional reference to another record by id: absent or null is none; otherwise a
