@@ -2,9 +2,8 @@
 //! rule outlives the credentials that used it and is deleted on its own, once none does.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -15,12 +14,12 @@ use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::json_obj;
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json, SelfLink};
 use crate::http::pages::page;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind};
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 const API: DocApi = DocApi {
     kind: DocKind::AccessRule,
@@ -33,13 +32,9 @@ fn target(user_id: &str) -> Value {
     json!({"user": {"id": user_id}})
 }
 
-fn show(node: &Core, d: &Doc) -> Value {
-    let b = json_obj(&d.body);
-    let mut v = super::rule_json(&b);
-    if let Some(o) = v.as_object_mut() {
-        o.insert("links".into(), json!({"self": format!("{}{}", node.cfg.public_base(), (API.path)(&d.id))}));
-    }
-    v
+fn show(node: &Core, d: &Doc) -> s::AccessRuleWithLinks {
+    let rule = super::access_rule(&json_obj(&d.body));
+    s::AccessRuleWithLinks { rule, links: SelfLink::new(&node.cfg.public_base(), &(API.path)(&d.id)) }
 }
 
 fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<Doc> {
@@ -53,10 +48,9 @@ fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<Doc> {
            ("method" = Option<String>, Query, description = "Only rules with this method."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The user's access rules.", body = s::AccessRuleList), E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "The user's access rules.", body = s::AccessRuleList), E::List))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -67,7 +61,7 @@ pub async fn list(
         .read()
         .child_docs(API.kind, &user_id)?
         .iter()
-        .map(|d| show(&node, d))
+        .map(|d| to_json(&show(&node, d)))
         .filter(|v| {
             ["service", "path", "method"]
                 .iter()
@@ -80,26 +74,19 @@ pub async fn list(
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/access_rules/{access_rule_id}", operation_id = "access_rules_get", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner."), ("access_rule_id" = String, Path, description = "The rule's id.")),
-    responses((status = 200, description = "The rule.", body = s::AccessRuleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The rule.", body = s::AccessRuleEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     enforce("identity:get_access_rule", &ctx, &target(&user_id))?;
     super::credentials::refuse_delegated(&ctx, false)?;
-    Ok(Json(json!({"access_rule": show(&node, &load(&node, &user_id, &id)?)})))
+    let access_rule = show(&node, &load(&node, &user_id, &id)?);
+    Ok(Json(to_json(&s::AccessRuleEnvelope { access_rule })))
 }
 
 #[utoipa::path(delete, path = "/v3/users/{user_id}/access_rules/{access_rule_id}", operation_id = "access_rules_delete", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner."), ("access_rule_id" = String, Path, description = "The rule's id.")),
     responses((status = 204, description = "Deleted."), (status = 403, description = "A credential still uses the rule.", body = crate::http::openapi::ErrorBody),
               E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     enforce("identity:delete_access_rule", &ctx, &target(&user_id))?;
     super::credentials::refuse_delegated(&ctx, false)?;
     let doc = load(&node, &user_id, &id)?;

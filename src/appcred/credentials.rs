@@ -2,9 +2,8 @@
 //! show, delete.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine;
@@ -19,7 +18,7 @@ use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{future_time, new_id, Obj};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
@@ -27,7 +26,7 @@ use crate::reads::listing::implied_closure;
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::{TokenScope, ValidToken};
 
 const API: DocApi = DocApi {
@@ -204,10 +203,9 @@ fn non_empty(field: &Sent<String>) -> Option<&str> {
     params(("user_id" = String, Path, description = "The owner: the caller itself.")),
     request_body(content = s::AppCredRequest, content_type = "application/json"),
     responses((status = 201, description = "The credential with its secret (shown only here).", body = s::AppCredCreated),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+              E::Change))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     JsonBody(b): JsonBody<Body<s::AppCredRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -293,11 +291,9 @@ pub async fn create(
             e
         }
     })?;
-    let mut out = render(&node, &AppCred::of(&saved)?)?;
-    if let Some(obj) = out.as_object_mut() {
-        obj.insert("secret".into(), json!(secret));
-    }
-    Ok((StatusCode::CREATED, Json(json!({"application_credential": out}))))
+    let credential = render(&node, &AppCred::of(&saved)?)?;
+    let application_credential = s::AppCredWithSecret { credential, secret };
+    Ok((StatusCode::CREATED, Json(to_json(&s::AppCredCreated { application_credential }))))
 }
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_list", tag = "application_credentials",
@@ -305,10 +301,9 @@ pub async fn create(
            ("name" = Option<String>, Query, description = "Only the credential of this name."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::List))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -319,7 +314,7 @@ pub async fn list(
     for d in &docs {
         let c = AppCred::of(d)?;
         if q.get("name").is_none_or(|n| *n == c.name) {
-            items.push(render(&node, &c)?);
+            items.push(to_json(&render(&node, &c)?));
         }
     }
     let path = format!("/v3/users/{user_id}/application_credentials");
@@ -328,26 +323,19 @@ pub async fn list(
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/application_credentials/{application_credential_id}", operation_id = "application_credentials_get", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
-    responses((status = 200, description = "The credential (without its secret).", body = s::AppCredEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The credential (without its secret).", body = s::AppCredEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     let (_, c) = load(&node, &user_id, &id)?;
     enforce("identity:get_application_credential", &ctx, &target(&c.user_id))?;
     refuse_delegated(&ctx, false)?;
-    Ok(Json(json!({"application_credential": render(&node, &c)?})))
+    let application_credential = render(&node, &c)?;
+    Ok(Json(to_json(&s::AppCredEnvelope { application_credential })))
 }
 
 #[utoipa::path(delete, path = "/v3/users/{user_id}/application_credentials/{application_credential_id}", operation_id = "application_credentials_delete", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
-    responses((status = 204, description = "Deleted; tokens from it stop validating. Its access rules stay."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted; tokens from it stop validating. Its access rules stay."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (doc, c) = load(&node, &user_id, &id)?;
     enforce("identity:delete_application_credential", &ctx, &target(&c.user_id))?;
     refuse_delegated(&ctx, true)?;

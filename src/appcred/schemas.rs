@@ -1,9 +1,8 @@
 //! Bodies of application credentials and access rules. The request types are the ones the
 //! handlers parse (fields as [`Sent`], so the handlers answer wrong types with Keystone's
 //! messages).
-#![allow(dead_code)]
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -11,68 +10,75 @@ use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
-#[derive(ToSchema)]
+/// An access rule as stored (its fields as they were accepted).
+#[derive(Serialize, ToSchema)]
 pub struct AccessRule {
-    id: String,
+    #[schema(value_type = String)]
+    pub id: Value,
     /// The service type, e.g. `compute`.
-    service: String,
+    #[schema(value_type = String)]
+    pub service: Value,
     /// The API path, `*` and `**` wildcards allowed.
-    path: String,
+    #[schema(value_type = String)]
+    pub path: Value,
     /// DELETE, GET, HEAD, PATCH, POST or PUT.
-    method: String,
+    #[schema(value_type = String)]
+    pub method: Value,
 }
 
-#[derive(ToSchema)]
-pub struct RoleRef {
-    id: String,
-    name: String,
+/// A delegated role (without links or extra attributes).
+#[derive(Serialize, ToSchema)]
+pub struct AppCredRole {
+    pub id: String,
+    pub name: String,
+    pub domain_id: Option<String>,
+    pub description: Option<String>,
+    /// Resource options, e.g. `{"immutable": true}`.
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub options: Value,
 }
 
 /// An application credential (never with its secret after create).
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AppCred {
-    id: String,
-    name: String,
-    description: Option<String>,
-    user_id: String,
-    project_id: String,
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub user_id: String,
+    pub project_id: String,
+    /// Always null: credentials are tied to a project.
+    pub system: Option<String>,
     /// `YYYY-MM-DDTHH:MM:SS.ffffff` (UTC), or null for no expiry.
-    expires_at: Option<String>,
+    pub expires_at: Option<String>,
     /// True lets its tokens manage application credentials.
-    unrestricted: Option<bool>,
-    roles: Vec<RoleRef>,
+    pub unrestricted: Option<bool>,
+    pub roles: Vec<AppCredRole>,
     /// Present when the credential has rules.
-    access_rules: Option<Vec<AccessRule>>,
-    links: SelfLink,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_rules: Option<Vec<AccessRule>>,
+    pub links: SelfLink,
 }
 
 /// The create response's credential: as shown later, plus the secret (shown only here).
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AppCredWithSecret {
-    id: String,
-    name: String,
-    description: Option<String>,
-    user_id: String,
-    project_id: String,
-    expires_at: Option<String>,
-    unrestricted: Option<bool>,
-    roles: Vec<RoleRef>,
-    access_rules: Option<Vec<AccessRule>>,
-    secret: String,
-    links: SelfLink,
+    #[serde(flatten)]
+    pub credential: AppCred,
+    pub secret: String,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AppCredCreated {
-    application_credential: AppCredWithSecret,
+    pub application_credential: AppCredWithSecret,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AppCredEnvelope {
-    application_credential: AppCred,
+    pub application_credential: AppCred,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct AppCredList {
     application_credentials: Vec<AppCred>,
     links: CollectionLinks,
@@ -138,21 +144,20 @@ pub struct AppCredRequest {
     pub extra: Obj,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AccessRuleWithLinks {
-    id: String,
-    service: String,
-    path: String,
-    method: String,
-    links: SelfLink,
+    #[serde(flatten)]
+    pub rule: AccessRule,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AccessRuleEnvelope {
-    access_rule: AccessRuleWithLinks,
+    pub access_rule: AccessRuleWithLinks,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct AccessRuleList {
     access_rules: Vec<AccessRuleWithLinks>,
     links: CollectionLinks,

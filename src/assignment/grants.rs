@@ -6,20 +6,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Path, State};
+use axum::extract::{MatchedPath, Path};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::roles::{self, role_json};
+use super::roles;
+use super::schemas as s;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
+use crate::http::openapi::{to_json, CollectionLinks};
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::read::AssignmentReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::{Call, ValidToken};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -37,11 +39,11 @@ struct Resolved {
     policy: Map<String, Value>,
 }
 
-fn param<'a>(p: &'a HashMap<String, String>, key: &str) -> ApiResult<&'a str> {
+pub(super) fn param<'a>(p: &'a HashMap<String, String>, key: &str) -> ApiResult<&'a str> {
     p.get(key).map(String::as_str).ok_or_else(|| ApiError::internal(format!("route without {{{key}}}")))
 }
 
-fn resolve(node: &Node, route: &str, p: &HashMap<String, String>) -> ApiResult<Resolved> {
+fn resolve(node: &Core, route: &str, p: &HashMap<String, String>) -> ApiResult<Resolved> {
     let view = node.engine.read();
     let mut policy = Map::new();
     let target = if route.starts_with("/v3/system/") {
@@ -90,8 +92,8 @@ fn action(op: Op, r: &Resolved) -> &'static str {
 
 /// Resolves the path (404s), loads the role and enforces the operation's policy.
 fn authorize(
-    node: &Node,
-    ctx: &crate::token::ValidToken,
+    node: &Core,
+    ctx: &ValidToken,
     op: Op,
     route: &str,
     p: &HashMap<String, String>,
@@ -114,168 +116,150 @@ fn grant(r: &Resolved, role: &Role) -> Assignment {
 }
 
 pub async fn create(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Create, route.as_str(), &p)?;
-    let a = grant(&r, &role);
-    guard::change_grant(&node.engine.read(), &ctx, &a)?;
-    node.propose(Command::CreateGrant(a)).await?;
-    Ok(StatusCode::NO_CONTENT)
+    change(&node, &ctx, grant(&r, &role), Command::CreateGrant).await
 }
 
 /// 204 when the grant exists (a direct grant, not an effective one), else 404.
 pub async fn check(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Check, route.as_str(), &p)?;
-    let a = grant(&r, &role);
-    if node.engine.read().grant_stored(&a)? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(grant_not_found(&a).into())
-    }
+    stored(&node, &grant(&r, &role))
 }
 
 pub async fn revoke(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Revoke, route.as_str(), &p)?;
-    let a = grant(&r, &role);
-    guard::change_grant(&node.engine.read(), &ctx, &a)?;
-    node.propose(Command::DeleteGrant(a)).await?;
-    Ok(StatusCode::NO_CONTENT)
+    change(&node, &ctx, grant(&r, &role), Command::DeleteGrant).await
 }
 
 /// The roles granted directly to the actor on the target.
 pub async fn list(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let r = resolve(&node, route.as_str(), &p)?;
     enforce(action(Op::List, &r), &ctx, &Value::Object(r.policy.clone()))?;
-    let view = node.engine.snapshot();
-    let grants: Vec<Assignment> = view.assignments_of_actor_on(r.actor_kind, &r.actor_id, &r.target)?;
-    let base = node.cfg.public_base();
-    let mut out = Vec::new();
-    for a in grants.iter().filter(|a| !a.inherited) {
-        if let Some(role) = view.role(&a.role_id)? {
-            out.push(role_json(&role, &base));
-        }
-    }
-    let own = route
-        .as_str()
-        .replace("{id}", p.get("id").map(String::as_str).unwrap_or(""))
-        .replace("{actor_id}", &r.actor_id);
-    Ok(Json(json!({"roles": out, "links": {"self": format!("{base}{own}"), "previous": null, "next": null}})))
+    let own = route.as_str().replace("{id}", p.get("id").map(String::as_str).unwrap_or(""));
+    granted_roles(&node, (r.actor_kind, &r.actor_id), &r.target, false, &own)
 }
 
-/// One annotated wrapper per route shape and method (`#[utoipa::path]` takes one literal path,
-/// and the router is built from the annotations), all delegating to the handlers above.
+/// Creates or revokes the grant (`command` makes the write) within the guard rails: 204.
+pub(super) async fn change(
+    node: &Core,
+    ctx: &ValidToken,
+    a: Assignment,
+    command: fn(Assignment) -> Command,
+) -> ApiResult<StatusCode> {
+    guard::change_grant(&node.engine.read(), ctx, &a)?;
+    node.propose(command(a)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// 204 when the grant is stored as given, else Keystone's 404.
+pub(super) fn stored(node: &Core, a: &Assignment) -> ApiResult<StatusCode> {
+    if node.engine.read().grant_stored(a)? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(grant_not_found(a).into())
+    }
+}
+
+/// The roles granted to the actor on the target, inherited grants or direct ones, as a role
+/// list whose `self` is `route` (its `{actor_id}` filled in).
+pub(super) fn granted_roles(
+    node: &Core,
+    (actor_kind, actor_id): (ActorKind, &str),
+    target: &Target,
+    inherited: bool,
+    route: &str,
+) -> ApiResult<Json<Value>> {
+    let view = node.engine.snapshot();
+    let grants: Vec<Assignment> = view.assignments_of_actor_on(actor_kind, actor_id, target)?;
+    let base = node.cfg.public_base();
+    let mut out = Vec::new();
+    for a in grants.iter().filter(|a| a.inherited == inherited) {
+        if let Some(role) = view.role(&a.role_id)? {
+            out.push(roles::role(&role, &base));
+        }
+    }
+    let links = CollectionLinks::whole(format!("{base}{}", route.replace("{actor_id}", actor_id)));
+    Ok(Json(to_json(&s::RoleList { roles: out, links })))
+}
+
+/// Grant routes take the matched route and its parameters; the handlers read both.
+pub(super) type RouteParams = Path<HashMap<String, String>>;
+
+/// One route shape's annotated handler (`#[utoipa::path]` takes one literal path, and the
+/// router is built from the annotations), answering with `$handler`; the annotation's
+/// arguments follow the `=>`.
+macro_rules! routed {
+    ($name:ident -> $answer:ty = $handler:path => $($annotation:tt)*) => {
+        #[utoipa::path($($annotation)*)]
+        pub async fn $name(
+            c: crate::token::Call,
+            r: axum::extract::MatchedPath,
+            p: crate::assignment::grants::RouteParams,
+        ) -> crate::http::error::ApiResult<$answer> {
+            $handler(c, r, p).await
+        }
+    };
+}
+pub(super) use routed;
+
 macro_rules! grant_shapes {
     ($($shape:ident: $base:tt, $one:tt, $target:tt, [$($id:tt)*];)*) => {$(
         pub mod $shape {
-            use std::collections::HashMap;
-            use std::sync::Arc;
-
-            use axum::extract::{MatchedPath, Path, State};
-            use axum::http::StatusCode;
-            use axum::Json;
-            use serde_json::Value;
-
             use crate::assignment::schemas as s;
-            use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
-            use crate::token::Caller;
-            use crate::node::Node;
 
-            type P = Path<HashMap<String, String>>;
-
-            #[utoipa::path(
-                get, path = $base, tag = "role_assignments",
-                operation_id = concat!("grants_", stringify!($shape), "_list"),
+            routed!(list -> axum::Json<serde_json::Value> = super::list =>
+                get, path = $base, tag = "role_assignments", operation_id = concat!("grants_", stringify!($shape), "_list"),
                 description = concat!("The roles granted directly to the actor on ", $target, "."),
-                params(
-                    $($id)*
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                ),
-                responses(
-                    (status = 200, description = "The granted roles.", body = s::RoleList),
-                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
-                )
-            )]
-            pub async fn list(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<Json<Value>> {
-                super::list(n, c, r, p).await
-            }
+                params($($id)* ("actor_id" = String, Path, description = "The user's or group's id.")),
+                responses((status = 200, description = "The granted roles.", body = s::RoleList), E::Read));
 
-            #[utoipa::path(
-                put, path = $one, tag = "role_assignments",
-                operation_id = concat!("grants_", stringify!($shape), "_create"),
+            routed!(create -> axum::http::StatusCode = super::create =>
+                put, path = $one, tag = "role_assignments", operation_id = concat!("grants_", stringify!($shape), "_create"),
                 description = concat!("Grants the role to the actor on ", $target, ". No request body."),
-                params(
-                    $($id)*
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The grant exists."),
-                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
-                )
-            )]
-            pub async fn create(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::create(n, c, r, p).await
-            }
+                params($($id)* ("actor_id" = String, Path, description = "The user's or group's id."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The grant exists."), E::Change));
 
-            #[utoipa::path(
-                head, path = $one, tag = "role_assignments",
-                operation_id = concat!("grants_", stringify!($shape), "_check"),
+            routed!(check -> axum::http::StatusCode = super::check =>
+                head, path = $one, tag = "role_assignments", operation_id = concat!("grants_", stringify!($shape), "_check"),
                 description = concat!("Whether the role is granted directly to the actor on ", $target, "."),
-                params(
-                    $($id)*
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The grant exists."),
-                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
-                )
-            )]
-            pub async fn check(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::check(n, c, r, p).await
-            }
+                params($($id)* ("actor_id" = String, Path, description = "The user's or group's id."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The grant exists."), E::Read));
 
-            #[utoipa::path(
-                delete, path = $one, tag = "role_assignments",
-                operation_id = concat!("grants_", stringify!($shape), "_revoke"),
+            routed!(revoke -> axum::http::StatusCode = super::revoke =>
+                delete, path = $one, tag = "role_assignments", operation_id = concat!("grants_", stringify!($shape), "_revoke"),
                 description = concat!("Revokes the role from the actor on ", $target, "."),
-                params(
-                    $($id)*
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The grant is gone."),
-                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
-                )
-            )]
-            pub async fn revoke(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::revoke(n, c, r, p).await
-            }
+                params($($id)* ("actor_id" = String, Path, description = "The user's or group's id."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The grant is gone."), E::Change));
         }
     )*
 
         /// Every grant route, described.
-        pub fn routes() -> utoipa_axum::router::OpenApiRouter<crate::node::AppState> {
+        pub fn routes<S>() -> utoipa_axum::router::OpenApiRouter<S>
+        where
+            S: Clone + Send + Sync + 'static,
+            Arc<Core>: axum::extract::FromRef<S>,
+            Arc<crate::token::Tokens>: axum::extract::FromRef<S>,
+        {
             use utoipa_axum::routes;
             utoipa_axum::router::OpenApiRouter::default()
                 $(

@@ -3,9 +3,8 @@
 //! calls and a single role on the single-rule calls.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -14,19 +13,31 @@ use super::roles;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json, SelfLink};
 use crate::policy::enforce;
 use crate::state::model::Role;
 use crate::state::read::AssignmentReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
-fn role_ref(r: &Role, base: &str) -> Value {
-    let mut v = json!({"id": r.id, "name": r.name, "links": {"self": format!("{base}/v3/roles/{}", r.id)}});
-    if let (Some(d), Some(o)) = (&r.domain_id, v.as_object_mut()) {
-        o.insert("domain_id".into(), json!(d));
+fn role_ref(r: &Role, base: &str) -> s::RoleRef {
+    s::RoleRef {
+        id: r.id.clone(),
+        name: r.name.clone(),
+        domain_id: r.domain_id.clone(),
+        links: SelfLink::new(base, &format!("/v3/roles/{}", r.id)),
     }
-    v
+}
+
+/// The roles with these ids, as rule members (an unknown id is left out).
+fn role_refs(view: &impl Reader, ids: impl IntoIterator<Item = String>, base: &str) -> ApiResult<Vec<s::RoleRef>> {
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(r) = view.role(&id)? {
+            out.push(role_ref(&r, base));
+        }
+    }
+    Ok(out)
 }
 
 fn rule_target(prior: &Role, implied: Option<&Role>) -> Value {
@@ -35,9 +46,9 @@ fn rule_target(prior: &Role, implied: Option<&Role>) -> Value {
 
 fn single(node: &Core, prior: &Role, implied: &Role) -> Value {
     let base = node.cfg.public_base();
-    json!({
-        "role_inference": {"prior_role": role_ref(prior, &base), "implies": role_ref(implied, &base)},
-        "links": {"self": format!("{base}/v3/roles/{}/implies/{}", prior.id, implied.id)},
+    to_json(&s::InferenceRuleEnvelope {
+        role_inference: s::InferenceRule { prior_role: role_ref(prior, &base), implies: role_ref(implied, &base) },
+        links: SelfLink::new(&base, &format!("/v3/roles/{}/implies/{}", prior.id, implied.id)),
     })
 }
 
@@ -51,65 +62,30 @@ fn load_rule(node: &Core, prior_id: &str, implied_id: &str) -> ApiResult<(Role, 
     Ok((prior, implied))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/roles/{id}/implies",
-    operation_id = "implied_list_for_prior",
-    tag = "roles",
-    params(
-        ("id" = String, Path, description = "The prior role's id."),
-    ),
-    responses(
-        (status = 200, description = "The roles the prior role implies.", body = s::PriorRoleInferencesEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn list_for_prior(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(prior_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/roles/{id}/implies", operation_id = "implied_list_for_prior", tag = "roles",
+    params(("id" = String, Path, description = "The prior role's id.")),
+    responses((status = 200, description = "The roles the prior role implies.", body = s::PriorRoleInferencesEnvelope),
+              E::Read))]
+pub async fn list_for_prior(Call(node, ctx): Call, Path(prior_id): Path<String>) -> ApiResult<Json<Value>> {
     let prior = roles::load(&node, &prior_id)?;
     enforce("identity:list_implied_roles", &ctx, &rule_target(&prior, None))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let mut implies = Vec::new();
     let rules: Vec<(String, String)> = view.implied_rules_of(&prior.id)?;
-    for (_, implied) in rules {
-        if let Some(r) = view.role(&implied)? {
-            implies.push(role_ref(&r, &base));
-        }
-    }
-    Ok(Json(json!({
-        "role_inference": {"prior_role": role_ref(&prior, &base), "implies": implies},
-        "links": {"self": format!("{base}/v3/roles/{}/implies", prior.id)},
+    let implies = role_refs(&view, rules.into_iter().map(|(_, implied)| implied), &base)?;
+    Ok(Json(to_json(&s::PriorRoleInferencesEnvelope {
+        role_inference: s::PriorRoleInferences { prior_role: role_ref(&prior, &base), implies },
+        links: SelfLink::new(&base, &format!("/v3/roles/{}/implies", prior.id)),
     })))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/roles/{id}/implies/{implied_id}",
-    operation_id = "implied_get",
-    tag = "roles",
+#[utoipa::path(get, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_get", tag = "roles",
     description = "404 when either role does not exist or the rule does not.",
-    params(
-        ("id" = String, Path, description = "The prior role's id."),
-        ("implied_id" = String, Path, description = "The implied role's id."),
-    ),
-    responses(
-        (status = 200, description = "The rule.", body = s::InferenceRuleEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+    params(("id" = String, Path, description = "The prior role's id."),
+           ("implied_id" = String, Path, description = "The implied role's id.")),
+    responses((status = 200, description = "The rule.", body = s::InferenceRuleEnvelope), E::Read))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
@@ -117,27 +93,13 @@ pub async fn get(
     Ok(Json(single(&node, &prior, &implied)))
 }
 
-#[utoipa::path(
-    head,
-    path = "/v3/roles/{id}/implies/{implied_id}",
-    operation_id = "implied_check",
-    tag = "roles",
+#[utoipa::path(head, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_check", tag = "roles",
     description = "404 when either role does not exist or the rule does not.",
-    params(
-        ("id" = String, Path, description = "The prior role's id."),
-        ("implied_id" = String, Path, description = "The implied role's id."),
-    ),
-    responses(
-        (status = 204, description = "The rule exists."),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+    params(("id" = String, Path, description = "The prior role's id."),
+           ("implied_id" = String, Path, description = "The implied role's id.")),
+    responses((status = 204, description = "The rule exists."), E::Read))]
 pub async fn check(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
@@ -145,30 +107,13 @@ pub async fn check(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(
-    put,
-    path = "/v3/roles/{id}/implies/{implied_id}",
-    operation_id = "implied_create",
-    tag = "roles",
+#[utoipa::path(put, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_create", tag = "roles",
     description = "No request body. 404 when either role does not exist.",
-    params(
-        ("id" = String, Path, description = "The prior role's id."),
-        ("implied_id" = String, Path, description = "The implied role's id."),
-    ),
-    responses(
-        (status = 201, description = "The created rule.", body = s::InferenceRuleEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    params(("id" = String, Path, description = "The prior role's id."),
+           ("implied_id" = String, Path, description = "The implied role's id.")),
+    responses((status = 201, description = "The created rule.", body = s::InferenceRuleEnvelope), E::Change))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let prior = roles::load(&node, &prior_id)?;
@@ -179,29 +124,12 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(single(&node, &prior, &implied))))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/roles/{id}/implies/{implied_id}",
-    operation_id = "implied_delete",
-    tag = "roles",
-    params(
-        ("id" = String, Path, description = "The prior role's id."),
-        ("implied_id" = String, Path, description = "The implied role's id."),
-    ),
-    responses(
-        (status = 204, description = "The rule is gone."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+#[utoipa::path(delete, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_delete", tag = "roles",
+    params(("id" = String, Path, description = "The prior role's id."),
+           ("implied_id" = String, Path, description = "The implied role's id.")),
+    responses((status = 204, description = "The rule is gone."), E::Change))]
 pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((prior_id, implied_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let (prior, implied) = load_rule(&node, &prior_id, &implied_id)?;
@@ -211,19 +139,10 @@ pub async fn delete(
 }
 
 /// Every rule, grouped by prior role.
-#[utoipa::path(
-    get,
-    path = "/v3/role_inferences",
-    operation_id = "implied_list_all",
-    tag = "roles",
-    responses(
-        (status = 200, description = "Every inference rule, grouped by prior role.", body = s::RoleInferenceList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list_all(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/role_inferences", operation_id = "implied_list_all", tag = "roles",
+    responses((status = 200, description = "Every inference rule, grouped by prior role.", body = s::RoleInferenceList),
+              E::List))]
+pub async fn list_all(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:list_role_inference_rules", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -231,16 +150,12 @@ pub async fn list_all(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> Api
     for (prior, implied) in view.implied_rules()? {
         by_prior.entry(prior).or_default().push(implied);
     }
-    let mut out = Vec::new();
+    let mut role_inferences = Vec::new();
     for (prior, implied) in by_prior {
         let Some(prior) = view.role(&prior)? else { continue };
-        let mut implies = Vec::new();
-        for id in implied {
-            if let Some(r) = view.role(&id)? {
-                implies.push(role_ref(&r, &base));
-            }
-        }
-        out.push(json!({"prior_role": role_ref(&prior, &base), "implies": implies}));
+        let implies = role_refs(&view, implied, &base)?;
+        role_inferences.push(s::PriorRoleInferences { prior_role: role_ref(&prior, &base), implies });
     }
-    Ok(Json(json!({"role_inferences": out, "links": {"self": format!("{base}/v3/role_inferences")}})))
+    let links = SelfLink::new(&base, "/v3/role_inferences");
+    Ok(Json(to_json(&s::RoleInferenceList { role_inferences, links })))
 }

@@ -11,25 +11,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Path, State};
+use axum::extract::{MatchedPath, Path};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::roles::{self, role_json};
+use super::grants::{change, param, stored};
+use super::roles;
+use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::{AppState, Node};
-use crate::policy::{enforce, guard};
-use crate::state::command::grant_not_found;
+use crate::policy::enforce;
 use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::read::AssignmentReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
-
-fn param<'a>(p: &'a HashMap<String, String>, key: &str) -> ApiResult<&'a str> {
-    p.get(key).map(String::as_str).ok_or_else(|| ApiError::internal(format!("route without {{{key}}}")))
-}
 
 /// What a route names: the actor and the (unchecked) target.
 struct Named {
@@ -46,7 +41,7 @@ fn named(route: &str, p: &HashMap<String, String>) -> ApiResult<Named> {
 }
 
 /// Keystone's policy target: each known entity, `{}` for an unknown one.
-fn policy_target(node: &Node, n: &Named, role_id: Option<&str>) -> ApiResult<Value> {
+fn policy_target(node: &Core, n: &Named, role_id: Option<&str>) -> ApiResult<Value> {
     let view = node.engine.read();
     let mut t = Map::new();
     if let Some(id) = role_id {
@@ -71,7 +66,7 @@ fn policy_target(node: &Node, n: &Named, role_id: Option<&str>) -> ApiResult<Val
 }
 
 /// 404 unless the domain or project exists.
-fn require_target(node: &Node, t: &Target) -> ApiResult<()> {
+fn require_target(node: &Core, t: &Target) -> ApiResult<()> {
     let view = node.engine.read();
     match t {
         Target::Domain(id) => view.domain(id)?.map(|_| ()).ok_or_else(|| ApiError::not_found("domain", id)),
@@ -84,7 +79,7 @@ fn require_target(node: &Node, t: &Target) -> ApiResult<()> {
 
 /// Enforces `action` on the route's grant and returns it.
 fn authorize(
-    node: &Node,
+    node: &Core,
     ctx: &ValidToken,
     action: &str,
     route: &str,
@@ -104,141 +99,79 @@ fn authorize(
 
 /// Apply checks the role, then the domain or project; granting twice is a no-op.
 pub async fn create(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:create_grant", route.as_str(), &p)?;
-    guard::change_grant(&node.engine.read(), &ctx, &a)?;
-    node.propose(Command::CreateGrant(a)).await?;
-    Ok(StatusCode::NO_CONTENT)
+    change(&node, &ctx, a, Command::CreateGrant).await
 }
 
 /// 204 when the inherited grant exists; 404 for an unknown role, target or grant.
 pub async fn check(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:check_grant", route.as_str(), &p)?;
     roles::load(&node, &a.role_id)?;
     require_target(&node, &a.target)?;
-    if node.engine.read().grant_stored(&a)? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(grant_not_found(&a).into())
-    }
+    stored(&node, &a)
 }
 
 /// Apply answers 404 for an unknown role, target or grant.
 pub async fn revoke(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:revoke_grant", route.as_str(), &p)?;
-    guard::change_grant(&node.engine.read(), &ctx, &a)?;
-    node.propose(Command::DeleteGrant(a)).await?;
-    Ok(StatusCode::NO_CONTENT)
+    change(&node, &ctx, a, Command::DeleteGrant).await
 }
 
 /// The roles the actor holds on the domain to pass on to its projects.
 pub async fn list(
-    State(node): State<Arc<Node>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     route: MatchedPath,
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let n = named(route.as_str(), &p)?;
     enforce("identity:list_grants", &ctx, &policy_target(&node, &n, None)?)?;
     require_target(&node, &n.target)?;
-    let view = node.engine.snapshot();
-    let grants: Vec<Assignment> = view.assignments_of_actor_on(n.actor_kind, &n.actor_id, &n.target)?;
-    let base = node.cfg.public_base();
-    let mut out = Vec::new();
-    for a in grants.iter().filter(|a| a.inherited) {
-        if let Some(role) = view.role(&a.role_id)? {
-            out.push(role_json(&role, &base));
-        }
-    }
-    let own = route.as_str().replace("{id}", param(&p, "id")?).replace("{actor_id}", &n.actor_id);
-    Ok(Json(json!({"roles": out, "links": {"self": format!("{base}{own}"), "previous": null, "next": null}})))
+    let own = route.as_str().replace("{id}", param(&p, "id")?);
+    super::grants::granted_roles(&node, (n.actor_kind, &n.actor_id), &n.target, true, &own)
 }
 
-/// One annotated wrapper per route shape and method (`#[utoipa::path]` takes one literal path,
-/// and the router is built from the annotations), all delegating to the handlers above.
+/// The annotated handlers of one route shape (see `grants::routed`).
 macro_rules! inherited_shapes {
     ($($shape:ident: $one:tt, $target:tt, $id:tt;)*) => {$(
         pub mod $shape {
-            use std::collections::HashMap;
-            use std::sync::Arc;
-
-            use axum::extract::{MatchedPath, Path, State};
-            use axum::http::StatusCode;
-
-            use crate::http::error::ApiResult;
+            use crate::assignment::grants::routed;
             use crate::http::openapi::errors as E;
-            use crate::token::Caller;
-            use crate::node::Node;
 
-            type P = Path<HashMap<String, String>>;
-
-            #[utoipa::path(
-                put, path = $one, tag = "role_assignments",
-                operation_id = concat!("inherited_", stringify!($shape), "_create"),
+            routed!(create -> axum::http::StatusCode = super::create =>
+                put, path = $one, tag = "role_assignments", operation_id = concat!("inherited_", stringify!($shape), "_create"),
                 description = concat!("Grants the role to the actor on every project below ", $target, " (OS-INHERIT). No request body."),
-                params(
-                    ("id" = String, Path, description = $id),
-                    ("actor_id" = String, Path, description = "The user's or group's id (not looked up)."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The inherited grant exists."),
-                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
-                )
-            )]
-            pub async fn create(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::create(n, c, r, p).await
-            }
+                params(("id" = String, Path, description = $id),
+                       ("actor_id" = String, Path, description = "The user's or group's id (not looked up)."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The inherited grant exists."), E::Change));
 
-            #[utoipa::path(
-                get, path = $one, tag = "role_assignments",
-                operation_id = concat!("inherited_", stringify!($shape), "_check"),
+            routed!(check -> axum::http::StatusCode = super::check =>
+                get, path = $one, tag = "role_assignments", operation_id = concat!("inherited_", stringify!($shape), "_check"),
                 description = concat!("Whether the actor holds the role to pass on below ", $target, " (GET or HEAD)."),
-                params(
-                    ("id" = String, Path, description = $id),
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The inherited grant exists."),
-                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
-                )
-            )]
-            pub async fn check(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::check(n, c, r, p).await
-            }
+                params(("id" = String, Path, description = $id),
+                       ("actor_id" = String, Path, description = "The user's or group's id."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The inherited grant exists."), E::Read));
 
-            #[utoipa::path(
-                delete, path = $one, tag = "role_assignments",
-                operation_id = concat!("inherited_", stringify!($shape), "_revoke"),
+            routed!(revoke -> axum::http::StatusCode = super::revoke =>
+                delete, path = $one, tag = "role_assignments", operation_id = concat!("inherited_", stringify!($shape), "_revoke"),
                 description = concat!("Revokes the inherited grant on ", $target, "."),
-                params(
-                    ("id" = String, Path, description = $id),
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                    ("role_id" = String, Path, description = "The role's id."),
-                ),
-                responses(
-                    (status = 204, description = "The inherited grant is gone."),
-                    E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable,
-                )
-            )]
-            pub async fn revoke(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<StatusCode> {
-                super::revoke(n, c, r, p).await
-            }
+                params(("id" = String, Path, description = $id),
+                       ("actor_id" = String, Path, description = "The user's or group's id."),
+                       ("role_id" = String, Path, description = "The role's id.")),
+                responses((status = 204, description = "The inherited grant is gone."), E::Change));
         }
     )*};
 }
@@ -247,37 +180,16 @@ macro_rules! inherited_shapes {
 macro_rules! inherited_lists {
     ($($shape:ident: $path:tt;)*) => {$(
         pub mod $shape {
-            use std::collections::HashMap;
-            use std::sync::Arc;
-
-            use axum::extract::{MatchedPath, Path, State};
-            use axum::Json;
-            use serde_json::Value;
-
+            use crate::assignment::grants::routed;
             use crate::assignment::schemas as s;
-            use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
-            use crate::token::Caller;
-            use crate::node::Node;
 
-            type P = Path<HashMap<String, String>>;
-
-            #[utoipa::path(
-                get, path = $path, tag = "role_assignments",
-                operation_id = concat!("inherited_", stringify!($shape)),
+            routed!(list -> axum::Json<serde_json::Value> = super::list =>
+                get, path = $path, tag = "role_assignments", operation_id = concat!("inherited_", stringify!($shape)),
                 description = "The roles the actor holds on the domain to pass on to its projects (OS-INHERIT).",
-                params(
-                    ("id" = String, Path, description = "The domain's id."),
-                    ("actor_id" = String, Path, description = "The user's or group's id."),
-                ),
-                responses(
-                    (status = 200, description = "The inherited roles.", body = s::RoleList),
-                    E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
-                )
-            )]
-            pub async fn list(n: State<Arc<Node>>, c: Caller, r: MatchedPath, p: P) -> ApiResult<Json<Value>> {
-                super::list(n, c, r, p).await
-            }
+                params(("id" = String, Path, description = "The domain's id."),
+                       ("actor_id" = String, Path, description = "The user's or group's id.")),
+                responses((status = 200, description = "The inherited roles.", body = s::RoleList), E::Read));
         }
     )*};
 }
@@ -295,7 +207,12 @@ inherited_lists! {
 }
 
 /// Every OS-INHERIT route, described.
-pub fn routes() -> utoipa_axum::router::OpenApiRouter<AppState> {
+pub fn routes<S>() -> utoipa_axum::router::OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Core>: axum::extract::FromRef<S>,
+    Arc<crate::token::Tokens>: axum::extract::FromRef<S>,
+{
     use utoipa_axum::routes;
     utoipa_axum::router::OpenApiRouter::default()
         .routes(routes!(domain_user::create, domain_user::check, domain_user::revoke))

@@ -2,9 +2,8 @@
 //! domain-scoped caller's view (only its domain's assignments), names, and links.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
-use axum::extract::{Query, RawQuery, State};
+use axum::extract::{Query, RawQuery};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -12,12 +11,12 @@ use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json, CollectionLinks};
 use crate::policy::enforce;
 use crate::reads::listing::{self, Entry, Filter};
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::TokenScope;
 
 /// Parses and checks the query (400 for combinations that can never match, in Keystone's
@@ -60,36 +59,22 @@ fn filter(q: &HashMap<String, String>, subtree: bool) -> ApiResult<Filter> {
 
 const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
 
-#[utoipa::path(
-    get,
-    path = "/v3/role_assignments",
-    operation_id = "role_assignments_list",
-    tag = "role_assignments",
+#[utoipa::path(get, path = "/v3/role_assignments", operation_id = "role_assignments_list", tag = "role_assignments",
     description = "400 for a user and a group filter together, two scope filters together, `effective` with a group filter, or `effective` with a domain and the inherited filter.",
-    params(
-        ("user.id" = Option<String>, Query, description = "Only assignments of this user."),
-        ("group.id" = Option<String>, Query, description = "Only assignments of this group (not with `effective`)."),
-        ("scope.project.id" = Option<String>, Query, description = "Only assignments on this project."),
-        ("scope.domain.id" = Option<String>, Query, description = "Only assignments on this domain."),
-        ("scope.system" = Option<String>, Query, description = "`all`: only assignments on the system."),
-        ("scope.OS-INHERIT:inherited_to" = Option<String>, Query, description = "`projects`: only inherited grants; any other value: only the others."),
-        ("role.id" = Option<String>, Query, description = "Only assignments of this role."),
-        ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members, inherited grants onto the projects below them, and implied roles."),
-        ("include_subtree" = Option<String>, Query, description = "Present (any value but 0/false/no/off): the descendants of `scope.project.id` count as targets too (required)."),
-        ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes."),
-    ),
-    responses(
-        (status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+    params(("user.id" = Option<String>, Query, description = "Only assignments of this user."),
+           ("group.id" = Option<String>, Query, description = "Only assignments of this group (not with `effective`)."),
+           ("scope.project.id" = Option<String>, Query, description = "Only assignments on this project."),
+           ("scope.domain.id" = Option<String>, Query, description = "Only assignments on this domain."),
+           ("scope.system" = Option<String>, Query, description = "`all`: only assignments on the system."),
+           ("scope.OS-INHERIT:inherited_to" = Option<String>, Query, description = "`projects`: only inherited grants; any other value: only the others."),
+           ("role.id" = Option<String>, Query, description = "Only assignments of this role."),
+           ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members, inherited grants onto the projects below them, and implied roles."),
+           ("include_subtree" = Option<String>, Query, description = "Present (any value but 0/false/no/off): the descendants of `scope.project.id` count as targets too (required)."),
+           ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes.")),
+    responses((status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     RawQuery(raw): RawQuery,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -129,15 +114,13 @@ pub async fn list(
     }
     let base = node.cfg.public_base();
     let mut names = Names { view: &view, cache: BTreeMap::new() };
-    let mut out = Vec::with_capacity(entries.len());
+    let mut role_assignments = Vec::with_capacity(entries.len());
     for e in &entries {
-        out.push(render(e, &base, include_names.then_some(&mut names))?);
+        role_assignments.push(render(e, &base, include_names.then_some(&mut names))?);
     }
     let query = raw.filter(|r| !r.is_empty()).map(|r| format!("?{r}")).unwrap_or_default();
-    Ok(Json(json!({
-        "role_assignments": out,
-        "links": {"self": format!("{base}/v3/role_assignments{query}"), "previous": null, "next": null},
-    })))
+    let links = CollectionLinks::whole(format!("{base}/v3/role_assignments{query}"));
+    Ok(Json(to_json(&s::RoleAssignmentList { role_assignments, links })))
 }
 
 /// `include_subtree`: the project (404 if unknown) is the policy target of
@@ -188,35 +171,39 @@ pub fn grant_url(base: &str, a: &Assignment) -> String {
     )
 }
 
-fn render(e: &Entry, base: &str, names: Option<&mut Names<'_, '_>>) -> ApiResult<Value> {
-    let mut links = json!({"assignment": grant_url(base, &e.grant)});
-    if let Some(g) = &e.via_group {
-        links["membership"] = json!(format!("{base}/v3/groups/{g}/users/{}", e.actor_id));
-    }
-    if let Some(p) = &e.prior_role {
-        links["prior_role"] = json!(format!("{base}/v3/roles/{p}/implies/{}", e.role_id));
-    }
-    let mut role = json!({"id": e.role_id});
-    let mut actor = json!({"id": e.actor_id});
+fn render(e: &Entry, base: &str, names: Option<&mut Names<'_, '_>>) -> ApiResult<s::RoleAssignment> {
+    let links = s::AssignmentLinks {
+        assignment: grant_url(base, &e.grant),
+        membership: e.via_group.as_ref().map(|g| format!("{base}/v3/groups/{g}/users/{}", e.actor_id)),
+        prior_role: e.prior_role.as_ref().map(|p| format!("{base}/v3/roles/{p}/implies/{}", e.role_id)),
+    };
+    let mut role = s::NamedRef { id: e.role_id.clone(), ..Default::default() };
+    let mut actor = s::NamedRef { id: e.actor_id.clone(), ..Default::default() };
     let mut scope = match &e.target {
-        Target::Project(id) => json!({"project": {"id": id}}),
-        Target::Domain(id) => json!({"domain": {"id": id}}),
-        Target::System => json!({"system": {"all": true}}),
+        Target::Project(id) => s::AssignmentScope {
+            project: Some(s::NamedRef { id: id.clone(), ..Default::default() }),
+            ..Default::default()
+        },
+        Target::Domain(id) => {
+            s::AssignmentScope { domain: Some(s::DomainRef { id: id.clone(), name: None }), ..Default::default() }
+        }
+        Target::System => s::AssignmentScope { system: Some(s::SystemAll { all: true }), ..Default::default() },
     };
     if e.grant.inherited {
-        scope["OS-INHERIT:inherited_to"] = json!("projects");
+        scope.inherited_to = Some("projects".into());
     }
     if let Some(n) = names {
-        n.role(&mut role, &e.role_id)?;
-        n.actor(&mut actor, e.actor_kind, &e.actor_id)?;
-        match &e.target {
-            Target::Project(id) => n.project(&mut scope["project"], id)?,
-            Target::Domain(id) => scope["domain"]["name"] = json!(n.domain_name(id)?),
-            Target::System => {}
+        n.role(&mut role)?;
+        n.actor(&mut actor, e.actor_kind)?;
+        if let Some(p) = &mut scope.project {
+            n.project(p)?;
+        }
+        if let Some(d) = &mut scope.domain {
+            d.name = Some(n.domain_name(&d.id)?);
         }
     }
-    let actor_key = if e.actor_kind == ActorKind::User { "user" } else { "group" };
-    Ok(json!({"role": role, actor_key: actor, "scope": scope, "links": links}))
+    let (user, group) = if e.actor_kind == ActorKind::User { (Some(actor), None) } else { (None, Some(actor)) };
+    Ok(s::RoleAssignment { role, user, group, scope, links })
 }
 
 /// Name lookups for `include_names`; a missing entity renders with empty names (Keystone).
@@ -236,34 +223,42 @@ impl Names<'_, '_> {
         Ok(n)
     }
 
-    fn domain_ref(&mut self, id: &str) -> ApiResult<Value> {
-        Ok(json!({"id": id, "name": self.domain_name(id)?}))
+    fn domain_ref(&mut self, id: &str) -> ApiResult<s::DomainRef> {
+        Ok(s::DomainRef { id: id.to_string(), name: Some(self.domain_name(id)?) })
     }
 
-    fn role(&mut self, v: &mut Value, id: &str) -> ApiResult<()> {
-        let role = self.view.role(id)?;
-        v["name"] = json!(role.as_ref().map(|r| r.name.clone()).unwrap_or_default());
+    /// The owning domain of a named actor or project: `{"id": "", "name": ""}` when unknown.
+    fn owner(&mut self, domain_id: &str) -> ApiResult<s::DomainRef> {
+        if domain_id.is_empty() {
+            return Ok(s::DomainRef { id: String::new(), name: Some(String::new()) });
+        }
+        self.domain_ref(domain_id)
+    }
+
+    fn role(&mut self, v: &mut s::NamedRef) -> ApiResult<()> {
+        let role = self.view.role(&v.id)?;
+        v.name = Some(role.as_ref().map(|r| r.name.clone()).unwrap_or_default());
         if let Some(d) = role.and_then(|r| r.domain_id) {
-            v["domain"] = self.domain_ref(&d)?;
+            v.domain = Some(self.domain_ref(&d)?);
         }
         Ok(())
     }
 
-    fn actor(&mut self, v: &mut Value, kind: ActorKind, id: &str) -> ApiResult<()> {
+    fn actor(&mut self, v: &mut s::NamedRef, kind: ActorKind) -> ApiResult<()> {
         let (name, domain_id) = match kind {
-            ActorKind::User => self.view.user(id)?.map(|u| (u.name, u.domain_id)),
-            ActorKind::Group => self.view.group(id)?.map(|g| (g.name, g.domain_id)),
+            ActorKind::User => self.view.user(&v.id)?.map(|u| (u.name, u.domain_id)),
+            ActorKind::Group => self.view.group(&v.id)?.map(|g| (g.name, g.domain_id)),
         }
         .unwrap_or_default();
-        v["name"] = json!(name);
-        v["domain"] = if domain_id.is_empty() { json!({"id": "", "name": ""}) } else { self.domain_ref(&domain_id)? };
+        v.name = Some(name);
+        v.domain = Some(self.owner(&domain_id)?);
         Ok(())
     }
 
-    fn project(&mut self, v: &mut Value, id: &str) -> ApiResult<()> {
-        let (name, domain_id) = self.view.project(id)?.map(|p| (p.name, p.domain_id)).unwrap_or_default();
-        v["name"] = json!(name);
-        v["domain"] = if domain_id.is_empty() { json!({"id": "", "name": ""}) } else { self.domain_ref(&domain_id)? };
+    fn project(&mut self, v: &mut s::NamedRef) -> ApiResult<()> {
+        let (name, domain_id) = self.view.project(&v.id)?.map(|p| (p.name, p.domain_id)).unwrap_or_default();
+        v.name = Some(name);
+        v.domain = Some(self.owner(&domain_id)?);
         Ok(())
     }
 }

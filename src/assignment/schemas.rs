@@ -1,11 +1,8 @@
 //! Bodies of the role, role inference, grant and role assignment APIs. The request types are
 //! the ones the handlers parse (fields as [`Sent`], so the handlers answer wrong types with
 //! Keystone's messages); extra properties are accepted and echoed back.
-#![allow(dead_code)]
 
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -13,44 +10,43 @@ use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
-/// A role; global when `domain_id` is null, domain-specific otherwise.
-#[derive(ToSchema)]
+/// A role; global when `domain_id` is null, domain-specific otherwise. Other attributes given
+/// at create or update are returned as top-level properties.
+#[derive(Serialize, ToSchema)]
 pub struct Role {
-    id: String,
-    name: String,
-    domain_id: Option<String>,
-    description: Option<String>,
+    // First: the role's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    pub name: String,
+    pub domain_id: Option<String>,
+    pub description: Option<String>,
     /// Resource options, e.g. `{"immutable": true}`.
-    options: BTreeMap<String, Value>,
-    links: SelfLink,
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub options: Value,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleEnvelope {
-    role: Role,
+    pub role: Role,
 }
 
 /// Roles, also the answer of a grant listing (roles granted directly on a target).
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleList {
-    roles: Vec<Role>,
-    links: CollectionLinks,
+    pub roles: Vec<Role>,
+    pub links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// What a role's create and update bodies share; other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
-pub struct RoleCreate {
-    /// Ignored: the id is generated.
+pub struct RoleFields {
+    /// Ignored: the id is generated on create, and does not change.
     #[serde(default, rename = "id")]
     #[schema(value_type = Option<String>)]
     pub _id: Sent<Value>,
-    #[serde(default)]
-    #[schema(value_type = String, required = true)]
-    pub name: Sent<String>,
-    /// Makes the role domain-specific.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub domain_id: Sent<String>,
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub description: Sent<String>,
@@ -58,8 +54,21 @@ pub struct RoleCreate {
     #[schema(value_type = Option<BTreeMap<String, Value>>)]
     pub options: Sent<Obj>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    #[schema(value_type = BTreeMap<String, Value>)]
     pub extra: Obj,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RoleCreate {
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub name: Sent<String>,
+    /// Makes the role domain-specific.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub domain_id: Sent<String>,
+    #[serde(flatten)]
+    pub fields: RoleFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -69,29 +78,17 @@ pub struct RoleCreateRequest {
     pub role: Sent<RoleCreate>,
 }
 
-/// Other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
 pub struct RoleUpdate {
-    /// Ignored.
-    #[serde(default, rename = "id")]
-    #[schema(value_type = Option<String>)]
-    pub _id: Sent<Value>,
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<BTreeMap<String, Value>>)]
-    pub options: Sent<Obj>,
     /// Must be the current value when given: a role does not move.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub domain_id: Sent<String>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: RoleFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -102,99 +99,110 @@ pub struct RoleUpdateRequest {
 }
 
 /// A role as a member of an inference rule.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleRef {
-    id: String,
-    name: String,
+    pub id: String,
+    pub name: String,
     /// Present for domain-specific roles.
-    domain_id: Option<String>,
-    links: SelfLink,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain_id: Option<String>,
+    pub links: SelfLink,
 }
 
 /// One rule: the prior role implies one role.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct InferenceRule {
-    prior_role: RoleRef,
-    implies: RoleRef,
+    pub prior_role: RoleRef,
+    pub implies: RoleRef,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct InferenceRuleEnvelope {
-    role_inference: InferenceRule,
-    links: SelfLink,
+    pub role_inference: InferenceRule,
+    pub links: SelfLink,
 }
 
 /// The rules of one prior role: `implies` is a list here.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct PriorRoleInferences {
-    prior_role: RoleRef,
-    implies: Vec<RoleRef>,
+    pub prior_role: RoleRef,
+    pub implies: Vec<RoleRef>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct PriorRoleInferencesEnvelope {
-    role_inference: PriorRoleInferences,
-    links: SelfLink,
+    pub role_inference: PriorRoleInferences,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleInferenceList {
-    role_inferences: Vec<PriorRoleInferences>,
-    links: SelfLink,
+    pub role_inferences: Vec<PriorRoleInferences>,
+    pub links: SelfLink,
 }
 
 /// A reference by id, with `name` (and the owning `domain`) when `include_names` is set.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema, Default)]
 pub struct NamedRef {
-    id: String,
-    name: Option<String>,
-    domain: Option<DomainRef>,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<DomainRef>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct DomainRef {
-    id: String,
-    name: Option<String>,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// Exactly one of `project`, `domain` or `system`.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema, Default)]
 pub struct AssignmentScope {
-    project: Option<NamedRef>,
-    domain: Option<DomainRef>,
-    system: Option<SystemAll>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<NamedRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<DomainRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemAll>,
     /// `projects` for an inherited grant (OS-INHERIT), or an assignment that comes from one.
-    #[schema(rename = "OS-INHERIT:inherited_to")]
-    inherited_to: Option<String>,
+    #[serde(rename = "OS-INHERIT:inherited_to", skip_serializing_if = "Option::is_none")]
+    pub inherited_to: Option<String>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct SystemAll {
-    all: bool,
+    pub all: bool,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct AssignmentLinks {
     /// The URL of the underlying grant.
-    assignment: String,
+    pub assignment: String,
     /// With `effective`: the group membership the assignment comes through.
-    membership: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub membership: Option<String>,
     /// With `effective`: the inference rule the role comes through.
-    prior_role: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_role: Option<String>,
 }
 
 /// One role assignment: a role, exactly one of `user` or `group`, and a scope.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleAssignment {
-    role: NamedRef,
-    user: Option<NamedRef>,
-    group: Option<NamedRef>,
-    scope: AssignmentScope,
-    links: AssignmentLinks,
+    pub role: NamedRef,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<NamedRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<NamedRef>,
+    pub scope: AssignmentScope,
+    pub links: AssignmentLinks,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RoleAssignmentList {
-    role_assignments: Vec<RoleAssignment>,
-    links: CollectionLinks,
+    pub role_assignments: Vec<RoleAssignment>,
+    pub links: CollectionLinks,
 }

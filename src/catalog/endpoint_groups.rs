@@ -3,29 +3,28 @@
 //! its token catalog (see `catalog::build`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::render::endpoint_json;
+use super::render;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::{Body, Sent};
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{new_id, Obj};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::resource::render::project_json;
-use crate::state::model::{DocKind, Endpoint, Ref};
+use crate::resource::render::project;
+use crate::state::model::{Doc, DocKind, Endpoint, Ref};
 use crate::state::read::CatalogReads;
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const GROUPS: DocApi = DocApi {
     kind: DocKind::EndpointGroup,
@@ -107,6 +106,18 @@ fn into_obj(b: s::EndpointGroupBody) -> Obj {
     o
 }
 
+/// The group as the API shows it.
+fn show(node: &Core, doc: &Doc) -> s::EndpointGroup {
+    let mut rest = body(doc);
+    let (id, name) = (rest.remove("id"), rest.remove("name"));
+    let (description, filters) = (rest.remove("description"), rest.remove("filters"));
+    s::EndpointGroup { rest, id, name, description, filters, links: GROUPS.links(node, &doc.id) }
+}
+
+fn respond(node: &Core, doc: &Doc) -> Json<Value> {
+    Json(to_json(&s::EndpointGroupEnvelope { endpoint_group: show(node, doc) }))
+}
+
 /// Whether an endpoint passes a group's filters.
 fn passes(e: &Endpoint, filters: &Value) -> bool {
     let Some(f) = filters.as_object() else { return false };
@@ -146,7 +157,28 @@ pub fn project_endpoint_ids(r: &impl Reader, project_id: &str) -> idnode_storage
 
 fn endpoints_body(node: &Core, eps: Vec<Endpoint>, path: &str, q: &HashMap<String, String>) -> ApiResult<Value> {
     let base = node.cfg.public_base();
-    page("endpoints", eps.iter().map(|e| endpoint_json(e, &base)).collect(), &base, path, q)
+    page("endpoints", eps.iter().map(|e| to_json(&render::endpoint(e, &base))).collect(), &base, path, q)
+}
+
+/// Stores the association `id` (of `body`'s ids) unless it exists: 204 either way.
+async fn tie(
+    node: &Core,
+    api: &DocApi,
+    id: &str,
+    body: [(&str, &String); 2],
+    requires: Vec<Ref>,
+) -> ApiResult<StatusCode> {
+    if node.engine.read().doc(api.kind, id)?.is_none() {
+        let body: Obj = body.into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        // A concurrent identical PUT may win the race: that is the outcome asked for.
+        match api.save(node, api.record(id, body), true, requires).await {
+            Err(e) if e.status == StatusCode::CONFLICT => {}
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 fn load_project(node: &Core, id: &str) -> ApiResult<crate::state::model::Project> {
@@ -161,15 +193,11 @@ fn load_endpoint(node: &Core, id: &str) -> ApiResult<Endpoint> {
     params(("name" = Option<String>, Query, description = "Only groups of this name."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The endpoint groups.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The endpoint groups.", body = s::EndpointGroupList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoint_groups", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(GROUPS.kind)?;
-    Ok(Json(GROUPS.list(&node, docs, &q, &["name"], "/v3/OS-EP-FILTER/endpoint_groups")?))
+    Ok(Json(GROUPS.list_as(&node, docs, |d| show(&node, d), &q, &["name"], "/v3/OS-EP-FILTER/endpoint_groups")?))
 }
 
 #[utoipa::path(post, path = "/v3/OS-EP-FILTER/endpoint_groups", operation_id = "endpoint_groups_create", tag = "catalog",
@@ -177,8 +205,7 @@ pub async fn list(
     responses((status = 201, description = "The created group.", body = s::EndpointGroupEnvelope),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::EndpointGroupRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = b.object()?.endpoint_group.envelope("endpoint_group")?;
@@ -187,26 +214,25 @@ pub async fn create(
     let mut o = into_obj(b);
     o.entry("description").or_insert(Value::Null);
     let doc = GROUPS.save(&node, GROUPS.doc(&new_id(), o), true, vec![]).await?;
-    Ok((StatusCode::CREATED, Json(GROUPS.one(&node, &doc))))
+    Ok((StatusCode::CREATED, respond(&node, &doc)))
 }
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_get", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The group (HEAD: whether it exists).", body = s::EndpointGroupEnvelope),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+              E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_endpoint_group", &ctx, &json!({}))?;
-    Ok(Json(GROUPS.one(&node, &GROUPS.load(&node, &id)?)))
+    Ok(respond(&node, &GROUPS.load(&node, &id)?))
 }
 
 #[utoipa::path(patch, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_update", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     request_body(content = s::EndpointGroupRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated group.", body = s::EndpointGroupEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<Body<s::EndpointGroupRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -217,17 +243,13 @@ pub async fn update(
         return Err(ApiError::bad_request("Cannot change ID."));
     }
     let doc = GROUPS.update(&node, GROUPS.load(&node, &id)?, into_obj(b)).await?;
-    Ok(Json(GROUPS.one(&node, &doc)))
+    Ok(respond(&node, &doc))
 }
 
 #[utoipa::path(delete, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_delete", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
-    responses((status = 204, description = "Deleted with its project associations."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted with its project associations."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_endpoint_group", &ctx, &json!({}))?;
     GROUPS.delete(&node, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -236,10 +258,9 @@ pub async fn delete(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/endpoints", operation_id = "endpoint_groups_endpoints", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+              E::Read))]
 pub async fn group_endpoints_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -252,10 +273,9 @@ pub async fn group_endpoints_list(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects", operation_id = "endpoint_groups_projects", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+              E::Read))]
 pub async fn group_projects_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -266,7 +286,7 @@ pub async fn group_projects_list(
     let mut out = Vec::new();
     for d in read.child_docs(DocKind::EndpointGroupProject, &id)? {
         if let Some(p) = d.id.split_once('/').map(|(_, p)| p).and_then(|p| read.project(p).ok().flatten()) {
-            out.push(project_json(&p, &base));
+            out.push(to_json(&project(&p, &base)));
         }
     }
     Ok(Json(page("projects", out, &base, &format!("/v3/OS-EP-FILTER/endpoint_groups/{id}/projects"), &q)?))
@@ -274,54 +294,40 @@ pub async fn group_projects_list(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_get", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
-    responses((status = 200, description = "The association.", body = s::ProjectEndpointGroupEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The association.", body = s::ProjectEndpointGroupEnvelope), E::Read))]
 pub async fn group_project_get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:get_endpoint_group_in_project", &ctx, &json!({}))?;
     load_project(&node, &project_id)?;
     GROUPS.load(&node, &group_id)?;
     let doc = GROUP_PROJECTS.load(&node, &format!("{group_id}/{project_id}"))?;
-    Ok(Json(GROUP_PROJECTS.one(&node, &doc)))
+    let links = GROUP_PROJECTS.links(&node, &doc.id);
+    let project_endpoint_group = s::ProjectEndpointGroup { endpoint_group_id: group_id, project_id, links };
+    Ok(Json(to_json(&s::ProjectEndpointGroupEnvelope { project_endpoint_group })))
 }
 
 #[utoipa::path(put, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_add", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
-    responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Tied."), E::Remove))]
 pub async fn group_project_add(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:add_endpoint_group_to_project", &ctx, &json!({}))?;
     load_project(&node, &project_id)?;
     GROUPS.load(&node, &group_id)?;
-    let id = format!("{group_id}/{project_id}");
-    if node.engine.read().doc(GROUP_PROJECTS.kind, &id)?.is_none() {
-        let mut o = Obj::new();
-        o.insert("endpoint_group_id".into(), json!(group_id));
-        o.insert("project_id".into(), json!(project_id));
-        let doc = GROUP_PROJECTS.record(&id, o);
-        let requires = vec![Ref::Doc(GROUPS.kind, group_id), Ref::Project(project_id)];
-        // A concurrent identical PUT may win the race: that is the outcome asked for.
-        match GROUP_PROJECTS.save(&node, doc, true, requires).await {
-            Err(e) if e.status == StatusCode::CONFLICT => {}
-            other => {
-                other?;
-            }
-        }
-    }
-    Ok(StatusCode::NO_CONTENT)
+    let body = [("endpoint_group_id", &group_id), ("project_id", &project_id)];
+    let requires = vec![Ref::Doc(GROUPS.kind, group_id.clone()), Ref::Project(project_id.clone())];
+    tie(&node, &GROUP_PROJECTS, &format!("{group_id}/{project_id}"), body, requires).await
 }
 
 #[utoipa::path(delete, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects/{project_id}", operation_id = "endpoint_group_project_remove", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id."), ("project_id" = String, Path, description = "The project's id.")),
-    responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Untied."), E::Remove))]
 pub async fn group_project_remove(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((group_id, project_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:remove_endpoint_group_from_project", &ctx, &json!({}))?;
@@ -332,10 +338,9 @@ pub async fn group_project_remove(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoint_groups", operation_id = "project_endpoint_groups_list", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id.")),
-    responses((status = 200, description = "The groups tied to the project.", body = s::EndpointGroupList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The groups tied to the project.", body = s::EndpointGroupList), E::Read))]
 pub async fn project_groups_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(project_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -349,16 +354,15 @@ pub async fn project_groups_list(
         }
     }
     let path = format!("/v3/OS-EP-FILTER/projects/{project_id}/endpoint_groups");
-    Ok(Json(GROUPS.list(&node, groups, &q, &[], &path)?))
+    Ok(Json(GROUPS.list_as(&node, groups, |d| show(&node, d), &q, &[], &path)?))
 }
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints", operation_id = "project_endpoints_list", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+              E::Read))]
 pub async fn project_endpoints_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(project_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -373,10 +377,9 @@ pub async fn project_endpoints_list(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects", operation_id = "endpoint_projects_list", tag = "catalog",
     params(("endpoint_id" = String, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+              E::Read))]
 pub async fn endpoint_projects_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(endpoint_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -388,7 +391,7 @@ pub async fn endpoint_projects_list(
     let mut out = Vec::new();
     for d in read.docs(PROJECT_ENDPOINTS.kind)? {
         if let Some(p) = d.id.strip_suffix(&suffix).and_then(|p| read.project(p).ok().flatten()) {
-            out.push(project_json(&p, &base));
+            out.push(to_json(&project(&p, &base)));
         }
     }
     Ok(Json(page("projects", out, &base, &format!("/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects"), &q)?))
@@ -396,10 +399,9 @@ pub async fn endpoint_projects_list(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_check", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 204, description = "The endpoint is tied to the project."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 204, description = "The endpoint is tied to the project."), E::Read))]
 pub async fn project_endpoint_check(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:check_endpoint_in_project", &ctx, &json!({}))?;
@@ -411,38 +413,24 @@ pub async fn project_endpoint_check(
 
 #[utoipa::path(put, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_add", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 204, description = "Tied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Tied."), E::Remove))]
 pub async fn project_endpoint_add(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:add_endpoint_to_project", &ctx, &json!({}))?;
     load_endpoint(&node, &endpoint_id)?;
     load_project(&node, &project_id)?;
-    let id = format!("{project_id}/{endpoint_id}");
-    if node.engine.read().doc(PROJECT_ENDPOINTS.kind, &id)?.is_none() {
-        let mut o = Obj::new();
-        o.insert("project_id".into(), json!(project_id));
-        o.insert("endpoint_id".into(), json!(endpoint_id));
-        let doc = PROJECT_ENDPOINTS.record(&id, o);
-        let requires = vec![Ref::Endpoint(endpoint_id), Ref::Project(project_id)];
-        match PROJECT_ENDPOINTS.save(&node, doc, true, requires).await {
-            Err(e) if e.status == StatusCode::CONFLICT => {}
-            other => {
-                other?;
-            }
-        }
-    }
-    Ok(StatusCode::NO_CONTENT)
+    let body = [("project_id", &project_id), ("endpoint_id", &endpoint_id)];
+    let requires = vec![Ref::Endpoint(endpoint_id.clone()), Ref::Project(project_id.clone())];
+    tie(&node, &PROJECT_ENDPOINTS, &format!("{project_id}/{endpoint_id}"), body, requires).await
 }
 
 #[utoipa::path(delete, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints/{endpoint_id}", operation_id = "project_endpoint_remove", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id."), ("endpoint_id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 204, description = "Untied."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Untied."), E::Remove))]
 pub async fn project_endpoint_remove(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((project_id, endpoint_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:remove_endpoint_from_project", &ctx, &json!({}))?;

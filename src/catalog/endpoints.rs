@@ -1,28 +1,27 @@
 //! `/v3/endpoints`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::opt_ref;
-use super::render::endpoint_json;
+use super::render;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::{Body, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, new_id};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{Endpoint, Region};
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 const INTERFACES: [&str; 3] = ["public", "internal", "admin"];
 /// Keystone's URL rule: a scheme, a colon, something after it; at most 225 characters.
@@ -36,8 +35,9 @@ fn target(e: &Endpoint) -> Value {
     json!({"endpoint": {"id": e.id, "service_id": e.service_id, "region_id": e.region_id, "interface": e.interface}})
 }
 
-fn respond(node: &Core, status: StatusCode, e: Endpoint) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((status, Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())}))))
+fn shown(node: &Core, e: &Endpoint) -> Json<Value> {
+    let endpoint = render::endpoint(e, &node.cfg.public_base());
+    Json(to_json(&s::EndpointEnvelope { endpoint }))
 }
 
 fn check_interface(i: &str) -> ApiResult<()> {
@@ -91,29 +91,13 @@ async fn ensure_legacy_region(node: &Core, region_id: &Sent<String>, region: &Se
     }
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/endpoints",
-    operation_id = "endpoints_list",
-    tag = "catalog",
-    params(
-        ("interface" = Option<String>, Query, description = "Only endpoints with this interface (public, internal or admin; others are 400)."),
-        ("service_id" = Option<String>, Query, description = "Only endpoints of this service."),
-        ("region_id" = Option<String>, Query, description = "Only endpoints in this region."),
-    ),
-    responses(
-        (status = 200, description = "The endpoints.", body = s::EndpointList),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/endpoints", operation_id = "endpoints_list", tag = "catalog",
+    params(("interface" = Option<String>, Query, description = "Only endpoints with this interface (public, internal or admin; others are 400)."),
+           ("service_id" = Option<String>, Query, description = "Only endpoints of this service."),
+           ("region_id" = Option<String>, Query, description = "Only endpoints in this region.")),
+    responses((status = 200, description = "The endpoints.", body = s::EndpointList),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoints", &ctx, &json!({}))?;
     if let Some(i) = q.get("interface") {
         check_interface(i)?;
@@ -125,33 +109,17 @@ pub async fn list(
         .filter(|e| q.get("interface").is_none_or(|i| &e.interface == i))
         .filter(|e| q.get("service_id").is_none_or(|s| &e.service_id == s))
         .filter(|e| q.get("region_id").is_none_or(|r| e.region_id.as_ref() == Some(r)))
-        .map(|e| endpoint_json(e, &base))
+        .map(|e| to_json(&render::endpoint(e, &base)))
         .collect();
     Ok(Json(page("endpoints", out, &base, "/v3/endpoints", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/endpoints",
-    operation_id = "endpoints_create",
-    tag = "catalog",
+#[utoipa::path(post, path = "/v3/endpoints", operation_id = "endpoints_create", tag = "catalog",
     description = "404 when the service or region does not exist.",
     request_body(content = s::EndpointCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created endpoint.", body = s::EndpointEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created endpoint.", body = s::EndpointEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::EndpointCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.endpoint.envelope("endpoint")?;
@@ -163,65 +131,34 @@ pub async fn create(
         id: new_id(),
         interface,
         service_id: b.service_id.name("service_id", 64)?,
-        region_id: region_of(&b.region_id, &b.region)?,
+        region_id: region_of(&b.fields.region_id, &b.fields.region)?,
         url,
-        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
-        extra: extra(&b.extra, &[], "{}"),
+        enabled: b.fields.enabled.flag("enabled")?.unwrap_or(true),
+        extra: extra(&b.fields.extra, &[], "{}"),
     };
     enforce("identity:create_endpoint", &ctx, &target(&e))?;
-    ensure_legacy_region(&node, &b.region_id, &b.region).await?;
-    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateEndpoint(e)).await?)
+    ensure_legacy_region(&node, &b.fields.region_id, &b.fields.region).await?;
+    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateEndpoint(e)).await?)))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/endpoints/{id}",
-    operation_id = "endpoints_get",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The endpoint's id."),
-    ),
-    responses(
-        (status = 200, description = "The endpoint.", body = s::EndpointEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/endpoints/{id}", operation_id = "endpoints_get", tag = "catalog",
+    params(("id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "The endpoint.", body = s::EndpointEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let e = load(&node, &id)?;
     enforce("identity:get_endpoint", &ctx, &target(&e))?;
-    Ok(Json(json!({"endpoint": endpoint_json(&e, &node.cfg.public_base())})))
+    Ok(shown(&node, &e))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/endpoints/{id}",
-    operation_id = "endpoints_update",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The endpoint's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/endpoints/{id}", operation_id = "endpoints_update", tag = "catalog",
+    params(("id" = String, Path, description = "The endpoint's id.")),
     request_body(content = s::EndpointUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated endpoint.", body = s::EndpointEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated endpoint.", body = s::EndpointEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::EndpointUpdateRequest>>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<Json<Value>> {
     let b = body.object()?.endpoint.envelope("endpoint")?;
     let mut e = load(&node, &id)?;
     enforce("identity:update_endpoint", &ctx, &target(&e))?;
@@ -239,41 +176,21 @@ pub async fn update(
     if let Some(s) = b.service_id.opt_name("service_id", 64)? {
         e.service_id = s;
     }
-    if b.region_id.is_present() || b.region.is_present() {
-        e.region_id = region_of(&b.region_id, &b.region)?;
+    if b.fields.region_id.is_present() || b.fields.region.is_present() {
+        e.region_id = region_of(&b.fields.region_id, &b.fields.region)?;
     }
-    if let Some(en) = b.enabled.flag("enabled")? {
+    if let Some(en) = b.fields.enabled.flag("enabled")? {
         e.enabled = en;
     }
-    e.extra = extra(&b.extra, &[], &e.extra);
-    ensure_legacy_region(&node, &b.region_id, &b.region).await?;
-    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateEndpoint(e)).await?)
+    e.extra = extra(&b.fields.extra, &[], &e.extra);
+    ensure_legacy_region(&node, &b.fields.region_id, &b.fields.region).await?;
+    Ok(shown(&node, &node.propose_as(Command::UpdateEndpoint(e)).await?))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/endpoints/{id}",
-    operation_id = "endpoints_delete",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The endpoint's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/endpoints/{id}", operation_id = "endpoints_delete", tag = "catalog",
+    params(("id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 204, description = "Deleted."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let e = load(&node, &id)?;
     enforce("identity:delete_endpoint", &ctx, &target(&e))?;
     node.propose(Command::DeleteEndpoint { id: e.id }).await?;

@@ -2,9 +2,8 @@
 //! authorization does not read them), kept as document records.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -12,15 +11,15 @@ use serde_json::{json, Value};
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::{Body, Sent};
-use crate::http::docs::DocApi;
+use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{new_id, Obj};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::enforce;
-use crate::state::model::DocKind;
+use crate::state::model::{Doc, DocKind};
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi =
     DocApi { kind: DocKind::Policy, member: "policy", collection: "policies", path: |id| format!("/v3/policies/{id}") };
@@ -44,6 +43,17 @@ fn check(b: &s::PolicyBody, create: bool) -> ApiResult<()> {
     Ok(())
 }
 
+/// The policy as the API shows it.
+fn show(node: &Core, doc: &Doc) -> s::Policy {
+    let mut extra = body(doc);
+    let (id, blob, policy_type) = (extra.remove("id"), extra.remove("blob"), extra.remove("type"));
+    s::Policy { extra, id, blob, policy_type, links: API.links(node, &doc.id) }
+}
+
+fn respond(node: &Core, doc: &Doc) -> Json<Value> {
+    Json(to_json(&s::PolicyEnvelope { policy: show(node, doc) }))
+}
+
 /// The record's body: the policy as sent.
 fn into_obj(b: s::PolicyBody) -> Obj {
     let mut o = b.extra;
@@ -60,16 +70,12 @@ fn into_obj(b: s::PolicyBody) -> Obj {
     params(("type" = Option<String>, Query, description = "Only policies of this type."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The policies.", body = s::PolicyList), E::Unauthorized, E::Forbidden, E::Internal)
+    responses((status = 200, description = "The policies.", body = s::PolicyList), E::List)
 )]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_policies", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(API.kind)?;
-    Ok(Json(API.list(&node, docs, &q, &["type"], "/v3/policies")?))
+    Ok(Json(API.list_as(&node, docs, |d| show(&node, d), &q, &["type"], "/v3/policies")?))
 }
 
 #[utoipa::path(
@@ -82,8 +88,7 @@ pub async fn list(
               E::BadRequest, E::Unauthorized, E::Forbidden, E::PayloadTooLarge, E::Internal, E::Unavailable)
 )]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::PolicyRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = b.object()?.policy.envelope("policy")?;
@@ -92,7 +97,7 @@ pub async fn create(
     let mut o = into_obj(b);
     o.remove("links");
     let doc = API.save(&node, API.doc(&new_id(), o), true, vec![]).await?;
-    Ok((StatusCode::CREATED, Json(API.one(&node, &doc))))
+    Ok((StatusCode::CREATED, respond(&node, &doc)))
 }
 
 #[utoipa::path(
@@ -102,15 +107,11 @@ pub async fn create(
     tag = "catalog",
     params(("policy_id" = String, Path, description = "The policy's id.")),
     responses((status = 200, description = "The policy.", body = s::PolicyEnvelope),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal)
+              E::Read)
 )]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(policy_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get(Call(node, ctx): Call, Path(policy_id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_policy", &ctx, &json!({}))?;
-    Ok(Json(API.one(&node, &API.load(&node, &policy_id)?)))
+    Ok(respond(&node, &API.load(&node, &policy_id)?))
 }
 
 #[utoipa::path(
@@ -121,11 +122,10 @@ pub async fn get(
     params(("policy_id" = String, Path, description = "The policy's id.")),
     request_body(content = s::PolicyRequest, content_type = "application/json"),
     responses((status = 200, description = "The updated policy.", body = s::PolicyEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
+              E::Edit)
 )]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(policy_id): Path<String>,
     JsonBody(b): JsonBody<Body<s::PolicyRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -133,7 +133,7 @@ pub async fn update(
     enforce("identity:update_policy", &ctx, &json!({}))?;
     check(&b, false)?;
     let doc = API.update(&node, API.load(&node, &policy_id)?, into_obj(b)).await?;
-    Ok(Json(API.one(&node, &doc)))
+    Ok(respond(&node, &doc))
 }
 
 #[utoipa::path(
@@ -142,13 +142,9 @@ pub async fn update(
     operation_id = "policies_delete",
     tag = "catalog",
     params(("policy_id" = String, Path, description = "The policy's id.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable)
+    responses((status = 204, description = "Deleted."), E::Remove)
 )]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(policy_id): Path<String>,
-) -> ApiResult<StatusCode> {
+pub async fn delete(Call(node, ctx): Call, Path(policy_id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_policy", &ctx, &json!({}))?;
     API.delete(&node, &policy_id).await?;
     Ok(StatusCode::NO_CONTENT)

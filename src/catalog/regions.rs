@@ -1,28 +1,27 @@
 //! `/v3/regions`: Keystone's region API (ids may be chosen by the client, also via PUT).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::opt_ref;
-use super::render::region_json;
+use super::render;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, new_id};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Region;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 const MAX_ID: usize = 255;
 
@@ -34,43 +33,28 @@ fn target(r: &Region) -> Value {
     json!({"region": {"id": r.id, "parent_region_id": r.parent_region_id}})
 }
 
-fn respond(node: &Core, status: StatusCode, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((status, Json(json!({"region": region_json(&r, &node.cfg.public_base())}))))
+fn shown(node: &Core, r: &Region) -> Json<Value> {
+    let region = render::region(r, &node.cfg.public_base());
+    Json(to_json(&s::RegionEnvelope { region }))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/regions",
-    operation_id = "regions_list",
-    tag = "catalog",
-    params(
-        ("parent_region_id" = Option<String>, Query, description = "Only children of this region."),
-    ),
-    responses(
-        (status = 200, description = "The regions.", body = s::RegionList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/regions", operation_id = "regions_list", tag = "catalog",
+    params(("parent_region_id" = Option<String>, Query, description = "Only children of this region.")),
+    responses((status = 200, description = "The regions.", body = s::RegionList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_regions", &ctx, &json!({}))?;
     let regions: Vec<Region> = node.engine.read().regions()?;
     let base = node.cfg.public_base();
     let out = regions
         .iter()
         .filter(|r| q.get("parent_region_id").is_none_or(|p| r.parent_region_id.as_ref() == Some(p)))
-        .map(|r| region_json(r, &base))
+        .map(|r| to_json(&render::region(r, &base)))
         .collect();
     Ok(Json(page("regions", out, &base, "/v3/regions", &q)?))
 }
 
 /// A region from a create body; `id` is the client's when given and non-empty.
-fn from_body(b: s::RegionCreate, id: Option<String>) -> ApiResult<Region> {
+fn from_body(b: s::RegionBody, id: Option<String>) -> ApiResult<Region> {
     let id = match id.or(b.id.string("id", MAX_ID)?) {
         Some(id) if !id.is_empty() => id,
         _ => new_id(),
@@ -85,31 +69,15 @@ fn from_body(b: s::RegionCreate, id: Option<String>) -> ApiResult<Region> {
 
 async fn create_region(node: &Core, ctx: &crate::token::ValidToken, r: Region) -> ApiResult<(StatusCode, Json<Value>)> {
     enforce("identity:create_region", ctx, &target(&r))?;
-    respond(node, StatusCode::CREATED, node.propose_as(Command::CreateRegion(r)).await?)
+    Ok((StatusCode::CREATED, shown(node, &node.propose_as(Command::CreateRegion(r)).await?)))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/regions",
-    operation_id = "regions_create",
-    tag = "catalog",
-    request_body(content = s::RegionCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created region.", body = s::RegionEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+#[utoipa::path(post, path = "/v3/regions", operation_id = "regions_create", tag = "catalog",
+    request_body(content = s::RegionRequest, content_type = "application/json"),
+    responses((status = 201, description = "The created region.", body = s::RegionEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    JsonBody(body): JsonBody<Body<s::RegionCreateRequest>>,
+    Call(node, ctx): Call,
+    JsonBody(body): JsonBody<Body<s::RegionRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.region.envelope("region")?;
     let r = from_body(b, None)?;
@@ -117,32 +85,15 @@ pub async fn create(
 }
 
 /// `PUT /v3/regions/{id}`: create with a chosen id.
-#[utoipa::path(
-    put,
-    path = "/v3/regions/{id}",
-    operation_id = "regions_put",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The new region's id."),
-    ),
-    request_body(content = s::RegionCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The region created with the id of the path.", body = s::RegionEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+#[utoipa::path(put, path = "/v3/regions/{id}", operation_id = "regions_put", tag = "catalog",
+    params(("id" = String, Path, description = "The new region's id.")),
+    request_body(content = s::RegionRequest, content_type = "application/json"),
+    responses((status = 201, description = "The region created with the id of the path.", body = s::RegionEnvelope),
+              E::Write))]
 pub async fn put(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Body<s::RegionCreateRequest>>,
+    JsonBody(body): JsonBody<Body<s::RegionRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.region.envelope("region")?;
     if let Some(body_id) = b.id.string("id", MAX_ID)? {
@@ -157,55 +108,24 @@ pub async fn put(
     create_region(&node, &ctx, r).await
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/regions/{id}",
-    operation_id = "regions_get",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The region's id."),
-    ),
-    responses(
-        (status = 200, description = "The region.", body = s::RegionEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/regions/{id}", operation_id = "regions_get", tag = "catalog",
+    params(("id" = String, Path, description = "The region's id.")),
+    responses((status = 200, description = "The region.", body = s::RegionEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let r = load(&node, &id)?;
     enforce("identity:get_region", &ctx, &target(&r))?;
-    Ok(Json(json!({"region": region_json(&r, &node.cfg.public_base())})))
+    Ok(shown(&node, &r))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/regions/{id}",
-    operation_id = "regions_update",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The region's id."),
-    ),
-    request_body(content = s::RegionUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated region.", body = s::RegionEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+#[utoipa::path(patch, path = "/v3/regions/{id}", operation_id = "regions_update", tag = "catalog",
+    params(("id" = String, Path, description = "The region's id.")),
+    request_body(content = s::RegionRequest, content_type = "application/json"),
+    responses((status = 200, description = "The updated region.", body = s::RegionEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<Body<s::RegionUpdateRequest>>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+    JsonBody(body): JsonBody<Body<s::RegionRequest>>,
+) -> ApiResult<Json<Value>> {
     let b = body.object()?.region.envelope("region")?;
     let mut r = load(&node, &id)?;
     enforce("identity:update_region", &ctx, &target(&r))?;
@@ -219,33 +139,13 @@ pub async fn update(
         r.parent_region_id = opt_ref(&b.parent_region_id, "parent_region_id")?;
     }
     r.extra = extra(&b.extra, &[], &r.extra);
-    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateRegion(r)).await?)
+    Ok(shown(&node, &node.propose_as(Command::UpdateRegion(r)).await?))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/regions/{id}",
-    operation_id = "regions_delete",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The region's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/regions/{id}", operation_id = "regions_delete", tag = "catalog",
+    params(("id" = String, Path, description = "The region's id.")),
+    responses((status = 204, description = "Deleted."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let r = load(&node, &id)?;
     enforce("identity:delete_region", &ctx, &target(&r))?;
     node.propose(Command::DeleteRegion { id: r.id }).await?;

@@ -1,39 +1,42 @@
-//! Wire shapes of regions, services and endpoints (Keystone's, with `links` and extras).
+//! Wire shapes of regions, services and endpoints (Keystone's, with `links` and extras): the
+//! schema types of the document, filled from the stored records.
 
-use serde_json::{json, Value};
-
-use crate::http::fields::with_extra;
+use super::schemas as s;
+use crate::http::openapi::{extras, SelfLink};
 use crate::state::model::{Endpoint, Region, Service};
 
-pub fn region_json(r: &Region, base: &str) -> Value {
-    with_extra(
-        json!({
-            "id": r.id, "description": r.description.clone().unwrap_or_default(),
-            "parent_region_id": r.parent_region_id,
-            "links": {"self": format!("{base}/v3/regions/{}", r.id)},
-        }),
-        &r.extra,
-    )
-}
-
-pub fn service_json(s: &Service, base: &str) -> Value {
-    let mut v = json!({
-        "id": s.id, "type": s.service_type, "name": s.name.clone().unwrap_or_default(), "enabled": s.enabled,
-        "links": {"self": format!("{base}/v3/services/{}", s.id)},
-    });
-    if let (Some(d), Some(o)) = (&s.description, v.as_object_mut()) {
-        o.insert("description".into(), json!(d));
+pub fn region(r: &Region, base: &str) -> s::Region {
+    s::Region {
+        extra: extras(&r.extra),
+        id: r.id.clone(),
+        description: r.description.clone().unwrap_or_default(),
+        parent_region_id: r.parent_region_id.clone(),
+        links: SelfLink::new(base, &format!("/v3/regions/{}", r.id)),
     }
-    with_extra(v, &s.extra)
 }
 
-pub fn endpoint_json(e: &Endpoint, base: &str) -> Value {
-    with_extra(
-        json!({
-            "id": e.id, "interface": e.interface, "service_id": e.service_id,
-            "region_id": e.region_id, "region": e.region_id, "url": e.url, "enabled": e.enabled,
-            "links": {"self": format!("{base}/v3/endpoints/{}", e.id)},
-        }),
-        &e.extra,
-    )
+pub fn service(v: &Service, base: &str) -> s::Service {
+    s::Service {
+        extra: extras(&v.extra),
+        id: v.id.clone(),
+        service_type: v.service_type.clone(),
+        name: v.name.clone().unwrap_or_default(),
+        enabled: v.enabled,
+        description: v.description.clone(),
+        links: SelfLink::new(base, &format!("/v3/services/{}", v.id)),
+    }
+}
+
+pub fn endpoint(e: &Endpoint, base: &str) -> s::Endpoint {
+    s::Endpoint {
+        extra: extras(&e.extra),
+        id: e.id.clone(),
+        interface: e.interface.clone(),
+        service_id: e.service_id.clone(),
+        region_id: e.region_id.clone(),
+        region: e.region_id.clone(),
+        url: e.url.clone(),
+        enabled: e.enabled,
+        links: SelfLink::new(base, &format!("/v3/endpoints/{}", e.id)),
+    }
 }

@@ -1,38 +1,46 @@
 //! Bodies of the region, service, endpoint, policy and endpoint group APIs. The request types
 //! are the ones the handlers parse (fields as [`Sent`], so the handlers answer wrong types with
 //! Keystone's messages); extra properties are accepted and echoed back.
-#![allow(dead_code)]
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
-#[derive(ToSchema)]
+/// A region; other attributes given at create or update are returned as top-level properties.
+#[derive(Serialize, ToSchema)]
 pub struct Region {
-    id: String,
-    description: String,
-    parent_region_id: Option<String>,
-    links: SelfLink,
+    // First: the region's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    pub description: String,
+    pub parent_region_id: Option<String>,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct RegionEnvelope {
-    region: Region,
+    pub region: Region,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct RegionList {
     regions: Vec<Region>,
     links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// A region as sent to create or update it: other attributes are kept and echoed back; on
+/// update, `null` clears a field.
 #[derive(Deserialize, ToSchema)]
-pub struct RegionCreate {
-    /// Generated when absent or empty (POST); must match the path when given (PUT).
+pub struct RegionBody {
+    /// Create: generated when absent or empty (POST), must match the path when given (PUT).
+    /// Update: must be the region's own id when given.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub id: Sent<String>,
@@ -43,66 +51,69 @@ pub struct RegionCreate {
     #[schema(value_type = Option<String>)]
     pub parent_region_id: Sent<String>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    #[schema(value_type = BTreeMap<String, Value>)]
     pub extra: Obj,
 }
 
 #[derive(Deserialize, ToSchema)]
-pub struct RegionCreateRequest {
+pub struct RegionRequest {
     #[serde(default)]
-    #[schema(value_type = RegionCreate, required = true)]
-    pub region: Sent<RegionCreate>,
-}
-
-/// Other attributes are kept and echoed back; `null` clears a field.
-#[derive(Deserialize, ToSchema)]
-pub struct RegionUpdate {
-    /// Must be the region's own id when given.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub parent_region_id: Sent<String>,
-    #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
-}
-
-#[derive(Deserialize, ToSchema)]
-pub struct RegionUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = RegionUpdate, required = true)]
-    pub region: Sent<RegionUpdate>,
+    #[schema(value_type = RegionBody, required = true)]
+    pub region: Sent<RegionBody>,
 }
 
 /// A catalog service. Disabled services and their endpoints are left out of token catalogs.
-#[derive(ToSchema)]
+/// Other attributes given at create or update are returned as top-level properties.
+#[derive(Serialize, ToSchema)]
 pub struct Service {
-    id: String,
-    #[schema(rename = "type", example = "identity")]
-    service_type: String,
-    name: String,
-    enabled: bool,
-    description: Option<String>,
-    links: SelfLink,
+    // First: the service's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    #[serde(rename = "type")]
+    #[schema(example = "identity")]
+    pub service_type: String,
+    pub name: String,
+    pub enabled: bool,
+    /// Absent when the service has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct ServiceEnvelope {
-    service: Service,
+    pub service: Service,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct ServiceList {
     services: Vec<Service>,
     links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// What a service's create and update bodies share; other attributes are kept and echoed
+/// back.
+#[derive(Deserialize, ToSchema)]
+pub struct ServiceFields {
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub name: Sent<String>,
+    /// Default true.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    /// `null` clears it.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+}
+
 #[derive(Deserialize, ToSchema)]
 pub struct ServiceCreate {
     /// Ignored: the id is generated.
@@ -112,19 +123,8 @@ pub struct ServiceCreate {
     #[serde(default, rename = "type")]
     #[schema(value_type = String, required = true)]
     pub service_type: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = String)]
-    pub name: Sent<String>,
-    /// Default true.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: ServiceFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -134,7 +134,6 @@ pub struct ServiceCreateRequest {
     pub service: Sent<ServiceCreate>,
 }
 
-/// Other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
 pub struct ServiceUpdate {
     /// Must be the service's own id when given.
@@ -144,19 +143,8 @@ pub struct ServiceUpdate {
     #[serde(default, rename = "type")]
     #[schema(value_type = String)]
     pub service_type: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = String)]
-    pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
-    /// `null` clears it.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: ServiceFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -166,33 +154,58 @@ pub struct ServiceUpdateRequest {
     pub service: Sent<ServiceUpdate>,
 }
 
-/// A service endpoint.
-#[derive(ToSchema)]
+/// A service endpoint; other attributes given at create or update are returned as top-level
+/// properties.
+#[derive(Serialize, ToSchema)]
 pub struct Endpoint {
-    id: String,
+    // First: the endpoint's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
     /// `public`, `internal` or `admin`.
-    interface: String,
-    service_id: String,
-    region_id: Option<String>,
+    pub interface: String,
+    pub service_id: String,
+    pub region_id: Option<String>,
     /// Deprecated alias of `region_id`.
-    region: Option<String>,
-    url: String,
-    enabled: bool,
-    links: SelfLink,
+    pub region: Option<String>,
+    pub url: String,
+    pub enabled: bool,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct EndpointEnvelope {
-    endpoint: Endpoint,
+    pub endpoint: Endpoint,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct EndpointList {
     endpoints: Vec<Endpoint>,
     links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// What an endpoint's create and update bodies share; other attributes are kept and echoed
+/// back.
+#[derive(Deserialize, ToSchema)]
+pub struct EndpointFields {
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region_id: Sent<String>,
+    /// Deprecated alias of `region_id`; names a region that is created when missing.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub region: Sent<String>,
+    /// Default true.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+}
+
 #[derive(Deserialize, ToSchema)]
 pub struct EndpointCreate {
     /// Ignored: the id is generated.
@@ -210,20 +223,8 @@ pub struct EndpointCreate {
     #[serde(default)]
     #[schema(value_type = String, required = true)]
     pub url: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub region_id: Sent<String>,
-    /// Deprecated alias of `region_id`; names a region that is created when missing.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub region: Sent<String>,
-    /// Default true.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: EndpointFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -233,7 +234,6 @@ pub struct EndpointCreateRequest {
     pub endpoint: Sent<EndpointCreate>,
 }
 
-/// Other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
 pub struct EndpointUpdate {
     /// Must be the endpoint's own id when given.
@@ -249,18 +249,8 @@ pub struct EndpointUpdate {
     #[serde(default)]
     #[schema(value_type = String)]
     pub url: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub region_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub region: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: EndpointFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -271,24 +261,34 @@ pub struct EndpointUpdateRequest {
 }
 
 /// A policy blob (`/v3/policies`): an opaque document for services; extra attributes are
-/// kept and echoed.
-#[derive(ToSchema)]
+/// kept and echoed. The fields are the stored record's, as they were accepted.
+#[derive(Serialize, ToSchema)]
 pub struct Policy {
-    id: String,
+    // First: the policy's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub id: Option<Value>,
     /// The policy document, a string.
-    blob: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub blob: Option<Value>,
     /// Its media type, e.g. `application/json`.
-    #[schema(rename = "type")]
-    policy_type: String,
-    links: SelfLink,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub policy_type: Option<Value>,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct PolicyEnvelope {
-    policy: Policy,
+    pub policy: Policy,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `DocApi::list_as` builds lists
 pub struct PolicyList {
     policies: Vec<Policy>,
     links: CollectionLinks,
@@ -306,7 +306,7 @@ pub struct PolicyBody {
     #[schema(value_type = String)]
     pub policy_type: Sent<String>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    #[schema(value_type = BTreeMap<String, Value>)]
     pub extra: Obj,
 }
 
@@ -317,24 +317,37 @@ pub struct PolicyRequest {
     pub policy: Sent<PolicyBody>,
 }
 
-/// An OS-EP-FILTER endpoint group: the endpoints whose fields equal every filter.
-#[derive(ToSchema)]
+/// An OS-EP-FILTER endpoint group: the endpoints whose fields equal every filter. The fields
+/// are the stored record's, as they were accepted.
+#[derive(Serialize, ToSchema)]
 pub struct EndpointGroup {
-    id: String,
-    name: String,
-    description: Option<String>,
+    // Nothing else is accepted at create or update; first: the group's own fields win (`to_json`).
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub rest: Obj,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub id: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Value>,
     /// Any of `service_id`, `region_id`, `interface` (public, internal or admin).
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Object)]
-    filters: serde_json::Value,
-    links: SelfLink,
+    pub filters: Option<Value>,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct EndpointGroupEnvelope {
-    endpoint_group: EndpointGroup,
+    pub endpoint_group: EndpointGroup,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `DocApi::list_as` builds lists
 pub struct EndpointGroupList {
     endpoint_groups: Vec<EndpointGroup>,
     links: CollectionLinks,
@@ -346,22 +359,22 @@ pub struct EndpointGroupBody {
     /// Must be the group's own id when given (update); ignored on create.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub id: Sent<serde_json::Value>,
+    pub id: Sent<Value>,
     /// Required on create.
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
     #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub description: Sent<serde_json::Value>,
+    pub description: Sent<Value>,
     /// Required on create: a non-empty object.
     #[serde(default)]
     #[schema(value_type = Object)]
-    pub filters: Sent<serde_json::Value>,
+    pub filters: Sent<Value>,
     /// Ignored.
     #[serde(default, rename = "links")]
     #[schema(value_type = Option<Object>)]
-    pub _links: Sent<serde_json::Value>,
+    pub _links: Sent<Value>,
     /// Anything else, refused.
     #[serde(flatten)]
     #[schema(ignore)]
@@ -375,14 +388,14 @@ pub struct EndpointGroupRequest {
     pub endpoint_group: Sent<EndpointGroupBody>,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct ProjectEndpointGroup {
-    endpoint_group_id: String,
-    project_id: String,
-    links: SelfLink,
+    pub endpoint_group_id: String,
+    pub project_id: String,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct ProjectEndpointGroupEnvelope {
-    project_endpoint_group: ProjectEndpointGroup,
+    pub project_endpoint_group: ProjectEndpointGroup,
 }

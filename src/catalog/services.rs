@@ -1,27 +1,26 @@
 //! `/v3/services`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::render::service_json;
+use super::render;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, new_id};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Service;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 fn load(node: &Core, id: &str) -> ApiResult<Service> {
     node.engine.read().service(id)?.ok_or_else(|| ApiError::not_found("service", id))
@@ -31,31 +30,16 @@ fn target(s: &Service) -> Value {
     json!({"service": {"id": s.id, "type": s.service_type}})
 }
 
-fn respond(node: &Core, status: StatusCode, s: Service) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((status, Json(json!({"service": service_json(&s, &node.cfg.public_base())}))))
+fn shown(node: &Core, v: &Service) -> Json<Value> {
+    let service = render::service(v, &node.cfg.public_base());
+    Json(to_json(&s::ServiceEnvelope { service }))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/services",
-    operation_id = "services_list",
-    tag = "catalog",
-    params(
-        ("name" = Option<String>, Query, description = "Only services with this name."),
-        ("type" = Option<String>, Query, description = "Only services of this type."),
-    ),
-    responses(
-        (status = 200, description = "The services.", body = s::ServiceList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/services", operation_id = "services_list", tag = "catalog",
+    params(("name" = Option<String>, Query, description = "Only services with this name."),
+           ("type" = Option<String>, Query, description = "Only services of this type.")),
+    responses((status = 200, description = "The services.", body = s::ServiceList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_services", &ctx, &json!({}))?;
     let services: Vec<Service> = node.engine.read().services()?;
     let base = node.cfg.public_base();
@@ -63,96 +47,49 @@ pub async fn list(
         .iter()
         .filter(|s| q.get("type").is_none_or(|t| &s.service_type == t))
         .filter(|s| q.get("name").is_none_or(|n| s.name.as_deref().unwrap_or("") == n))
-        .map(|s| service_json(s, &base))
+        .map(|s| to_json(&render::service(s, &base)))
         .collect();
     Ok(Json(page("services", out, &base, "/v3/services", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/services",
-    operation_id = "services_create",
-    tag = "catalog",
+#[utoipa::path(post, path = "/v3/services", operation_id = "services_create", tag = "catalog",
     request_body(content = s::ServiceCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created service.", body = s::ServiceEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created service.", body = s::ServiceEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::ServiceCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.service.envelope("service")?;
     let s = Service {
         id: new_id(),
         service_type: b.service_type.name("type", 255)?,
-        name: b.name.opt_name("name", 255)?,
-        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
-        description: b.description.string("description", 65535)?,
-        extra: extra(&b.extra, &[], "{}"),
+        name: b.fields.name.opt_name("name", 255)?,
+        enabled: b.fields.enabled.flag("enabled")?.unwrap_or(true),
+        description: b.fields.description.string("description", 65535)?,
+        extra: extra(&b.fields.extra, &[], "{}"),
     };
     enforce("identity:create_service", &ctx, &target(&s))?;
-    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateService(s)).await?)
+    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateService(s)).await?)))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/services/{id}",
-    operation_id = "services_get",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The service's id."),
-    ),
-    responses(
-        (status = 200, description = "The service.", body = s::ServiceEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/services/{id}", operation_id = "services_get", tag = "catalog",
+    params(("id" = String, Path, description = "The service's id.")),
+    responses((status = 200, description = "The service.", body = s::ServiceEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let s = load(&node, &id)?;
     enforce("identity:get_service", &ctx, &target(&s))?;
-    Ok(Json(json!({"service": service_json(&s, &node.cfg.public_base())})))
+    Ok(shown(&node, &s))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/services/{id}",
-    operation_id = "services_update",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The service's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/services/{id}", operation_id = "services_update", tag = "catalog",
+    params(("id" = String, Path, description = "The service's id.")),
     request_body(content = s::ServiceUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated service.", body = s::ServiceEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated service.", body = s::ServiceEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::ServiceUpdateRequest>>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<Json<Value>> {
     let b = body.object()?.service.envelope("service")?;
     let mut s = load(&node, &id)?;
     enforce("identity:update_service", &ctx, &target(&s))?;
@@ -162,44 +99,24 @@ pub async fn update(
     if let Some(t) = b.service_type.opt_name("type", 255)? {
         s.service_type = t;
     }
-    if let Some(n) = b.name.opt_name("name", 255)? {
+    if let Some(n) = b.fields.name.opt_name("name", 255)? {
         s.name = Some(n);
     }
-    if let Some(e) = b.enabled.flag("enabled")? {
+    if let Some(e) = b.fields.enabled.flag("enabled")? {
         s.enabled = e;
     }
-    if b.description.is_present() {
-        s.description = b.description.string("description", 65535)?;
+    if b.fields.description.is_present() {
+        s.description = b.fields.description.string("description", 65535)?;
     }
-    s.extra = extra(&b.extra, &[], &s.extra);
-    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateService(s)).await?)
+    s.extra = extra(&b.fields.extra, &[], &s.extra);
+    Ok(shown(&node, &node.propose_as(Command::UpdateService(s)).await?))
 }
 
 /// Deletes the service and its endpoints.
-#[utoipa::path(
-    delete,
-    path = "/v3/services/{id}",
-    operation_id = "services_delete",
-    tag = "catalog",
-    params(
-        ("id" = String, Path, description = "The service's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted, with its endpoints."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/services/{id}", operation_id = "services_delete", tag = "catalog",
+    params(("id" = String, Path, description = "The service's id.")),
+    responses((status = 204, description = "Deleted, with its endpoints."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let s = load(&node, &id)?;
     enforce("identity:delete_service", &ctx, &target(&s))?;
     node.propose(Command::DeleteService { id: s.id }).await?;

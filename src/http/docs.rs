@@ -4,10 +4,12 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiResult};
 use super::fields::{json_obj, Obj};
+use super::openapi::{to_json, SelfLink};
 use crate::context::Core;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
@@ -53,12 +55,30 @@ impl DocApi {
         filters: &[&str],
         list_path: &str,
     ) -> ApiResult<Value> {
+        self.list_as(node, docs, |d| self.render(node, d), q, filters, list_path)
+    }
+
+    /// [`DocApi::list`] with each record shown as `show` makes it (a response type).
+    pub fn list_as<T: Serialize>(
+        &self,
+        node: &Core,
+        docs: impl IntoIterator<Item = Doc>,
+        show: impl Fn(&Doc) -> T,
+        q: &HashMap<String, String>,
+        filters: &[&str],
+        list_path: &str,
+    ) -> ApiResult<Value> {
         let items: Vec<Value> = docs
             .into_iter()
-            .map(|d| self.render(node, &d))
+            .map(|d| to_json(&show(&d)))
             .filter(|v| filters.iter().all(|f| q.get(*f).is_none_or(|want| matches_query(v.get(*f), want))))
             .collect();
         super::pages::page(self.collection, items, &node.cfg.public_base(), list_path, q)
+    }
+
+    /// A record's `links`.
+    pub fn links(&self, node: &Core, id: &str) -> SelfLink {
+        SelfLink::new(&node.cfg.public_base(), &(self.path)(id))
     }
 
     /// Creates (`create`) or replaces the record through raft.

@@ -4,9 +4,7 @@
 //! on); its own identity backend is the replicated store whatever they say. `ldap.password` is
 //! kept sealed and never shown.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
@@ -17,12 +15,12 @@ use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{json_obj, Obj};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::{Call, Caller};
 
 const API: DocApi = DocApi {
     kind: DocKind::DomainConfig,
@@ -118,6 +116,11 @@ fn options_of(group: &str) -> Option<&'static [&'static str]> {
         "ldap" => Some(LDAP_OPTIONS),
         _ => None,
     }
+}
+
+/// `{"config": ...}`, the body of every answer here.
+fn config_body(config: impl Into<Value>) -> Json<Value> {
+    Json(to_json(&s::DomainConfig { config: config.into() }))
 }
 
 fn forbidden(what: String) -> ApiError {
@@ -246,7 +249,7 @@ async fn show(
         Some(g) => pick(&config, Some(g), option, missing_in(domain_id, g, option))?,
         None => Value::Object(config),
     };
-    Ok(Json(json!({"config": part})))
+    Ok(config_body(part))
 }
 
 /// The body's `config`, which must be there (a body that is not an object has none).
@@ -299,7 +302,7 @@ async fn update_at(
         _ => Obj::new(),
     };
     merge(&mut config, &mut secrets, new);
-    Ok(Json(json!({"config": save(node, domain_id, config, secrets, false).await?})))
+    Ok(config_body(save(node, domain_id, config, secrets, false).await?))
 }
 
 async fn delete_at(
@@ -348,12 +351,11 @@ async fn delete_at(
 #[utoipa::path(put, path = "/v3/domains/{domain_id}/config", operation_id = "domain_config_replace", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
-    responses((status = 201, description = "The domain's first configuration.", body = s::DomainConfigEnvelope),
-              (status = 200, description = "The configuration, replaced.", body = s::DomainConfigEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The domain's first configuration.", body = s::DomainConfig),
+              (status = 200, description = "The configuration, replaced.", body = s::DomainConfig),
+              E::Edit))]
 pub async fn replace(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -366,27 +368,22 @@ pub async fn replace(
     merge(&mut config, &mut secrets, new);
     let out = save(&node, &domain_id, config, secrets, !existed).await?;
     let status = if existed { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(json!({"config": out}))))
+    Ok((status, config_body(out)))
 }
 
 #[utoipa::path(get, path = "/v3/domains/{domain_id}/config", operation_id = "domain_config_get", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id.")),
-    responses((status = 200, description = "The configuration (sensitive options left out).", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The configuration (sensitive options left out).", body = s::DomainConfig), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(domain_id): Path<String>) -> ApiResult<Json<Value>> {
     show(&node, &ctx, &domain_id, None, None).await
 }
 
 #[utoipa::path(patch, path = "/v3/domains/{domain_id}/config", operation_id = "domain_config_update", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfig), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
@@ -395,21 +392,16 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/domains/{domain_id}/config", operation_id = "domain_config_delete", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(domain_id): Path<String>) -> ApiResult<StatusCode> {
     delete_at(&node, &ctx, &domain_id, None, None).await
 }
 
 #[utoipa::path(get, path = "/v3/domains/{domain_id}/config/{group}", operation_id = "domain_config_group_get", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap.")),
-    responses((status = 200, description = "The group.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The group.", body = s::DomainConfig), E::Read))]
 pub async fn group_get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     if group == "security_compliance" {
@@ -421,10 +413,9 @@ pub async fn group_get(
 #[utoipa::path(patch, path = "/v3/domains/{domain_id}/config/{group}", operation_id = "domain_config_group_update", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The whole configuration after the merge.", body = s::DomainConfig), E::Edit))]
 pub async fn group_update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group)): Path<(String, String)>,
     JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
@@ -433,10 +424,9 @@ pub async fn group_update(
 
 #[utoipa::path(delete, path = "/v3/domains/{domain_id}/config/{group}", operation_id = "domain_config_group_delete", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Deleted."), E::Remove))]
 pub async fn group_delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     delete_at(&node, &ctx, &domain_id, Some(&group), None).await
@@ -444,10 +434,9 @@ pub async fn group_delete(
 
 #[utoipa::path(get, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_get", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
-    responses((status = 200, description = "`{option: value}`.", body = Object), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "`{option: value}`.", body = Object), E::Read))]
 pub async fn option_get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group, option)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Value>> {
     if group == "security_compliance" {
@@ -459,10 +448,9 @@ pub async fn option_get(
 #[utoipa::path(patch, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_update", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The whole configuration after the change.", body = s::DomainConfigEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The whole configuration after the change.", body = s::DomainConfig), E::Edit))]
 pub async fn option_update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group, option)): Path<(String, String, String)>,
     JsonBody(b): JsonBody<Body<s::DomainConfigEnvelope>>,
 ) -> ApiResult<Json<Value>> {
@@ -471,10 +459,9 @@ pub async fn option_update(
 
 #[utoipa::path(delete, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_delete", tag = "domains",
     params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Deleted."), E::Remove))]
 pub async fn option_delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, group, option)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
     delete_at(&node, &ctx, &domain_id, Some(&group), Some(&option)).await
@@ -495,9 +482,9 @@ fn security_compliance(
         "password_regex_description": sc.password_regex_description,
     });
     match option {
-        None => Ok(Json(json!({"config": all}))),
+        None => Ok(config_body(all)),
         Some(o) => match all.get(o) {
-            Some(v) => Ok(Json(json!({"config": {o: v}}))),
+            Some(v) => Ok(config_body(json!({o: v}))),
             None => Err(forbidden(format!("Reading security compliance information for any domain other than the default is not supported, nor is reading option {o}"))),
         },
     }
@@ -510,33 +497,28 @@ fn default_part(group: Option<&str>, option: Option<&str>) -> ApiResult<Json<Val
         _ => Obj::new(),
     };
     let missing = || ApiError::not_found("default configuration option", option.or(group).unwrap_or(""));
-    Ok(Json(json!({"config": pick(&d, group, option, missing)?})))
+    Ok(config_body(pick(&d, group, option, missing)?))
 }
 
 #[utoipa::path(get, path = "/v3/domains/config/default", operation_id = "domain_config_default", tag = "domains",
-    responses((status = 200, description = "The defaults a domain's configuration starts from.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn default_get(State(_node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The defaults a domain's configuration starts from.", body = s::DomainConfig), E::List))]
+pub async fn default_get(Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_domain_config_default", &ctx, &json!({}))?;
     default_part(None, None)
 }
 
 #[utoipa::path(get, path = "/v3/domains/config/{group}/default", operation_id = "domain_config_default_group", tag = "domains",
     params(("group" = String, Path, description = "identity or ldap.")),
-    responses((status = 200, description = "A group's defaults.", body = s::DomainConfigEnvelope), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn default_group(
-    State(_node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(group): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "A group's defaults.", body = s::DomainConfig), E::List))]
+pub async fn default_group(Caller(ctx): Caller, Path(group): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_domain_config_default", &ctx, &json!({}))?;
     default_part(Some(&group), None)
 }
 
 #[utoipa::path(get, path = "/v3/domains/config/{group}/{option}/default", operation_id = "domain_config_default_option", tag = "domains",
     params(("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
-    responses((status = 200, description = "An option's default.", body = Object), E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "An option's default.", body = Object), E::List))]
 pub async fn default_option(
-    State(_node): State<Arc<Core>>,
     Caller(ctx): Caller,
     Path((group, option)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {

@@ -1,40 +1,39 @@
 //! `/v3/domains`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::domain_json;
+use super::render;
 use super::schemas as s;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, new_id, Obj};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
 use crate::state::read::ResourceReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 /// The domain as sent, the create policy's target.
 fn sent(b: &s::DomainCreate) -> Obj {
-    let mut o = b.extra.clone();
+    let mut o = b.fields.extra.clone();
     b.id.put(&mut o, "id");
     b.name.put(&mut o, "name");
-    b.description.put(&mut o, "description");
-    b.enabled.put(&mut o, "enabled");
-    b.options.put(&mut o, "options");
-    b.domain_id.put(&mut o, "domain_id");
-    b.is_domain.put(&mut o, "is_domain");
-    b.parent_id.put(&mut o, "parent_id");
+    b.fields.description.put(&mut o, "description");
+    b.fields.enabled.put(&mut o, "enabled");
+    b.fields.options.put(&mut o, "options");
+    b.fields.domain_id.put(&mut o, "domain_id");
+    b.fields.is_domain.put(&mut o, "is_domain");
+    b.fields.parent_id.put(&mut o, "parent_id");
     o
 }
 
@@ -42,32 +41,17 @@ fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
 }
 
-fn respond(node: &Core, status: StatusCode, d: Project) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((status, Json(json!({"domain": domain_json(&d, &node.cfg.public_base())}))))
+fn shown(node: &Core, d: &Project) -> Json<Value> {
+    let domain = render::domain(d, &node.cfg.public_base());
+    Json(to_json(&s::DomainEnvelope { domain }))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/domains",
-    operation_id = "domains_list",
-    tag = "domains",
-    params(
-        ("name" = Option<String>, Query, description = "Only the domain with this name (case-insensitive)."),
-        ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
-        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) domains."),
-    ),
-    responses(
-        (status = 200, description = "The domains the caller may see.", body = s::DomainList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/domains", operation_id = "domains_list", tag = "domains",
+    params(("name" = Option<String>, Query, description = "Only the domain with this name (case-insensitive)."),
+           ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
+           ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) domains.")),
+    responses((status = 200, description = "The domains the caller may see.", body = s::DomainList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_domains", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
@@ -85,32 +69,16 @@ pub async fn list(
         .iter()
         .filter(|d| ids.as_ref().is_none_or(|ids| ids.contains(&d.id.as_str())))
         .filter(|d| enabled.is_none_or(|e| d.enabled == e))
-        .map(|d| domain_json(d, &base))
+        .map(|d| to_json(&render::domain(d, &base)))
         .collect();
     Ok(Json(crate::http::pages::page("domains", out, &base, "/v3/domains", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/domains",
-    operation_id = "domains_create",
-    tag = "domains",
+#[utoipa::path(post, path = "/v3/domains", operation_id = "domains_create", tag = "domains",
     request_body(content = s::DomainCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created domain.", body = s::DomainEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created domain.", body = s::DomainEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::DomainCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.domain.envelope("domain")?;
@@ -127,70 +95,39 @@ pub async fn create(
         id,
         name: b.name.name("name", 64)?,
         // Keystone defaults an absent description to "" (an explicit null stays null).
-        description: match b.description.is_present() {
-            true => b.description.string("description", 65535)?,
+        description: match b.fields.description.is_present() {
+            true => b.fields.description.string("description", 65535)?,
             false => Some(String::new()),
         },
-        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
+        enabled: b.fields.enabled.flag("enabled")?.unwrap_or(true),
         is_domain: true,
         parent_id: None,
         tags: Vec::new(),
-        extra: extra(&b.extra, &[], "{}"),
-        options: b.options.options()?.unwrap_or_else(|| "{}".into()),
+        extra: extra(&b.fields.extra, &[], "{}"),
+        options: b.fields.options.options()?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
-    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateProject(d)).await?)
+    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateProject(d)).await?)))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/domains/{id}",
-    operation_id = "domains_get",
-    tag = "domains",
-    params(
-        ("id" = String, Path, description = "The domain's id."),
-    ),
-    responses(
-        (status = 200, description = "The domain.", body = s::DomainEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/domains/{id}", operation_id = "domains_get", tag = "domains",
+    params(("id" = String, Path, description = "The domain's id.")),
+    responses((status = 200, description = "The domain.", body = s::DomainEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let d = load(&node, &id)?;
     enforce("identity:get_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
-    Ok(Json(json!({"domain": domain_json(&d, &node.cfg.public_base())})))
+    Ok(shown(&node, &d))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/domains/{id}",
-    operation_id = "domains_update",
-    tag = "domains",
-    params(
-        ("id" = String, Path, description = "The domain's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/domains/{id}", operation_id = "domains_update", tag = "domains",
+    params(("id" = String, Path, description = "The domain's id.")),
     request_body(content = s::DomainUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated domain.", body = s::DomainEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated domain.", body = s::DomainEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::DomainUpdateRequest>>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<Json<Value>> {
     let b = body.object()?.domain.envelope("domain")?;
     let mut d = load(&node, &id)?;
     enforce("identity:update_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
@@ -202,46 +139,27 @@ pub async fn update(
     if let Some(n) = b.name.opt_name("name", 64)? {
         d.name = n;
     }
-    if b.description.is_present() {
-        d.description = b.description.string("description", 65535)?;
+    if b.fields.description.is_present() {
+        d.description = b.fields.description.string("description", 65535)?;
     }
-    if let Some(e) = b.enabled.flag("enabled")? {
+    if let Some(e) = b.fields.enabled.flag("enabled")? {
         if !e && d.enabled {
             guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
         }
         d.enabled = e;
     }
-    if let Some(opts) = b.options.options()? {
+    if let Some(opts) = b.fields.options.options()? {
         d.options = opts;
     }
-    d.extra = extra(&b.extra, &[], &d.extra);
-    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(d)).await?)
+    d.extra = extra(&b.fields.extra, &[], &d.extra);
+    Ok(shown(&node, &node.propose_as(Command::UpdateProject(d)).await?))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/domains/{id}",
-    operation_id = "domains_delete",
-    tag = "domains",
-    params(
-        ("id" = String, Path, description = "The domain's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/domains/{id}", operation_id = "domains_delete", tag = "domains",
+    params(("id" = String, Path, description = "The domain's id.")),
+    responses((status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."),
+              E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let d = load(&node, &id)?;
     enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
     guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;

@@ -1,14 +1,13 @@
 //! `/v3/projects`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::project_json;
+use super::render;
 use super::schemas as s;
 use crate::clock::now_micros;
 use crate::context::Core;
@@ -16,14 +15,14 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::fields::{extra, new_id};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
 use crate::state::read::ResourceReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 fn load(node: &Core, id: &str) -> ApiResult<Project> {
@@ -54,11 +53,13 @@ fn authorize_change(
     guard::change_project(&view, ctx, &p.id)
 }
 
-fn respond(node: &Core, status: StatusCode, p: Project) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((status, Json(json!({"project": project_json(&p, &node.cfg.public_base())}))))
+fn shown(node: &Core, p: &Project) -> Json<Value> {
+    let project = render::project(p, &node.cfg.public_base());
+    Json(to_json(&s::ProjectEnvelope { project }))
 }
 
-fn target(p: &Project) -> Value {
+/// The policy target of a project (also of its tags).
+pub(super) fn target(p: &Project) -> Value {
     json!({"project": {"id": p.id, "domain_id": p.domain_id}})
 }
 
@@ -67,31 +68,15 @@ fn effective_domain_filter(ctx: &ValidToken, asked: Option<&String>) -> Option<S
     asked.cloned().or_else(|| crate::policy::Persona { ctx }.listing_domain().map(str::to_string))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/projects",
-    operation_id = "projects_list",
-    tag = "projects",
-    params(
-        ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
-        ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive)."),
-        ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
-        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
-        ("is_domain" = Option<bool>, Query, description = "List projects acting as domains instead (default false)."),
-        ("parent_id" = Option<String>, Query, description = "Only children of this project."),
-    ),
-    responses(
-        (status = 200, description = "The projects the caller may see.", body = s::ProjectList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/projects", operation_id = "projects_list", tag = "projects",
+    params(("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
+           ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive)."),
+           ("ids" = Option<String>, Query, description = "Only these ids (comma-separated)."),
+           ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
+           ("is_domain" = Option<bool>, Query, description = "List projects acting as domains instead (default false)."),
+           ("parent_id" = Option<String>, Query, description = "Only children of this project.")),
+    responses((status = 200, description = "The projects the caller may see.", body = s::ProjectList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let domain = effective_domain_filter(&ctx, q.get("domain_id"));
     enforce("identity:list_projects", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
@@ -124,35 +109,22 @@ pub async fn list(
         .filter(|p| ids.as_ref().is_none_or(|ids| ids.contains(&p.id.as_str())))
         .filter(|p| enabled.is_none_or(|e| p.enabled == e))
         .filter(|p| q.get("parent_id").is_none_or(|pid| p.parent_id.as_ref() == Some(pid)))
-        .map(|p| project_json(p, &base))
+        .map(|p| to_json(&render::project(p, &base)))
         .collect();
     Ok(Json(crate::http::pages::page("projects", out, &base, "/v3/projects", &q)?))
 }
 
 /// Keystone's `GET /v3/users/{user_id}/projects`: every project on which the user holds a
 /// role, directly or through a group, enabled or not (filters: `domain_id`, `enabled`, `name`).
-#[utoipa::path(
-    get,
-    path = "/v3/users/{user_id}/projects",
-    operation_id = "users_projects_list",
-    tag = "users",
-    params(
-        ("user_id" = String, Path, description = "The user's id."),
-        ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
-        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
-        ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive)."),
-    ),
-    responses(
-        (status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+#[utoipa::path(get, path = "/v3/users/{user_id}/projects", operation_id = "users_projects_list", tag = "users",
+    params(("user_id" = String, Path, description = "The user's id."),
+           ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
+           ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
+           ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive).")),
+    responses((status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList),
+              E::Read))]
 pub async fn list_for_user(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -176,33 +148,17 @@ pub async fn list_for_user(
         {
             continue;
         }
-        out.push(project_json(&p, &base));
+        out.push(to_json(&render::project(&p, &base)));
     }
     let path = format!("/v3/users/{user_id}/projects");
     Ok(Json(crate::http::pages::page("projects", out, &base, &path, &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/projects",
-    operation_id = "projects_create",
-    tag = "projects",
+#[utoipa::path(post, path = "/v3/projects", operation_id = "projects_create", tag = "projects",
     request_body(content = s::ProjectCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created project.", body = s::ProjectEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created project.", body = s::ProjectEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::ProjectCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.project.envelope("project")?;
@@ -233,71 +189,40 @@ pub async fn create(
         domain_id,
         id,
         name: b.name.name("name", 64)?,
-        description: b.description.string("description", 65535)?,
-        enabled: b.enabled.flag("enabled")?.unwrap_or(true),
+        description: b.fields.description.string("description", 65535)?,
+        enabled: b.fields.enabled.flag("enabled")?.unwrap_or(true),
         is_domain,
-        tags: super::tags::checked_tags(b.tags.strings("tags")?.unwrap_or_default())?,
-        extra: extra(&b.extra, &[], "{}"),
-        options: b.options.options()?.unwrap_or_else(|| "{}".into()),
+        tags: super::tags::checked_tags(b.fields.tags.strings("tags")?.unwrap_or_default())?,
+        extra: extra(&b.fields.extra, &[], "{}"),
+        options: b.fields.options.options()?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
     let action = if is_domain { "identity:create_domain" } else { "identity:create_project" };
     enforce(action, &ctx, &target(&p))?;
-    respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateProject(p)).await?)
+    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateProject(p)).await?)))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/projects/{id}",
-    operation_id = "projects_get",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-    ),
-    responses(
-        (status = 200, description = "The project.", body = s::ProjectEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/projects/{id}", operation_id = "projects_get", tag = "projects",
+    params(("id" = String, Path, description = "The project's id.")),
+    responses((status = 200, description = "The project.", body = s::ProjectEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let p = load(&node, &id)?;
     enforce("identity:get_project", &ctx, &target(&p))?;
-    Ok(Json(json!({"project": project_json(&p, &node.cfg.public_base())})))
+    Ok(shown(&node, &p))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/projects/{id}",
-    operation_id = "projects_update",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/projects/{id}", operation_id = "projects_update", tag = "projects",
+    params(("id" = String, Path, description = "The project's id.")),
     request_body(content = s::ProjectUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated project.", body = s::ProjectEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated project.", body = s::ProjectEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::ProjectUpdateRequest>>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<Json<Value>> {
     let b = body.object()?.project.envelope("project")?;
     let mut p = load(&node, &id)?;
-    let disabling = p.enabled && b.enabled.flag("enabled")? == Some(false);
+    let disabling = p.enabled && b.fields.enabled.flag("enabled")? == Some(false);
     authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
     for (key, sent, current) in
         [("domain_id", &b.domain_id, Some(p.domain_id.clone())), ("parent_id", &b.parent_id, p.parent_id.clone())]
@@ -312,46 +237,26 @@ pub async fn update(
     if let Some(n) = b.name.opt_name("name", 64)? {
         p.name = n;
     }
-    if b.description.is_present() {
-        p.description = b.description.string("description", 65535)?;
+    if b.fields.description.is_present() {
+        p.description = b.fields.description.string("description", 65535)?;
     }
-    if let Some(e) = b.enabled.flag("enabled")? {
+    if let Some(e) = b.fields.enabled.flag("enabled")? {
         p.enabled = e;
     }
-    if let Some(t) = b.tags.strings("tags")? {
+    if let Some(t) = b.fields.tags.strings("tags")? {
         p.tags = super::tags::checked_tags(t)?;
     }
-    if let Some(opts) = b.options.options()? {
+    if let Some(opts) = b.fields.options.options()? {
         p.options = opts;
     }
-    p.extra = extra(&b.extra, &[], &p.extra);
-    respond(&node, StatusCode::OK, node.propose_as(Command::UpdateProject(p)).await?)
+    p.extra = extra(&b.fields.extra, &[], &p.extra);
+    Ok(shown(&node, &node.propose_as(Command::UpdateProject(p)).await?))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/projects/{id}",
-    operation_id = "projects_delete",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/projects/{id}", operation_id = "projects_delete", tag = "projects",
+    params(("id" = String, Path, description = "The project's id.")),
+    responses((status = 204, description = "Deleted."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     authorize_change(&node, &ctx, &p, ("identity:delete_project", "identity:delete_domain"), true)?;
     node.propose(Command::DeleteProject { id: p.id }).await?;

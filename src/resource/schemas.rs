@@ -1,11 +1,8 @@
 //! Bodies of the domain, project and domain configuration APIs. The request types are the
 //! ones the handlers parse (fields as [`Sent`], so the handlers answer wrong types with
 //! Keystone's messages); extra properties are accepted and echoed back.
-#![allow(dead_code)]
 
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -14,43 +11,42 @@ use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
 /// A domain. Unknown properties given at create or update are returned as top-level properties.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct Domain {
-    id: String,
-    name: String,
-    description: Option<String>,
-    enabled: bool,
+    // First: the domain's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub enabled: bool,
     /// Resource options, e.g. `{"immutable": true}`.
-    options: BTreeMap<String, Value>,
-    links: SelfLink,
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub options: Value,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct DomainEnvelope {
-    domain: Domain,
+    pub domain: Domain,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct DomainList {
     domains: Vec<Domain>,
     links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// What a domain's create and update bodies share; other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
-pub struct DomainCreate {
-    /// An explicit id (letters, digits, `-`, `_`); generated when absent.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = String, required = true)]
-    pub name: Sent<String>,
-    /// Default `""`.
+pub struct DomainFields {
+    /// Default `""` on create.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub description: Sent<String>,
-    /// Default true.
+    /// Default true on create; `false` is refused for the caller's own domain.
     #[serde(default)]
     #[schema(value_type = bool)]
     pub enabled: Sent<bool>,
@@ -70,8 +66,21 @@ pub struct DomainCreate {
     #[schema(value_type = Option<String>)]
     pub parent_id: Sent<Value>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    #[schema(value_type = BTreeMap<String, Value>)]
     pub extra: Obj,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct DomainCreate {
+    /// An explicit id (letters, digits, `-`, `_`); generated when absent.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub id: Sent<String>,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub name: Sent<String>,
+    #[serde(flatten)]
+    pub fields: DomainFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -81,7 +90,6 @@ pub struct DomainCreateRequest {
     pub domain: Sent<DomainCreate>,
 }
 
-/// Other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
 pub struct DomainUpdate {
     /// Must be the domain's own id when given.
@@ -91,31 +99,8 @@ pub struct DomainUpdate {
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
-    /// `false` is refused for the caller's own domain.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<BTreeMap<String, Value>>)]
-    pub options: Sent<Obj>,
-    /// Ignored.
-    #[serde(default, rename = "domain_id")]
-    #[schema(value_type = Option<String>)]
-    pub _domain_id: Sent<Value>,
-    /// Ignored.
-    #[serde(default, rename = "is_domain")]
-    #[schema(value_type = Option<bool>)]
-    pub _is_domain: Sent<Value>,
-    /// Ignored.
-    #[serde(default, rename = "parent_id")]
-    #[schema(value_type = Option<String>)]
-    pub _parent_id: Sent<Value>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: DomainFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -126,38 +111,65 @@ pub struct DomainUpdateRequest {
 }
 
 /// A project. Unknown properties given at create or update are returned as top-level properties.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct Project {
-    id: String,
-    name: String,
-    domain_id: String,
-    description: Option<String>,
-    enabled: bool,
-    is_domain: bool,
-    parent_id: Option<String>,
-    tags: Vec<String>,
-    options: BTreeMap<String, Value>,
-    links: SelfLink,
+    // First: the project's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    pub name: String,
+    pub domain_id: String,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub is_domain: bool,
+    pub parent_id: Option<String>,
+    pub tags: Vec<String>,
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub options: Value,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct ProjectEnvelope {
-    project: Project,
+    pub project: Project,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct ProjectList {
     projects: Vec<Project>,
     links: CollectionLinks,
 }
 
-/// Other attributes are kept and echoed back.
+/// What a project's create and update bodies share; other attributes are kept and echoed
+/// back.
 #[derive(Deserialize, ToSchema)]
-pub struct ProjectCreate {
-    /// Ignored: the id is generated.
+pub struct ProjectFields {
+    /// Ignored: the id is generated on create, and does not change.
     #[serde(default, rename = "id")]
     #[schema(value_type = Option<String>)]
     pub _id: Sent<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub description: Sent<String>,
+    /// Default true on create.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub enabled: Sent<bool>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub tags: Sent<Vec<String>>,
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Value>>)]
+    pub options: Sent<Obj>,
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct ProjectCreate {
     #[serde(default)]
     #[schema(value_type = String, required = true)]
     pub name: Sent<String>,
@@ -168,26 +180,12 @@ pub struct ProjectCreate {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub parent_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
-    /// Default true.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
     /// Default false; true creates a project acting as a domain.
     #[serde(default)]
     #[schema(value_type = bool)]
     pub is_domain: Sent<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<Vec<String>>)]
-    pub tags: Sent<Vec<String>>,
-    #[serde(default)]
-    #[schema(value_type = Option<BTreeMap<String, Value>>)]
-    pub options: Sent<Obj>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: ProjectFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -197,28 +195,11 @@ pub struct ProjectCreateRequest {
     pub project: Sent<ProjectCreate>,
 }
 
-/// Other attributes are kept and echoed back.
 #[derive(Deserialize, ToSchema)]
 pub struct ProjectUpdate {
-    /// Ignored.
-    #[serde(default, rename = "id")]
-    #[schema(value_type = Option<String>)]
-    pub _id: Sent<Value>,
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub description: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub enabled: Sent<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<Vec<String>>)]
-    pub tags: Sent<Vec<String>>,
-    #[serde(default)]
-    #[schema(value_type = Option<BTreeMap<String, Value>>)]
-    pub options: Sent<Obj>,
     /// Must be the current value when given: a project does not move.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
@@ -232,8 +213,7 @@ pub struct ProjectUpdate {
     #[schema(value_type = bool)]
     pub is_domain: Sent<bool>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
-    pub extra: Obj,
+    pub fields: ProjectFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -244,12 +224,26 @@ pub struct ProjectUpdateRequest {
 }
 
 /// A domain's configuration: `{"identity": {...}, "ldap": {...}}` with Keystone's whitelisted
-/// options (a group or a single option for the narrower paths).
+/// options (a group, or a single option, for the narrower paths).
+#[derive(Serialize, ToSchema)]
+pub struct DomainConfig {
+    #[schema(value_type = Object)]
+    pub config: Value,
+}
+
+/// A domain's new configuration: `{"identity": {...}, "ldap": {...}}` with Keystone's
+/// whitelisted options (a group or a single option for the narrower paths).
 #[derive(Deserialize, ToSchema)]
 pub struct DomainConfigEnvelope {
     #[serde(default)]
     #[schema(value_type = Object, required = true)]
     pub config: Sent<Value>,
+}
+
+/// A project's tags.
+#[derive(Serialize, ToSchema)]
+pub struct TagList {
+    pub tags: Vec<String>,
 }
 
 /// `PUT /v3/projects/{id}/tags`: the new tag list (other attributes are ignored).

@@ -1,23 +1,22 @@
 //! Project tags (`/v3/projects/{id}/tags`, Keystone's project-tag API). Tags are a field of the
 //! project: each call reads the project, changes its tag list and proposes the updated project.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::projects::target;
 use super::schemas as s;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::state::model::Project;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 /// Keystone's limits: at most 80 tags, each 1 to 255 characters without `/` or `,`.
 pub const MAX_TAGS: usize = 80;
@@ -45,58 +44,27 @@ fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().project(id)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", id))
 }
 
-fn target(p: &Project) -> Value {
-    json!({"project": {"id": p.id, "domain_id": p.domain_id}})
-}
-
 async fn store(node: &Core, mut p: Project, tags: Vec<String>) -> ApiResult<Vec<String>> {
     p.tags = checked_tags(tags)?;
     Ok(node.propose_as::<Project>(Command::UpdateProject(p)).await?.tags)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/projects/{id}/tags",
-    operation_id = "project_tags_list",
-    tag = "projects",
+#[utoipa::path(get, path = "/v3/projects/{id}/tags", operation_id = "project_tags_list", tag = "projects",
     params(("id" = String, Path, description = "The project's id.")),
-    responses(
-        (status = 200, description = "The project's tags: `{\"tags\": [...]}`.", body = serde_json::Value),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The project's tags: `{\"tags\": [...]}`.", body = s::TagList), E::Read))]
+pub async fn list(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let p = load(&node, &id)?;
     enforce("identity:list_project_tags", &ctx, &target(&p))?;
-    Ok(Json(json!({"tags": p.tags})))
+    Ok(Json(to_json(&s::TagList { tags: p.tags })))
 }
 
-#[utoipa::path(
-    put,
-    path = "/v3/projects/{id}/tags",
-    operation_id = "project_tags_replace",
-    tag = "projects",
+#[utoipa::path(put, path = "/v3/projects/{id}/tags", operation_id = "project_tags_replace", tag = "projects",
     params(("id" = String, Path, description = "The project's id.")),
     request_body(content = s::ProjectTags, description = "The new tag list.", content_type = "application/json"),
-    responses(
-        (status = 200, description = "The project's new tags: `{\"tags\": [...]}`.", body = serde_json::Value),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+    responses((status = 200, description = "The project's new tags: `{\"tags\": [...]}`.", body = s::TagList),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn replace(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::ProjectTags>>,
 ) -> ApiResult<Json<Value>> {
@@ -104,56 +72,23 @@ pub async fn replace(
     enforce("identity:update_project_tags", &ctx, &target(&p))?;
     let b = body.object()?;
     let tags = b.tags.strings("tags")?.ok_or_else(|| ApiError::bad_request("'tags' is a required property."))?;
-    Ok(Json(json!({"tags": store(&node, p, tags).await?})))
+    Ok(Json(to_json(&s::TagList { tags: store(&node, p, tags).await? })))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/projects/{id}/tags",
-    operation_id = "project_tags_clear",
-    tag = "projects",
+#[utoipa::path(delete, path = "/v3/projects/{id}/tags", operation_id = "project_tags_clear", tag = "projects",
     params(("id" = String, Path, description = "The project's id.")),
-    responses(
-        (status = 204, description = "Every tag removed."),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn clear(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Every tag removed."), E::Read))]
+pub async fn clear(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     enforce("identity:delete_project_tags", &ctx, &target(&p))?;
     store(&node, p, Vec::new()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/projects/{id}/tags/{tag}",
-    operation_id = "project_tag_check",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-        ("tag" = String, Path, description = "The tag."),
-    ),
-    responses(
-        (status = 204, description = "The project carries the tag."),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn check(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, tag)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(get, path = "/v3/projects/{id}/tags/{tag}", operation_id = "project_tag_check", tag = "projects",
+    params(("id" = String, Path, description = "The project's id."), ("tag" = String, Path, description = "The tag.")),
+    responses((status = 204, description = "The project carries the tag."), E::Read))]
+pub async fn check(Call(node, ctx): Call, Path((id, tag)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     enforce("identity:get_project_tag", &ctx, &target(&p))?;
     match p.tags.contains(&tag) {
@@ -162,29 +97,11 @@ pub async fn check(
     }
 }
 
-#[utoipa::path(
-    put,
-    path = "/v3/projects/{id}/tags/{tag}",
-    operation_id = "project_tag_add",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-        ("tag" = String, Path, description = "The tag."),
-    ),
-    responses(
-        (status = 201, description = "The tag is on the project (adding a present tag changes nothing); no body, as the OpenStack tags guideline says."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn add(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, tag)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(put, path = "/v3/projects/{id}/tags/{tag}", operation_id = "project_tag_add", tag = "projects",
+    params(("id" = String, Path, description = "The project's id."), ("tag" = String, Path, description = "The tag.")),
+    responses((status = 201, description = "The tag is on the project (adding a present tag changes nothing); no body, as the OpenStack tags guideline says."),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+pub async fn add(Call(node, ctx): Call, Path((id, tag)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     enforce("identity:create_project_tag", &ctx, &target(&p))?;
     let mut tags = p.tags.clone();
@@ -193,28 +110,10 @@ pub async fn add(
     Ok(StatusCode::CREATED)
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/projects/{id}/tags/{tag}",
-    operation_id = "project_tag_delete",
-    tag = "projects",
-    params(
-        ("id" = String, Path, description = "The project's id."),
-        ("tag" = String, Path, description = "The tag."),
-    ),
-    responses(
-        (status = 204, description = "Removed."),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, tag)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/projects/{id}/tags/{tag}", operation_id = "project_tag_delete", tag = "projects",
+    params(("id" = String, Path, description = "The project's id."), ("tag" = String, Path, description = "The tag.")),
+    responses((status = 204, description = "Removed."), E::Read))]
+pub async fn delete(Call(node, ctx): Call, Path((id, tag)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     enforce("identity:delete_project_tag", &ctx, &target(&p))?;
     if !p.tags.contains(&tag) {

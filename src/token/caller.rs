@@ -6,6 +6,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
 use super::{Tokens, ValidToken};
+use crate::context::Core;
 use crate::http::ApiError;
 
 /// The authenticated caller.
@@ -38,5 +39,24 @@ where
             return Err(ApiError::forbidden("EC2 credential tokens cannot be used for authorization."));
         }
         Ok(Caller(vt))
+    }
+}
+
+/// The core context and the authenticated caller, for the handlers that need both: the same
+/// as taking `State<Arc<Core>>` and then [`Caller`].
+pub struct Call(pub Arc<Core>, pub Arc<ValidToken>);
+
+impl<S> FromRequestParts<S> for Call
+where
+    S: Send + Sync,
+    Arc<Core>: FromRef<S>,
+    Arc<Tokens>: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let core = Arc::<Core>::from_ref(state);
+        let Caller(ctx) = Caller::from_request_parts(parts, state).await?;
+        Ok(Call(core, ctx))
     }
 }

@@ -14,7 +14,7 @@ mod tests;
 mod validate;
 
 pub use cache::AppliedCache;
-pub use caller::Caller;
+pub use caller::{Call, Caller};
 pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope};
 pub use render::render_token;
 pub use rulesets::MappingError;

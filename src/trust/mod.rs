@@ -7,11 +7,10 @@ pub mod auth;
 pub mod schemas;
 pub mod trusts;
 
-use serde_json::{json, Value};
-
-use crate::assignment::roles::role_json;
+use crate::assignment::roles::role;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::openapi::{CollectionLinks, SelfLink};
 use crate::state::model::{Doc, DocKind, Role};
 use crate::state::Reader;
 use crate::token::render::iso_micros;
@@ -51,28 +50,29 @@ fn trust_time(micros: i64) -> String {
 }
 
 /// The trust as the API shows it; `with_roles` adds its roles (not in lists).
-pub fn render(node: &Core, t: &Trust, with_roles: bool) -> ApiResult<Value> {
+pub fn render(node: &Core, t: &Trust, with_roles: bool) -> ApiResult<schemas::Trust> {
     let base = node.cfg.public_base();
-    let mut v = json!({
-        "id": t.id, "trustor_user_id": t.trustor_user_id, "trustee_user_id": t.trustee_user_id,
-        "project_id": t.project_id, "impersonation": t.impersonation,
-        "expires_at": t.expires_at.map(trust_time), "remaining_uses": t.remaining_uses, "deleted_at": null,
-        "redelegated_trust_id": t.redelegated_trust_id, "redelegation_count": t.redelegation_count,
-        "links": {"self": format!("{base}/v3/OS-TRUST/trusts/{}", t.id)},
-    });
-    let Some(o) = v.as_object_mut() else { return Ok(v) };
-    for (k, x) in &t.extra {
-        o.entry(k.clone()).or_insert(x.clone());
-    }
+    let (mut roles_of, mut roles_links) = (None, None);
     if with_roles {
-        let roles: Vec<Value> = roles(&node.engine.read(), t)?.iter().map(|r| role_json(r, &base)).collect();
-        o.insert("roles".into(), Value::Array(roles));
-        o.insert(
-            "roles_links".into(),
-            json!({"self": format!("{base}/v3/OS-TRUST/trusts/{}/roles", t.id), "next": null, "previous": null}),
-        );
+        roles_of = Some(roles(&node.engine.read(), t)?.iter().map(|r| role(r, &base)).collect());
+        roles_links = Some(CollectionLinks::whole(format!("{base}/v3/OS-TRUST/trusts/{}/roles", t.id)));
     }
-    Ok(v)
+    Ok(schemas::Trust {
+        extra: t.extra.clone(),
+        id: t.id.clone(),
+        trustor_user_id: t.trustor_user_id.clone(),
+        trustee_user_id: t.trustee_user_id.clone(),
+        project_id: t.project_id.clone(),
+        impersonation: t.impersonation,
+        expires_at: t.expires_at.map(trust_time),
+        remaining_uses: t.remaining_uses,
+        deleted_at: None,
+        redelegated_trust_id: t.redelegated_trust_id.clone(),
+        redelegation_count: t.redelegation_count,
+        roles: roles_of,
+        roles_links,
+        links: SelfLink::new(&base, &format!("/v3/OS-TRUST/trusts/{}", t.id)),
+    })
 }
 
 #[cfg(test)]

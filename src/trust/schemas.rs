@@ -1,43 +1,54 @@
 //! Bodies of OS-TRUST trusts. The request types are the ones the handlers parse (fields as
 //! [`Sent`], so the handlers answer wrong types with Keystone's messages).
-#![allow(dead_code)]
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::assignment::schemas::Role;
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
 
-/// A trust: the trustor's roles on a project, delegated to the trustee.
-#[derive(ToSchema)]
+/// A trust: the trustor's roles on a project, delegated to the trustee. Other attributes given
+/// at create are returned as top-level properties.
+#[derive(Serialize, ToSchema)]
 pub struct Trust {
-    id: String,
-    trustor_user_id: String,
-    trustee_user_id: String,
-    project_id: Option<String>,
+    // First: the trust's own fields win a name both use (`to_json`).
+    #[serde(flatten)]
+    #[schema(value_type = BTreeMap<String, Value>)]
+    pub extra: Obj,
+    pub id: String,
+    pub trustor_user_id: String,
+    pub trustee_user_id: String,
+    pub project_id: Option<String>,
     /// The trustee's tokens act as the trustor.
-    impersonation: bool,
+    pub impersonation: bool,
     /// `YYYY-MM-DDTHH:MM:SS.000000Z`, or null for no expiry.
-    expires_at: Option<String>,
+    pub expires_at: Option<String>,
     /// Tokens that may still be issued for it; null for no limit.
-    remaining_uses: Option<i64>,
-    redelegated_trust_id: Option<String>,
+    pub remaining_uses: Option<i64>,
+    /// Always null: a deleted trust is gone.
+    pub deleted_at: Option<String>,
+    pub redelegated_trust_id: Option<String>,
     /// How many more times it may be redelegated.
-    redelegation_count: i64,
+    pub redelegation_count: i64,
     /// The delegated roles (not in lists).
-    #[schema(value_type = Option<Vec<Object>>)]
-    roles: Option<Vec<serde_json::Value>>,
-    links: SelfLink,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<Role>>,
+    /// The links of `roles` (not in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roles_links: Option<CollectionLinks>,
+    pub links: SelfLink,
 }
 
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct TrustEnvelope {
-    trust: Trust,
+    pub trust: Trust,
 }
 
 #[derive(ToSchema)]
+#[allow(dead_code)] // schema only: `pages::page` builds lists
 pub struct TrustList {
     trusts: Vec<Trust>,
     links: CollectionLinks,
@@ -87,7 +98,7 @@ pub struct TrustBody {
     #[schema(value_type = Option<String>)]
     pub _id: Sent<Value>,
     #[serde(flatten)]
-    #[schema(value_type = std::collections::BTreeMap<String, serde_json::Value>)]
+    #[schema(value_type = BTreeMap<String, Value>)]
     pub extra: Obj,
 }
 

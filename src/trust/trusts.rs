@@ -2,16 +2,16 @@
 //! trust's roles, delete (with the trusts redelegated from it).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{load, render, roles, Trust};
-use crate::assignment::roles::role_json;
+use crate::assignment::roles::role;
+use crate::assignment::schemas::{RoleEnvelope, RoleList};
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::federation::invalid;
@@ -19,7 +19,7 @@ use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{future_time, new_id};
-use crate::http::openapi::errors as E;
+use crate::http::openapi::{errors as E, to_json, CollectionLinks};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
@@ -27,7 +27,7 @@ use crate::reads::effective;
 use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref, Target};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 const API: DocApi = DocApi {
@@ -124,10 +124,9 @@ fn named_roles(node: &Core, roles: &Sent<Vec<Value>>) -> ApiResult<Vec<String>> 
 #[utoipa::path(post, path = "/v3/OS-TRUST/trusts", operation_id = "trusts_create", tag = "trusts",
     request_body(content = s::TrustRequest, content_type = "application/json"),
     responses((status = 201, description = "The trust.", body = s::TrustEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::Edit))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::TrustRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = b.object()?.trust.envelope("trust")?;
@@ -231,7 +230,8 @@ pub async fn create(
     let mut requires = vec![Ref::User(trustor), Ref::User(trustee)];
     requires.extend(project_id.map(Ref::Project));
     let saved: Doc = node.propose_as(Command::PutDoc { doc: API.record(&id, body), create: true, requires }).await?;
-    Ok((StatusCode::CREATED, Json(json!({"trust": render(&node, &Trust::of(&saved)?, true)?}))))
+    let trust = render(&node, &Trust::of(&saved)?, true)?;
+    Ok((StatusCode::CREATED, Json(to_json(&s::TrustEnvelope { trust }))))
 }
 
 async fn list_trusts(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>) -> ApiResult<Json<Value>> {
@@ -248,7 +248,7 @@ async fn list_trusts(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>)
         let keep = q.get("trustor_user_id").is_none_or(|u| *u == t.trustor_user_id)
             && q.get("trustee_user_id").is_none_or(|u| *u == t.trustee_user_id);
         if keep {
-            items.push(render(node, &t, false)?);
+            items.push(to_json(&render(node, &t, false)?));
         }
     }
     Ok(Json(page(API.collection, items, &node.cfg.public_base(), "/v3/OS-TRUST/trusts", q)?))
@@ -259,12 +259,8 @@ async fn list_trusts(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>)
            ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     list_trusts(&node, &ctx, &q).await
 }
 
@@ -272,68 +268,54 @@ pub async fn list(
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts/", operation_id = "trusts_list_slash", tag = "trusts",
     params(("trustor_user_id" = Option<String>, Query, description = "Trusts given by this user."),
            ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user.")),
-    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list_slash(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::List))]
+pub async fn list_slash(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     list_trusts(&node, &ctx, &q).await
 }
 
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}", operation_id = "trusts_get", tag = "trusts",
     params(("trust_id" = String, Path, description = "The trust's id.")),
-    responses((status = 200, description = "The trust.", body = s::TrustEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The trust.", body = s::TrustEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let t = load(&node, &id)?;
     enforce("identity:get_trust", &ctx, &parties(&t))?;
     refuse_delegated(&ctx)?;
-    Ok(Json(json!({"trust": render(&node, &t, true)?})))
+    let trust = render(&node, &t, true)?;
+    Ok(Json(to_json(&s::TrustEnvelope { trust })))
 }
 
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}/roles", operation_id = "trusts_roles", tag = "trusts",
     params(("trust_id" = String, Path, description = "The trust's id.")),
-    responses((status = 200, description = "The delegated roles.", body = crate::assignment::schemas::RoleList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn roles_list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The delegated roles.", body = RoleList), E::Read))]
+pub async fn roles_list(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let t = load(&node, &id)?;
     enforce("identity:list_roles_for_trust", &ctx, &parties(&t))?;
     refuse_delegated(&ctx)?;
     let base = node.cfg.public_base();
-    let items: Vec<Value> = roles(&node.engine.read(), &t)?.iter().map(|r| role_json(r, &base)).collect();
-    Ok(Json(json!({"roles": items,
-        "links": {"self": format!("{base}/v3/OS-TRUST/trusts/{id}/roles"), "next": null, "previous": null}})))
+    let roles = roles(&node.engine.read(), &t)?.iter().map(|r| role(r, &base)).collect();
+    let links = CollectionLinks::whole(format!("{base}/v3/OS-TRUST/trusts/{id}/roles"));
+    Ok(Json(to_json(&RoleList { roles, links })))
 }
 
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts/{trust_id}/roles/{role_id}", operation_id = "trusts_role_get", tag = "trusts",
     params(("trust_id" = String, Path, description = "The trust's id."), ("role_id" = String, Path, description = "The role's id.")),
-    responses((status = 200, description = "The role, delegated by the trust (HEAD: whether it is).", body = crate::assignment::schemas::RoleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn role_get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, role_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The role, delegated by the trust (HEAD: whether it is).", body = RoleEnvelope), E::Read))]
+pub async fn role_get(Call(node, ctx): Call, Path((id, role_id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     let t = load(&node, &id)?;
     enforce("identity:get_role_for_trust", &ctx, &parties(&t))?;
     refuse_delegated(&ctx)?;
-    let role = roles(&node.engine.read(), &t)?
+    let found = roles(&node.engine.read(), &t)?
         .into_iter()
         .find(|r| r.id == role_id)
         .ok_or_else(|| ApiError::not_found("role", &role_id))?;
-    Ok(Json(json!({"role": role_json(&role, &node.cfg.public_base())})))
+    let role = role(&found, &node.cfg.public_base());
+    Ok(Json(to_json(&RoleEnvelope { role })))
 }
 
 #[utoipa::path(delete, path = "/v3/OS-TRUST/trusts/{trust_id}", operation_id = "trusts_delete", tag = "trusts",
     params(("trust_id" = String, Path, description = "The trust's id.")),
-    responses((status = 204, description = "Deleted, with the trusts redelegated from it; their tokens stop validating."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted, with the trusts redelegated from it; their tokens stop validating."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let doc = node.engine.read().doc(API.kind, &id)?.ok_or_else(|| ApiError::not_found("trust", &id))?;
     let t = Trust::of(&doc)?;
     enforce("identity:delete_trust", &ctx, &parties(&t))?;
