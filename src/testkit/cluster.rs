@@ -113,7 +113,19 @@ impl TestCluster {
     }
 
     async fn run(&mut self, i: usize, listener: TcpListener) {
-        let node = crate::serve::startup::open(self.config(i)).await.expect("open node");
+        // The last handle on a stopped node's database may be released on another thread:
+        // `stop` sees it gone before RocksDB has closed, so the reopen retries briefly.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let node = loop {
+            match crate::serve::startup::open(self.config(i)).await {
+                Ok(node) => break node,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!("node {} not reopened yet: {e:#}", i + 1);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("open node {}: {e:#}", i + 1),
+            }
+        };
         let peer_router = node.raft.peer_router();
         let (stop_peer, stopped) = oneshot::channel::<()>();
         let peer = tokio::spawn(async move {
