@@ -47,7 +47,7 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
     let read = node.engine.read();
     // A token exchanged from another dies with it: its ancestors' ids are checked too.
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(i64::MAX);
-    for id in std::iter::once(jti).chain(super::exchange::ancestors(&claims).iter().filter_map(Value::as_str)) {
+    for id in std::iter::once(jti).chain(tokens::ancestors(&claims).iter().filter_map(Value::as_str)) {
         if crate::state::oauth2::jti_revoked(&read, domain_id, id, exp)? {
             return Ok(None);
         }
