@@ -21,14 +21,14 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
 use crate::http::JsonBody;
-use crate::node::Node;
+use crate::mapped_auth::MappedAuth;
 use crate::policy::enforce;
 use crate::providers::registry::handle;
 use crate::state::api_keys::{ApiKey, ApiKeyCommand};
 use crate::state::read::ApiKeyReads;
 use crate::token::render::iso_seconds;
 use crate::token::Caller;
-use crate::token::ValidToken;
+use crate::token::{Tokens, ValidToken};
 
 const MAX_DESCRIPTION: usize = 255;
 const MAX_ALLOWED_IPS: usize = 64;
@@ -243,12 +243,13 @@ pub async fn revoke(
     responses((status = 200, description = "What the key would be granted (its secret is not needed).", body = SimulateAnswer),
               E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn simulate_access(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(mapped): State<Arc<MappedAuth>>,
     Caller(ctx): Caller,
     JsonBody(b): JsonBody<SimulateBody>,
 ) -> ApiResult<Json<Value>> {
-    // The whole node for the mapping engine's regex cache, which its mapped logins keep.
+    // The mapping engine's regex cache, which the mapped logins keep.
     authorize("simulate", &ctx, &b.domain_id)?;
     let key = load(&node, &b.client_id, &b.domain_id)?;
-    Ok(Json(simulate::simulate(&node, &node.mapped.regexes, node.mapped.regex_deadline, &key)?))
+    Ok(Json(simulate::simulate(&node, &mapped.regexes, mapped.regex_deadline, &key)?))
 }

@@ -20,16 +20,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::context::Core;
+use crate::mapped_auth::MappedAuth;
 use crate::token::Tokens;
 
-/// The API key endpoints. The simulation takes the whole node for the mapped logins' regex
-/// cache.
+/// The API key endpoints. The simulation reads the mapped logins' regex cache.
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<Core>: FromRef<S>,
     Arc<Tokens>: FromRef<S>,
-    Arc<crate::node::Node>: FromRef<S>,
+    Arc<MappedAuth>: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(api::list, api::create))

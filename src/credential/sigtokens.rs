@@ -27,9 +27,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{query_flag, JsonBody};
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
 use crate::state::Reader;
-use crate::token::{Delegation, Method, TokenPayload, TokenScope};
+use crate::token::{Delegation, Method, TokenPayload, TokenScope, Tokens};
 
 /// How far a signed timestamp may be from the node's clock, either way (Keystone's
 /// `auth_ttl`, which Keystone applies to the past only).
@@ -125,11 +124,11 @@ fn once(node: &Core, guard: &ReplayGuard, r: &SignedRequest, until: i64, now: i6
     )
 )]
 pub async fn issue(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(replays): State<Arc<ReplayGuard>>,
     Query(q): Query<HashMap<String, String>>,
     JsonBody(body): JsonBody<Body<s::SignedTokenRequest>>,
 ) -> ApiResult<Response> {
-    // The whole node while `auth::tokens::token_response` takes it.
     node.ensure_fresh().await?;
     let request =
         s::SignedTokenRequest::signed(body)?.map(signed).ok_or_else(|| refuse(&node, "EC2 signature not supplied."))?;
@@ -155,7 +154,7 @@ pub async fn issue(
     let (Some(user), Some(project)) = (user, project) else {
         return Err(refuse(&node, "The request you have made requires authentication."));
     };
-    once(&node, &node.signed_requests, &request, until, now)?;
+    once(&node, &replays, &request, until, now)?;
     let payload = TokenPayload {
         version: 2,
         user_id: user.id,
@@ -199,11 +198,12 @@ pub async fn issue(
     )
 )]
 pub async fn issue_ec2tokens(
-    node: State<Arc<Node>>,
+    node: State<Arc<Tokens>>,
+    replays: State<Arc<ReplayGuard>>,
     q: Query<HashMap<String, String>>,
     body: JsonBody<Body<s::SignedTokenRequest>>,
 ) -> ApiResult<Response> {
-    issue(node, q, body).await
+    issue(node, replays, q, body).await
 }
 
 #[cfg(test)]

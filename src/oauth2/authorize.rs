@@ -19,9 +19,10 @@ use axum::response::{IntoResponse, Response};
 use utoipa::ToSchema;
 
 use super::html::{self, Html, Page, PageError, PageResult, Val};
+use super::issuer::base_path;
 use super::page_state::{self, AuthRequest, Flow, Login, PageState};
 use super::secrets::{keyed_hash, new_secret, CODE};
-use super::{client_auth, issuer, scopes};
+use super::{client_auth, scopes};
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::passkey::ceremony::RelyingParty;
@@ -85,15 +86,6 @@ pub(super) fn domain_enabled(node: &Core, domain_id: &str) -> PageResult<()> {
         Ok(())
     } else {
         Err(PageError { status: StatusCode::NOT_FOUND, message: "There is no such sign-in service.".into() })
-    }
-}
-
-/// The path of the domain's provider (the issuer's path: right behind a path-prefix proxy).
-pub(super) fn base_path(node: &Core, domain_id: &str) -> String {
-    let iss = issuer(node, domain_id);
-    match url::Url::parse(&iss) {
-        Ok(u) => u.path().trim_end_matches('/').to_string(),
-        Err(_) => format!("/v4/oauth2/{domain_id}"),
     }
 }
 
@@ -500,7 +492,7 @@ async fn issue(node: &Core, domain_id: &str, req: &AuthRequest, login: &Login, c
         };
         let cmd = OAuth2Command::IssueCode { hash, code: record, consent: consent.clone() };
         // The client may redeem the code at any node the moment it has it.
-        match super::propose_everywhere::<OAuth2Applied>(node, cmd).await {
+        match super::propose::propose_everywhere::<OAuth2Applied>(node, cmd).await {
             Ok(_) => {
                 return Ok(html::see_other(&redirect_with(
                     &req.redirect_uri,

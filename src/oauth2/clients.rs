@@ -315,14 +315,14 @@ fn load(node: &Core, domain_id: &str, client_id: &str) -> ApiResult<Client> {
 
 async fn save(node: &Core, client: Client, create: bool) -> ApiResult<Client> {
     // Every node knows the client (and its new secret) before its creator does.
-    super::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await
+    super::propose::propose_everywhere(node, OAuth2Command::PutClient { client, create }).await
 }
 
 /// Stores `client`, computed from `expected`, only if the client is still `expected`: a 409
 /// when another update or rotation came first (retrying reads the newer record).
 pub(super) async fn replace(node: &Core, expected: Client, client: Client) -> ApiResult<Client> {
     let cmd = OAuth2Command::ReplaceClient { expected: Box::new(expected), client: Box::new(client) };
-    super::propose_everywhere(node, cmd).await
+    super::propose::propose_everywhere(node, cmd).await
 }
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients", operation_id = "oauth2_clients_list", tag = "oauth2",

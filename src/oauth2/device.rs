@@ -24,9 +24,10 @@ use super::authorize::{self as az, get, ConsentForm};
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::html::{self, Page, PageError, PageResult, Val};
+use super::issuer::{base_path, issuer};
 use super::page_state::{self, Flow};
 use super::secrets::{self, keyed_hash, new_secret};
-use super::{client_auth, issuer, scopes};
+use super::{client_auth, scopes};
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::oauth2::{DeviceGrant, DeviceStatus, OAuth2Command};
@@ -186,7 +187,7 @@ const UNKNOWN_CODE: &str = "That code is not valid, has expired, or has been use
 /// The code entry page; `error` after a code that did not work.
 fn code_page(node: &Core, domain_id: &str, typed: &str, error: Option<&str>) -> Response {
     let err = html::error_note(error);
-    let action = format!("{}/device", az::base_path(node, domain_id));
+    let action = format!("{}/device", base_path(node, domain_id));
     let body = html::render(
         html::DEVICE_CODE,
         &[("error", Val::Html(&err)), ("action", Val::Text(&action)), ("user_code", Val::Text(typed))],
@@ -229,7 +230,7 @@ pub async fn device_page(
     let sealed = page_state::seal(&node, &page_state::fresh(&domain_id, csrf, Flow::Device { user_code }))?;
     Ok(az::login_page(az::LoginView {
         client_name: &client.name,
-        action: format!("{}/device/login", az::base_path(&node, &domain_id)),
+        action: format!("{}/device/login", base_path(&node, &domain_id)),
         sealed: &sealed,
         cookie: Some(cookie),
         ..Default::default()

@@ -10,8 +10,9 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
-use super::Provider;
-use super::{issuer, keys, revocations, scopes};
+use super::issuer::issuer;
+use super::provider::Provider;
+use super::{keys, revocations, scopes};
 use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;

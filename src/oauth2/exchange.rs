@@ -11,22 +11,14 @@ use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::DomainKeys;
 use super::scopes::PLATFORM;
-use super::tokens::PLATFORM_AUDIENCE;
+use super::tokens::{ancestors, EXCHANGED_FROM, PLATFORM_AUDIENCE};
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::oauth2::Client;
 use crate::state::read::CatalogReads;
 
-/// The claim listing the ids of the tokens an exchanged token descends from, nearest last.
-pub const EXCHANGED_FROM: &str = "exchanged_from";
-
 /// How many exchanges may follow one another (each one lengthens the token).
 const MAX_CHAIN: usize = 8;
-
-/// The ids of the tokens `claims`' token was exchanged from (empty for a minted one).
-pub fn ancestors(claims: &Value) -> &[Value] {
-    claims.get(EXCHANGED_FROM).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
 
 /// Whether a subject token of audience `aud` may be narrowed to `requested`: a token for
 /// every platform API to any of them, a narrowed one only to audiences it lists.

@@ -14,8 +14,8 @@ use super::cutoff;
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
+use super::provider::Provider;
 use super::secrets::{keyed_hash, same_hash, REFRESH};
-use super::Provider;
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
 use crate::context::Core;
@@ -47,7 +47,7 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
     let read = node.engine.read();
     // A token exchanged from another dies with it: its ancestors' ids are checked too.
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(i64::MAX);
-    for id in std::iter::once(jti).chain(super::exchange::ancestors(&claims).iter().filter_map(Value::as_str)) {
+    for id in std::iter::once(jti).chain(tokens::ancestors(&claims).iter().filter_map(Value::as_str)) {
         if crate::state::oauth2::jti_revoked(&read, domain_id, id, exp)? {
             return Ok(None);
         }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
-use super::Provider;
+use super::provider::Provider;
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::oauth2::{OAuth2Command, SigningKey, SigningKeyState, SigningKeys};
@@ -237,7 +237,7 @@ pub async fn rotate(node: &Core, provider: &Provider, domain_id: &str) -> OAuthR
         retire_at: at + node.cfg.oauth2.access_token_lifetime_s + 60,
         at,
     };
-    let set: SigningKeys = super::propose_everywhere(node, cmd).await?;
+    let set: SigningKeys = super::propose::propose_everywhere(node, cmd).await?;
     note_epoch(provider, &set);
     Ok(set)
 }

@@ -170,7 +170,7 @@ pub fn set_cookie(node: &Core, domain_id: &str, csrf: &str) -> String {
     format!(
         "{}={csrf}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
         cookie_name(node),
-        super::authorize::base_path(node, domain_id),
+        super::issuer::base_path(node, domain_id),
         2 * LIFETIME_S
     )
 }

@@ -1,28 +1,25 @@
 //! The pages' password sign-in: the login form of the authorization code flow
 //! (`/authorize/login`) and of the device flow (`/device/login`), each checked as the
 //! password method of `POST /v3/auth/tokens` checks it.
-//!
-//! These two take the whole node, as `auth::methods::authenticate` does, so their routes are
-//! merged apart from the provider's other routes ([`super::routes`] names no node).
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{FromRef, Path, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde_json::json;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::authorize::{self as az, get};
 use super::device;
 use super::html::{PageError, PageResult};
+use super::issuer::base_path;
 use super::page_state::{self, Flow, Login};
 use super::scopes;
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::passkey::ceremony::RelyingParty;
 use crate::state::model::User;
+use crate::token::Tokens;
 
 /// The login form (`/authorize/login`, `/device/login`).
 #[derive(ToSchema)]
@@ -37,7 +34,7 @@ pub struct LoginForm {
 /// The user the login form names, in the issuer's domain, if the password is right. Every
 /// failure looks the same (the caller shows one generic message).
 async fn check_password(
-    node: &Node,
+    node: &Tokens,
     domain_id: &str,
     username: Option<&str>,
     password: Option<&str>,
@@ -68,7 +65,8 @@ const BAD_LOGIN: &str = "Invalid username or password.";
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn authorize_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
+    State(passkeys): State<Arc<RelyingParty>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -87,7 +85,7 @@ pub async fn authorize_login(
         az::live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     let username = get(&form, "username");
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        return Ok(az::login_again(&node, &node.passkeys, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
+        return Ok(az::login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
     };
     az::signed_in_as(&node, &domain_id, st, &req, &client, &user).await
 }
@@ -101,7 +99,7 @@ pub async fn authorize_login(
               (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn device_login(
-    State(node): State<Arc<Node>>,
+    State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -120,7 +118,7 @@ pub async fn device_login(
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
         return Ok(az::login_page(az::LoginView {
             client_name: &client.name,
-            action: format!("{}/device/login", az::base_path(&node, &domain_id)),
+            action: format!("{}/device/login", base_path(&node, &domain_id)),
             sealed: sealed.unwrap_or_default(),
             username: username.unwrap_or_default(),
             error: Some(BAD_LOGIN),
@@ -131,16 +129,7 @@ pub async fn device_login(
     st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
     st.exp = at + page_state::LIFETIME_S;
     let sealed = page_state::seal(&node, &st)?;
-    let action = format!("{}/device/consent", az::base_path(&node, &domain_id));
+    let action = format!("{}/device/consent", base_path(&node, &domain_id));
     let shown = device::display_user_code(&user_code);
     Ok(az::consent_page(&client.name, &user.name, &grant.scopes, &action, &sealed, Some(&shown), None))
-}
-
-/// The two login forms' routes.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Node>: FromRef<S>,
-{
-    OpenApiRouter::new().routes(routes!(authorize_login)).routes(routes!(device_login))
 }

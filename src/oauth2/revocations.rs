@@ -8,7 +8,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 
-use super::Provider;
+use super::provider::Provider;
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::read::OAuth2Reads;

@@ -14,14 +14,15 @@ use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::client_auth;
 use super::error::{OAuthError, OAuthResult};
 use super::form::OAuthForm;
+use super::issuer::issuer;
 use super::keys::{self, DomainKeys};
+use super::provider::Provider;
 use super::scopes;
 use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
-use super::Provider;
-use super::{client_auth, issuer};
 use crate::clock::now_secs;
 use crate::context::Core;
 use crate::state::model::User;

@@ -21,6 +21,14 @@ use crate::state::oauth2::Client;
 /// The audience of platform access tokens.
 pub const PLATFORM_AUDIENCE: &str = "platform-apis";
 
+/// The claim listing the ids of the tokens an exchanged token descends from, nearest last.
+pub const EXCHANGED_FROM: &str = "exchanged_from";
+
+/// The ids of the tokens `claims`' token was exchanged from (empty for a minted one).
+pub fn ancestors(claims: &Value) -> &[Value] {
+    claims.get(EXCHANGED_FROM).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
 /// The principal a token speaks for.
 pub enum Subject<'a> {
     /// A user (authorization code, device code, refresh).

@@ -21,14 +21,13 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::MaybeJson;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
-use crate::node::Node;
 use crate::policy::{enforce, guard};
 use crate::state::model::User;
 use crate::state::passkeys::{PasskeyCommand, StoredPasskey};
 use crate::state::{Command, Reader};
 use crate::token::render::iso_seconds;
 use crate::token::Caller;
-use crate::token::{Delegation, ValidToken};
+use crate::token::{Delegation, Tokens, ValidToken};
 
 const MAX_DESCRIPTION: usize = 255;
 
@@ -61,10 +60,13 @@ pub async fn start(
               E::BadRequest, E::Unauthorized, E::TooManyRequests, E::Internal,
               (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
               E::Unavailable))]
-pub async fn finish(State(node): State<Arc<Node>>, JsonBody(b): JsonBody<AssertionBody>) -> ApiResult<Response> {
-    // The whole node while `auth::tokens::issue_unscoped` takes it.
+pub async fn finish(
+    State(node): State<Arc<Tokens>>,
+    State(rp): State<Arc<RelyingParty>>,
+    JsonBody(b): JsonBody<AssertionBody>,
+) -> ApiResult<Response> {
     let cred = b.credential()?;
-    let user = ceremony::login_finish(&node, &node.passkeys, b.user_id.as_deref(), &cred).await?;
+    let user = ceremony::login_finish(&node, &rp, b.user_id.as_deref(), &cred).await?;
     crate::auth::tokens::issue_unscoped(&node, &user, crate::token::Method::Passkey, StatusCode::CREATED).await
 }
 

@@ -23,15 +23,13 @@ pub use ceremony::RelyingParty;
 use crate::context::Core;
 use crate::token::Tokens;
 
-/// The passkey endpoints. The login's finish takes the whole node while
-/// `auth::tokens::issue_unscoped` does.
+/// The passkey endpoints.
 pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<Core>: FromRef<S>,
     Arc<Tokens>: FromRef<S>,
     Arc<RelyingParty>: FromRef<S>,
-    Arc<crate::node::Node>: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(api::start))

@@ -147,7 +147,6 @@ pub fn described() -> OpenApiRouter<AppState> {
         .routes(routes!(sigtokens::issue))
         .routes(routes!(sigtokens::issue_ec2tokens))
         .merge(oauth2::routes())
-        .merge(oauth2::password_login::routes())
         .merge(providers::routes())
         .merge(crate::mapping::api::routes())
         .merge(crate::mapped_auth::routes())
