@@ -38,18 +38,6 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
     }
 }
 
-/// A JSON body that may be absent (an empty body reads as `null`).
-pub struct MaybeJson(pub serde_json::Value);
-
-impl<S: Send + Sync> FromRequest<S> for MaybeJson {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let OptionalJson(v) = OptionalJson::from_request(req, state).await?;
-        Ok(MaybeJson(v.unwrap_or_default()))
-    }
-}
-
 async fn bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|_| ApiError::bad_request("The request body could not be read."))
 }

@@ -18,7 +18,8 @@ use super::wire::{
 };
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::MaybeJson;
+use crate::http::body::Sent;
+use crate::http::extract::OptionalJson;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
@@ -106,13 +107,15 @@ pub async fn register_start(
     State(rp): State<Arc<RelyingParty>>,
     Caller(ctx): Caller,
     Path(user_id): Path<String>,
-    MaybeJson(body): MaybeJson,
+    OptionalJson(body): OptionalJson<Sent<RegisterStartRequest>>,
 ) -> ApiResult<(StatusCode, Json<RegisterChallenge>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
     guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
+    // Typed on arrival, refused only here: a missing user or a refused caller answers first.
     let body: RegisterStartRequest = match body {
-        serde_json::Value::Null => RegisterStartRequest::default(),
-        v => serde_json::from_value(v)
+        None | Some(Sent::Absent | Sent::Null) => RegisterStartRequest::default(),
+        Some(Sent::Is(b)) => b,
+        Some(Sent::Wrong(v)) => serde_json::from_value(v)
             .map_err(|e| ApiError::bad_request(format!("Invalid input for field 'passkey': {e}.")))?,
     };
     let description = body.passkey.and_then(|p| p.description);
