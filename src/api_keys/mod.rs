@@ -29,7 +29,7 @@ where
     S: Clone + Send + Sync + 'static,
     Arc<Core>: FromRef<S>,
     Arc<Tokens>: FromRef<S>,
-    Arc<crate::node::Node>: FromRef<S>,
+    Arc<crate::serve::node::Node>: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(api::list, api::create))

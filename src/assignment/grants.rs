@@ -13,8 +13,8 @@ use serde_json::{json, Map, Value};
 
 use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::Node;
 use crate::policy::{enforce, guard};
+use crate::serve::node::Node;
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::read::AssignmentReads;
@@ -197,7 +197,7 @@ macro_rules! grant_shapes {
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
             use crate::token::Caller;
-            use crate::node::Node;
+            use crate::serve::node::Node;
 
             type P = Path<HashMap<String, String>>;
 
@@ -275,7 +275,7 @@ macro_rules! grant_shapes {
     )*
 
         /// Every grant route, described.
-        pub fn routes() -> utoipa_axum::router::OpenApiRouter<crate::node::AppState> {
+        pub fn routes() -> utoipa_axum::router::OpenApiRouter<crate::serve::node::AppState> {
             use utoipa_axum::routes;
             utoipa_axum::router::OpenApiRouter::default()
                 $(

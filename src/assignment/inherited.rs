@@ -18,8 +18,8 @@ use serde_json::{json, Map, Value};
 
 use super::roles::{self, role_json};
 use crate::http::error::{ApiError, ApiResult};
-use crate::node::{AppState, Node};
 use crate::policy::{enforce, guard};
+use crate::serve::node::{AppState, Node};
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::read::AssignmentReads;
@@ -182,7 +182,7 @@ macro_rules! inherited_shapes {
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
             use crate::token::Caller;
-            use crate::node::Node;
+            use crate::serve::node::Node;
 
             type P = Path<HashMap<String, String>>;
 
@@ -258,7 +258,7 @@ macro_rules! inherited_lists {
             use crate::http::error::ApiResult;
             use crate::http::openapi::errors as E;
             use crate::token::Caller;
-            use crate::node::Node;
+            use crate::serve::node::Node;
 
             type P = Path<HashMap<String, String>>;
 

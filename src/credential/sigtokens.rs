@@ -27,7 +27,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{query_flag, JsonBody};
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
-use crate::node::Node;
+use crate::serve::node::Node;
 use crate::state::Reader;
 use crate::token::{Delegation, Method, TokenPayload, TokenScope};
 

@@ -21,7 +21,7 @@ use super::html::{PageError, PageResult};
 use super::page_state::{self, Flow, Login};
 use super::scopes;
 use crate::clock::now_secs;
-use crate::node::Node;
+use crate::serve::node::Node;
 use crate::state::model::User;
 
 /// The login form (`/authorize/login`, `/device/login`).

@@ -31,7 +31,7 @@ where
     Arc<Core>: FromRef<S>,
     Arc<Tokens>: FromRef<S>,
     Arc<RelyingParty>: FromRef<S>,
-    Arc<crate::node::Node>: FromRef<S>,
+    Arc<crate::serve::node::Node>: FromRef<S>,
 {
     OpenApiRouter::new()
         .routes(routes!(api::start))

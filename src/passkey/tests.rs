@@ -30,7 +30,7 @@ fn clone_of(d: &SoftToken) -> SoftToken {
 }
 
 /// Everything the passkeys column family holds, to show a refusal wrote nothing.
-fn stored(node: &crate::node::Node) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn stored(node: &crate::serve::node::Node) -> Vec<(Vec<u8>, Vec<u8>)> {
     node.engine.read().scan_prefix(cf::PASSKEYS, b"", usize::MAX).unwrap()
 }
 
