@@ -22,7 +22,6 @@ mod jobs;
 mod kek;
 mod mapped_auth;
 mod mapping;
-mod node;
 mod oauth1;
 mod oauth2;
 mod otlp;

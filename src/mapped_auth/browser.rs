@@ -11,8 +11,8 @@
 //! verifier, expiry) travels in `state`, sealed under the token key ring (`token::sealed`),
 //! so the callback may land on any node. The provider's endpoints come from its discovery
 //! document (`{issuer}/.well-known/openid-configuration`, whose `issuer` must be the
-//! provider's), cached for [`DISCOVERY_TTL`] (a failure for [`DISCOVERY_RETRY`]; at most
-//! [`MAX_DISCOVERY_DOCS`] issuers, the least recently used forgotten first). Every request to
+//! provider's), cached for `discovery::DISCOVERY_TTL` (a failure for `DISCOVERY_RETRY`; at most
+//! `MAX_DISCOVERY_DOCS` issuers, the least recently used forgotten first). Every request to
 //! the provider goes through the node's outbound policy (`providers::outbound`).
 //!
 //! Login CSRF: the state is bound to the browser that started the login. The start answer
@@ -24,8 +24,7 @@
 //! browser with its cookies (same site as this service, `credentials: "include"`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -36,10 +35,12 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::discovery::{unreachable, Discovery, MAX_RESPONSE};
 use super::login::{login, External};
-use super::oidc::{refused, subject, usable_provider};
+use super::oidc::{subject, usable_provider};
+use super::refusal::refused;
 use super::schemas::{BrowserStart, BrowserStartBody, CallbackBody};
-use super::MappedAuth;
+use super::state::MappedAuth;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
@@ -47,18 +48,12 @@ use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::providers::jwks::read_capped;
 use crate::providers::outbound::Outbound;
-use crate::providers::verify::{verify_oidc_jwt, VerifyError};
+use crate::providers::verify::verify_oidc_jwt;
 use crate::state::providers::{OidcProvider, ProviderConfig, ProviderKind};
 use crate::token::{sealed, Tokens};
 
 /// Seconds a started login may take to come back.
 pub const FLOW_LIFETIME_S: i64 = 600;
-pub const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
-/// How long a failed discovery is remembered (logins in it fail without a new request).
-pub const DISCOVERY_RETRY: Duration = Duration::from_secs(10);
-/// Issuers whose discovery documents are kept at most.
-pub const MAX_DISCOVERY_DOCS: usize = 1024;
-const MAX_RESPONSE: usize = 256 * 1024;
 /// Where the browser-binding cookie is sent back (and nowhere else).
 const CALLBACK_PATH: &str = "/v4/federation/oidc/callback";
 /// v2: the state carries the browser binding; a v1 state (or an older node) opens none of v2.
@@ -77,105 +72,6 @@ struct Pending {
     exp: i64,
     /// The hash of the browser-binding cookie set by the start.
     browser: String,
-}
-
-/// The endpoints of a provider's discovery document.
-#[derive(Clone, Deserialize)]
-pub struct Discovery {
-    issuer: String,
-    authorization_endpoint: String,
-    token_endpoint: String,
-}
-
-/// What is known of one issuer's discovery: the document or a failure, when it was learnt
-/// and when it was last asked for.
-struct Known {
-    at: Instant,
-    /// A use counter: the least recently used has the smallest.
-    used: u64,
-    doc: Option<Discovery>,
-}
-
-pub struct DiscoveryCache {
-    docs: Mutex<HashMap<String, Known>>,
-    uses: std::sync::atomic::AtomicU64,
-    max: usize,
-}
-
-fn unreachable(why: impl std::fmt::Display) -> ApiError {
-    refused(VerifyError::KeySetUnavailable(why.to_string()))
-}
-
-/// An https URL (plain http only to a loopback host), as the provider's endpoints must be.
-fn endpoint_ok(u: &str) -> bool {
-    crate::oauth2::clients::valid_redirect_uri(u)
-}
-
-impl DiscoveryCache {
-    /// A cache of at most `max` issuers.
-    pub fn new(max: usize) -> DiscoveryCache {
-        DiscoveryCache { docs: Mutex::new(HashMap::new()), uses: Default::default(), max: max.max(1) }
-    }
-
-    fn tick(&self) -> u64 {
-        self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// How many issuers are remembered.
-    #[cfg(test)]
-    pub fn remembered(&self) -> usize {
-        self.docs.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// The cached answer while it holds: a document for [`DISCOVERY_TTL`], a failure for
-    /// [`DISCOVERY_RETRY`].
-    fn cached(&self, issuer: &str) -> Option<ApiResult<Discovery>> {
-        let mut docs = self.docs.lock().unwrap_or_else(|p| p.into_inner());
-        let k = docs.get_mut(issuer)?;
-        let live = match &k.doc {
-            Some(_) => k.at.elapsed() < DISCOVERY_TTL,
-            None => k.at.elapsed() < DISCOVERY_RETRY,
-        };
-        if !live {
-            return None;
-        }
-        k.used = self.tick();
-        Some(k.doc.clone().ok_or_else(|| unreachable("the discovery document failed recently")))
-    }
-
-    fn remember(&self, issuer: &str, doc: Option<Discovery>) {
-        let mut docs = self.docs.lock().unwrap_or_else(|p| p.into_inner());
-        if !docs.contains_key(issuer) && docs.len() >= self.max {
-            if let Some(lru) = docs.iter().min_by_key(|(_, k)| k.used).map(|(i, _)| i.clone()) {
-                docs.remove(&lru);
-            }
-        }
-        docs.insert(issuer.to_string(), Known { at: Instant::now(), used: self.tick(), doc });
-    }
-
-    async fn get(&self, outbound: &Outbound, issuer: &str) -> ApiResult<Discovery> {
-        if let Some(answer) = self.cached(issuer) {
-            return answer;
-        }
-        let fetched = fetch_discovery(outbound, issuer).await;
-        self.remember(issuer, fetched.as_ref().ok().cloned());
-        fetched.map_err(unreachable)
-    }
-}
-
-async fn fetch_discovery(outbound: &Outbound, issuer: &str) -> Result<Discovery, String> {
-    let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
-    let client = outbound.client();
-    let mut resp = outbound.send(client, client.get(url)).await?;
-    if !resp.status().is_success() {
-        return Err(format!("discovery answered {}", resp.status()));
-    }
-    let body = read_capped(&mut resp, MAX_RESPONSE).await?;
-    let d: Discovery = serde_json::from_slice(&body).map_err(|_| "the discovery document is not valid".to_string())?;
-    if d.issuer != issuer || !endpoint_ok(&d.authorization_endpoint) || !endpoint_ok(&d.token_endpoint) {
-        return Err("the discovery document names another issuer or an insecure endpoint".into());
-    }
-    Ok(d)
 }
 
 /// The browser-binding cookie's name: `__Secure-` prefixed (and `Secure`) when this service
@@ -384,57 +280,4 @@ pub async fn callback(
         resp.headers_mut().append(header::SET_COOKIE, clear);
     }
     Ok(resp)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-
-    fn doc(issuer: &str) -> Discovery {
-        Discovery {
-            issuer: issuer.into(),
-            authorization_endpoint: format!("{issuer}/authorize"),
-            token_endpoint: format!("{issuer}/token"),
-        }
-    }
-
-    #[test]
-    fn the_discovery_cache_keeps_a_bounded_number_of_issuers() {
-        let cache = DiscoveryCache::new(2);
-        let issuer = |i: usize| format!("https://idp{i}.example");
-        cache.remember(&issuer(1), Some(doc(&issuer(1))));
-        for i in 2..50 {
-            cache.remember(&issuer(i), Some(doc(&issuer(i))));
-            assert!(cache.cached(&issuer(1)).is_some(), "issuer 1, used all along, stays");
-        }
-        assert_eq!(cache.remembered(), 2);
-        assert!(cache.cached(&issuer(49)).is_some() && cache.cached(&issuer(2)).is_none());
-    }
-
-    /// A failed discovery is remembered: logins right after it do not ask the provider again.
-    #[tokio::test]
-    async fn a_failed_discovery_is_not_retried_at_once() {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let h = hits.clone();
-        let app = axum::Router::new().route(
-            "/.well-known/openid-configuration",
-            axum::routing::get(move || {
-                h.fetch_add(1, Ordering::SeqCst);
-                async { (StatusCode::INTERNAL_SERVER_ERROR, "upstream detail") }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let issuer = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let outbound = Outbound::permissive();
-        let cache = DiscoveryCache::new(MAX_DISCOVERY_DOCS);
-        for _ in 0..5 {
-            let err = cache.get(&outbound, &issuer).await.err().expect("refused");
-            assert_eq!(err.status, StatusCode::SERVICE_UNAVAILABLE);
-            assert!(!err.message.contains("500") && !err.message.contains("upstream"), "{}", err.message);
-        }
-        assert_eq!(hits.load(Ordering::SeqCst), 1, "one request for five logins");
-    }
 }

@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde_json::{Map, Value};
 
 use super::rulesets::{self, Live};
-use super::MappedAuth;
+use super::state::MappedAuth;
 use crate::audit::event::regex_match_timeout;
 use crate::auth::tokens::token_response;
 use crate::clock::now_micros;

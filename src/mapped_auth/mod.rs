@@ -15,12 +15,15 @@
 
 pub mod browser;
 mod confine;
+mod discovery;
 pub mod limits;
 pub mod login;
 pub mod oidc;
 mod principal;
+mod refusal;
 pub mod rulesets;
 pub mod schemas;
+mod state;
 mod verified;
 pub mod workloads;
 
@@ -30,55 +33,14 @@ mod cluster_tests;
 mod tests;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::config::{FederationSettings, ShadowRegistrySettings};
-use crate::mapping::regex_cache::RegexCache;
-use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
-use crate::providers::outbound::Outbound;
 use crate::token::Tokens;
 
-/// The node's state for mapped logins.
-pub struct MappedAuth {
-    /// What the node may reach when it calls a provider (`[federation]`).
-    pub outbound: Arc<Outbound>,
-    pub jwks: JwksCache,
-    pub regexes: RegexCache,
-    pub regex_deadline: Duration,
-    pub auth_limit: limits::PerProvider,
-    pub creation_limit: limits::PerProvider,
-    /// The OIDC discovery documents of the browser flow's providers.
-    pub discovery: browser::DiscoveryCache,
-    /// IdP JWTs already verified (`verified`).
-    pub verified: verified::VerifiedCache,
-}
-
-impl MappedAuth {
-    pub fn new(s: &ShadowRegistrySettings, f: &FederationSettings) -> anyhow::Result<MappedAuth> {
-        let outbound =
-            Arc::new(Outbound::new(f.allow_private_networks, f.outbound_rate_limit).map_err(|e| anyhow::anyhow!(e))?);
-        Ok(MappedAuth {
-            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL, outbound.clone()),
-            outbound,
-            regexes: RegexCache::new(),
-            regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
-            auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
-            creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
-            discovery: browser::DiscoveryCache::new(browser::MAX_DISCOVERY_DOCS),
-            verified: verified::VerifiedCache::default(),
-        })
-    }
-
-    pub fn housekeep(&self) {
-        self.auth_limit.housekeep();
-        self.creation_limit.housekeep();
-        self.outbound.housekeep();
-    }
-}
+pub use state::MappedAuth;
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where

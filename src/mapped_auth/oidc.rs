@@ -13,40 +13,20 @@ use axum::http::{header, HeaderMap};
 use axum::response::Response;
 
 use super::login::{login, External};
+use super::refusal::refused;
 use super::schemas::JwtLoginBody;
-use super::MappedAuth;
+use super::state::MappedAuth;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;
 use crate::providers::registry::find;
-use crate::providers::verify::{check_times, verify_oidc_jwt, Claims, VerifyError};
+use crate::providers::verify::{check_times, verify_oidc_jwt, Claims};
 use crate::state::providers::{OidcProvider, Provider, ProviderConfig, ProviderKind};
 use crate::token::Tokens;
 
 /// Longest JWT accepted (bytes); larger ones are refused unread.
 pub const MAX_JWT: usize = 16 * 1024;
-
-/// A refused external token: 401 saying which check failed; an issuer that cannot be
-/// reached: 503 (the caller may retry; its token may be fine). What the issuer answered (its
-/// status, content type, body, or the cluster's reason) is logged here, never told to the
-/// caller: the URL is the provider's, and its answers are not for whoever logs in.
-pub fn refused(e: VerifyError) -> ApiError {
-    match e {
-        VerifyError::KeySetUnavailable(_) | VerifyError::ReviewUnavailable(_) => {
-            tracing::warn!("external token not checkable: {e}");
-            ApiError::unavailable("The identity provider could not be reached to check the token; retry later.")
-        }
-        VerifyError::NotAuthenticated(Some(_)) => {
-            tracing::debug!("external token refused: {e}");
-            ApiError::unauthorized(format!(
-                "The presented token is not valid: {}.",
-                VerifyError::NotAuthenticated(None)
-            ))
-        }
-        e => ApiError::unauthorized(format!("The presented token is not valid: {e}.")),
-    }
-}
 
 /// The provider, when its domain (if any) is enabled.
 pub fn usable_provider(node: &Core, kind: ProviderKind, id: &str) -> ApiResult<Provider> {

@@ -6,7 +6,7 @@
 
 use super::login::External;
 use super::rulesets::Live;
-use super::MappedAuth;
+use super::state::MappedAuth;
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};

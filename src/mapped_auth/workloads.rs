@@ -11,9 +11,10 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 
 use super::login::{login, External};
-use super::oidc::{refused, subject, usable_provider, MAX_JWT};
+use super::oidc::{subject, usable_provider, MAX_JWT};
+use super::refusal::refused;
 use super::schemas::WorkloadLoginBody;
-use super::MappedAuth;
+use super::state::MappedAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::errors as E;

@@ -11,7 +11,7 @@ pub mod encode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::node::Node;
+use crate::serve::node::Node;
 
 /// Bound on one export.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);

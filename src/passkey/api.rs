@@ -17,8 +17,8 @@ use super::wire::{
     RegisterStartRequest, StartRequest,
 };
 use crate::context::Core;
-use crate::http::error::{ApiError, ApiResult};
 use crate::http::body::Sent;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::OptionalJson;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;

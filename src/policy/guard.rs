@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::http::error::{ApiError, ApiResult};
-use crate::policy::Persona;
+use crate::policy::persona::Persona;
 use crate::reads::{hierarchy, listing};
 use crate::state::model::{Assignment, Target};
 use crate::state::Reader;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use regorus::Value;
 
-use super::Persona;
+use super::persona::Persona;
 use crate::token::{TokenScope, ValidToken};
 
 fn text(s: &str) -> Value {

@@ -4,7 +4,7 @@
 //! (admin, manager, member, reader; system, domain and project scope). Operators can replace
 //! or extend them from `[policy] directory`, reloaded on SIGHUP (see `docs/policy.md`).
 //!
-//! Who is a cloud administrator is the node's `[policy] admin_scope` ([`AdminScope`]):
+//! Who is a cloud administrator is the node's `[policy] admin_scope` ([`AdminScope`](admin_scope::AdminScope)):
 //! Keystone's `role:admin` on any scope by default, or only with system scope (or on the admin
 //! project) in the strict mode.
 
@@ -14,6 +14,7 @@ pub mod guard;
 mod input;
 #[cfg(test)]
 mod matrix;
+mod persona;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -25,7 +26,7 @@ use serde_json::Value;
 pub use store::PolicyStore;
 
 use crate::http::ApiError;
-use crate::token::{TokenScope, ValidToken};
+use crate::token::ValidToken;
 
 /// The node's policy set. One per process: `enforce` has no node at hand, and a process
 /// serves one node.
@@ -53,42 +54,5 @@ pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -
     }
 }
 
-pub use admin_scope::AdminScope;
 pub use input::Principal;
-
-/// The caller as handlers see it when they shape a request before `enforce` (e.g. the
-/// default domain filter of a listing).
-pub struct Persona<'a> {
-    pub ctx: &'a ValidToken,
-}
-
-impl Persona<'_> {
-    /// A system-scoped token, or (in the strict admin mode) one scoped to the admin project.
-    pub fn system_scoped(&self) -> bool {
-        matches!(self.ctx.payload.scope, TokenScope::System)
-            || (self.ctx.admin_scope == AdminScope::System && self.ctx.is_admin_project)
-    }
-    pub fn system(&self, role: &str) -> bool {
-        self.system_scoped() && self.ctx.has_role(role)
-    }
-    /// Keystone's `admin_required` under the node's admin mode.
-    pub fn cloud_admin(&self) -> bool {
-        self.ctx.has_role("admin") && (self.ctx.admin_scope == AdminScope::Any || self.system_scoped())
-    }
-    /// May read everything: Keystone's `rule:admin_required or (role:reader and system_scope:all)`.
-    pub fn cloud_reader(&self) -> bool {
-        self.cloud_admin() || self.system("reader")
-    }
-    /// The domain a listing is confined to when the caller names none: a domain-scoped
-    /// token's own domain, as Keystone filters (project-scoped callers are left to policy).
-    pub fn listing_domain(&self) -> Option<&str> {
-        match &self.ctx.payload.scope {
-            TokenScope::Domain(d) => Some(d.as_str()),
-            _ => None,
-        }
-    }
-    /// The domain of the caller's scope (scoped domain, or the scoped project's domain).
-    pub fn scope_domain(&self) -> Option<&str> {
-        self.ctx.scope_domain.as_ref().map(|d| d.id.as_str())
-    }
-}
+pub use persona::Persona;

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::actions::ACTIONS;
-use super::{input, AdminScope, PolicyStore};
+use super::admin_scope::AdminScope;
+use super::{input, PolicyStore};
 use crate::state::model::{Project, Role, User};
 use crate::token::{Delegation, TokenPayload, TokenScope, ValidToken};
 

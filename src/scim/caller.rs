@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::json;
 
+use super::state::Scim;
 use super::wire::{ScimError, ScimResult};
-use super::Scim;
 use crate::api_keys::simulate::{Grant, GrantScope, Matched};
 use crate::context::Core;
 use crate::http::error::ApiResult;

@@ -19,6 +19,7 @@ pub mod patch;
 pub mod realms;
 pub mod resource;
 pub mod schemas;
+mod state;
 pub mod users;
 mod values;
 pub mod wire;
@@ -40,33 +41,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use caller::KeyChecks;
+pub use state::Scim;
 
-use crate::api_keys::simulate::Matched;
-use crate::config::ScimSettings;
 use crate::context::Core;
 use crate::http::client_ip::TrustedProxies;
-use crate::mapped_auth::limits::PerProvider;
-use crate::token::{AppliedCache, Tokens};
-
-/// The node's SCIM state.
-pub struct Scim {
-    /// SCIM writes per provider (`[keystone] scim_realm_write_rate_limit`).
-    pub write_limit: PerProvider,
-    /// What each key's realm ruleset matched (`None`: nothing), per rulesets revision.
-    pub grants: AppliedCache<(String, String), Option<Arc<Matched>>>,
-    /// What a key (by secret hash) resolved to for a domain, per applied state.
-    pub callers: AppliedCache<(String, String), Arc<caller::Resolved>>,
-}
-
-impl Scim {
-    pub fn new(s: &ScimSettings) -> Scim {
-        Scim {
-            write_limit: PerProvider::new(s.write_rate_limit, "SCIM writes"),
-            grants: AppliedCache::new(1024),
-            callers: AppliedCache::new(1024),
-        }
-    }
-}
+use crate::token::Tokens;
 
 /// Every SCIM operation: realm administration (tokens), the resources (API keys) and the
 /// static documents.

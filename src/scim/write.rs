@@ -6,8 +6,8 @@
 //! user's tokens are refused everywhere the moment DELETE returns.
 
 use super::caller::ScimCaller;
+use super::state::Scim;
 use super::wire::ScimResult;
-use super::Scim;
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::context::Core;
 use crate::state::scim::{Kind, ScimCommand, ScimResourceIndex};

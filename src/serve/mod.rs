@@ -3,6 +3,7 @@
 
 pub mod discovery;
 pub mod engine;
+pub mod node;
 pub mod openapi;
 pub mod ops;
 #[cfg(test)]

@@ -16,8 +16,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-use crate::node::Node;
 use crate::policy::PolicyStore;
+use crate::serve::node::Node;
 use crate::state::Reader;
 
 /// What the probes say about a policy set that did not compile.

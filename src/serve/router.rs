@@ -19,7 +19,7 @@ use crate::http::client_ip;
 use crate::http::metrics::labels;
 use crate::http::ratelimit::Class;
 use crate::http::ApiError;
-use crate::node::{AppState, Node};
+use crate::serve::node::{AppState, Node};
 use crate::{
     appcred, assignment, auth, catalog, credential, federation, identity, oauth1, oauth2, providers, resource, trust,
 };

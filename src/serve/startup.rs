@@ -18,7 +18,7 @@ use crate::http::guard::ListenerLimits;
 use crate::http::metrics::Metrics;
 use crate::http::tls::{Admit, ServerTls, TlsListener};
 use crate::identity::hash_pool::HashPool;
-use crate::node::Node;
+use crate::serve::node::Node;
 use crate::state::apply::IdentityApp;
 use crate::state::Reader;
 use crate::token::Tokens;

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::{send, Reply};
 use crate::config::{Config, Settings};
-use crate::node::Node;
+use crate::serve::node::Node;
 
 pub const WAIT: Duration = Duration::from_secs(30);
 const SECRET: &str = "in-process-cluster-secret";

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use crate::config::{Config, Settings};
-use crate::node::Node;
+use crate::serve::node::Node;
 
 pub struct TestNode {
     pub node: Arc<Node>,

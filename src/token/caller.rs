@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
-use super::{Tokens, ValidToken};
+use super::validate::{Tokens, ValidToken};
 use crate::context::Core;
 use crate::http::ApiError;
 

@@ -6,7 +6,7 @@
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::ValidToken;
+use super::validate::ValidToken;
 use crate::state::model::{Project, Role, User};
 
 fn opt(s: &Option<String>) -> usize {

@@ -1,6 +1,7 @@
 use serde_json::{json, Value};
 
-use super::{TokenScope, ValidToken};
+use super::payload::TokenScope;
+use super::validate::ValidToken;
 
 /// Keystone's timestamp format: UTC, microseconds, `Z`.
 pub fn iso_micros(micros: i64) -> String {

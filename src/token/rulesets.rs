@@ -22,7 +22,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{MappedGrant, Tokens};
+use super::payload::MappedGrant;
+use super::validate::Tokens;
 use crate::state::mapping::MappingRecord;
 use crate::state::read::MappingReads;
 use crate::state::ruleset::{MappingRule, MappingRuleSet};

@@ -2,8 +2,10 @@ use std::sync::Arc;
 
 use idnode_keys::TokenKeyRing;
 
+use super::cache::AppliedCache;
+use super::footprint;
+use super::payload::{TokenPayload, TokenScope};
 use super::rulesets::{self, Live, MappingError};
-use super::{footprint, AppliedCache, TokenPayload, TokenScope};
 use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};

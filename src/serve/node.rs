@@ -1,5 +1,5 @@
 //! What every handler of a node shares: the core context and the features' per-node states.
-//! Startup wiring (listeners, background tasks, shutdown) is `serve::startup`.
+//! Startup wiring (listeners, background tasks, shutdown) is `startup`.
 
 use std::net::IpAddr;
 use std::sync::Arc;
