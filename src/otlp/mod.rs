@@ -8,10 +8,13 @@
 
 pub mod encode;
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::serve::node::Node;
+use crate::config::Config;
+
+/// The node's metrics as OpenMetrics text; the exporter is handed this rather than the node,
+/// so it depends on nothing above it.
+pub type MetricsText = Box<dyn Fn() -> Result<String, std::fmt::Error> + Send + Sync>;
 
 /// Bound on one export.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,9 +35,15 @@ pub fn metrics_url(endpoint: &str) -> String {
 }
 
 /// One export of the node's current metrics.
-pub async fn export(node: &Node, http: &reqwest::Client, url: &str, start: u64) -> anyhow::Result<()> {
-    let text = node.metrics_text()?;
-    let body = encode::request(&text, node.cfg.node_id, start, unix_nanos());
+pub async fn export(
+    metrics: &MetricsText,
+    node_id: u64,
+    http: &reqwest::Client,
+    url: &str,
+    start: u64,
+) -> anyhow::Result<()> {
+    let text = metrics()?;
+    let body = encode::request(&text, node_id, start, unix_nanos());
     let resp = http.post(url).json(&body).send().await?;
     if !resp.status().is_success() {
         anyhow::bail!("the collector answered {}", resp.status());
@@ -43,10 +52,10 @@ pub async fn export(node: &Node, http: &reqwest::Client, url: &str, start: u64) 
 }
 
 /// Starts the exporter when an endpoint is configured.
-pub fn spawn(node: &Arc<Node>) -> Option<tokio::task::JoinHandle<()>> {
-    let url = metrics_url(node.cfg.otlp.endpoint.as_deref()?);
-    let every = Duration::from_secs(node.cfg.otlp.interval_s);
-    let node = node.clone();
+pub fn spawn(cfg: &Config, metrics: MetricsText) -> Option<tokio::task::JoinHandle<()>> {
+    let url = metrics_url(cfg.otlp.endpoint.as_deref()?);
+    let every = Duration::from_secs(cfg.otlp.interval_s);
+    let node_id = cfg.node_id;
     let start = unix_nanos();
     Some(tokio::spawn(async move {
         let http = match reqwest::Client::builder().timeout(EXPORT_TIMEOUT).build() {
@@ -58,7 +67,7 @@ pub fn spawn(node: &Arc<Node>) -> Option<tokio::task::JoinHandle<()>> {
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            if let Err(e) = export(&node, &http, &url, start).await {
+            if let Err(e) = export(&metrics, node_id, &http, &url, start).await {
                 tracing::warn!(%url, "OTLP metrics export failed: {e:#}");
             }
         }
@@ -67,7 +76,7 @@ pub fn spawn(node: &Arc<Node>) -> Option<tokio::task::JoinHandle<()>> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     use axum::routing::post;
     use serde_json::Value;
@@ -100,7 +109,8 @@ mod tests {
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         let endpoint = format!("http://{addr}");
         let t = TestNode::start_with(&[("otlp", "endpoint", &endpoint), ("otlp", "interval", "1")]).await;
-        let task = spawn(&t.node).expect("an endpoint is configured");
+        let node = t.node.clone();
+        let task = spawn(&t.node.cfg, Box::new(move || node.metrics_text())).expect("an endpoint is configured");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while got.lock().unwrap().is_empty() {
             assert!(tokio::time::Instant::now() < deadline, "no export arrived");

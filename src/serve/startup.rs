@@ -190,7 +190,8 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Every node reports its own API key uses (not leader-gated: the uses are its own).
     jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.core.clone(), node.api_key_usage.clone())));
     jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
-    jobs.extend(crate::otlp::spawn(&node));
+    let metrics_of = node.clone();
+    jobs.extend(crate::otlp::spawn(&node.cfg, Box::new(move || metrics_of.metrics_text())));
     let checker = match node.cfg.raft_consistency_check_interval_s {
         0 => None,
         s => Some(node.raft.spawn_consistency_checks(Duration::from_secs(s))),
