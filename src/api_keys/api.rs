@@ -27,6 +27,7 @@ use crate::providers::registry::handle;
 use crate::state::api_keys::{ApiKey, ApiKeyCommand};
 use crate::state::read::ApiKeyReads;
 use crate::token::render::iso_seconds;
+use crate::token::Call;
 use crate::token::Caller;
 use crate::token::{Tokens, ValidToken};
 
@@ -109,15 +110,10 @@ async fn write(node: &Core, cmd: ApiKeyCommand) -> ApiResult<ApiKey> {
     params(("domain_id" = String, Query, description = "The domain whose keys to list (required)."),
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) keys."),
            ("provider_id" = Option<String>, Query, description = "Only the keys of this provider."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this client_id.")),
-    responses((status = 200, description = "The domain's keys, in client_id order.", body = ApiKeyList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this client_id.")),
+    responses((status = 200, description = "The domain's keys, in client_id order.", body = ApiKeyList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::Internal))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let domain = domain_query(&q)?;
     authorize("list", &ctx, &domain)?;
     let enabled = match q.get("enabled").map(|v| v.to_lowercase()) {
@@ -139,11 +135,9 @@ pub async fn list(
 
 #[utoipa::path(post, path = "/v4/api-keys", operation_id = "v4_api_keys_create", tag = "api_keys",
     request_body(content = CreateEnvelope, content_type = "application/json"),
-    responses((status = 201, description = "The key and its bearer token (shown only here).", body = ApiKeyCreated),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The key and its bearer token (shown only here).", body = ApiKeyCreated), E::Change))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<CreateEnvelope>,
 ) -> ApiResult<(StatusCode, Json<ApiKeyCreated>)> {
     let b = b.api_key;
@@ -176,12 +170,10 @@ pub async fn create(
 }
 
 #[utoipa::path(get, path = "/v4/api-keys/{client_id}", operation_id = "v4_api_keys_get", tag = "api_keys",
-    params(("client_id" = String, Path, description = "The key."),
-           ("domain_id" = String, Query, description = "The key's domain (required).")),
+    params(("client_id" = String, Path, description = "The key."), ("domain_id" = String, Query, description = "The key's domain (required).")),
     responses((status = 200, description = "The key.", body = ApiKeyOne), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<ApiKeyOne>> {
@@ -191,16 +183,12 @@ pub async fn get(
 }
 
 #[utoipa::path(put, path = "/v4/api-keys/{client_id}", operation_id = "v4_api_keys_update", tag = "api_keys",
-    params(("client_id" = String, Path, description = "The key."),
-           ("domain_id" = String, Query, description = "The key's domain (required).")),
+    params(("client_id" = String, Path, description = "The key."), ("domain_id" = String, Query, description = "The key's domain (required).")),
     request_body(content = UpdateEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The key as changed.", body = ApiKeyOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound,
-              (status = 409, description = "Re-enabling a revoked key.", body = crate::http::openapi::ErrorBody),
-              E::Internal, E::Unavailable))]
+              (status = 409, description = "Re-enabling a revoked key.", body = crate::http::openapi::ErrorBody), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     JsonBody(b): JsonBody<UpdateEnvelope>,
@@ -220,13 +208,11 @@ pub async fn update(
 }
 
 #[utoipa::path(post, path = "/v4/api-keys/{client_id}/revoke", operation_id = "v4_api_keys_revoke", tag = "api_keys",
-    params(("client_id" = String, Path, description = "The key."),
-           ("domain_id" = String, Query, description = "The key's domain (required).")),
+    params(("client_id" = String, Path, description = "The key."), ("domain_id" = String, Query, description = "The key's domain (required).")),
     responses((status = 200, description = "The revoked key: disabled, with revoked_at and revoked_by; refused everywhere once this answers.", body = ApiKeyOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::Edit))]
 pub async fn revoke(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<ApiKeyOne>> {
@@ -240,8 +226,8 @@ pub async fn revoke(
 
 #[utoipa::path(post, path = "/v4/api-keys/simulate-access", operation_id = "v4_api_keys_simulate", tag = "api_keys",
     request_body(content = SimulateBody, content_type = "application/json"),
-    responses((status = 200, description = "What the key would be granted (its secret is not needed).", body = SimulateAnswer),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "What the key would be granted (its secret is not needed).", body = SimulateAnswer), E::BadRequest, E::Unauthorized,
+              E::Forbidden, E::NotFound, E::Internal))]
 pub async fn simulate_access(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,

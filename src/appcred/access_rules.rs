@@ -42,11 +42,9 @@ fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<Doc> {
 }
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/access_rules", operation_id = "access_rules_list", tag = "application_credentials",
-    params(("user_id" = String, Path, description = "The owner."),
-           ("service" = Option<String>, Query, description = "Only rules for this service type."),
+    params(("user_id" = String, Path, description = "The owner."), ("service" = Option<String>, Query, description = "Only rules for this service type."),
            ("path" = Option<String>, Query, description = "Only rules with this path."),
-           ("method" = Option<String>, Query, description = "Only rules with this method."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
+           ("method" = Option<String>, Query, description = "Only rules with this method."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's access rules.", body = s::AccessRuleList), E::List))]
 pub async fn list(
@@ -84,8 +82,9 @@ pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, Strin
 
 #[utoipa::path(delete, path = "/v3/users/{user_id}/access_rules/{access_rule_id}", operation_id = "access_rules_delete", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner."), ("access_rule_id" = String, Path, description = "The rule's id.")),
-    responses((status = 204, description = "Deleted."), (status = 403, description = "A credential still uses the rule.", body = crate::http::openapi::ErrorBody),
-              E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Deleted."),
+              (status = 403, description = "A credential still uses the rule.", body = crate::http::openapi::ErrorBody), E::Unauthorized, E::NotFound,
+              E::Internal, E::Unavailable))]
 pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     enforce("identity:delete_access_rule", &ctx, &target(&user_id))?;
     super::credentials::refuse_delegated(&ctx, false)?;

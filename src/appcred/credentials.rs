@@ -202,8 +202,7 @@ fn non_empty(field: &Sent<String>) -> Option<&str> {
 #[utoipa::path(post, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_create", tag = "application_credentials",
     params(("user_id" = String, Path, description = "The owner: the caller itself.")),
     request_body(content = s::AppCredRequest, content_type = "application/json"),
-    responses((status = 201, description = "The credential with its secret (shown only here).", body = s::AppCredCreated),
-              E::Change))]
+    responses((status = 201, description = "The credential with its secret (shown only here).", body = s::AppCredCreated), E::Change))]
 pub async fn create(
     Call(node, ctx): Call,
     Path(user_id): Path<String>,
@@ -297,10 +296,8 @@ pub async fn create(
 }
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/application_credentials", operation_id = "application_credentials_list", tag = "application_credentials",
-    params(("user_id" = String, Path, description = "The owner."),
-           ("name" = Option<String>, Query, description = "Only the credential of this name."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
+    params(("user_id" = String, Path, description = "The owner."), ("name" = Option<String>, Query, description = "Only the credential of this name."),
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::List))]
 pub async fn list(
     Call(node, ctx): Call,

@@ -64,8 +64,7 @@ fn load_rule(node: &Core, prior_id: &str, implied_id: &str) -> ApiResult<(Role, 
 
 #[utoipa::path(get, path = "/v3/roles/{id}/implies", operation_id = "implied_list_for_prior", tag = "roles",
     params(("id" = String, Path, description = "The prior role's id.")),
-    responses((status = 200, description = "The roles the prior role implies.", body = s::PriorRoleInferencesEnvelope),
-              E::Read))]
+    responses((status = 200, description = "The roles the prior role implies.", body = s::PriorRoleInferencesEnvelope), E::Read))]
 pub async fn list_for_prior(Call(node, ctx): Call, Path(prior_id): Path<String>) -> ApiResult<Json<Value>> {
     let prior = roles::load(&node, &prior_id)?;
     enforce("identity:list_implied_roles", &ctx, &rule_target(&prior, None))?;
@@ -79,10 +78,8 @@ pub async fn list_for_prior(Call(node, ctx): Call, Path(prior_id): Path<String>)
     })))
 }
 
-#[utoipa::path(get, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_get", tag = "roles",
-    description = "404 when either role does not exist or the rule does not.",
-    params(("id" = String, Path, description = "The prior role's id."),
-           ("implied_id" = String, Path, description = "The implied role's id.")),
+#[utoipa::path(get, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_get", tag = "roles", description = "404 when either role does not exist or the rule does not.",
+    params(("id" = String, Path, description = "The prior role's id."), ("implied_id" = String, Path, description = "The implied role's id.")),
     responses((status = 200, description = "The rule.", body = s::InferenceRuleEnvelope), E::Read))]
 pub async fn get(
     Call(node, ctx): Call,
@@ -93,10 +90,8 @@ pub async fn get(
     Ok(Json(single(&node, &prior, &implied)))
 }
 
-#[utoipa::path(head, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_check", tag = "roles",
-    description = "404 when either role does not exist or the rule does not.",
-    params(("id" = String, Path, description = "The prior role's id."),
-           ("implied_id" = String, Path, description = "The implied role's id.")),
+#[utoipa::path(head, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_check", tag = "roles", description = "404 when either role does not exist or the rule does not.",
+    params(("id" = String, Path, description = "The prior role's id."), ("implied_id" = String, Path, description = "The implied role's id.")),
     responses((status = 204, description = "The rule exists."), E::Read))]
 pub async fn check(
     Call(node, ctx): Call,
@@ -107,10 +102,8 @@ pub async fn check(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(put, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_create", tag = "roles",
-    description = "No request body. 404 when either role does not exist.",
-    params(("id" = String, Path, description = "The prior role's id."),
-           ("implied_id" = String, Path, description = "The implied role's id.")),
+#[utoipa::path(put, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_create", tag = "roles", description = "No request body. 404 when either role does not exist.",
+    params(("id" = String, Path, description = "The prior role's id."), ("implied_id" = String, Path, description = "The implied role's id.")),
     responses((status = 201, description = "The created rule.", body = s::InferenceRuleEnvelope), E::Change))]
 pub async fn create(
     Call(node, ctx): Call,
@@ -125,8 +118,7 @@ pub async fn create(
 }
 
 #[utoipa::path(delete, path = "/v3/roles/{id}/implies/{implied_id}", operation_id = "implied_delete", tag = "roles",
-    params(("id" = String, Path, description = "The prior role's id."),
-           ("implied_id" = String, Path, description = "The implied role's id.")),
+    params(("id" = String, Path, description = "The prior role's id."), ("implied_id" = String, Path, description = "The implied role's id.")),
     responses((status = 204, description = "The rule is gone."), E::Change))]
 pub async fn delete(
     Call(node, ctx): Call,
@@ -140,8 +132,7 @@ pub async fn delete(
 
 /// Every rule, grouped by prior role.
 #[utoipa::path(get, path = "/v3/role_inferences", operation_id = "implied_list_all", tag = "roles",
-    responses((status = 200, description = "Every inference rule, grouped by prior role.", body = s::RoleInferenceList),
-              E::List))]
+    responses((status = 200, description = "Every inference rule, grouped by prior role.", body = s::RoleInferenceList), E::List))]
 pub async fn list_all(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:list_role_inference_rules", &ctx, &json!({}))?;
     let view = node.engine.snapshot();

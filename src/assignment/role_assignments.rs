@@ -59,8 +59,7 @@ fn filter(q: &HashMap<String, String>, subtree: bool) -> ApiResult<Filter> {
 
 const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
 
-#[utoipa::path(get, path = "/v3/role_assignments", operation_id = "role_assignments_list", tag = "role_assignments",
-    description = "400 for a user and a group filter together, two scope filters together, `effective` with a group filter, or `effective` with a domain and the inherited filter.",
+#[utoipa::path(get, path = "/v3/role_assignments", operation_id = "role_assignments_list", tag = "role_assignments", description = "400 for a user and a group filter together, two scope filters together, `effective` with a group filter, or `effective` with a domain and the inherited filter.",
     params(("user.id" = Option<String>, Query, description = "Only assignments of this user."),
            ("group.id" = Option<String>, Query, description = "Only assignments of this group (not with `effective`)."),
            ("scope.project.id" = Option<String>, Query, description = "Only assignments on this project."),
@@ -71,8 +70,8 @@ const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
            ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members, inherited grants onto the projects below them, and implied roles."),
            ("include_subtree" = Option<String>, Query, description = "Present (any value but 0/false/no/off): the descendants of `scope.project.id` count as targets too (required)."),
            ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes.")),
-    responses((status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::NotFound, E::Internal))]
 pub async fn list(
     Call(node, ctx): Call,
     RawQuery(raw): RawQuery,

@@ -9,7 +9,6 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
-use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -17,6 +16,7 @@ use crate::reads::effective;
 use crate::resource::{domain_json, project_json};
 use crate::state::model::Target;
 use crate::state::Reader;
+use crate::token::Call;
 use crate::token::Caller;
 use crate::token::{TokenScope, Tokens};
 
@@ -25,19 +25,9 @@ fn links(base: &str, path: &str) -> Value {
 }
 
 /// Enabled projects (in enabled domains) on which the caller holds a role.
-#[utoipa::path(
-    get,
-    path = "/v3/auth/projects",
-    operation_id = "projects_auth_projects",
-    tag = "auth",
-    responses(
-        (status = 200, description = "Enabled projects on which the caller holds a role.", body = crate::resource::schemas::ProjectList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn auth_projects(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/auth/projects", operation_id = "projects_auth_projects", tag = "auth",
+    responses((status = 200, description = "Enabled projects on which the caller holds a role.", body = crate::resource::schemas::ProjectList), E::List))]
+pub async fn auth_projects(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_projects", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -54,19 +44,9 @@ pub async fn auth_projects(State(node): State<Arc<Core>>, Caller(ctx): Caller) -
 }
 
 /// Enabled domains on which the caller holds a role.
-#[utoipa::path(
-    get,
-    path = "/v3/auth/domains",
-    operation_id = "projects_auth_domains",
-    tag = "auth",
-    responses(
-        (status = 200, description = "Enabled domains on which the caller holds a role.", body = crate::resource::schemas::DomainList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn auth_domains(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/auth/domains", operation_id = "projects_auth_domains", tag = "auth",
+    responses((status = 200, description = "Enabled domains on which the caller holds a role.", body = crate::resource::schemas::DomainList), E::List))]
+pub async fn auth_domains(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_domains", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -81,19 +61,9 @@ pub async fn auth_domains(State(node): State<Arc<Core>>, Caller(ctx): Caller) ->
 }
 
 /// `{"system": [{"all": true}]}` when the caller holds a system role, else an empty list.
-#[utoipa::path(
-    get,
-    path = "/v3/auth/system",
-    operation_id = "projects_auth_system",
-    tag = "auth",
-    responses(
-        (status = 200, description = "Whether the caller holds a role on the system.", body = s::SystemScopes),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn auth_system(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/auth/system", operation_id = "projects_auth_system", tag = "auth",
+    responses((status = 200, description = "Whether the caller holds a role on the system.", body = s::SystemScopes), E::List))]
+pub async fn auth_system(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_system", &ctx, &json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -102,19 +72,8 @@ pub async fn auth_system(State(node): State<Arc<Core>>, Caller(ctx): Caller) -> 
     Ok(Json(json!({"system": system, "links": links(&base, "/v3/auth/system")})))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/auth/catalog",
-    operation_id = "projects_auth_catalog",
-    tag = "auth",
-    description = "403 for an unscoped token.",
-    responses(
-        (status = 200, description = "The catalog of the caller's token.", body = s::CatalogList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
+#[utoipa::path(get, path = "/v3/auth/catalog", operation_id = "projects_auth_catalog", tag = "auth", description = "403 for an unscoped token.",
+    responses((status = 200, description = "The catalog of the caller's token.", body = s::CatalogList), E::List))]
 pub async fn auth_catalog(State(node): State<Arc<Tokens>>, Caller(ctx): Caller) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_catalog", &ctx, &json!({}))?;
     if matches!(ctx.payload.scope, TokenScope::Unscoped) {

@@ -79,30 +79,13 @@ pub(crate) fn token_response(
 macro_rules! token_operations {
     ($path:literal, $issue:ident = $issue_id:literal, $validate:ident = $validate_id:literal,
      $check:ident = $check_id:literal, $revoke:ident = $revoke_id:literal) => {
-        #[utoipa::path(
-            post,
-            path = $path,
-            tag = "auth",
-            operation_id = $issue_id,
-            description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
-            security(()),
-            params(
-                ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-            ),
-            request_body(content = s::AuthRequest, content_type = "application/json"),
-            responses(
-                (status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-                (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-                E::BadRequest,
-                E::Unauthorized,
-                E::Forbidden,
-                E::NotFound,
-                E::PayloadTooLarge,
-                E::TooManyRequests,
-                E::Internal,
-                E::Unavailable,
-            )
-        )]
+        #[utoipa::path(post, path = $path, tag = "auth", operation_id = $issue_id, description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
+    security(()),
+    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
+    request_body(content = s::AuthRequest, content_type = "application/json"),
+    responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
         pub async fn $issue(
             n: State<Arc<Tokens>>,
             q: Query<HashMap<String, String>>,
@@ -111,26 +94,12 @@ macro_rules! token_operations {
             issue_token(n, q, b).await
         }
 
-        #[utoipa::path(
-            get,
-            path = $path,
-            tag = "auth",
-            operation_id = $validate_id,
-            description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
-            params(
-                ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-                ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-                ("X-Subject-Token" = String, Header, description = "The token to validate."),
-            ),
-            responses(
-                (status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
-                E::BadRequest,
-                E::Unauthorized,
-                E::Forbidden,
-                E::NotFound,
-                E::Internal,
-            )
-        )]
+        #[utoipa::path(get, path = $path, tag = "auth", operation_id = $validate_id, description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
+    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+           ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+           ("X-Subject-Token" = String, Header, description = "The token to validate.")),
+    responses((status = 200, description = "The subject token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The validated token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
         pub async fn $validate(
             n: State<Arc<Tokens>>,
             c: Caller,
@@ -140,24 +109,10 @@ macro_rules! token_operations {
             validate_token(n, c, h, q).await
         }
 
-        #[utoipa::path(
-            head,
-            path = $path,
-            tag = "auth",
-            operation_id = $check_id,
-            params(
-                ("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
-                ("X-Subject-Token" = String, Header, description = "The token to validate."),
-            ),
-            responses(
-                (status = 200, description = "The subject token is valid."),
-                E::BadRequest,
-                E::Unauthorized,
-                E::Forbidden,
-                E::NotFound,
-                E::Internal,
-            )
-        )]
+        #[utoipa::path(head, path = $path, tag = "auth", operation_id = $check_id,
+    params(("allow_expired" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): an expired (not revoked) token validates."),
+           ("X-Subject-Token" = String, Header, description = "The token to validate.")),
+    responses((status = 200, description = "The subject token is valid."), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
         pub async fn $check(
             n: State<Arc<Tokens>>,
             c: Caller,
@@ -167,23 +122,10 @@ macro_rules! token_operations {
             check_token(n, c, h, q).await
         }
 
-        #[utoipa::path(
-            delete,
-            path = $path,
-            tag = "auth",
-            operation_id = $revoke_id,
-            security(()),
-            params(
-                ("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority."),
-            ),
-            responses(
-                (status = 204, description = "Revoked everywhere, immediately."),
-                E::BadRequest,
-                E::NotFound,
-                E::Internal,
-                E::Unavailable,
-            )
-        )]
+        #[utoipa::path(delete, path = $path, tag = "auth", operation_id = $revoke_id,
+    security(()),
+    params(("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority.")),
+    responses((status = 204, description = "Revoked everywhere, immediately."), E::BadRequest, E::NotFound, E::Internal, E::Unavailable))]
         pub async fn $revoke(n: State<Arc<Tokens>>, h: HeaderMap) -> ApiResult<StatusCode> {
             revoke_token(n, h).await
         }

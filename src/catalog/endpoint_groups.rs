@@ -190,8 +190,7 @@ fn load_endpoint(node: &Core, id: &str) -> ApiResult<Endpoint> {
 }
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups", operation_id = "endpoint_groups_list", tag = "catalog",
-    params(("name" = Option<String>, Query, description = "Only groups of this name."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
+    params(("name" = Option<String>, Query, description = "Only groups of this name."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The endpoint groups.", body = s::EndpointGroupList), E::List))]
 pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
@@ -202,8 +201,8 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
 
 #[utoipa::path(post, path = "/v3/OS-EP-FILTER/endpoint_groups", operation_id = "endpoint_groups_create", tag = "catalog",
     request_body(content = s::EndpointGroupRequest, content_type = "application/json"),
-    responses((status = 201, description = "The created group.", body = s::EndpointGroupEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The created group.", body = s::EndpointGroupEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal,
+              E::Unavailable))]
 pub async fn create(
     Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::EndpointGroupRequest>>,
@@ -219,8 +218,7 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_get", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
-    responses((status = 200, description = "The group (HEAD: whether it exists).", body = s::EndpointGroupEnvelope),
-              E::Read))]
+    responses((status = 200, description = "The group (HEAD: whether it exists).", body = s::EndpointGroupEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_endpoint_group", &ctx, &json!({}))?;
     Ok(respond(&node, &GROUPS.load(&node, &id)?))
@@ -229,8 +227,7 @@ pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Jso
 #[utoipa::path(patch, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}", operation_id = "endpoint_groups_update", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     request_body(content = s::EndpointGroupRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated group.", body = s::EndpointGroupEnvelope),
-              E::Edit))]
+    responses((status = 200, description = "The updated group.", body = s::EndpointGroupEnvelope), E::Edit))]
 pub async fn update(
     Call(node, ctx): Call,
     Path(id): Path<String>,
@@ -257,8 +254,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/endpoints", operation_id = "endpoint_groups_endpoints", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
-    responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList),
-              E::Read))]
+    responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList), E::Read))]
 pub async fn group_endpoints_list(
     Call(node, ctx): Call,
     Path(id): Path<String>,
@@ -272,8 +268,7 @@ pub async fn group_endpoints_list(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects", operation_id = "endpoint_groups_projects", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
-    responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList),
-              E::Read))]
+    responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList), E::Read))]
 pub async fn group_projects_list(
     Call(node, ctx): Call,
     Path(id): Path<String>,
@@ -359,8 +354,7 @@ pub async fn project_groups_list(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints", operation_id = "project_endpoints_list", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id.")),
-    responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList),
-              E::Read))]
+    responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList), E::Read))]
 pub async fn project_endpoints_list(
     Call(node, ctx): Call,
     Path(project_id): Path<String>,
@@ -376,8 +370,7 @@ pub async fn project_endpoints_list(
 
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects", operation_id = "endpoint_projects_list", tag = "catalog",
     params(("endpoint_id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList),
-              E::Read))]
+    responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList), E::Read))]
 pub async fn endpoint_projects_list(
     Call(node, ctx): Call,
     Path(endpoint_id): Path<String>,

@@ -95,8 +95,7 @@ async fn ensure_legacy_region(node: &Core, region_id: &Sent<String>, region: &Se
     params(("interface" = Option<String>, Query, description = "Only endpoints with this interface (public, internal or admin; others are 400)."),
            ("service_id" = Option<String>, Query, description = "Only endpoints of this service."),
            ("region_id" = Option<String>, Query, description = "Only endpoints in this region.")),
-    responses((status = 200, description = "The endpoints.", body = s::EndpointList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "The endpoints.", body = s::EndpointList), E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
 pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoints", &ctx, &json!({}))?;
     if let Some(i) = q.get("interface") {
@@ -114,8 +113,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     Ok(Json(page("endpoints", out, &base, "/v3/endpoints", &q)?))
 }
 
-#[utoipa::path(post, path = "/v3/endpoints", operation_id = "endpoints_create", tag = "catalog",
-    description = "404 when the service or region does not exist.",
+#[utoipa::path(post, path = "/v3/endpoints", operation_id = "endpoints_create", tag = "catalog", description = "404 when the service or region does not exist.",
     request_body(content = s::EndpointCreateRequest, content_type = "application/json"),
     responses((status = 201, description = "The created endpoint.", body = s::EndpointEnvelope), E::Write))]
 pub async fn create(

@@ -62,31 +62,20 @@ fn into_obj(b: s::PolicyBody) -> Obj {
     o
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/policies",
-    operation_id = "policies_list",
-    tag = "catalog",
-    params(("type" = Option<String>, Query, description = "Only policies of this type."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
+#[utoipa::path(get, path = "/v3/policies", operation_id = "policies_list", tag = "catalog",
+    params(("type" = Option<String>, Query, description = "Only policies of this type."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The policies.", body = s::PolicyList), E::List)
-)]
+    responses((status = 200, description = "The policies.", body = s::PolicyList), E::List))]
 pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_policies", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(API.kind)?;
     Ok(Json(API.list_as(&node, docs, |d| show(&node, d), &q, &["type"], "/v3/policies")?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/policies",
-    operation_id = "policies_create",
-    tag = "catalog",
+#[utoipa::path(post, path = "/v3/policies", operation_id = "policies_create", tag = "catalog",
     request_body(content = s::PolicyRequest, content_type = "application/json"),
-    responses((status = 201, description = "The created policy.", body = s::PolicyEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::PayloadTooLarge, E::Internal, E::Unavailable)
-)]
+    responses((status = 201, description = "The created policy.", body = s::PolicyEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::PayloadTooLarge,
+              E::Internal, E::Unavailable))]
 pub async fn create(
     Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::PolicyRequest>>,
@@ -100,30 +89,18 @@ pub async fn create(
     Ok((StatusCode::CREATED, respond(&node, &doc)))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/policies/{policy_id}",
-    operation_id = "policies_get",
-    tag = "catalog",
+#[utoipa::path(get, path = "/v3/policies/{policy_id}", operation_id = "policies_get", tag = "catalog",
     params(("policy_id" = String, Path, description = "The policy's id.")),
-    responses((status = 200, description = "The policy.", body = s::PolicyEnvelope),
-              E::Read)
-)]
+    responses((status = 200, description = "The policy.", body = s::PolicyEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(policy_id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_policy", &ctx, &json!({}))?;
     Ok(respond(&node, &API.load(&node, &policy_id)?))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/policies/{policy_id}",
-    operation_id = "policies_update",
-    tag = "catalog",
+#[utoipa::path(patch, path = "/v3/policies/{policy_id}", operation_id = "policies_update", tag = "catalog",
     params(("policy_id" = String, Path, description = "The policy's id.")),
     request_body(content = s::PolicyRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated policy.", body = s::PolicyEnvelope),
-              E::Edit)
-)]
+    responses((status = 200, description = "The updated policy.", body = s::PolicyEnvelope), E::Edit))]
 pub async fn update(
     Call(node, ctx): Call,
     Path(policy_id): Path<String>,
@@ -136,14 +113,9 @@ pub async fn update(
     Ok(respond(&node, &doc))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/policies/{policy_id}",
-    operation_id = "policies_delete",
-    tag = "catalog",
+#[utoipa::path(delete, path = "/v3/policies/{policy_id}", operation_id = "policies_delete", tag = "catalog",
     params(("policy_id" = String, Path, description = "The policy's id.")),
-    responses((status = 204, description = "Deleted."), E::Remove)
-)]
+    responses((status = 204, description = "Deleted."), E::Remove))]
 pub async fn delete(Call(node, ctx): Call, Path(policy_id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_policy", &ctx, &json!({}))?;
     API.delete(&node, &policy_id).await?;

@@ -88,8 +88,7 @@ pub async fn create(
 #[utoipa::path(put, path = "/v3/regions/{id}", operation_id = "regions_put", tag = "catalog",
     params(("id" = String, Path, description = "The new region's id.")),
     request_body(content = s::RegionRequest, content_type = "application/json"),
-    responses((status = 201, description = "The region created with the id of the path.", body = s::RegionEnvelope),
-              E::Write))]
+    responses((status = 201, description = "The region created with the id of the path.", body = s::RegionEnvelope), E::Write))]
 pub async fn put(
     Call(node, ctx): Call,
     Path(id): Path<String>,

@@ -1,9 +1,8 @@
 //! `/v3/credentials`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -21,7 +20,7 @@ use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::read::CredentialReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 const KNOWN: &[&str] = &["id", "type", "blob", "user_id", "project_id"];
@@ -43,27 +42,11 @@ fn load_authorized(node: &Core, ctx: &ValidToken, action: &str, id: &str) -> Api
     found.ok_or_else(|| ApiError::not_found("credential", id))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/credentials",
-    operation_id = "credentials_list",
-    tag = "credentials",
-    params(
-        ("user_id" = Option<String>, Query, description = "Only credentials of this user (default for a caller without system reader: itself)."),
-        ("type" = Option<String>, Query, description = "Only credentials of this type."),
-    ),
-    responses(
-        (status = 200, description = "The credentials (with decrypted blobs) the caller may see.", body = s::CredentialList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/credentials", operation_id = "credentials_list", tag = "credentials",
+    params(("user_id" = Option<String>, Query, description = "Only credentials of this user (default for a caller without system reader: itself)."),
+           ("type" = Option<String>, Query, description = "Only credentials of this type.")),
+    responses((status = 200, description = "The credentials (with decrypted blobs) the caller may see.", body = s::CredentialList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let system = Persona { ctx: &ctx }.cloud_reader();
     let list_target = if system { json!({}) } else { json!({"credential": {"user_id": ctx.user.id}}) };
     enforce("identity:list_credentials", &ctx, &list_target)?;
@@ -89,27 +72,11 @@ pub async fn list(
     Ok(Json(crate::http::pages::page("credentials", out, &base, "/v3/credentials", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/credentials",
-    operation_id = "credentials_create",
-    tag = "credentials",
+#[utoipa::path(post, path = "/v3/credentials", operation_id = "credentials_create", tag = "credentials",
     request_body(content = s::CredentialCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created credential.", body = s::CredentialEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created credential.", body = s::CredentialEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::CredentialCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     ctx.refuse_virtual()?;
@@ -140,23 +107,10 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateCredential(c)).await?)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/credentials/{id}",
-    operation_id = "credentials_get",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The credential's id."),
-    ),
-    responses(
-        (status = 200, description = "The credential.", body = s::CredentialEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/credentials/{id}", operation_id = "credentials_get", tag = "credentials",
+    params(("id" = String, Path, description = "The credential's id.")),
+    responses((status = 200, description = "The credential.", body = s::CredentialEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let c = load_authorized(&node, &ctx, "identity:get_credential", &id)?;
     Ok(Json(json!({"credential": credential_json(&c, &node.cfg.public_base())})))
 }
@@ -164,30 +118,12 @@ pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): P
 /// Accepts `type`, `blob`, `user_id`, `project_id` (Keystone) and extras. The result is
 /// authorized again, so an owner cannot hand a credential to someone else. A signature
 /// credential keeps its access key (its id is derived from it).
-#[utoipa::path(
-    patch,
-    path = "/v3/credentials/{id}",
-    operation_id = "credentials_update",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The credential's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/credentials/{id}", operation_id = "credentials_update", tag = "credentials",
+    params(("id" = String, Path, description = "The credential's id.")),
     request_body(content = s::CredentialUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated credential.", body = s::CredentialEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated credential.", body = s::CredentialEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::CredentialUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -239,30 +175,10 @@ fn ec2_scope_unchanged(old: &str, new: &str) -> ApiResult<()> {
     Ok(())
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/credentials/{id}",
-    operation_id = "credentials_delete",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The credential's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/credentials/{id}", operation_id = "credentials_delete", tag = "credentials",
+    params(("id" = String, Path, description = "The credential's id.")),
+    responses((status = 204, description = "Deleted."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let c = load_authorized(&node, &ctx, "identity:delete_credential", &id)?;
     node.propose(Command::DeleteCredential { id: c.id }).await?;
     Ok(StatusCode::NO_CONTENT)

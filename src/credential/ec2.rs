@@ -3,9 +3,8 @@
 //! SHA-256 of its access key; the path's `{credential_id}` is the plaintext access key.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -22,7 +21,7 @@ use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Credential;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 fn ec2_json(c: &Credential, base: &str) -> Value {
     let access = blob_field(c, "access").unwrap_or_default();
@@ -61,25 +60,11 @@ fn load_authorized(
     found.ok_or_else(|| ApiError::not_found("credential", access))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/users/{id}/credentials/OS-EC2",
-    operation_id = "ec2_list",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 200, description = "The user's signature credentials.", body = s::Ec2CredentialList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+#[utoipa::path(get, path = "/v3/users/{id}/credentials/OS-EC2", operation_id = "ec2_list", tag = "credentials",
+    params(("id" = String, Path, description = "The user's id.")),
+    responses((status = 200, description = "The user's signature credentials.", body = s::Ec2CredentialList), E::Read))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -99,30 +84,12 @@ pub async fn list(
 
 /// Body (not wrapped): `tenant_id` (or `project_id`), optional `access` and `secret`;
 /// omitted keys are generated (UUID hex, like Keystone).
-#[utoipa::path(
-    post,
-    path = "/v3/users/{id}/credentials/OS-EC2",
-    operation_id = "ec2_create",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
+#[utoipa::path(post, path = "/v3/users/{id}/credentials/OS-EC2", operation_id = "ec2_create", tag = "credentials",
+    params(("id" = String, Path, description = "The user's id.")),
     request_body(content = s::Ec2CredentialCreate, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created signature credential, with its secret.", body = s::Ec2CredentialEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created signature credential, with its secret.", body = s::Ec2CredentialEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     JsonBody(body): JsonBody<Body<s::Ec2CredentialCreate>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -149,57 +116,18 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())}))))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/users/{id}/credentials/OS-EC2/{access}",
-    operation_id = "ec2_get",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-        ("access" = String, Path, description = "The plaintext access key."),
-    ),
-    responses(
-        (status = 200, description = "The signature credential.", body = s::Ec2CredentialEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, access)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/users/{id}/credentials/OS-EC2/{access}", operation_id = "ec2_get", tag = "credentials",
+    params(("id" = String, Path, description = "The user's id."), ("access" = String, Path, description = "The plaintext access key.")),
+    responses((status = 200, description = "The signature credential.", body = s::Ec2CredentialEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path((user_id, access)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     let c = load_authorized(&node, &ctx, "identity:ec2_get_credential", &user_id, &access)?;
     Ok(Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())})))
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/users/{id}/credentials/OS-EC2/{access}",
-    operation_id = "ec2_delete",
-    tag = "credentials",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-        ("access" = String, Path, description = "The plaintext access key."),
-    ),
-    responses(
-        (status = 204, description = "Deleted."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, access)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/users/{id}/credentials/OS-EC2/{access}", operation_id = "ec2_delete", tag = "credentials",
+    params(("id" = String, Path, description = "The user's id."), ("access" = String, Path, description = "The plaintext access key.")),
+    responses((status = 204, description = "Deleted."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path((user_id, access)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let c = load_authorized(&node, &ctx, "identity:ec2_delete_credential", &user_id, &access)?;
     node.propose(Command::DeleteCredential { id: c.id }).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -101,28 +101,13 @@ fn once(node: &Core, guard: &ReplayGuard, r: &SignedRequest, until: i64, now: i6
     }
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/sigtokens",
-    tag = "credentials",
-    operation_id = "sigtokens_issue",
-    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
+#[utoipa::path(post, path = "/v3/sigtokens", tag = "credentials", operation_id = "sigtokens_issue", description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
     security(()),
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
+    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = s::SignedTokenRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::PayloadTooLarge,
-        E::TooManyRequests,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn issue(
     State(node): State<Arc<Tokens>>,
     State(replays): State<Arc<ReplayGuard>>,
@@ -175,28 +160,13 @@ pub async fn issue(
 }
 
 /// Keystone's path for the same operation, where existing clients send signed requests.
-#[utoipa::path(
-    post,
-    path = "/v3/ec2tokens",
-    tag = "credentials",
-    operation_id = "ec2tokens_issue",
-    description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
+#[utoipa::path(post, path = "/v3/ec2tokens", tag = "credentials", operation_id = "ec2tokens_issue", description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
     security(()),
-    params(
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
+    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = s::SignedTokenRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest,
-        E::Unauthorized,
-        E::PayloadTooLarge,
-        E::TooManyRequests,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn issue_ec2tokens(
     node: State<Arc<Tokens>>,
     replays: State<Arc<ReplayGuard>>,

@@ -3,9 +3,8 @@
 //! outlives it as in Keystone.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -23,7 +22,7 @@ use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind, Project, Ref};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::IdentityProvider,
@@ -72,14 +71,10 @@ fn list_item(node: &Core, d: &crate::state::model::Doc) -> Value {
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/identity_providers", operation_id = "identity_providers_list", tag = "federation",
     params(("id" = Option<String>, Query, description = "Only this provider."),
            ("enabled" = Option<bool>, Query, description = "Only enabled (or disabled) providers."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The identity providers.", body = s::IdentityProviderList), E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The identity providers.", body = s::IdentityProviderList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::Internal))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_identity_providers", &ctx, &json!({}))?;
     let enabled = bool_like(&Sent::of(q.get("enabled").map(|e| json!(e)).as_ref()), "enabled")?;
     let items: Vec<Value> = node
@@ -99,10 +94,9 @@ pub async fn list(
     params(("idp_id" = String, Path, description = "The new provider's id.")),
     request_body(content = s::IdentityProviderRequest, content_type = "application/json"),
     responses((status = 201, description = "The created provider; without `domain_id` a new domain was created for it.", body = s::IdentityProviderEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+              E::Change))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(idp_id): Path<String>,
     OptionalJson(req): OptionalJson<Sent<s::IdentityProviderRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -145,12 +139,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}", operation_id = "identity_providers_get", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id.")),
-    responses((status = 200, description = "The provider.", body = s::IdentityProviderEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(idp_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The provider.", body = s::IdentityProviderEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(idp_id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_identity_provider", &ctx, &json!({}))?;
     let mut d = API.load(&node, &idp_id)?;
     // Keystone lists remote ids in order when reading them back.
@@ -165,11 +155,9 @@ pub async fn get(
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}", operation_id = "identity_providers_update", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id.")),
     request_body(content = s::IdentityProviderUpdateRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated provider.", body = s::IdentityProviderEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated provider.", body = s::IdentityProviderEnvelope), E::Change))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(idp_id): Path<String>,
     JsonBody(req): JsonBody<Sent<s::IdentityProviderUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -184,12 +172,8 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}", operation_id = "identity_providers_delete", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id.")),
-    responses((status = 204, description = "Deleted with its protocols; its domain stays."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(idp_id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted with its protocols; its domain stays."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(idp_id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_identity_provider", &ctx, &json!({}))?;
     API.delete(&node, &idp_id).await?;
     Ok(StatusCode::NO_CONTENT)

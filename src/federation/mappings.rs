@@ -2,16 +2,14 @@
 //! groups, stored as given (after the schema check) with their `schema_version`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::{check_path_id, mapping_rules};
-use crate::context::Core;
 use crate::http::body::{Body, Sent};
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
@@ -21,7 +19,7 @@ use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::Mapping,
@@ -53,14 +51,9 @@ fn checked(b: Option<Body<s::MappingRequest>>, stored: Option<&Obj>) -> ApiResul
 }
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/mappings", operation_id = "mappings_list", tag = "federation",
-    params(("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The mappings.", body = s::MappingList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    params(("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The mappings.", body = s::MappingList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_mappings", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(API.kind)?;
     Ok(Json(API.list(&node, docs, &q, &[], "/v3/OS-FEDERATION/mappings")?))
@@ -69,11 +62,10 @@ pub async fn list(
 #[utoipa::path(put, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_create", tag = "federation",
     params(("mapping_id" = String, Path, description = "The new mapping's id.")),
     request_body(content = s::MappingRequest, content_type = "application/json"),
-    responses((status = 201, description = "The created mapping.", body = s::MappingEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The created mapping.", body = s::MappingEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict,
+              E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(mapping_id): Path<String>,
     OptionalJson(b): OptionalJson<Body<s::MappingRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -92,12 +84,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_get", tag = "federation",
     params(("mapping_id" = String, Path, description = "The mapping's id.")),
-    responses((status = 200, description = "The mapping.", body = s::MappingEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(mapping_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The mapping.", body = s::MappingEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(mapping_id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_mapping", &ctx, &json!({}))?;
     Ok(Json(API.one(&node, &API.load(&node, &mapping_id)?)))
 }
@@ -105,11 +93,9 @@ pub async fn get(
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_update", tag = "federation",
     params(("mapping_id" = String, Path, description = "The mapping's id.")),
     request_body(content = s::MappingRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated mapping.", body = s::MappingEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated mapping.", body = s::MappingEnvelope), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(mapping_id): Path<String>,
     OptionalJson(b): OptionalJson<Body<s::MappingRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -123,12 +109,8 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/OS-FEDERATION/mappings/{mapping_id}", operation_id = "mappings_delete", tag = "federation",
     params(("mapping_id" = String, Path, description = "The mapping's id.")),
-    responses((status = 204, description = "Deleted (protocols naming it keep the id)."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(mapping_id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted (protocols naming it keep the id)."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(mapping_id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_mapping", &ctx, &json!({}))?;
     API.delete(&node, &mapping_id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -3,9 +3,8 @@
 //! `{idp_id}/{protocol_id}`, so deleting the provider deletes them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -22,7 +21,7 @@ use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::{DocKind, Ref};
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::FederationProtocol,
@@ -79,13 +78,11 @@ async fn save(
 }
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols", operation_id = "protocols_list", tag = "federation",
-    params(("idp_id" = String, Path, description = "The provider's id."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
+    params(("idp_id" = String, Path, description = "The provider's id."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The provider's protocols (none for an unknown provider).", body = s::ProtocolList), E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "The provider's protocols (none for an unknown provider).", body = s::ProtocolList), E::List))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(idp_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -99,11 +96,9 @@ pub async fn list(
 #[utoipa::path(put, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols/{protocol_id}", operation_id = "protocols_create", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
     request_body(content = s::ProtocolRequest, content_type = "application/json"),
-    responses((status = 201, description = "The created protocol.", body = s::ProtocolEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The created protocol.", body = s::ProtocolEnvelope), E::Change))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((idp_id, protocol_id)): Path<(String, String)>,
     JsonBody(req): JsonBody<Sent<s::ProtocolRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -130,12 +125,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols/{protocol_id}", operation_id = "protocols_get", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
-    responses((status = 200, description = "The protocol.", body = s::ProtocolEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((idp_id, protocol_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The protocol.", body = s::ProtocolEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path((idp_id, protocol_id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     enforce("identity:get_protocol", &ctx, &json!({}))?;
     load_idp(&node, &idp_id)?;
     let d = load(&node, &idp_id, &protocol_id)?;
@@ -145,11 +136,9 @@ pub async fn get(
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols/{protocol_id}", operation_id = "protocols_update", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
     request_body(content = s::ProtocolUpdateRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated protocol.", body = s::ProtocolEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated protocol.", body = s::ProtocolEnvelope), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((idp_id, protocol_id)): Path<(String, String)>,
     JsonBody(req): JsonBody<Sent<s::ProtocolUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -168,10 +157,9 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/OS-FEDERATION/identity_providers/{idp_id}/protocols/{protocol_id}", operation_id = "protocols_delete", tag = "federation",
     params(("idp_id" = String, Path, description = "The provider's id."), ("protocol_id" = String, Path, description = "The protocol's id.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Deleted."), E::Remove))]
 pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((idp_id, protocol_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     enforce("identity:delete_protocol", &ctx, &json!({}))?;

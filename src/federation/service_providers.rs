@@ -2,16 +2,14 @@
 //! Enabled ones are listed in every token, as Keystone does.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::check_path_id;
 use super::schemas as s;
-use crate::context::Core;
 use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
@@ -20,7 +18,7 @@ use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::ServiceProvider,
@@ -45,14 +43,9 @@ pub fn in_token(r: &impl Reader) -> ApiResult<Vec<Value>> {
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/service_providers", operation_id = "service_providers_list", tag = "federation",
     params(("id" = Option<String>, Query, description = "Only this provider."),
            ("enabled" = Option<bool>, Query, description = "Only enabled (or disabled) providers."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The service providers.", body = s::ServiceProviderList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The service providers.", body = s::ServiceProviderList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_service_providers", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(API.kind)?;
     Ok(Json(API.list(&node, docs, &q, &["id", "enabled"], "/v3/OS-FEDERATION/service_providers")?))
@@ -61,11 +54,10 @@ pub async fn list(
 #[utoipa::path(put, path = "/v3/OS-FEDERATION/service_providers/{sp_id}", operation_id = "service_providers_create", tag = "federation",
     params(("sp_id" = String, Path, description = "The new provider's id.")),
     request_body(content = s::ServiceProviderRequest, content_type = "application/json"),
-    responses((status = 201, description = "The created provider.", body = s::ServiceProviderEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The created provider.", body = s::ServiceProviderEnvelope), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::Conflict, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(sp_id): Path<String>,
     JsonBody(req): JsonBody<Sent<s::ServiceProviderRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -92,12 +84,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-FEDERATION/service_providers/{sp_id}", operation_id = "service_providers_get", tag = "federation",
     params(("sp_id" = String, Path, description = "The provider's id.")),
-    responses((status = 200, description = "The provider.", body = s::ServiceProviderEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(sp_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The provider.", body = s::ServiceProviderEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(sp_id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_service_provider", &ctx, &json!({}))?;
     Ok(Json(API.one(&node, &API.load(&node, &sp_id)?)))
 }
@@ -105,11 +93,9 @@ pub async fn get(
 #[utoipa::path(patch, path = "/v3/OS-FEDERATION/service_providers/{sp_id}", operation_id = "service_providers_update", tag = "federation",
     params(("sp_id" = String, Path, description = "The provider's id.")),
     request_body(content = s::ServiceProviderUpdateRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated provider.", body = s::ServiceProviderEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated provider.", body = s::ServiceProviderEnvelope), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(sp_id): Path<String>,
     JsonBody(req): JsonBody<Sent<s::ServiceProviderUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -121,12 +107,8 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/OS-FEDERATION/service_providers/{sp_id}", operation_id = "service_providers_delete", tag = "federation",
     params(("sp_id" = String, Path, description = "The provider's id.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(sp_id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(sp_id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_service_provider", &ctx, &json!({}))?;
     API.delete(&node, &sp_id).await?;
     Ok(StatusCode::NO_CONTENT)

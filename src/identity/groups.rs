@@ -2,9 +2,8 @@
 //! `/v3/users/{id}/groups`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -23,7 +22,7 @@ use crate::state::keys::ns;
 use crate::state::model::{Group, User};
 use crate::state::read::IdentityReads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
 
@@ -57,27 +56,11 @@ fn respond(node: &Core, status: StatusCode, g: Group) -> ApiResult<(StatusCode, 
     Ok((status, Json(json!({"group": group_json(&g, &node.cfg.public_base())}))))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/groups",
-    operation_id = "groups_list",
-    tag = "groups",
-    params(
-        ("domain_id" = Option<String>, Query, description = "Only groups of this domain (default for a domain-scoped caller: its domain)."),
-        ("name" = Option<String>, Query, description = "Only the group with this name (case-insensitive)."),
-    ),
-    responses(
-        (status = 200, description = "The groups the caller may see.", body = s::GroupList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/groups", operation_id = "groups_list", tag = "groups",
+    params(("domain_id" = Option<String>, Query, description = "Only groups of this domain (default for a domain-scoped caller: its domain)."),
+           ("name" = Option<String>, Query, description = "Only the group with this name (case-insensitive).")),
+    responses((status = 200, description = "The groups the caller may see.", body = s::GroupList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     // A domain-scoped caller lists its own domain only (Keystone).
     let persona = Persona { ctx: &ctx };
     let domain = match q.get("domain_id") {
@@ -113,27 +96,11 @@ pub async fn list(
     Ok(Json(page("groups", out, &base, "/v3/groups", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/groups",
-    operation_id = "groups_create",
-    tag = "groups",
+#[utoipa::path(post, path = "/v3/groups", operation_id = "groups_create", tag = "groups",
     request_body(content = s::GroupCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created group.", body = s::GroupEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created group.", body = s::GroupEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::GroupCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.group.envelope("group")?;
@@ -147,52 +114,21 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateGroup(g)).await?)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/groups/{id}",
-    operation_id = "groups_get",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-    ),
-    responses(
-        (status = 200, description = "The group.", body = s::GroupEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/groups/{id}", operation_id = "groups_get", tag = "groups",
+    params(("id" = String, Path, description = "The group's id.")),
+    responses((status = 200, description = "The group.", body = s::GroupEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let g = load(&node, &id)?;
     enforce("identity:get_group", &ctx, &target(&g))?;
     Ok(Json(json!({"group": group_json(&g, &node.cfg.public_base())})))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/groups/{id}",
-    operation_id = "groups_update",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/groups/{id}", operation_id = "groups_update", tag = "groups",
+    params(("id" = String, Path, description = "The group's id.")),
     request_body(content = s::GroupUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated group.", body = s::GroupEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated group.", body = s::GroupEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::GroupUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -214,30 +150,10 @@ pub async fn update(
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateGroup(g)).await?)
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/groups/{id}",
-    operation_id = "groups_delete",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted, with its memberships and grants."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/groups/{id}", operation_id = "groups_delete", tag = "groups",
+    params(("id" = String, Path, description = "The group's id.")),
+    responses((status = 204, description = "Deleted, with its memberships and grants."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let g = load(&node, &id)?;
     enforce("identity:delete_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
@@ -245,25 +161,11 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/groups/{id}/users",
-    operation_id = "groups_list_users",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-    ),
-    responses(
-        (status = 200, description = "The group's members.", body = s::UserList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+#[utoipa::path(get, path = "/v3/groups/{id}/users", operation_id = "groups_list_users", tag = "groups",
+    params(("id" = String, Path, description = "The group's id.")),
+    responses((status = 200, description = "The group's members.", body = s::UserList), E::Read))]
 pub async fn list_users(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -280,31 +182,10 @@ pub async fn list_users(
     Ok(Json(page("users", out, &base, &format!("/v3/groups/{}/users", g.id), &q)?))
 }
 
-#[utoipa::path(
-    put,
-    path = "/v3/groups/{id}/users/{user_id}",
-    operation_id = "groups_add_user",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-        ("user_id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 204, description = "The user is a member."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn add_user(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, user_id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(put, path = "/v3/groups/{id}/users/{user_id}", operation_id = "groups_add_user", tag = "groups",
+    params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
+    responses((status = 204, description = "The user is a member."), E::Change))]
+pub async fn add_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:add_user_to_group", &ctx, &membership_target(&g, &u))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
@@ -313,29 +194,10 @@ pub async fn add_user(
 }
 
 /// 204 when the user is a member, 404 otherwise.
-#[utoipa::path(
-    head,
-    path = "/v3/groups/{id}/users/{user_id}",
-    operation_id = "groups_check_user",
-    tag = "groups",
-    description = "404 when the user is not a member, or the group or user does not exist.",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-        ("user_id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 204, description = "The user is a member."),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn check_user(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, user_id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(head, path = "/v3/groups/{id}/users/{user_id}", operation_id = "groups_check_user", tag = "groups", description = "404 when the user is not a member, or the group or user does not exist.",
+    params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
+    responses((status = 204, description = "The user is a member."), E::Read))]
+pub async fn check_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:check_user_in_group", &ctx, &membership_target(&g, &u))?;
     if node.engine.read().is_member(&g.id, &u.id)? {
@@ -345,31 +207,10 @@ pub async fn check_user(
     }
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/groups/{id}/users/{user_id}",
-    operation_id = "groups_remove_user",
-    tag = "groups",
-    params(
-        ("id" = String, Path, description = "The group's id."),
-        ("user_id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 204, description = "The user is no longer a member."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn remove_user(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((id, user_id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/groups/{id}/users/{user_id}", operation_id = "groups_remove_user", tag = "groups",
+    params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
+    responses((status = 204, description = "The user is no longer a member."), E::Change))]
+pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:remove_user_from_group", &ctx, &membership_target(&g, &u))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
@@ -378,25 +219,11 @@ pub async fn remove_user(
 }
 
 /// The groups of a user (`membership_expires_at` is always null: memberships do not expire).
-#[utoipa::path(
-    get,
-    path = "/v3/users/{id}/groups",
-    operation_id = "groups_groups_of_user",
-    tag = "users",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 200, description = "The user's groups.", body = s::MemberGroupList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
+#[utoipa::path(get, path = "/v3/users/{id}/groups", operation_id = "groups_groups_of_user", tag = "users",
+    params(("id" = String, Path, description = "The user's id.")),
+    responses((status = 200, description = "The user's groups.", body = s::MemberGroupList), E::Read))]
 pub async fn groups_of_user(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {

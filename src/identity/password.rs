@@ -1,50 +1,28 @@
 //! `POST /v3/users/{id}/password`: a user changes its own password by proving the original
 //! one. Every token issued to the user before the change stops validating.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde_json::json;
 
 use super::compliance;
 use super::schemas as s;
 use crate::clock::now_micros;
-use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
-#[utoipa::path(
-    post,
-    path = "/v3/users/{id}/password",
-    operation_id = "password_change",
-    tag = "users",
-    description = "401 also when the original password is wrong; 409 for a user without a local password (federated).",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
+#[utoipa::path(post, path = "/v3/users/{id}/password", operation_id = "password_change", tag = "users", description = "401 also when the original password is wrong; 409 for a user without a local password (federated).",
+    params(("id" = String, Path, description = "The user's id.")),
     request_body(content = s::PasswordChangeRequest, content_type = "application/json"),
-    responses(
-        (status = 204, description = "Changed; the user's existing tokens stop validating."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::TooManyRequests,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 204, description = "Changed; the user's existing tokens stop validating."), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound,
+              E::Conflict, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn change(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::PasswordChangeRequest>>,
 ) -> ApiResult<StatusCode> {

@@ -1,9 +1,8 @@
 //! `/v3/users`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -23,7 +22,7 @@ use crate::state::model::{FederatedIdentity, User};
 use crate::state::read::IdentityReads;
 use crate::state::{Command, Reader};
 use crate::token::render::iso_micros_naive;
-use crate::token::Caller;
+use crate::token::Call;
 
 const KNOWN: &[&str] =
     &["id", "name", "domain_id", "enabled", "password", "default_project_id", "options", "federated"];
@@ -68,29 +67,13 @@ fn respond(node: &Core, status: StatusCode, u: User) -> ApiResult<(StatusCode, J
     Ok((status, Json(json!({"user": user_json(&u, &node.cfg.public_base())}))))
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/users",
-    operation_id = "users_list",
-    tag = "users",
-    params(
-        ("domain_id" = Option<String>, Query, description = "Only users of this domain (default for a domain-scoped caller: its domain)."),
-        ("name" = Option<String>, Query, description = "Only the user with this name (case-insensitive)."),
-        ("unique_id" = Option<String>, Query, description = "Only the user linked to this federated unique id."),
-        ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) users."),
-    ),
-    responses(
-        (status = 200, description = "The users the caller may see.", body = s::UserList),
-        E::Unauthorized,
-        E::Forbidden,
-        E::Internal,
-    )
-)]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/users", operation_id = "users_list", tag = "users",
+    params(("domain_id" = Option<String>, Query, description = "Only users of this domain (default for a domain-scoped caller: its domain)."),
+           ("name" = Option<String>, Query, description = "Only the user with this name (case-insensitive)."),
+           ("unique_id" = Option<String>, Query, description = "Only the user linked to this federated unique id."),
+           ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) users.")),
+    responses((status = 200, description = "The users the caller may see.", body = s::UserList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let persona = crate::policy::Persona { ctx: &ctx };
     let domain = match q.get("domain_id") {
         Some(d) => Some(d.clone()),
@@ -135,27 +118,11 @@ pub async fn list(
     Ok(Json(crate::http::pages::page("users", out, &base, "/v3/users", &q)?))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v3/users",
-    operation_id = "users_create",
-    tag = "users",
+#[utoipa::path(post, path = "/v3/users", operation_id = "users_create", tag = "users",
     request_body(content = s::UserCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The created user (never with its password).", body = s::UserEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "The created user (never with its password).", body = s::UserEnvelope), E::Write))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::UserCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.user.envelope("user")?;
@@ -200,52 +167,21 @@ pub async fn create(
     respond(&node, StatusCode::CREATED, user)
 }
 
-#[utoipa::path(
-    get,
-    path = "/v3/users/{id}",
-    operation_id = "users_get",
-    tag = "users",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 200, description = "The user.", body = s::UserEnvelope),
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Internal,
-    )
-)]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v3/users/{id}", operation_id = "users_get", tag = "users",
+    params(("id" = String, Path, description = "The user's id.")),
+    responses((status = 200, description = "The user.", body = s::UserEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let u = load(&node, &id)?;
     enforce("identity:get_user", &ctx, &target(&u))?;
     Ok(Json(json!({"user": user_json(&u, &node.cfg.public_base())})))
 }
 
-#[utoipa::path(
-    patch,
-    path = "/v3/users/{id}",
-    operation_id = "users_update",
-    tag = "users",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
+#[utoipa::path(patch, path = "/v3/users/{id}", operation_id = "users_update", tag = "users",
+    params(("id" = String, Path, description = "The user's id.")),
     request_body(content = s::UserUpdateRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The updated user.", body = s::UserEnvelope),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::PayloadTooLarge,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The updated user.", body = s::UserEnvelope), E::Write))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::UserUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -296,30 +232,10 @@ pub async fn update(
     respond(&node, StatusCode::OK, user)
 }
 
-#[utoipa::path(
-    delete,
-    path = "/v3/users/{id}",
-    operation_id = "users_delete",
-    tag = "users",
-    params(
-        ("id" = String, Path, description = "The user's id."),
-    ),
-    responses(
-        (status = 204, description = "Deleted, with its memberships, grants and credentials; its tokens stop validating."),
-        E::BadRequest,
-        E::Unauthorized,
-        E::Forbidden,
-        E::NotFound,
-        E::Conflict,
-        E::Internal,
-        E::Unavailable,
-    )
-)]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+#[utoipa::path(delete, path = "/v3/users/{id}", operation_id = "users_delete", tag = "users",
+    params(("id" = String, Path, description = "The user's id.")),
+    responses((status = 204, description = "Deleted, with its memberships, grants and credentials; its tokens stop validating."), E::Change))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let u = load(&node, &id)?;
     enforce("identity:delete_user", &ctx, &target(&u))?;
     guard::change_user(&node.engine.read(), &ctx, &u.id)?;

@@ -117,20 +117,12 @@ fn oidc(p: &crate::state::providers::Provider) -> ApiResult<&OidcProvider> {
     }
 }
 
-#[utoipa::path(
-    post,
-    path = "/v4/federation/identity_providers/{idp_id}/auth",
-    tag = "identity_providers",
-    operation_id = "federation_browser_start",
-    description = "Starts a browser login at an external OIDC provider: answers the provider's authorization URL (code flow with PKCE and a nonce; `state` carries the sealed pending login). `redirect_uri` must be one of the provider's `allowed_redirect_uris`.",
+#[utoipa::path(post, path = "/v4/federation/identity_providers/{idp_id}/auth", tag = "identity_providers", operation_id = "federation_browser_start", description = "Starts a browser login at an external OIDC provider: answers the provider's authorization URL (code flow with PKCE and a nonce; `state` carries the sealed pending login). `redirect_uri` must be one of the provider's `allowed_redirect_uris`.",
     security(()),
     params(("idp_id" = String, Path, description = "The identity provider's id.")),
     request_body(content = BrowserStartBody, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Where to send the browser.", body = BrowserStart),
-        E::BadRequest, E::Unauthorized, E::NotFound, E::TooManyRequests, E::Internal, E::Unavailable,
-    )
-)]
+    responses((status = 201, description = "Where to send the browser.", body = BrowserStart), E::BadRequest, E::Unauthorized, E::NotFound, E::TooManyRequests,
+              E::Internal, E::Unavailable))]
 pub async fn start(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,
@@ -223,20 +215,12 @@ async fn redeem(outbound: &Outbound, idp: &OidcProvider, d: &Discovery, p: &Pend
     answer.id_token.ok_or_else(|| ApiError::unauthorized("The identity provider issued no ID token."))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v4/federation/oidc/callback",
-    tag = "identity_providers",
-    operation_id = "federation_browser_callback",
-    description = "Finishes a browser login: redeems the provider's authorization code, verifies the ID token (signature, issuer, audience, times, nonce) and answers a Keystone token through the provider's mapping rulesets. Must come from the browser that started the login (with the cookie the start set). 400: the browser's cookie is missing or not this login's; 401: the state is invalid or expired, the code is refused, or no rule matches.",
+#[utoipa::path(post, path = "/v4/federation/oidc/callback", tag = "identity_providers", operation_id = "federation_browser_callback", description = "Finishes a browser login: redeems the provider's authorization code, verifies the ID token (signature, issuer, audience, times, nonce) and answers a Keystone token through the provider's mapping rulesets. Must come from the browser that started the login (with the cookie the start set). 400: the browser's cookie is missing or not this login's; 401: the state is invalid or expired, the code is refused, or no rule matches.",
     security(()),
     params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = CallbackBody, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn callback(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,

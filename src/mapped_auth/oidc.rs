@@ -78,24 +78,14 @@ fn bearer(headers: &HeaderMap) -> ApiResult<&str> {
         .ok_or_else(|| ApiError::unauthorized("An identity provider's JWT is required as 'Authorization: Bearer'."))
 }
 
-#[utoipa::path(
-    post,
-    path = "/v4/federation/identity_providers/{idp_id}/jwt",
-    tag = "identity_providers",
-    operation_id = "federation_jwt_login",
-    description = "Exchanges an external OIDC provider's JWT (`Authorization: Bearer`) for a Keystone token through the provider's mapping rulesets. 401: the JWT does not verify or no rule matches; 403/404 with `detail`: the mapping refuses.",
+#[utoipa::path(post, path = "/v4/federation/identity_providers/{idp_id}/jwt", tag = "identity_providers", operation_id = "federation_jwt_login", description = "Exchanges an external OIDC provider's JWT (`Authorization: Bearer`) for a Keystone token through the provider's mapping rulesets. 401: the JWT does not verify or no rule matches; 403/404 with `detail`: the mapping refuses.",
     security(()),
-    params(
-        ("idp_id" = String, Path, description = "The identity provider's id."),
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-        ("Authorization" = String, Header, description = "`Bearer <the IdP's JWT>`"),
-    ),
+    params(("idp_id" = String, Path, description = "The identity provider's id."),
+           ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+           ("Authorization" = String, Header, description = "`Bearer <the IdP's JWT>`")),
     request_body(content = Option<JwtLoginBody>, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn jwt_login(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,

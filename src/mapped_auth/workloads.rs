@@ -32,23 +32,13 @@ fn jwt(body: &WorkloadLoginBody) -> ApiResult<&str> {
     Ok(t)
 }
 
-#[utoipa::path(
-    post,
-    path = "/v4/k8s_auth/instances/{instance_id}/auth",
-    tag = "k8s_auth",
-    operation_id = "k8s_auth_login",
-    description = "Exchanges a Kubernetes service-account token for a Keystone token: the cluster's TokenReview API vouches for it, then the instance's mapping rulesets decide. 401: the cluster does not authenticate the token or no rule matches; 503: the cluster cannot be reached.",
+#[utoipa::path(post, path = "/v4/k8s_auth/instances/{instance_id}/auth", tag = "k8s_auth", operation_id = "k8s_auth_login", description = "Exchanges a Kubernetes service-account token for a Keystone token: the cluster's TokenReview API vouches for it, then the instance's mapping rulesets decide. 401: the cluster does not authenticate the token or no rule matches; 503: the cluster cannot be reached.",
     security(()),
-    params(
-        ("instance_id" = String, Path, description = "The cluster issuer's id."),
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
+    params(("instance_id" = String, Path, description = "The cluster issuer's id."),
+           ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = WorkloadLoginBody, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn k8s_login(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,
@@ -69,23 +59,13 @@ pub async fn k8s_login(
     login(&node, &mapped, ext, body.scope.as_ref(), query_flag(q.get("nocatalog"))).await
 }
 
-#[utoipa::path(
-    post,
-    path = "/v4/spiffe/trust_domains/{trust_domain_id}/auth",
-    tag = "spiffe",
-    operation_id = "spiffe_login",
-    description = "Exchanges a SPIFFE JWT-SVID (audience `[keystone] spiffe_jwt_audience`, default `idnode`) for a Keystone token: verified offline against the trust domain's bundle, then its mapping rulesets decide. 401: the SVID does not verify or no rule matches.",
+#[utoipa::path(post, path = "/v4/spiffe/trust_domains/{trust_domain_id}/auth", tag = "spiffe", operation_id = "spiffe_login", description = "Exchanges a SPIFFE JWT-SVID (audience `[keystone] spiffe_jwt_audience`, default `idnode`) for a Keystone token: verified offline against the trust domain's bundle, then its mapping rulesets decide. 401: the SVID does not verify or no rule matches.",
     security(()),
-    params(
-        ("trust_domain_id" = String, Path, description = "The trust domain's id."),
-        ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
-    ),
+    params(("trust_domain_id" = String, Path, description = "The trust domain's id."),
+           ("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
     request_body(content = WorkloadLoginBody, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-        E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable,
-    )
-)]
+    responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::TooManyRequests, E::Internal, E::Unavailable))]
 pub async fn spiffe_login(
     State(node): State<Arc<Tokens>>,
     State(mapped): State<Arc<MappedAuth>>,

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{FromRef, Path, Query, State};
+use axum::extract::{FromRef, Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,8 @@ use crate::policy::{enforce, guard, Persona};
 use crate::state::mapping::{MappingCommand, MappingRecord};
 use crate::state::read::MappingReads;
 use crate::state::Command;
-use crate::token::{Caller, Tokens, ValidToken};
+use crate::token::Call;
+use crate::token::{Tokens, ValidToken};
 
 pub fn routes<S>() -> OpenApiRouter<S>
 where
@@ -129,13 +130,9 @@ fn one(rs: MappingRuleSet) -> Json<Value> {
     params(("domain_id" = Option<String>, Query, description = "Only the rulesets of this domain (default for a domain-scoped caller: its domain)."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this mapping id.")),
-    responses((status = 200, description = "The rulesets, in mapping id order.", body = MappingList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The rulesets, in mapping id order.", body = MappingList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::Internal))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let domain = match q.get("domain_id") {
         Some(d) => Some(d.clone()),
         None if checks::is_admin(&ctx) => None,
@@ -152,11 +149,10 @@ pub async fn list(
 
 #[utoipa::path(post, path = "/v4/mappings", operation_id = "v4_mappings_create", tag = "mappings",
     request_body(content = MappingEnvelope, content_type = "application/json"),
-    responses((status = 201, description = "The ruleset, with its mapping_id (assigned when absent) and ruleset_version.", body = MappingOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The ruleset, with its mapping_id (assigned when absent) and ruleset_version.", body = MappingOne), E::BadRequest,
+              E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<MappingEnvelope>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let mut rs = b.mapping;
@@ -178,8 +174,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v4/mappings/{mapping_id}", operation_id = "v4_mappings_get", tag = "mappings",
     params(("mapping_id" = String, Path, description = "The ruleset.")),
-    responses((status = 200, description = "The ruleset.", body = MappingOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The ruleset.", body = MappingOne), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let rs = load(&node, &id)?;
     authorize("identity/mapping/show", &ctx, rs.domain_id.as_deref())?;
     Ok(one(rs))
@@ -188,11 +184,10 @@ pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): P
 #[utoipa::path(put, path = "/v4/mappings/{mapping_id}", operation_id = "v4_mappings_put", tag = "mappings",
     params(("mapping_id" = String, Path, description = "The ruleset.")),
     request_body(content = MappingEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The replaced ruleset, with a fresh ruleset_version.", body = MappingOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The replaced ruleset, with a fresh ruleset_version.", body = MappingOne), E::BadRequest, E::Unauthorized,
+              E::Forbidden, E::NotFound, E::Conflict, E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn put(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<MappingEnvelope>,
 ) -> ApiResult<Json<Value>> {
@@ -225,8 +220,7 @@ pub async fn put(
               (status = 409, description = "An anchor or rule_name names no rule, or the ruleset changed meanwhile.", body = crate::http::openapi::ErrorBody),
               E::Unprocessable, E::Internal, E::Unavailable))]
 pub async fn mutate_rules(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<MutateBody>,
 ) -> ApiResult<Json<Value>> {
@@ -243,12 +237,8 @@ pub async fn mutate_rules(
 
 #[utoipa::path(delete, path = "/v4/mappings/{mapping_id}", operation_id = "v4_mappings_delete", tag = "mappings",
     params(("mapping_id" = String, Path, description = "The ruleset.")),
-    responses((status = 204, description = "Deleted (system mappings too)."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted (system mappings too)."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let rs = load(&node, &id)?;
     authorize("identity/mapping/delete", &ctx, rs.domain_id.as_deref())?;
     guard::change_global(&ctx, rs.domain_id.as_deref(), "delete a global mapping ruleset")?;

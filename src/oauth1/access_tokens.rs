@@ -2,9 +2,8 @@
 //! roles, and revocation.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -20,7 +19,7 @@ use crate::http::pages::page;
 use crate::policy::enforce;
 use crate::state::model::{Doc, DocKind};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 
 const MANAGE: &str = "manage OAuth access tokens";
 
@@ -55,13 +54,11 @@ fn role_ref(node: &Core, role_id: &str) -> ApiResult<Option<Value>> {
 }
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens", operation_id = "oauth1_access_tokens_list", tag = "oauth1",
-    params(("user_id" = String, Path, description = "The authorizing user."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
+    params(("user_id" = String, Path, description = "The authorizing user."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The access tokens the user authorized.", body = s::AccessTokenList), E::Unauthorized, E::Forbidden, E::Internal))]
+    responses((status = 200, description = "The access tokens the user authorized.", body = s::AccessTokenList), E::List))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -82,27 +79,18 @@ pub async fn list(
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens/{access_token_id}", operation_id = "oauth1_access_tokens_get", tag = "oauth1",
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id.")),
-    responses((status = 200, description = "The access token (without its secret).", body = s::AccessTokenEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The access token (without its secret).", body = s::AccessTokenEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     enforce("identity:get_access_token", &ctx, &json!({"user_id": user_id}))?;
     refuse_delegated(&ctx, MANAGE)?;
     let t = load_for(&node, &user_id, &id)?;
     Ok(Json(json!({"access_token": tokens::render_access(&node.cfg.public_base(), &t)})))
 }
 
-#[utoipa::path(delete, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens/{access_token_id}", operation_id = "oauth1_access_tokens_delete", tag = "oauth1",
-    description = "Decided by `identity:ec2_delete_credential`, as in Keystone.",
+#[utoipa::path(delete, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens/{access_token_id}", operation_id = "oauth1_access_tokens_delete", tag = "oauth1", description = "Decided by `identity:ec2_delete_credential`, as in Keystone.",
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id.")),
-    responses((status = 204, description = "Revoked."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path((user_id, id)): Path<(String, String)>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Revoked."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     enforce("identity:ec2_delete_credential", &ctx, &json!({"user_id": user_id}))?;
     refuse_delegated(&ctx, MANAGE)?;
     let (doc, t) = load(&node, &id)?;
@@ -115,12 +103,10 @@ pub async fn delete(
 
 #[utoipa::path(get, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens/{access_token_id}/roles", operation_id = "oauth1_access_token_roles_list", tag = "oauth1",
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The roles delegated to the token.", body = s::AccessTokenRoleList), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The roles delegated to the token.", body = s::AccessTokenRoleList), E::Read))]
 pub async fn roles(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((user_id, id)): Path<(String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -138,10 +124,9 @@ pub async fn roles(
 #[utoipa::path(get, path = "/v3/users/{user_id}/OS-OAUTH1/access_tokens/{access_token_id}/roles/{role_id}", operation_id = "oauth1_access_token_roles_get", tag = "oauth1",
     params(("user_id" = String, Path, description = "The authorizing user."), ("access_token_id" = String, Path, description = "The access token's id."),
            ("role_id" = String, Path, description = "A role delegated to the token.")),
-    responses((status = 200, description = "The role.", body = s::AccessTokenRoleEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The role.", body = s::AccessTokenRoleEnvelope), E::Read))]
 pub async fn role(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((user_id, id, role_id)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Value>> {
     enforce("identity:get_access_token_role", &ctx, &json!({"user_id": user_id}))?;

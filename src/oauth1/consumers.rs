@@ -2,9 +2,8 @@
 //! and kept sealed for checking the consumer's signatures.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -20,7 +19,7 @@ use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::model::DocKind;
 use crate::state::Reader;
-use crate::token::Caller;
+use crate::token::Call;
 
 pub const API: DocApi = DocApi {
     kind: DocKind::OAuthConsumer,
@@ -34,14 +33,9 @@ fn load(node: &Core, id: &str) -> ApiResult<crate::state::model::Doc> {
 }
 
 #[utoipa::path(get, path = "/v3/OS-OAUTH1/consumers", operation_id = "consumers_list", tag = "oauth1",
-    params(("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
-    responses((status = 200, description = "The consumers (without secrets).", body = s::ConsumerList), E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    params(("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The consumers (without secrets).", body = s::ConsumerList), E::List))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     enforce("identity:list_consumers", &ctx, &json!({}))?;
     let docs = node.engine.read().docs(API.kind)?;
     Ok(Json(API.list(&node, docs, &q, &[], "/v3/OS-OAUTH1/consumers")?))
@@ -49,11 +43,10 @@ pub async fn list(
 
 #[utoipa::path(post, path = "/v3/OS-OAUTH1/consumers", operation_id = "consumers_create", tag = "oauth1",
     request_body(content = s::ConsumerRequest, content_type = "application/json"),
-    responses((status = 201, description = "The consumer with its secret (shown only here).", body = s::ConsumerCreated),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The consumer with its secret (shown only here).", body = s::ConsumerCreated), E::BadRequest, E::Unauthorized,
+              E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::ConsumerRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.consumer.envelope("consumer")?;
@@ -76,8 +69,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v3/OS-OAUTH1/consumers/{consumer_id}", operation_id = "consumers_get", tag = "oauth1",
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
-    responses((status = 200, description = "The consumer.", body = s::ConsumerEnvelope), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The consumer.", body = s::ConsumerEnvelope), E::Read))]
+pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     enforce("identity:get_consumer", &ctx, &json!({}))?;
     Ok(Json(API.one(&node, &load(&node, &id)?)))
 }
@@ -85,11 +78,9 @@ pub async fn get(State(node): State<Arc<Core>>, Caller(ctx): Caller, Path(id): P
 #[utoipa::path(patch, path = "/v3/OS-OAUTH1/consumers/{consumer_id}", operation_id = "consumers_update", tag = "oauth1",
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
     request_body(content = s::ConsumerUpdateRequest, content_type = "application/json"),
-    responses((status = 200, description = "The updated consumer.", body = s::ConsumerEnvelope),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated consumer.", body = s::ConsumerEnvelope), E::Edit))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::ConsumerUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
@@ -106,12 +97,8 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/OS-OAUTH1/consumers/{consumer_id}", operation_id = "consumers_delete", tag = "oauth1",
     params(("consumer_id" = String, Path, description = "The consumer's id.")),
-    responses((status = 204, description = "Deleted."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+    responses((status = 204, description = "Deleted."), E::Remove))]
+pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     enforce("identity:delete_consumer", &ctx, &json!({}))?;
     load(&node, &id)?;
     API.delete(&node, &id).await?;

@@ -21,8 +21,7 @@ use crate::http::openapi::errors as E;
 use crate::state::model::{DocKind, Ref};
 use crate::state::{Command, Reader};
 
-#[utoipa::path(post, path = "/v3/OS-OAUTH1/access_token", operation_id = "oauth1_access_token_create", tag = "oauth1",
-    description = "Signed by the consumer with its secret and the request token's (OAuth 1.0a, HMAC-SHA1), with `oauth_token` and `oauth_verifier`; no X-Auth-Token needed. No body.",
+#[utoipa::path(post, path = "/v3/OS-OAUTH1/access_token", operation_id = "oauth1_access_token_create", tag = "oauth1", description = "Signed by the consumer with its secret and the request token's (OAuth 1.0a, HMAC-SHA1), with `oauth_token` and `oauth_verifier`; no X-Auth-Token needed. No body.",
     security(()),
     params(("Authorization" = String, Header, description = "`OAuth oauth_consumer_key=\"..\", oauth_token=\"..\", oauth_verifier=\"..\", oauth_signature=\"..\", ...`")),
     responses((status = 201, description = "`oauth_token=..&oauth_token_secret=..&oauth_expires_at=..`", body = String, content_type = "application/x-www-form-urlencoded"),

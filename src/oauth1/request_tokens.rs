@@ -28,7 +28,7 @@ use crate::reads::effective::roles_of_user;
 use crate::state::keys::ns;
 use crate::state::model::{DocKind, Ref, Target};
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 /// Keystone's ValidationError for a missing request attribute.
@@ -58,8 +58,7 @@ pub fn refuse_delegated(ctx: &ValidToken, what: &str) -> ApiResult<()> {
     Ok(())
 }
 
-#[utoipa::path(post, path = "/v3/OS-OAUTH1/request_token", operation_id = "oauth1_request_token_create", tag = "oauth1",
-    description = "Signed by the consumer (OAuth 1.0a, HMAC-SHA1, `oauth_callback` required) in the `Authorization` header; no X-Auth-Token needed. No body.",
+#[utoipa::path(post, path = "/v3/OS-OAUTH1/request_token", operation_id = "oauth1_request_token_create", tag = "oauth1", description = "Signed by the consumer (OAuth 1.0a, HMAC-SHA1, `oauth_callback` required) in the `Authorization` header; no X-Auth-Token needed. No body.",
     security(()),
     params(("Requested-Project-Id" = String, Header, description = "The project the consumer wants access to."),
            ("Authorization" = String, Header, description = "`OAuth oauth_consumer_key=\"..\", oauth_signature=\"..\", ...`")),
@@ -152,15 +151,12 @@ fn requested_roles(node: &Core, body: Option<Sent<AuthorizeRequest>>) -> ApiResu
     Ok(ids)
 }
 
-#[utoipa::path(put, path = "/v3/OS-OAUTH1/authorize/{request_token_id}", operation_id = "oauth1_request_token_authorize", tag = "oauth1",
-    description = "The caller delegates to the consumer these roles, all of which it must hold on the requested project.",
+#[utoipa::path(put, path = "/v3/OS-OAUTH1/authorize/{request_token_id}", operation_id = "oauth1_request_token_authorize", tag = "oauth1", description = "The caller delegates to the consumer these roles, all of which it must hold on the requested project.",
     params(("request_token_id" = String, Path, description = "The request token's id.")),
     request_body(content = super::schemas::AuthorizeRequest, content_type = "application/json"),
-    responses((status = 200, description = "The verifier for the access-token exchange.", body = super::schemas::AuthorizeResponse),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The verifier for the access-token exchange.", body = super::schemas::AuthorizeResponse), E::Edit))]
 pub async fn authorize(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(id): Path<String>,
     OptionalJson(body): OptionalJson<Sent<AuthorizeRequest>>,
 ) -> ApiResult<Json<Value>> {

@@ -328,8 +328,7 @@ fn validate(node: &Core, domain_id: &str, raw_query: &str) -> PageResult<Result<
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/authorize", operation_id = "oauth2_authorize", tag = "oauth2",
     security(()),
-    params(("domain_id" = String, Path, description = "The domain whose provider it is."),
-           ("response_type" = String, Query, description = "`code`."),
+    params(("domain_id" = String, Path, description = "The domain whose provider it is."), ("response_type" = String, Query, description = "`code`."),
            ("client_id" = String, Query, description = "The client."),
            ("redirect_uri" = Option<String>, Query, description = "One of the client's registered redirect URIs (optional when it has exactly one)."),
            ("scope" = Option<String>, Query, description = "Space-separated scopes (`openid`, `profile`, `email`); default: the client's allowed scopes without `platform:api`."),

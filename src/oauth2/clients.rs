@@ -5,9 +5,8 @@
 //! domain.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
@@ -28,7 +27,7 @@ use crate::policy::enforce;
 use crate::state::oauth2::{Client, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 /// Template variables a claims template may use.
@@ -327,13 +326,11 @@ pub(super) async fn replace(node: &Core, expected: Client, client: Client) -> Ap
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients", operation_id = "oauth2_clients_list", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain whose authorization server it is."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this client id.")),
-    responses((status = 200, description = "The domain's clients (never their secrets).", body = s::ClientList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this client id.")),
+    responses((status = 200, description = "The domain's clients (never their secrets).", body = s::ClientList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::NotFound, E::Internal))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(domain_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
@@ -352,10 +349,9 @@ pub async fn list(
     params(("domain_id" = String, Path, description = "The domain whose authorization server it is.")),
     request_body(content = ClientEnvelope, content_type = "application/json"),
     responses((status = 201, description = "The client, with its secret when confidential (shown only here and by rotate-secret).", body = s::ClientCreated),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+              E::Edit))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path(domain_id): Path<String>,
     JsonBody(b): JsonBody<ClientEnvelope>,
 ) -> ApiResult<(StatusCode, Json<s::ClientCreated>)> {
@@ -395,10 +391,9 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_get", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
-    responses((status = 200, description = "The client.", body = s::ClientOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The client.", body = s::ClientOne), E::Read))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<s::ClientOne>> {
     authorize("identity/oauth2_client/show", &ctx, &domain_id)?;
@@ -408,11 +403,9 @@ pub async fn get(
 #[utoipa::path(patch, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_update", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
     request_body(content = ClientEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The updated client.", body = s::ClientOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The updated client.", body = s::ClientOne), E::Change))]
 pub async fn update(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, client_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<ClientEnvelope>,
 ) -> ApiResult<Json<s::ClientOne>> {
@@ -426,10 +419,9 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v4/oauth2/{domain_id}/clients/{client_id}", operation_id = "oauth2_clients_delete", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
-    responses((status = 204, description = "Deleted; its refresh tokens stop working."), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Deleted; its refresh tokens stop working."), E::Remove))]
 pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     authorize("identity/oauth2_client/delete", &ctx, &domain_id)?;
@@ -439,11 +431,9 @@ pub async fn delete(
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/clients/{client_id}/rotate-secret", operation_id = "oauth2_clients_rotate_secret", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain."), ("client_id" = String, Path, description = "The client.")),
-    responses((status = 200, description = "The new secret; the old one stops working at once.", body = s::ClientSecret),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The new secret; the old one stops working at once.", body = s::ClientSecret), E::Change))]
 pub async fn rotate_secret(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<s::ClientSecret>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;

@@ -4,23 +4,20 @@
 //! user, or an admin. The user must use an ordinary token: an application-credential or
 //! trust token (a delegation) cannot manage its owner's consents.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use crate::clock::now_secs;
-use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
 use crate::state::oauth2::{Consent, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::{Command, Reader};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::{Delegation, ValidToken};
 
 /// One remembered consent.
@@ -55,13 +52,8 @@ fn authorize(action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
 
 #[utoipa::path(get, path = "/v4/users/{user_id}/oauth2/consents", operation_id = "oauth2_consents_list", tag = "oauth2",
     params(("user_id" = String, Path, description = "The user whose consents they are.")),
-    responses((status = 200, description = "The user's remembered consents (of clients that still exist).", body = ConsentList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(user_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The user's remembered consents (of clients that still exist).", body = ConsentList), E::Read))]
+pub async fn list(Call(node, ctx): Call, Path(user_id): Path<String>) -> ApiResult<Json<Value>> {
     authorize("identity/oauth2_consent/list", &ctx, &user_id)?;
     let read = node.engine.read();
     if read.user(&user_id)?.is_none() {
@@ -91,8 +83,7 @@ pub async fn list(
               (status = 404, description = "Neither a remembered consent nor a live refresh token of this client exists.", body = crate::http::openapi::ErrorBody),
               E::Unauthorized, E::Forbidden, E::Internal, E::Unavailable))]
 pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((user_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     authorize("identity/oauth2_consent/delete", &ctx, &user_id)?;

@@ -110,8 +110,7 @@ fn key_view(set: &crate::state::oauth2::SigningKeys) -> Value {
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/keys", operation_id = "oauth2_keys_list", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain.")),
-    responses((status = 200, description = "The signing keys' ids, states and times (never key material).", body = Object),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The signing keys' ids, states and times (never key material).", body = Object), E::Read))]
 pub async fn list_keys(
     State(node): State<Arc<Core>>,
     State(provider): State<Arc<Provider>>,

@@ -83,8 +83,7 @@ fn user_id_of(node: &Core, domain_id: &str, username: Option<&str>) -> PageResul
     request_body(content = PasskeyStartForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "`{\"publicKey\": …}`: WebAuthn request options for the user's passkeys (a decoy of the same shape for an unknown name).", content_type = "application/json", body = Object),
               (status = 400, description = "Expired or altered form, or CSRF cookie mismatch (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              E::TooManyRequests,
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String), E::TooManyRequests,
               (status = 501, description = "Passkeys are off on this deployment (HTML).", content_type = "text/html", body = String),
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn passkey_start(
@@ -109,8 +108,7 @@ pub async fn passkey_start(
     responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
               (status = 303, description = "Consent not needed: to the redirect URI with `code` and `state`."),
               (status = 400, description = "Expired or altered form, or CSRF cookie mismatch (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              E::TooManyRequests,
+              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String), E::TooManyRequests,
               (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
 pub async fn passkey_login(
     State(node): State<Arc<Tokens>>,

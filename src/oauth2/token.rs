@@ -40,8 +40,7 @@ fn json_no_store(v: Value) -> Response {
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/token", operation_id = "oauth2_token", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain whose authorization server it is.")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "grant_type (authorization_code | client_credentials | refresh_token | urn:ietf:params:oauth:grant-type:device_code | urn:ietf:params:oauth:grant-type:token-exchange) and its parameters; client authentication by HTTP Basic or client_id/client_secret."),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "grant_type (authorization_code | client_credentials | refresh_token | urn:ietf:params:oauth:grant-type:device_code | urn:ietf:params:oauth:grant-type:token-exchange) and its parameters; client authentication by HTTP Basic or client_id/client_secret."),
     responses((status = 200, description = "The token response (RFC 6749 §5.1).", body = Object),
               (status = 400, description = "invalid_request, invalid_grant, invalid_scope, invalid_target, unauthorized_client, unsupported_grant_type, authorization_pending, slow_down, access_denied, expired_token.", body = super::schemas::OAuthErrorBody),
               (status = 401, description = "invalid_client.", body = super::schemas::OAuthErrorBody),

@@ -27,6 +27,7 @@ use crate::state::model::User;
 use crate::state::passkeys::{PasskeyCommand, StoredPasskey};
 use crate::state::{Command, Reader};
 use crate::token::render::iso_seconds;
+use crate::token::Call;
 use crate::token::Caller;
 use crate::token::{Delegation, Tokens, ValidToken};
 
@@ -56,11 +57,9 @@ pub async fn start(
     security(()),
     description = "The signed challenge, in upstream's snake_case spelling or as the browser's `PublicKeyCredential.toJSON()` gives it. Every refusal (unknown, used or expired challenge, another user's challenge, wrong origin or relying party, bad signature, a passkey removed, a disabled user, a signature counter that went back) is the same 401, and writes nothing.",
     request_body(content = AssertionBody, content_type = "application/json"),
-    responses((status = 201, description = "An unscoped token; its id is also in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope,
-               headers(("X-Subject-Token" = String, description = "The new token."))),
+    responses((status = 201, description = "An unscoped token; its id is also in X-Subject-Token.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
               E::BadRequest, E::Unauthorized, E::TooManyRequests, E::Internal,
-              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
-              E::Unavailable))]
+              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody), E::Unavailable))]
 pub async fn finish(
     State(node): State<Arc<Tokens>>,
     State(rp): State<Arc<RelyingParty>>,
@@ -99,9 +98,7 @@ fn view(p: &StoredPasskey) -> PasskeyView {
     params(("user_id" = String, Path, description = "The user.")),
     request_body(content = RegisterStartRequest, content_type = "application/json", description = "Optional."),
     responses((status = 201, description = "Options for `navigator.credentials.create` (`publicKey`, WebAuthn JSON) and the same with snake_case keys (`public_key`).", body = RegisterChallenge),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal,
-              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
-              E::Unavailable))]
+              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody), E::Edit))]
 pub async fn register_start(
     State(node): State<Arc<Core>>,
     State(rp): State<Arc<RelyingParty>>,
@@ -133,11 +130,8 @@ pub async fn register_start(
     request_body(content = AttestationBody, content_type = "application/json", description = "The new credential, snake_case or as `PublicKeyCredential.toJSON()` gives it."),
     responses((status = 201, description = "The registered passkey.", body = PasskeyOne),
               (status = 400, description = "The challenge is unknown, used or expired, or the credential does not verify (wrong origin, relying party, or challenge).", body = crate::http::openapi::ErrorBody),
-              E::Unauthorized, E::Forbidden, E::NotFound,
               (status = 409, description = "The credential is registered already.", body = crate::http::openapi::ErrorBody),
-              E::Internal,
-              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody),
-              E::Unavailable))]
+              (status = 501, description = "Passkeys are off on this deployment.", body = crate::http::openapi::ErrorBody), E::Remove))]
 pub async fn register_finish(
     State(node): State<Arc<Core>>,
     State(rp): State<Arc<RelyingParty>>,
@@ -153,13 +147,8 @@ pub async fn register_finish(
 
 #[utoipa::path(get, path = "/v4/users/{user_id}/passkeys", operation_id = "v4_passkeys_list", tag = "passkeys",
     params(("user_id" = String, Path, description = "The user.")),
-    responses((status = 200, description = "The user's passkeys.", body = PasskeyList),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Path(user_id): Path<String>,
-) -> ApiResult<Json<PasskeyList>> {
+    responses((status = 200, description = "The user's passkeys.", body = PasskeyList), E::Read))]
+pub async fn list(Call(node, ctx): Call, Path(user_id): Path<String>) -> ApiResult<Json<PasskeyList>> {
     let user = owner(&node, "list", &ctx, &user_id)?;
     let passkeys = ceremony::passkeys_of(&node, &user.id)?.iter().map(view).collect();
     Ok(Json(PasskeyList { passkeys }))
@@ -167,11 +156,9 @@ pub async fn list(
 
 #[utoipa::path(delete, path = "/v4/users/{user_id}/passkeys/{passkey_id}", operation_id = "v4_passkeys_delete", tag = "passkeys",
     params(("user_id" = String, Path, description = "The user."), ("passkey_id" = String, Path, description = "The passkey.")),
-    responses((status = 204, description = "Removed: it signs nobody in from now on, on any node."),
-              E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+    responses((status = 204, description = "Removed: it signs nobody in from now on, on any node."), E::Remove))]
 pub async fn delete(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((user_id, passkey_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     owner(&node, "delete", &ctx, &user_id)?;

@@ -276,12 +276,10 @@ macro_rules! registry_handlers {
         envelope = $Env:ty, one = $One:ty, list = $List:ty $(,)?
     ) => {
         #[utoipa::path(get, path = $path, operation_id = $list_op, tag = $tag,
-            params(("domain_id" = Option<String>, Query, description = "Only the providers of this domain (a domain manager must name their domain)."),
-                   ("limit" = Option<u32>, Query, description = "At most this many."),
-                   ("marker" = Option<String>, Query, description = "Start after this id.")),
-            responses((status = 200, description = "The providers, in id order (never their secrets).", body = $List),
-                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
-                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::Internal))]
+    params(("domain_id" = Option<String>, Query, description = "Only the providers of this domain (a domain manager must name their domain)."),
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
+    responses((status = 200, description = "The providers, in id order (never their secrets).", body = $List), $crate::http::openapi::errors::BadRequest,
+              $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::Internal))]
         pub async fn list(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
@@ -291,12 +289,10 @@ macro_rules! registry_handlers {
         }
 
         #[utoipa::path(post, path = $path, operation_id = $create_op, tag = $tag,
-            request_body(content = $Env, content_type = "application/json"),
-            responses((status = 201, description = "The registered provider (never its secrets).", body = $One),
-                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
-                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound,
-                      $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
-                      $crate::http::openapi::errors::Unavailable))]
+    request_body(content = $Env, content_type = "application/json"),
+    responses((status = 201, description = "The registered provider (never its secrets).", body = $One), $crate::http::openapi::errors::BadRequest,
+              $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound,
+              $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal, $crate::http::openapi::errors::Unavailable))]
         pub async fn create(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
@@ -307,10 +303,9 @@ macro_rules! registry_handlers {
         }
 
         #[utoipa::path(get, path = $item_path, operation_id = $get_op, tag = $tag,
-            params(("id" = String, Path, description = "The provider's id.")),
-            responses((status = 200, description = "The provider (never its secrets).", body = $One),
-                      $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
-                      $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal))]
+    params(("id" = String, Path, description = "The provider's id.")),
+    responses((status = 200, description = "The provider (never its secrets).", body = $One), $crate::http::openapi::errors::Unauthorized,
+              $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal))]
         pub async fn get(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
@@ -320,13 +315,12 @@ macro_rules! registry_handlers {
         }
 
         #[utoipa::path(patch, path = $item_path, operation_id = $update_op, tag = $tag,
-            params(("id" = String, Path, description = "The provider's id.")),
-            request_body(content = $Env, content_type = "application/json"),
-            responses((status = 200, description = "The updated provider: absent fields are kept, null clears an optional one.", body = $One),
-                      $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized,
-                      $crate::http::openapi::errors::Forbidden, $crate::http::openapi::errors::NotFound,
-                      $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
-                      $crate::http::openapi::errors::Unavailable))]
+    params(("id" = String, Path, description = "The provider's id.")),
+    request_body(content = $Env, content_type = "application/json"),
+    responses((status = 200, description = "The updated provider: absent fields are kept, null clears an optional one.", body = $One),
+              $crate::http::openapi::errors::BadRequest, $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
+              $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Conflict, $crate::http::openapi::errors::Internal,
+              $crate::http::openapi::errors::Unavailable))]
         pub async fn update(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,
@@ -337,11 +331,9 @@ macro_rules! registry_handlers {
         }
 
         #[utoipa::path(delete, path = $item_path, operation_id = $delete_op, tag = $tag,
-            params(("id" = String, Path, description = "The provider's id.")),
-            responses((status = 204, description = "Deleted."),
-                      $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
-                      $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal,
-                      $crate::http::openapi::errors::Unavailable))]
+    params(("id" = String, Path, description = "The provider's id.")),
+    responses((status = 204, description = "Deleted."), $crate::http::openapi::errors::Unauthorized, $crate::http::openapi::errors::Forbidden,
+              $crate::http::openapi::errors::NotFound, $crate::http::openapi::errors::Internal, $crate::http::openapi::errors::Unavailable))]
         pub async fn delete(
             axum::extract::State(node): axum::extract::State<std::sync::Arc<$crate::context::Core>>,
             $crate::token::Caller(ctx): $crate::token::Caller,

@@ -352,8 +352,7 @@ async fn delete_at(
     params(("domain_id" = String, Path, description = "The domain's id.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
     responses((status = 201, description = "The domain's first configuration.", body = s::DomainConfig),
-              (status = 200, description = "The configuration, replaced.", body = s::DomainConfig),
-              E::Edit))]
+              (status = 200, description = "The configuration, replaced.", body = s::DomainConfig), E::Edit))]
 pub async fn replace(
     Call(node, ctx): Call,
     Path(domain_id): Path<String>,
@@ -433,7 +432,8 @@ pub async fn group_delete(
 }
 
 #[utoipa::path(get, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_get", tag = "domains",
-    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
+    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."),
+           ("option" = String, Path, description = "The option.")),
     responses((status = 200, description = "`{option: value}`.", body = Object), E::Read))]
 pub async fn option_get(
     Call(node, ctx): Call,
@@ -446,7 +446,8 @@ pub async fn option_get(
 }
 
 #[utoipa::path(patch, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_update", tag = "domains",
-    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
+    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."),
+           ("option" = String, Path, description = "The option.")),
     request_body(content = s::DomainConfigEnvelope, content_type = "application/json"),
     responses((status = 200, description = "The whole configuration after the change.", body = s::DomainConfig), E::Edit))]
 pub async fn option_update(
@@ -458,7 +459,8 @@ pub async fn option_update(
 }
 
 #[utoipa::path(delete, path = "/v3/domains/{domain_id}/config/{group}/{option}", operation_id = "domain_config_option_delete", tag = "domains",
-    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."), ("option" = String, Path, description = "The option.")),
+    params(("domain_id" = String, Path, description = "The domain's id."), ("group" = String, Path, description = "identity or ldap."),
+           ("option" = String, Path, description = "The option.")),
     responses((status = 204, description = "Deleted."), E::Remove))]
 pub async fn option_delete(
     Call(node, ctx): Call,

@@ -157,8 +157,7 @@ pub async fn update(
 
 #[utoipa::path(delete, path = "/v3/domains/{id}", operation_id = "domains_delete", tag = "domains",
     params(("id" = String, Path, description = "The domain's id.")),
-    responses((status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."),
-              E::Change))]
+    responses((status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let d = load(&node, &id)?;
     enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;

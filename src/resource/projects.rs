@@ -117,12 +117,10 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
 /// Keystone's `GET /v3/users/{user_id}/projects`: every project on which the user holds a
 /// role, directly or through a group, enabled or not (filters: `domain_id`, `enabled`, `name`).
 #[utoipa::path(get, path = "/v3/users/{user_id}/projects", operation_id = "users_projects_list", tag = "users",
-    params(("user_id" = String, Path, description = "The user's id."),
-           ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
+    params(("user_id" = String, Path, description = "The user's id."), ("domain_id" = Option<String>, Query, description = "Only projects of this domain."),
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
            ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive).")),
-    responses((status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList),
-              E::Read))]
+    responses((status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList), E::Read))]
 pub async fn list_for_user(
     Call(node, ctx): Call,
     Path(user_id): Path<String>,

@@ -61,8 +61,8 @@ pub async fn list(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Js
 #[utoipa::path(put, path = "/v3/projects/{id}/tags", operation_id = "project_tags_replace", tag = "projects",
     params(("id" = String, Path, description = "The project's id.")),
     request_body(content = s::ProjectTags, description = "The new tag list.", content_type = "application/json"),
-    responses((status = 200, description = "The project's new tags: `{\"tags\": [...]}`.", body = s::TagList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    responses((status = 200, description = "The project's new tags: `{\"tags\": [...]}`.", body = s::TagList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::NotFound, E::Internal))]
 pub async fn replace(
     Call(node, ctx): Call,
     Path(id): Path<String>,

@@ -197,9 +197,9 @@ pub async fn search(Path(_domain_id): Path<String>) -> ScimError {
 macro_rules! me {
     ($($name:ident = $method:ident;)*) => {$(
         #[utoipa::path($method, path = "/SCIM/v2/{domain_id}/Me", tag = "scim",
-            params(("domain_id" = String, Path, description = "The realm's domain.")),
-            responses(S::NotImplemented),
-            security(()))]
+    params(("domain_id" = String, Path, description = "The realm's domain.")),
+    responses(S::NotImplemented),
+    security(()))]
         pub async fn $name(Path(_domain_id): Path<String>) -> ScimError {
             not_implemented("/Me")
         }

@@ -219,8 +219,8 @@ pub async fn list(
 #[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_create", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain.")),
     request_body(content = S::Group, content_type = "application/scim+json"),
-    responses((status = 201, description = "The group; ETag and Location headers.", body = S::Group, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
+    responses((status = 201, description = "The group; ETag and Location headers.", body = S::Group, content_type = "application/scim+json"), S::Invalid,
+              S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn create(
     State(node): State<Arc<Core>>,
@@ -237,8 +237,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_get", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."), S::Projection),
-    responses((status = 200, description = "The group; ETag header.", body = S::Group, content_type = "application/scim+json"),
-              S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
+    responses((status = 200, description = "The group; ETag header.", body = S::Group, content_type = "application/scim+json"), S::Unauthorized, S::Forbidden,
+              S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
     State(node): State<Arc<Core>>,
@@ -277,8 +277,8 @@ pub async fn put(
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."),
            ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
     request_body(content = S::PatchOp, content_type = "application/scim+json"),
-    responses((status = 200, description = "The group as changed; ETag header.", body = S::Group, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    responses((status = 200, description = "The group as changed; ETag header.", body = S::Group, content_type = "application/scim+json"), S::Invalid,
+              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
     State(node): State<Arc<Core>>,
@@ -295,8 +295,8 @@ pub async fn patch(
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_delete", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id.")),
-    responses((status = 204, description = "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM."),
-              S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
+    responses((status = 204, description = "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM."), S::Unauthorized,
+              S::Forbidden, S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn delete(
     State(node): State<Arc<Core>>,

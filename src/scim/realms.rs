@@ -5,9 +5,8 @@
 //! identity provider, global or of the realm's domain (404 otherwise).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -25,7 +24,7 @@ use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
 use crate::state::read::ScimReads;
 use crate::state::scim::{Kind, RealmRef, ScimCommand, ScimRealm, ScimResourceIndex};
-use crate::token::Caller;
+use crate::token::Call;
 use crate::token::ValidToken;
 
 #[derive(Deserialize, ToSchema)]
@@ -124,13 +123,11 @@ async fn save(node: &Core, realm: ScimRealm, create: bool) -> ApiResult<ScimReal
 
 #[utoipa::path(post, path = "/v4/scim-realms", operation_id = "v4_scim_realms_create", tag = "scim",
     request_body(content = CreateEnvelope, content_type = "application/json"),
-    responses((status = 201, description = "The realm.", body = RealmOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden,
-              (status = 404, description = "The domain or the identity provider does not exist.", body = crate::http::openapi::ErrorBody),
-              E::Conflict, E::Internal, E::Unavailable))]
+    responses((status = 201, description = "The realm.", body = RealmOne), E::BadRequest, E::Unauthorized, E::Forbidden,
+              (status = 404, description = "The domain or the identity provider does not exist.", body = crate::http::openapi::ErrorBody), E::Conflict,
+              E::Internal, E::Unavailable))]
 pub async fn create(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     JsonBody(b): JsonBody<CreateEnvelope>,
 ) -> ApiResult<(StatusCode, Json<RealmOne>)> {
     let b = b.scim_realm;
@@ -157,13 +154,9 @@ pub async fn create(
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) realms."),
            ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this provider_id.")),
-    responses((status = 200, description = "The domain's realms, in provider_id order.", body = RealmList),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::Internal))]
-pub async fn list(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+    responses((status = 200, description = "The domain's realms, in provider_id order.", body = RealmList), E::BadRequest, E::Unauthorized, E::Forbidden,
+              E::Internal))]
+pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     let domain = q.get("domain_id").filter(|d| !d.is_empty()).cloned().ok_or_else(|| {
         ApiError::bad_request("Invalid input for field 'domain_id': the query parameter is required.")
     })?;
@@ -184,12 +177,10 @@ pub async fn list(
 }
 
 #[utoipa::path(get, path = "/v4/scim-realms/{domain_id}/{provider_id}", operation_id = "v4_scim_realms_get", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."),
-           ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
-    responses((status = 200, description = "The realm.", body = RealmOne), E::Unauthorized, E::Forbidden, E::NotFound, E::Internal))]
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
+    responses((status = 200, description = "The realm.", body = RealmOne), E::Read))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, provider_id)): Path<(String, String)>,
 ) -> ApiResult<Json<RealmOne>> {
     authorize("show", &ctx, &domain_id)?;
@@ -197,16 +188,14 @@ pub async fn get(
 }
 
 #[utoipa::path(patch, path = "/v4/scim-realms/{domain_id}/{provider_id}", operation_id = "v4_scim_realms_patch", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."),
-           ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("provider_id" = String, Path, description = "The realm's provider coordinate.")),
     request_body(content = PatchEnvelope, content_type = "application/json"),
-    responses((status = 200, description = "The realm as changed; a disabled realm refuses SCIM requests (403).", body = RealmOne),
-              E::BadRequest, E::Unauthorized, E::Forbidden,
-              (status = 404, description = "No such realm, or the new identity provider does not exist.", body = crate::http::openapi::ErrorBody),
-              E::Internal, E::Unavailable))]
+    responses((status = 200, description = "The realm as changed; a disabled realm refuses SCIM requests (403).", body = RealmOne), E::BadRequest,
+              E::Unauthorized, E::Forbidden,
+              (status = 404, description = "No such realm, or the new identity provider does not exist.", body = crate::http::openapi::ErrorBody), E::Internal,
+              E::Unavailable))]
 pub async fn patch(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, provider_id)): Path<(String, String)>,
     JsonBody(b): JsonBody<PatchEnvelope>,
 ) -> ApiResult<Json<RealmOne>> {
@@ -227,20 +216,16 @@ pub async fn patch(
     Ok(Json(RealmOne { scim_realm: view(&save(&node, realm, false).await?) }))
 }
 
-#[utoipa::path(delete, path = "/v4/scim-realms/{domain_id}/{provider_id}/purge/{resource_type}/{keystone_id}",
-    operation_id = "v4_scim_realms_purge", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."),
-           ("provider_id" = String, Path, description = "The realm's provider coordinate."),
+#[utoipa::path(delete, path = "/v4/scim-realms/{domain_id}/{provider_id}/purge/{resource_type}/{keystone_id}", operation_id = "v4_scim_realms_purge", tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("provider_id" = String, Path, description = "The realm's provider coordinate."),
            ("resource_type" = String, Path, description = "`user` or `group`."),
            ("keystone_id" = String, Path, description = "The user or group id (its SCIM id).")),
-    responses((status = 204, description = "Hard-deleted, with its index entries; a `delete` audit event names the caller."),
-              E::Unauthorized, E::Forbidden,
+    responses((status = 204, description = "Hard-deleted, with its index entries; a `delete` audit event names the caller."), E::Unauthorized, E::Forbidden,
               (status = 404, description = "No such realm, resource type, or resource of this realm.", body = crate::http::openapi::ErrorBody),
               (status = 409, description = "The resource is not deprovisioned (DELETE it through SCIM first).", body = crate::http::openapi::ErrorBody),
               E::Internal, E::Unavailable))]
 pub async fn purge(
-    State(node): State<Arc<Core>>,
-    Caller(ctx): Caller,
+    Call(node, ctx): Call,
     Path((domain_id, provider_id, resource_type, keystone_id)): Path<(String, String, String, String)>,
 ) -> ApiResult<StatusCode> {
     authorize("purge", &ctx, &domain_id)?;

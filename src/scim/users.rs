@@ -204,8 +204,8 @@ pub async fn list(
 #[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_create", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain.")),
     request_body(content = S::User, content_type = "application/scim+json"),
-    responses((status = 201, description = "The user; ETag and Location headers.", body = S::User, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
+    responses((status = 201, description = "The user; ETag and Location headers.", body = S::User, content_type = "application/scim+json"), S::Invalid,
+              S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn create(
     State(node): State<Arc<Core>>,
@@ -222,8 +222,8 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_get", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."), S::Projection),
-    responses((status = 200, description = "The user; ETag header.", body = S::User, content_type = "application/scim+json"),
-              S::Unauthorized, S::Forbidden, S::NotFound, S::Internal),
+    responses((status = 200, description = "The user; ETag header.", body = S::User, content_type = "application/scim+json"), S::Unauthorized, S::Forbidden,
+              S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
     State(node): State<Arc<Core>>,
@@ -242,8 +242,8 @@ pub async fn get(
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
            ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
     request_body(content = S::User, content_type = "application/scim+json"),
-    responses((status = 200, description = "The user as replaced; ETag header.", body = S::User, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    responses((status = 200, description = "The user as replaced; ETag header.", body = S::User, content_type = "application/scim+json"), S::Invalid,
+              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn put(
     State(node): State<Arc<Core>>,
@@ -262,8 +262,8 @@ pub async fn put(
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
            ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
     request_body(content = S::PatchOp, content_type = "application/scim+json"),
-    responses((status = 200, description = "The user as changed; ETag header.", body = S::User, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
+    responses((status = 200, description = "The user as changed; ETag header.", body = S::User, content_type = "application/scim+json"), S::Invalid,
+              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
     State(node): State<Arc<Core>>,
@@ -280,8 +280,8 @@ pub async fn patch(
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_delete", tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id.")),
-    responses((status = 204, description = "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM."),
-              S::Unauthorized, S::Forbidden, S::NotFound, S::TooMany, S::Internal),
+    responses((status = 204, description = "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM."), S::Unauthorized, S::Forbidden,
+              S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn delete(
     State(node): State<Arc<Core>>,

@@ -70,13 +70,10 @@ fn version(base: &str, id: &str, path: &str, status: &str) -> Value {
 
 /// 200 with both versions; with `keystone_compat_status`, 300 Multiple Choices as Python
 /// Keystone answers.
-#[utoipa::path(
-    get, path = "/", tag = "discovery", security(()),
-    responses(
-        (status = 200, description = "Both API versions.", body = Versions),
-        (status = 300, description = "Both API versions, with `Location: <base>/v3/`, when `keystone_compat_status` is set.", body = Versions),
-    )
-)]
+#[utoipa::path(get, path = "/", tag = "discovery",
+    security(()),
+    responses((status = 200, description = "Both API versions.", body = Versions),
+              (status = 300, description = "Both API versions, with `Location: <base>/v3/`, when `keystone_compat_status` is set.", body = Versions)))]
 pub async fn root(State(node): State<Arc<Core>>) -> Response {
     let base = node.cfg.public_base();
     let body = json!({"versions": {"values": [version(&base, "v3.14", "v3", "stable"), version(&base, "v4.0", "v4", "experimental")]}});
@@ -91,22 +88,30 @@ pub async fn root(State(node): State<Arc<Core>>) -> Response {
     }
 }
 
-#[utoipa::path(get, path = "/v3", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
+#[utoipa::path(get, path = "/v3", tag = "discovery",
+    security(()),
+    responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
 pub async fn v3(State(node): State<Arc<Core>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v3.14", "v3", "stable")}))
 }
 
-#[utoipa::path(get, path = "/v3/", tag = "discovery", security(()), responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
+#[utoipa::path(get, path = "/v3/", tag = "discovery",
+    security(()),
+    responses((status = 200, description = "The v3 API version.", body = SingleVersion)))]
 pub async fn v3_slash(node: State<Arc<Core>>) -> Json<Value> {
     v3(node).await
 }
 
-#[utoipa::path(get, path = "/v4", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
+#[utoipa::path(get, path = "/v4", tag = "discovery",
+    security(()),
+    responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
 pub async fn v4(State(node): State<Arc<Core>>) -> Json<Value> {
     Json(json!({"version": version(&node.cfg.public_base(), "v4.0", "v4", "experimental")}))
 }
 
-#[utoipa::path(get, path = "/v4/", tag = "discovery", security(()), responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
+#[utoipa::path(get, path = "/v4/", tag = "discovery",
+    security(()),
+    responses((status = 200, description = "The v4 API version.", body = SingleVersion)))]
 pub async fn v4_slash(node: State<Arc<Core>>) -> Json<Value> {
     v4(node).await
 }

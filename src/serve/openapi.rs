@@ -82,14 +82,9 @@ impl Modify for TokenHeader {
 #[derive(Clone)]
 pub struct SpecJson(pub Arc<String>);
 
-#[utoipa::path(
-    get,
-    path = "/api-docs/openapi.json",
-    tag = "meta",
-    operation_id = "openapi_json",
+#[utoipa::path(get, path = "/api-docs/openapi.json", tag = "meta", operation_id = "openapi_json",
     security(()),
-    responses((status = 200, description = "This OpenAPI 3.1 description.", content_type = "application/json", body = Object))
-)]
+    responses((status = 200, description = "This OpenAPI 3.1 description.", content_type = "application/json", body = Object)))]
 pub async fn spec(Extension(json): Extension<SpecJson>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], json.0.as_str().to_string())
 }

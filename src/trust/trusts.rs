@@ -123,8 +123,7 @@ fn named_roles(node: &Core, roles: &Sent<Vec<Value>>) -> ApiResult<Vec<String>> 
 
 #[utoipa::path(post, path = "/v3/OS-TRUST/trusts", operation_id = "trusts_create", tag = "trusts",
     request_body(content = s::TrustRequest, content_type = "application/json"),
-    responses((status = 201, description = "The trust.", body = s::TrustEnvelope),
-              E::Edit))]
+    responses((status = 201, description = "The trust.", body = s::TrustEnvelope), E::Edit))]
 pub async fn create(
     Call(node, ctx): Call,
     JsonBody(b): JsonBody<Body<s::TrustRequest>>,
@@ -257,8 +256,7 @@ async fn list_trusts(node: &Core, ctx: &ValidToken, q: &HashMap<String, String>)
 #[utoipa::path(get, path = "/v3/OS-TRUST/trusts", operation_id = "trusts_list", tag = "trusts",
     params(("trustor_user_id" = Option<String>, Query, description = "Trusts given by this user."),
            ("trustee_user_id" = Option<String>, Query, description = "Trusts held by this user."),
-           ("limit" = Option<u32>, Query, description = "At most this many."),
-           ("marker" = Option<String>, Query, description = "Start after this id.")),
+           ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The trusts (without their roles).", body = s::TrustList), E::List))]
 pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
     list_trusts(&node, &ctx, &q).await
