@@ -14,6 +14,8 @@ use std::net::IpAddr;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
+use axum::extract::{FromRef, FromRequestParts};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use serde_json::json;
 
@@ -21,6 +23,7 @@ use super::state::Scim;
 use super::wire::{ScimError, ScimResult};
 use crate::api_keys::simulate::{Grant, GrantScope, Matched};
 use crate::context::Core;
+use crate::http::client_ip::{SourceIp, TrustedProxies};
 use crate::http::error::ApiResult;
 use crate::policy::{enforce_principal, Principal};
 use crate::state::api_keys::ApiKey;
@@ -94,6 +97,45 @@ impl ScimCaller {
         } else {
             Err(forbidden(&crate::http::ApiError::denied(&memo.0).message))
         }
+    }
+}
+
+/// What every SCIM resource handler extracts before it reads the path and body: the core,
+/// SCIM's per-node state, the API-key checks, the source address and the headers. The key is
+/// checked only when the handler asks (`caller`), so a malformed body still answers first.
+pub struct ScimRequest {
+    pub node: Arc<Core>,
+    pub scim: Arc<Scim>,
+    keys: Arc<dyn KeyChecks>,
+    source: IpAddr,
+    pub headers: HeaderMap,
+}
+
+impl<S> FromRequestParts<S> for ScimRequest
+where
+    S: TrustedProxies + Send + Sync,
+    Arc<Core>: FromRef<S>,
+    Arc<Scim>: FromRef<S>,
+    Arc<dyn KeyChecks>: FromRef<S>,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let SourceIp(source) = SourceIp::from_request_parts(parts, state).await?;
+        Ok(ScimRequest {
+            node: Arc::<Core>::from_ref(state),
+            scim: Arc::<Scim>::from_ref(state),
+            keys: Arc::<dyn KeyChecks>::from_ref(state),
+            source,
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+impl ScimRequest {
+    /// The caller its API key acts as in `domain_id`'s realm.
+    pub fn caller(&self, domain_id: &str) -> ScimResult<ScimCaller> {
+        authenticate(&self.node, &self.scim, &*self.keys, &self.headers, self.source, domain_id)
     }
 }
 

@@ -7,23 +7,18 @@
 //! neither shown nor touched.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, Query};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::caller::{authenticate, KeyChecks};
+use super::caller::ScimRequest;
 use super::patch::{self, OpKind};
 use super::resource::{self, location, meta, Record, Resource};
-use super::state::Scim;
 use super::users::UserResource;
 use super::values::{require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, GROUP_URN};
 use super::{filter, schemas as S};
-use crate::context::Core;
-use crate::http::client_ip::SourceIp;
 use crate::state::keys::ns;
 use crate::state::model::Group;
 use crate::state::read::ScimReads;
@@ -204,16 +199,12 @@ impl Resource for GroupResource {
               S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
     security(("api_key" = [])))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path(domain_id): Path<String>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::list::<GroupResource>(&node, &caller, &q)
+    let caller = req.caller(&domain_id)?;
+    resource::list::<GroupResource>(&req.node, &caller, &q)
 }
 
 #[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_create", tag = "scim",
@@ -222,17 +213,9 @@ pub async fn list(
     responses((status = 201, description = "The group; ETag and Location headers.", body = S::Group, content_type = "application/scim+json"), S::Invalid,
               S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
-pub async fn create(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::create::<GroupResource>(&node, &scim, &caller, &body).await
+pub async fn create(req: ScimRequest, Path(domain_id): Path<String>, ScimBody(body): ScimBody) -> ScimResult<Response> {
+    let caller = req.caller(&domain_id)?;
+    resource::create::<GroupResource>(&req.node, &req.scim, &caller, &body).await
 }
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_get", tag = "scim",
@@ -241,16 +224,12 @@ pub async fn create(
               S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::show::<GroupResource>(&node, &caller, &id, &q)
+    let caller = req.caller(&domain_id)?;
+    resource::show::<GroupResource>(&req.node, &caller, &id, &q)
 }
 
 #[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_replace", tag = "scim",
@@ -261,16 +240,12 @@ pub async fn get(
               S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn put(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::replace::<GroupResource>(&node, &scim, &caller, &id, &headers, &body).await
+    let caller = req.caller(&domain_id)?;
+    resource::replace::<GroupResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
 }
 
 #[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_patch", tag = "scim",
@@ -281,16 +256,12 @@ pub async fn put(
               S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::modify::<GroupResource>(&node, &scim, &caller, &id, &headers, &body).await
+    let caller = req.caller(&domain_id)?;
+    resource::modify::<GroupResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
 }
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_delete", tag = "scim",
@@ -298,14 +269,7 @@ pub async fn patch(
     responses((status = 204, description = "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM."), S::Unauthorized,
               S::Forbidden, S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
-    Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::deprovision::<GroupResource>(&node, &scim, &caller, &id).await
+pub async fn delete(req: ScimRequest, Path((domain_id, id)): Path<(String, String)>) -> ScimResult<Response> {
+    let caller = req.caller(&domain_id)?;
+    resource::deprovision::<GroupResource>(&req.node, &req.scim, &caller, &id).await
 }

@@ -6,22 +6,17 @@
 //! first.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, Query};
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 
-use super::caller::{authenticate, KeyChecks};
+use super::caller::ScimRequest;
 use super::patch::{self, OpKind};
 use super::resource::{self, meta, Record, Resource};
-use super::state::Scim;
 use super::values::{boolean, require_schema, text};
 use super::wire::{ScimBody, ScimError, ScimResult, USER_URN};
 use super::{filter, schemas as S};
-use crate::context::Core;
-use crate::http::client_ip::SourceIp;
 use crate::state::keys::ns;
 use crate::state::model::User;
 use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, UserFields};
@@ -189,16 +184,12 @@ impl Resource for UserResource {
               S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
     security(("api_key" = [])))]
 pub async fn list(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path(domain_id): Path<String>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::list::<UserResource>(&node, &caller, &q)
+    let caller = req.caller(&domain_id)?;
+    resource::list::<UserResource>(&req.node, &caller, &q)
 }
 
 #[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_create", tag = "scim",
@@ -207,17 +198,9 @@ pub async fn list(
     responses((status = 201, description = "The user; ETag and Location headers.", body = S::User, content_type = "application/scim+json"), S::Invalid,
               S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
-pub async fn create(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::create::<UserResource>(&node, &scim, &caller, &body).await
+pub async fn create(req: ScimRequest, Path(domain_id): Path<String>, ScimBody(body): ScimBody) -> ScimResult<Response> {
+    let caller = req.caller(&domain_id)?;
+    resource::create::<UserResource>(&req.node, &req.scim, &caller, &body).await
 }
 
 #[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_get", tag = "scim",
@@ -226,16 +209,12 @@ pub async fn create(
               S::NotFound, S::Internal),
     security(("api_key" = [])))]
 pub async fn get(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::show::<UserResource>(&node, &caller, &id, &q)
+    let caller = req.caller(&domain_id)?;
+    resource::show::<UserResource>(&req.node, &caller, &id, &q)
 }
 
 #[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_replace", tag = "scim",
@@ -246,16 +225,12 @@ pub async fn get(
               S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn put(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::replace::<UserResource>(&node, &scim, &caller, &id, &headers, &body).await
+    let caller = req.caller(&domain_id)?;
+    resource::replace::<UserResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
 }
 
 #[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_patch", tag = "scim",
@@ -266,16 +241,12 @@ pub async fn put(
               S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
     security(("api_key" = [])))]
 pub async fn patch(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
+    req: ScimRequest,
     Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
     ScimBody(body): ScimBody,
 ) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::modify::<UserResource>(&node, &scim, &caller, &id, &headers, &body).await
+    let caller = req.caller(&domain_id)?;
+    resource::modify::<UserResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
 }
 
 #[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_delete", tag = "scim",
@@ -283,14 +254,7 @@ pub async fn patch(
     responses((status = 204, description = "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM."), S::Unauthorized, S::Forbidden,
               S::NotFound, S::TooMany, S::Internal),
     security(("api_key" = [])))]
-pub async fn delete(
-    State(node): State<Arc<Core>>,
-    State(scim): State<Arc<Scim>>,
-    State(keys): State<Arc<dyn KeyChecks>>,
-    SourceIp(ip): SourceIp,
-    Path((domain_id, id)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> ScimResult<Response> {
-    let caller = authenticate(&node, &scim, &*keys, &headers, ip, &domain_id)?;
-    resource::deprovision::<UserResource>(&node, &scim, &caller, &id).await
+pub async fn delete(req: ScimRequest, Path((domain_id, id)): Path<(String, String)>) -> ScimResult<Response> {
+    let caller = req.caller(&domain_id)?;
+    resource::deprovision::<UserResource>(&req.node, &req.scim, &caller, &id).await
 }
