@@ -18,6 +18,8 @@ mod credential;
 mod federation;
 mod http;
 mod identity;
+#[cfg(test)]
+mod import_graph_tests;
 mod jobs;
 mod kek;
 mod mapped_auth;

@@ -26,6 +26,3 @@ pub mod shadow;
 pub use command::{Applied, ApplyError, Command};
 pub use read::Reader;
 pub use reply::Reply;
-
-#[cfg(test)]
-mod no_cycle_tests;
