@@ -89,6 +89,8 @@ pub struct Config {
     pub passkey: crate::passkey::settings::PasskeySettings,
     /// `[federation]`: what the node may reach when it calls registered providers.
     pub federation: FederationSettings,
+    /// `[assignment] driver` and `[openfga]`: where role assignments live.
+    pub assignment: crate::openfga::settings::AssignmentDriver,
 }
 
 /// `[federation]`: the requests the node makes to registered identity providers, Kubernetes
@@ -466,6 +468,12 @@ impl Config {
             peer_tls: PeerTlsFiles::from_settings(s)?,
             passkey: Default::default(),
             federation: FederationSettings::from_settings(s)?,
+            assignment: crate::openfga::settings::AssignmentDriver::from_sections(
+                |k| s.get("assignment", k),
+                |k| s.get("openfga", k),
+                s.has_section("openfga"),
+                |f| std::fs::read_to_string(f),
+            )?,
         };
         cfg.passkey =
             crate::passkey::settings::PasskeySettings::from_section(|k| s.get("passkey", k), &cfg.public_base())?;

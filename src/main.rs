@@ -26,6 +26,7 @@ mod mapped_auth;
 mod mapping;
 mod oauth1;
 mod oauth2;
+mod openfga;
 mod otlp;
 mod passkey;
 mod policy;

@@ -16,6 +16,7 @@ use super::schemas as s;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::{to_json, CollectionLinks};
+use crate::openfga::listing::Query;
 use crate::policy::{enforce, guard};
 use crate::state::command::grant_not_found;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
@@ -121,7 +122,7 @@ pub async fn create(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Create, route.as_str(), &p)?;
-    change(&node, &ctx, grant(&r, &role), Command::CreateGrant).await
+    change(&node, &ctx, grant(&r, &role), Write::Grant).await
 }
 
 /// 204 when the grant exists (a direct grant, not an effective one), else 404.
@@ -131,7 +132,7 @@ pub async fn check(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Check, route.as_str(), &p)?;
-    stored(&node, &grant(&r, &role))
+    stored(&node, &grant(&r, &role)).await
 }
 
 pub async fn revoke(
@@ -140,7 +141,7 @@ pub async fn revoke(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let (r, role) = authorize(&node, &ctx, Op::Revoke, route.as_str(), &p)?;
-    change(&node, &ctx, grant(&r, &role), Command::DeleteGrant).await
+    change(&node, &ctx, grant(&r, &role), Write::Revoke).await
 }
 
 /// The roles granted directly to the actor on the target.
@@ -152,24 +153,38 @@ pub async fn list(
     let r = resolve(&node, route.as_str(), &p)?;
     enforce(action(Op::List, &r), &ctx, &Value::Object(r.policy.clone()))?;
     let own = route.as_str().replace("{id}", p.get("id").map(String::as_str).unwrap_or(""));
-    granted_roles(&node, (r.actor_kind, &r.actor_id), &r.target, false, &own)
+    granted_roles(&node, (r.actor_kind, &r.actor_id), &r.target, false, &own).await
 }
 
-/// Creates or revokes the grant (`command` makes the write) within the guard rails: 204.
-pub(super) async fn change(
-    node: &Core,
-    ctx: &ValidToken,
-    a: Assignment,
-    command: fn(Assignment) -> Command,
-) -> ApiResult<StatusCode> {
+/// Whether a change writes or removes the grant.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Write {
+    Grant,
+    Revoke,
+}
+
+/// Creates or revokes the grant within the guard rails, in the replicated state or the
+/// relationship store: 204. The store refuses an inherited grant (400) and takes the revoke of
+/// an absent one as done.
+pub(super) async fn change(node: &Core, ctx: &ValidToken, a: Assignment, write: Write) -> ApiResult<StatusCode> {
     guard::change_grant(&node.engine.read(), ctx, &a)?;
-    node.propose(command(a)).await?;
+    match (&node.fga, write) {
+        (Some(fga), Write::Grant) => fga.grant(&node.engine.read(), &a).await?,
+        (Some(fga), Write::Revoke) => fga.revoke(&node.engine.read(), &a).await?,
+        (None, Write::Grant) => drop(node.propose(Command::CreateGrant(a)).await?),
+        (None, Write::Revoke) => drop(node.propose(Command::DeleteGrant(a)).await?),
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// 204 when the grant is stored as given, else Keystone's 404.
-pub(super) fn stored(node: &Core, a: &Assignment) -> ApiResult<StatusCode> {
-    if node.engine.read().grant_stored(a)? {
+/// 204 when the grant is held, else Keystone's 404: stored as given in the replicated state,
+/// or resolved by the store's model (the store's grant check has no direct mode).
+pub(super) async fn stored(node: &Core, a: &Assignment) -> ApiResult<StatusCode> {
+    let held = match &node.fga {
+        Some(fga) => fga.check(&node.engine.read(), a).await?,
+        None => node.engine.read().grant_stored(a)?,
+    };
+    if held {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(grant_not_found(a).into())
@@ -178,19 +193,34 @@ pub(super) fn stored(node: &Core, a: &Assignment) -> ApiResult<StatusCode> {
 
 /// The roles granted to the actor on the target, inherited grants or direct ones, as a role
 /// list whose `self` is `route` (its `{actor_id}` filled in).
-pub(super) fn granted_roles(
+pub(super) async fn granted_roles(
     node: &Core,
     (actor_kind, actor_id): (ActorKind, &str),
     target: &Target,
     inherited: bool,
     route: &str,
 ) -> ApiResult<Json<Value>> {
+    let role_ids: Vec<String> = match &node.fga {
+        // The store holds no inherited grants.
+        Some(_) if inherited => Vec::new(),
+        Some(fga) => {
+            let q = Query {
+                actor: Some((actor_kind, actor_id.to_string())),
+                target: Some(target.clone()),
+                ..Query::default()
+            };
+            fga.list(&node.engine.read(), &q).await?.into_iter().map(|a| a.role_id).collect()
+        }
+        None => {
+            let grants: Vec<Assignment> = node.engine.read().assignments_of_actor_on(actor_kind, actor_id, target)?;
+            grants.into_iter().filter(|a| a.inherited == inherited).map(|a| a.role_id).collect()
+        }
+    };
     let view = node.engine.snapshot();
-    let grants: Vec<Assignment> = view.assignments_of_actor_on(actor_kind, actor_id, target)?;
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for a in grants.iter().filter(|a| a.inherited == inherited) {
-        if let Some(role) = view.role(&a.role_id)? {
+    for id in role_ids {
+        if let Some(role) = view.role(&id)? {
             out.push(roles::role(&role, &base));
         }
     }

@@ -16,13 +16,13 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::grants::{change, param, stored};
+use super::grants::{change, param, stored, Write};
 use super::roles;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::policy::enforce;
 use crate::state::model::{ActorKind, Assignment, Target};
-use crate::state::{Command, Reader};
+use crate::state::Reader;
 use crate::token::Call;
 use crate::token::ValidToken;
 
@@ -104,7 +104,7 @@ pub async fn create(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:create_grant", route.as_str(), &p)?;
-    change(&node, &ctx, a, Command::CreateGrant).await
+    change(&node, &ctx, a, Write::Grant).await
 }
 
 /// 204 when the inherited grant exists; 404 for an unknown role, target or grant.
@@ -116,7 +116,7 @@ pub async fn check(
     let a = authorize(&node, &ctx, "identity:check_grant", route.as_str(), &p)?;
     roles::load(&node, &a.role_id)?;
     require_target(&node, &a.target)?;
-    stored(&node, &a)
+    stored(&node, &a).await
 }
 
 /// Apply answers 404 for an unknown role, target or grant.
@@ -126,7 +126,7 @@ pub async fn revoke(
     Path(p): Path<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
     let a = authorize(&node, &ctx, "identity:revoke_grant", route.as_str(), &p)?;
-    change(&node, &ctx, a, Command::DeleteGrant).await
+    change(&node, &ctx, a, Write::Revoke).await
 }
 
 /// The roles the actor holds on the domain to pass on to its projects.
@@ -139,7 +139,7 @@ pub async fn list(
     enforce("identity:list_grants", &ctx, &policy_target(&node, &n, None)?)?;
     require_target(&node, &n.target)?;
     let own = route.as_str().replace("{id}", param(&p, "id")?);
-    super::grants::granted_roles(&node, (n.actor_kind, &n.actor_id), &n.target, true, &own)
+    super::grants::granted_roles(&node, (n.actor_kind, &n.actor_id), &n.target, true, &own).await
 }
 
 /// The annotated handlers of one route shape (see `grants::routed`).

@@ -29,10 +29,11 @@ fn links(base: &str, path: &str) -> Value {
     responses((status = 200, description = "Enabled projects on which the caller holds a role.", body = crate::resource::schemas::ProjectList), E::List))]
 pub async fn auth_projects(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_projects", &ctx, &json!({}))?;
+    let targets = effective::user_targets(&node, &ctx.user.id).await?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for t in effective::targets_of_user(&view, &ctx.user.id)? {
+    for t in targets {
         let Target::Project(id) = t else { continue };
         if let Some(p) = view.project(&id)?.filter(|p| p.enabled) {
             if view.domain(&p.domain_id)?.is_some_and(|d| d.enabled) {
@@ -48,10 +49,11 @@ pub async fn auth_projects(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     responses((status = 200, description = "Enabled domains on which the caller holds a role.", body = crate::resource::schemas::DomainList), E::List))]
 pub async fn auth_domains(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_domains", &ctx, &json!({}))?;
+    let targets = effective::user_targets(&node, &ctx.user.id).await?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for t in effective::targets_of_user(&view, &ctx.user.id)? {
+    for t in targets {
         let Target::Domain(id) = t else { continue };
         if let Some(d) = view.domain(&id)?.filter(|d| d.enabled) {
             out.push(domain_json(&d, &base));
@@ -65,9 +67,8 @@ pub async fn auth_domains(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     responses((status = 200, description = "Whether the caller holds a role on the system.", body = s::SystemScopes), E::List))]
 pub async fn auth_system(Call(node, ctx): Call) -> ApiResult<Json<Value>> {
     enforce("identity:get_auth_system", &ctx, &json!({}))?;
-    let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let has = !effective::roles_of_user(&view, &ctx.user.id, &Target::System)?.is_empty();
+    let has = !effective::user_roles(&node, &ctx.user.id, &Target::System).await?.is_empty();
     let system = if has { json!([{"all": true}]) } else { json!([]) };
     Ok(Json(json!({"system": system, "links": links(&base, "/v3/auth/system")})))
 }

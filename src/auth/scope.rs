@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
+use crate::openfga::DriverError;
 use crate::reads::effective;
 use crate::state::keys::ns;
 use crate::state::model::{Target, User};
@@ -21,9 +22,9 @@ fn domain_ref(node: &Core, d: &Value) -> ApiResult<Option<String>> {
 }
 
 /// Parses the requested scope; targets that do not exist become 401 like Keystone.
-pub fn requested(node: &Core, scope: Option<&Value>, user: &User) -> ApiResult<TokenScope> {
+pub async fn requested(node: &Core, scope: Option<&Value>, user: &User) -> ApiResult<TokenScope> {
     let scope = match scope {
-        None => return default_scope(node, user),
+        None => return default_scope(node, user).await,
         Some(Value::String(s)) if s == "unscoped" => return Ok(TokenScope::Unscoped),
         Some(Value::Object(o)) => o,
         Some(_) => return Err(ApiError::bad_request("Invalid input for field 'scope'.")),
@@ -63,10 +64,13 @@ pub fn requested(node: &Core, scope: Option<&Value>, user: &User) -> ApiResult<T
     Err(ApiError::forbidden("Trust-scoped tokens are not supported."))
 }
 
-fn default_scope(node: &Core, user: &User) -> ApiResult<TokenScope> {
+async fn default_scope(node: &Core, user: &User) -> ApiResult<TokenScope> {
     let Some(pid) = &user.default_project_id else { return Ok(TokenScope::Unscoped) };
-    let view = node.engine.read();
-    let usable = view.project(pid)?.is_some_and(|p| p.enabled)
-        && !effective::roles_of_user(&view, &user.id, &Target::Project(pid.clone()))?.is_empty();
+    let enabled = node.engine.read().project(pid)?.is_some_and(|p| p.enabled);
+    let usable = enabled
+        && !effective::user_roles(node, &user.id, &Target::Project(pid.clone()))
+            .await
+            .map_err(DriverError::for_token)?
+            .is_empty();
     Ok(if usable { TokenScope::Project(pid.clone()) } else { TokenScope::Unscoped })
 }

@@ -173,7 +173,7 @@ async fn issue_token(
             proven.expires_at = granted.expires_at;
             granted.scope
         }
-        (None, None) => scope::requested(&node, asked.as_ref(), &proven.user)?,
+        (None, None) => scope::requested(&node, asked.as_ref(), &proven.user).await?,
     };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;
@@ -224,7 +224,15 @@ async fn respond_with(
     nocatalog: bool,
 ) -> ApiResult<Response> {
     let token = node.seal_token(payload)?;
-    let vt = node.validate_token(&token, false).await.map_err(|_| ApiError::unauthenticated())?;
+    // A refusal is Keystone's 401; a server that cannot decide (a relationship store that
+    // does not answer) says so instead of refusing.
+    let vt = node.validate_token(&token, false).await.map_err(|e| {
+        if e.status.is_server_error() {
+            e
+        } else {
+            ApiError::unauthenticated()
+        }
+    })?;
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", scope_label(&vt.payload.scope))])).inc();
     token_response(node, status, &token, &vt, nocatalog)
 }

@@ -70,6 +70,11 @@ impl Settings {
         v
     }
 
+    /// Whether any key of `section` is set.
+    pub fn has_section(&self, section: &str) -> bool {
+        self.values.keys().any(|(s, _)| s == section)
+    }
+
     /// Applies `IDNODE_*` variables. A variable names a key of a known section when its
     /// middle part is one; otherwise it is a key of `[idnode]`.
     pub fn apply_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
@@ -154,4 +159,6 @@ const SECTIONS: &[&str] = &[
     "cluster",
     "passkey",
     "federation",
+    "assignment",
+    "openfga",
 ];

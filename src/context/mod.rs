@@ -35,6 +35,9 @@ pub struct Core {
     pub audit: crate::audit::Audit,
     /// This node's KEK and data keys at run time, and the re-sealer (`rotation::dek`).
     pub node_keys: Arc<crate::rotation::dek::NodeKeys>,
+    /// The relationship-store assignment driver, when `[assignment] driver = openfga`; role
+    /// assignments are then read and written there instead of in the replicated state.
+    pub fga: Option<Arc<crate::openfga::OpenFga>>,
 }
 
 impl Core {

@@ -10,6 +10,7 @@ use crate::http::error::ApiResult;
 use crate::http::fields::new_id;
 use crate::state::command::Bootstrap;
 use crate::state::model::*;
+use crate::state::read::AssignmentReads;
 use crate::state::reply::Bootstrapped;
 use crate::state::{Command, Reader};
 
@@ -118,4 +119,32 @@ pub async fn run(node: &Core) -> ApiResult<bool> {
         }
     }
     Ok(fresh)
+}
+
+/// With the relationship-store driver the bootstrap administrator's grants (admin on the admin
+/// project and on the system) must be in the store, or nobody could administer the cloud.
+/// Written once the cluster is bootstrapped, unless the store already resolves one of them
+/// (an operator's later changes to them are left alone). Idempotent: every node may run it.
+pub async fn seed_store(node: &Core) -> ApiResult<()> {
+    let Some(fga) = &node.fga else { return Ok(()) };
+    let grants = {
+        let view = node.engine.read();
+        let Some(b) = view.bootstrap_info()? else { return Ok(()) };
+        let mut grants = Vec::new();
+        for target in [Target::Project(b.admin_project_id.clone()), Target::System] {
+            grants.extend(view.assignments_of_actor_on(ActorKind::User, &b.admin_user_id, &target)?);
+        }
+        grants.retain(|a| !a.inherited);
+        grants
+    };
+    for a in &grants {
+        if fga.check(&node.engine.read(), a).await? {
+            return Ok(());
+        }
+    }
+    for a in &grants {
+        fga.grant(&node.engine.read(), a).await?;
+    }
+    tracing::info!("wrote the bootstrap administrator's {} grants to the OpenFGA store", grants.len());
+    Ok(())
 }

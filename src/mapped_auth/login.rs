@@ -102,7 +102,7 @@ pub async fn login(
         IdentityMode::Local => super::principal::local(node, mapped, &m, &ext).await?,
         IdentityMode::Ephemeral => super::principal::ephemeral(node, mapped, &live, &m, &ext).await?,
     };
-    let scope = crate::auth::scope::requested(node, scope, &user)?;
+    let scope = crate::auth::scope::requested(node, scope, &user).await?;
     let now = now_micros();
     let payload = TokenPayload {
         version: 2,

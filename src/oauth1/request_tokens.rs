@@ -24,7 +24,7 @@ use crate::http::extract::OptionalJson;
 use crate::http::fields::{json_obj, new_id, Obj};
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
-use crate::reads::effective::roles_of_user;
+use crate::reads::effective::user_roles;
 use crate::state::keys::ns;
 use crate::state::model::{DocKind, Ref, Target};
 use crate::state::{Command, Reader};
@@ -170,12 +170,12 @@ pub async fn authorize(
         if tokens::expired(token.expires_at.as_deref(), now_micros()) {
             return Err(refuse("request token expired"));
         }
-        let held = roles_of_user(&view, &ctx.user.id, &Target::Project(token.requested_project_id.clone()))?;
-        if !role_ids.iter().all(|r| held.iter().any(|h| h.id == *r)) {
-            return Err(refuse("the authorizing user does not hold every role asked for"));
-        }
         (doc, token)
     };
+    let held = user_roles(&node, &ctx.user.id, &Target::Project(token.requested_project_id.clone())).await?;
+    if !role_ids.iter().all(|r| held.iter().any(|h| h.id == *r)) {
+        return Err(refuse("the authorizing user does not hold every role asked for"));
+    }
     token.authorizing_user_id = Some(ctx.user.id.clone());
     token.role_ids = role_ids;
     let verifier = tokens::new_verifier();

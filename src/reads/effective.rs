@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use idnode_storage::Result;
 
 use super::listing::{self, Filter};
+use crate::context::Core;
+use crate::openfga::DriverError;
 use crate::state::model::{Role, Target};
 use crate::state::Reader;
 
@@ -28,4 +30,21 @@ pub fn roles_of_user(r: &impl Reader, user_id: &str, target: &Target) -> Result<
 pub fn targets_of_user(r: &impl Reader, user_id: &str) -> Result<BTreeSet<Target>> {
     let f = Filter { user: Some(user_id.to_string()), effective: true, ..Filter::default() };
     Ok(listing::list(r, &f)?.into_iter().map(|e| e.target).collect())
+}
+
+/// The roles a user holds on a target, from the node's assignment driver: the relationship
+/// store's model when the node has one, else the replicated grants.
+pub async fn user_roles(core: &Core, user_id: &str, target: &Target) -> std::result::Result<Vec<Role>, DriverError> {
+    match &core.fga {
+        Some(fga) => fga.roles_of_user(&core.engine.read(), user_id, target).await,
+        None => Ok(roles_of_user(&core.engine.snapshot(), user_id, target)?),
+    }
+}
+
+/// Every target on which the user holds a role, from the node's assignment driver.
+pub async fn user_targets(core: &Core, user_id: &str) -> std::result::Result<BTreeSet<Target>, DriverError> {
+    match &core.fga {
+        Some(fga) => fga.targets_of_user(&core.engine.read(), user_id).await,
+        None => Ok(targets_of_user(&core.engine.snapshot(), user_id)?),
+    }
 }

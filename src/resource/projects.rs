@@ -126,18 +126,19 @@ pub async fn list_for_user(
     Path(user_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let view = node.engine.snapshot();
-    let user = view.user(&user_id)?;
+    let user = node.engine.read().user(&user_id)?;
     let domain_id = user.as_ref().map(|u| u.domain_id.clone());
     enforce("identity:list_user_projects", &ctx, &json!({"user": {"id": user_id, "domain_id": domain_id}}))?;
     if user.is_none() {
         return Err(ApiError::not_found("user", &user_id));
     }
+    let targets = crate::reads::effective::user_targets(&node, &user_id).await?;
+    let view = node.engine.snapshot();
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
     let name = q.get("name").map(|n| n.to_lowercase());
     let base = node.cfg.public_base();
     let mut out = Vec::new();
-    for t in crate::reads::effective::targets_of_user(&view, &user_id)? {
+    for t in targets {
         let Target::Project(id) = t else { continue };
         let Some(p) = view.project(&id)? else { continue };
         if q.get("domain_id").is_some_and(|d| d != &p.domain_id)

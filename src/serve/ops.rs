@@ -86,7 +86,18 @@ async fn health(State(node): State<Arc<Node>>) -> Response {
 }
 
 async fn ready(State(node): State<Arc<Node>>) -> Response {
-    let (c, _, ready) = components(&node);
+    let (mut c, _, mut ready) = components(&node);
+    if let Some(fga) = &node.fga {
+        // Scoped tokens take their roles from the store: without it the node cannot serve.
+        let store = match fga.client.probe().await {
+            Ok(()) => json!({"status": "ok"}),
+            Err(e) => {
+                ready = false;
+                json!({"status": "warn", "reasons": [e.to_string()]})
+            }
+        };
+        c["assignment_store"] = store;
+    }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(json!({"status": if ready { "ready" } else { "not ready" }, "components": c}))).into_response()
 }

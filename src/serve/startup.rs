@@ -18,6 +18,7 @@ use crate::http::guard::ListenerLimits;
 use crate::http::metrics::Metrics;
 use crate::http::tls::{Admit, ServerTls, TlsListener};
 use crate::identity::hash_pool::HashPool;
+use crate::openfga::settings::AssignmentDriver;
 use crate::serve::node::Node;
 use crate::state::apply::IdentityApp;
 use crate::state::Reader;
@@ -77,6 +78,16 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     if let Some(why) = passkeys.disabled() {
         tracing::warn!("passkeys are off: {why}");
     }
+    let fga = match &cfg.assignment {
+        AssignmentDriver::Raft => None,
+        AssignmentDriver::OpenFga(settings) => {
+            let client = crate::openfga::client::Client::new(
+                (**settings).clone(),
+                crate::openfga::client::FgaMetrics::new(&mut registry),
+            )?;
+            Some(Arc::new(crate::openfga::OpenFga::new(client)))
+        }
+    };
     let hasher = PasswordHasher::new(cfg.password)?;
     let dummy_hash = hasher.hash(&idnode_keys::random_token(16))?;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -91,6 +102,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         registry,
         audit,
         node_keys,
+        fga,
     });
     Ok(Arc::new(Node {
         tokens: Arc::new(Tokens::new(core)),
@@ -235,24 +247,32 @@ pub async fn bootstrap_only(cfg: Config) -> anyhow::Result<()> {
             Err(e) => anyhow::bail!("bootstrap failed: {}", e.message),
         }
     }
+    crate::identity::bootstrap::seed_store(&node)
+        .await
+        .map_err(|e| anyhow::anyhow!("writing the bootstrap grants to the OpenFGA store: {}", e.message))?;
     node.raft.shutdown().await;
     node.engine.sync()?;
     Ok(())
 }
 
-/// The leader bootstraps a new cluster once; every other case is a no-op.
+/// The leader bootstraps a new cluster once; then, with the relationship-store driver, each
+/// node makes sure the bootstrap grants are in the store (`bootstrap::seed_store`).
 async fn bootstrap_when_leader(node: Arc<Node>) {
     loop {
         match node.engine.read().bootstrap_info() {
-            Ok(Some(_)) => return,
+            Ok(Some(_)) => break,
             Ok(None) if node.raft.is_leader() => match crate::identity::bootstrap::run(&node).await {
-                Ok(_) => return,
+                Ok(_) => break,
                 Err(e) => tracing::warn!("bootstrap attempt failed: {}", e.message),
             },
             Ok(None) => {}
             Err(e) => tracing::error!("reading bootstrap state: {e}"),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    while let Err(e) = crate::identity::bootstrap::seed_store(&node).await {
+        tracing::warn!("writing the bootstrap grants to the OpenFGA store: {}", e.message);
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
 }
 

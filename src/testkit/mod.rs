@@ -3,6 +3,7 @@
 //! `cluster` holds the same for several nodes talking raft over loopback.
 
 pub mod cluster;
+pub mod openfga;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,6 +68,7 @@ impl TestNode {
                 Err(e) => panic!("bootstrap failed: {}", e.message),
             }
         }
+        crate::identity::bootstrap::seed_store(&node).await.expect("bootstrap grants in the OpenFGA store");
         let router = crate::serve::router::api(node.clone());
         let mut t = TestNode { node, router, admin: String::new(), _dir: dir };
         t.admin = t.token("admin", "secret", json!({"project": {"name": "admin", "domain": {"id": "default"}}})).await;

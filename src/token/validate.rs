@@ -10,6 +10,7 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
+use crate::openfga::DriverError;
 use crate::reads::{appcred, effective, listing, mapped};
 use crate::state::model::{Project, Role, Target, User};
 use crate::state::read::TokenReads;
@@ -87,6 +88,21 @@ pub enum TokenError {
     /// spec's own status and detail key (`rulesets::live_rule`).
     Mapping(MappingError),
     Storage(idnode_storage::StorageError),
+    /// Validation needs the relationship store's roles of `holder` on `target`.
+    NeedsRoles {
+        holder: String,
+        target: Target,
+    },
+}
+
+/// Where validation takes a token's roles from.
+enum RoleSource {
+    /// The replicated grants, read as the token is validated.
+    Replicated,
+    /// The relationship store, not asked yet.
+    Ask,
+    /// The relationship store's answer for this holder and target.
+    Fetched { holder: String, target: Target, roles: Vec<Role> },
 }
 
 impl From<idnode_storage::StorageError> for TokenError {
@@ -165,19 +181,23 @@ impl Tokens {
         let vt = match self.token_cache.get(&token.to_string(), applied) {
             Some(vt) => vt,
             None => {
-                let mut result = self.compute_valid_token(token);
+                let mut result = self.computed(token).await?;
                 if let Err(TokenError::Lagging(why)) = &result {
                     // Catch up with the leader once, then decide. Only authentic tokens get
                     // here, so this cannot be used to make a node call the leader at will.
                     tracing::debug!("token names state not applied here ({why}): catching up");
                     if self.raft.linearizable_barrier().await.is_ok() {
-                        result = self.compute_valid_token(token);
+                        result = self.computed(token).await?;
                     }
                 }
                 match result {
                     Ok(vt) => {
                         let vt = Arc::new(vt);
-                        self.token_cache.insert(token.to_string(), vt.clone(), applied);
+                        // Roles from the relationship store change without a write here:
+                        // such a token is validated afresh each time (nothing is cached).
+                        if self.fga.is_none() || vt.roles.is_empty() {
+                            self.token_cache.insert(token.to_string(), vt.clone(), applied);
+                        }
                         vt
                     }
                     Err(TokenError::Invalid(why) | TokenError::Lagging(why)) => {
@@ -191,6 +211,9 @@ impl Tokens {
                         return Err(e.into());
                     }
                     Err(TokenError::Storage(e)) => return Err(ApiError::internal(e)),
+                    Err(TokenError::NeedsRoles { .. }) => {
+                        return Err(ApiError::internal("token roles were asked for twice"));
+                    }
                 }
             }
         };
@@ -204,7 +227,23 @@ impl Tokens {
         Ok(vt)
     }
 
-    fn compute_valid_token(&self, token: &str) -> Result<ValidToken, TokenError> {
+    /// Validates with the roles from the node's assignment driver: the replicated grants are
+    /// read in passing; the relationship store is asked once validation knows whose roles on
+    /// which target it needs (a store that cannot answer is a 503, never fewer roles).
+    async fn computed(&self, token: &str) -> ApiResult<Result<ValidToken, TokenError>> {
+        if self.fga.is_none() {
+            return Ok(self.compute_valid_token(token, &RoleSource::Replicated));
+        }
+        match self.compute_valid_token(token, &RoleSource::Ask) {
+            Err(TokenError::NeedsRoles { holder, target }) => {
+                let roles = effective::user_roles(self, &holder, &target).await.map_err(DriverError::for_token)?;
+                Ok(self.compute_valid_token(token, &RoleSource::Fetched { holder, target, roles }))
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn compute_valid_token(&self, token: &str, source: &RoleSource) -> Result<ValidToken, TokenError> {
         let ring = self.token_ring()?;
         let bytes = ring.open(token).ok_or(TokenError::Invalid("does not open"))?;
         let payload = TokenPayload::decode(&bytes).ok_or(TokenError::Invalid("bad payload"))?;
@@ -269,7 +308,11 @@ impl Tokens {
         // A trust's token holds the trustor's roles (those the trust delegates).
         let holder = trust.as_ref().map_or(user.id.as_str(), |t| t.trustor_user_id.as_str());
         let mut roles = match &target {
-            Some(t) if !payload.is_virtual() => effective::roles_of_user(&view, holder, t)?,
+            Some(t) if !payload.is_virtual() => match source {
+                RoleSource::Replicated => effective::roles_of_user(&view, holder, t)?,
+                RoleSource::Fetched { holder: h, target, roles } if h == holder && target == t => roles.clone(),
+                _ => return Err(TokenError::NeedsRoles { holder: holder.to_string(), target: t.clone() }),
+            },
             _ => Vec::new(),
         };
         if let (Some(rule), Some(t)) = (&mapped_rule, &target) {

@@ -169,14 +169,16 @@ pub async fn create(
         Sent::Is(t) => Some(future_time(t, now)?),
         _ => None,
     };
-    let view = node.engine.read();
-    if view.user(&trustee)?.is_none() {
+    if node.engine.read().user(&trustee)?.is_none() {
         return Err(ApiError::not_found("user", &trustee));
     }
     if let Some(p) = &project_id {
-        view.project(p)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", p))?;
-        let held: Vec<String> =
-            effective::roles_of_user(&view, &trustor, &Target::Project(p.clone()))?.into_iter().map(|r| r.id).collect();
+        node.engine.read().project(p)?.filter(|p| !p.is_domain).ok_or_else(|| ApiError::not_found("project", p))?;
+        let held: Vec<String> = effective::user_roles(&node, &trustor, &Target::Project(p.clone()))
+            .await?
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
         if let Some(missing) = role_ids.iter().find(|r| !held.contains(r)) {
             return Err(ApiError::not_found("role", missing));
         }
@@ -216,7 +218,6 @@ pub async fn create(
     if redelegated_trust_id.is_some() {
         remaining_uses = None;
     }
-    drop(view);
     let extra = b.extra;
     let id = new_id();
     let body = json!({

@@ -20,6 +20,8 @@
 //! * `oauth2_cluster`: OAuth2 flows across a 3-node cluster (pages, code, refresh, revocation
 //!   and key rotation on different nodes), over HTTP only;
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
+//! * `openfga_cluster`: the OpenFGA assignment driver on three nodes, judged by
+//!   python-openstackclient and the smoke session (OpenFGA's engine behind a test server);
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
 //! * `scim_clients`: SCIM v2 judged by scim2-tester and by scim2-client provisioning a directory
@@ -48,6 +50,7 @@ mod key_rotation;
 mod oauth2_clients;
 mod oauth2_cluster;
 mod openapi;
+mod openfga_cluster;
 mod openstack_smoke;
 mod plaintext_audit;
 mod scim_clients;

@@ -1,0 +1,315 @@
+//! The relationship-store driver against OpenFGA's own engine behind the test server
+//! (`tests/openfga/server.py`): the assignment API, tokens, every row of the listing table and
+//! rules (1)–(9), retries, the page bound and the streamed listing past 1000 objects.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::testkit::openfga::FgaServer;
+use crate::testkit::TestNode;
+
+const GET: Method = Method::GET;
+const PUT: Method = Method::PUT;
+const DELETE: Method = Method::DELETE;
+const HEAD: Method = Method::HEAD;
+
+/// A node on the store, a user `alice` (password `pw`) and a project `p1` in Default.
+struct World {
+    fga: FgaServer,
+    t: TestNode,
+    alice: String,
+    project: String,
+}
+
+impl World {
+    async fn new(extra: &[(&str, &str)]) -> World {
+        World::on(FgaServer::start(&[]), extra).await
+    }
+
+    async fn on(fga: FgaServer, extra: &[(&str, &str)]) -> World {
+        let t = TestNode::start_with(&fga.settings(extra)).await;
+        let alice =
+            t.create("/v3/users", "user", json!({"name": "alice", "password": "pw", "domain_id": "default"})).await;
+        let project = t.create("/v3/projects", "project", json!({"name": "p1", "domain_id": "default"})).await;
+        World { fga, t, alice, project }
+    }
+
+    async fn role(&self, name: &str) -> String {
+        let r = self.t.admin(GET, &format!("/v3/roles?name={name}"), None).await;
+        r.body["roles"][0]["id"].as_str().unwrap_or_else(|| panic!("role {name}: {}", r.body)).to_string()
+    }
+
+    fn grant_path(&self, role: &str) -> String {
+        format!("/v3/projects/{}/users/{}/roles/{role}", self.project, self.alice)
+    }
+
+    async fn project_token(&self) -> crate::testkit::Reply {
+        self.t.try_token("alice", "pw", json!({"project": {"id": self.project}})).await
+    }
+
+    async fn listing(&self, query: &str) -> crate::testkit::Reply {
+        self.t.admin(GET, &format!("/v3/role_assignments?{query}"), None).await
+    }
+}
+
+/// (actor id, scope id, role id) of each listed assignment.
+fn rows(body: &Value) -> Vec<(String, String, String)> {
+    let list = body["role_assignments"].as_array().unwrap_or_else(|| panic!("{body}"));
+    list.iter()
+        .map(|a| {
+            let actor = a["user"]["id"].as_str().or(a["group"]["id"].as_str()).unwrap_or_default();
+            let scope = a["scope"]["project"]["id"]
+                .as_str()
+                .or(a["scope"]["domain"]["id"].as_str())
+                .unwrap_or(if a["scope"]["system"].is_null() { "" } else { "system" });
+            (actor.to_string(), scope.to_string(), a["role"]["id"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_lives_in_the_store_and_tokens_carry_exactly_its_roles() {
+    let w = World::new(&[]).await;
+    // The bootstrap administrator's grants were written to the store (its token works).
+    let admin_id = crate::state::Reader::bootstrap_info(&w.t.node.engine.read()).unwrap().unwrap().admin_user_id;
+    assert!(w.fga.tuples().await.contains(&(format!("user:{admin_id}"), "admin".into(), "system:all".into())));
+
+    assert_eq!(w.project_token().await.status, StatusCode::UNAUTHORIZED, "no role yet");
+    let member = w.role("member").await;
+    let writes = w.fga.calls("write").await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.fga.calls("write").await, writes + 1);
+    let tuple = (format!("user:{}", w.alice), "member".to_string(), format!("project:{}", w.project));
+    assert!(w.fga.tuples().await.contains(&tuple), "the canonical tuple is stored");
+    assert!(
+        crate::state::read::AssignmentReads::assignments_of_actor_on(
+            &w.t.node.engine.read(),
+            crate::state::model::ActorKind::User,
+            &w.alice,
+            &crate::state::model::Target::Project(w.project.clone())
+        )
+        .unwrap()
+        .is_empty(),
+        "nothing in raft"
+    );
+    // Granting again is no error (the store's on_duplicate).
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.t.admin(HEAD, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    let listed = w.t.admin(GET, &format!("/v3/projects/{}/users/{}/roles", w.project, w.alice), None).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    let names: Vec<&str> = listed.body["roles"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["member"]);
+
+    let r = w.project_token().await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let roles: Vec<&str> =
+        r.body["token"]["roles"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(roles, ["member"], "exactly the store's roles: no implied reader");
+    let token = r.headers["x-subject-token"].to_str().unwrap().to_string();
+
+    // Revoked in the store by someone else: the next validation sees it (nothing cached).
+    assert_eq!(w.t.admin(GET, &format!("/v3/auth/tokens#{token}"), None).await.status, StatusCode::OK);
+    let key = json!({"user": tuple.0, "relation": tuple.1, "object": tuple.2});
+    w.fga.api("write", json!({"deletes": {"tuple_keys": [key]}})).await;
+    let v = w.t.admin(GET, &format!("/v3/auth/tokens#{token}"), None).await;
+    assert_eq!(v.status, StatusCode::NOT_FOUND, "{}", v.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoke_is_idempotent_and_inherited_grants_are_refused() {
+    let w = World::new(&[]).await;
+    let member = w.role("member").await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.t.admin(DELETE, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.t.admin(HEAD, &w.grant_path(&member), None).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(w.project_token().await.status, StatusCode::UNAUTHORIZED);
+    // Rule (5): an absent grant's revoke succeeds and deletes nothing.
+    let writes = w.fga.calls("write").await;
+    assert_eq!(w.t.admin(DELETE, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.fga.calls("write").await, writes, "nothing held, nothing deleted");
+    // Rule (4): an inherited grant is a validation error.
+    let inherited = format!("/v3/OS-INHERIT/domains/default/users/{}/roles/{member}/inherited_to_projects", w.alice);
+    let r = w.t.admin(PUT, &inherited, None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("inherited"), "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unmapped_role_fails_before_any_call() {
+    let w = World::new(&[]).await;
+    let service = w.role("service").await;
+    let (writes, reads) = (w.fga.calls("write").await, w.fga.calls("read").await);
+    let r = w.t.admin(PUT, &w.grant_path(&service), None).await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("role_to_relation"), "{}", r.body);
+    assert_eq!((w.fga.calls("write").await, w.fga.calls("read").await), (writes, reads));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_row_of_the_listing_table() {
+    let w = World::new(&[]).await;
+    let (member, reader) = (w.role("member").await, w.role("reader").await);
+    let group = w.t.create("/v3/groups", "group", json!({"name": "g1", "domain_id": "default"})).await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    let group_grant = format!("/v3/projects/{}/groups/{group}/roles/{reader}", w.project);
+    assert_eq!(w.t.admin(PUT, &group_grant, None).await.status, StatusCode::NO_CONTENT);
+    // alice is in the group in the store (the deployment's sync, rule 9).
+    w.fga.seed(&[(&format!("user:{}", w.alice), "member", &format!("group:{group}"))]).await;
+    let (a, p) = (w.alice.clone(), w.project.clone());
+    let mine = |role: &str| (a.clone(), p.clone(), role.to_string());
+
+    // actor + target + role: effective is the model-resolving check, else the exact read.
+    let checks = w.fga.calls("check").await;
+    let r = w.listing(&format!("user.id={a}&scope.project.id={p}&role.id={reader}&effective")).await;
+    assert_eq!(rows(&r.body), [mine(&reader)], "resolved through the group");
+    assert_eq!(w.fga.calls("check").await, checks + 1);
+    let r = w.listing(&format!("user.id={a}&scope.project.id={p}&role.id={reader}")).await;
+    assert!(rows(&r.body).is_empty(), "no direct tuple: {}", r.body);
+    // actor + target: a batch check over every mapped relation, else the read mapped back.
+    let batches = w.fga.calls("batch-check").await;
+    let r = w.listing(&format!("user.id={a}&scope.project.id={p}&effective")).await;
+    let mut want = vec![mine(&member), mine(&reader)];
+    want.sort();
+    assert_eq!(rows(&r.body), want);
+    assert_eq!(w.fga.calls("batch-check").await, batches + 2, "one for the caller's token, one for the listing");
+    let r = w.listing(&format!("user.id={a}&scope.project.id={p}")).await;
+    assert_eq!(rows(&r.body), [mine(&member)]);
+    // actor only: streamed listing per (user type, target type, relation), else 501.
+    let streams = w.fga.calls("streamed-list-objects").await;
+    let r = w.listing(&format!("user.id={a}&effective")).await;
+    assert_eq!(rows(&r.body), want);
+    assert_eq!(w.fga.calls("streamed-list-objects").await, streams + 3 * 4, "3 target types x 4 relations");
+    let r = w.listing(&format!("user.id={a}")).await;
+    assert_eq!(r.status, StatusCode::NOT_IMPLEMENTED, "{}", r.body);
+    // target only: a read in both modes, group grants never expanded (rule 2).
+    for q in [format!("scope.project.id={p}"), format!("scope.project.id={p}&effective")] {
+        let r = w.listing(&q).await;
+        let mut want = vec![mine(&member), (group.clone(), p.clone(), reader.clone())];
+        want.sort();
+        assert_eq!(rows(&r.body), want, "{q}");
+        // Rule (1): direct, never inherited, never implied.
+        for a in r.body["role_assignments"].as_array().unwrap() {
+            assert!(a["scope"]["OS-INHERIT:inherited_to"].is_null() && a["links"]["prior_role"].is_null(), "{a}");
+        }
+    }
+    let r = w.listing(&format!("scope.project.id={p}&role.id={reader}")).await;
+    assert_eq!(rows(&r.body), [(group.clone(), p.clone(), reader.clone())]);
+    // role only, or nothing: 501 whatever the effective flag.
+    for q in [format!("role.id={member}"), format!("role.id={member}&effective"), String::new(), "effective".into()] {
+        assert_eq!(w.listing(&q).await.status, StatusCode::NOT_IMPLEMENTED, "{q}");
+    }
+    // The grant check resolves (rule 3): alice holds reader through the group.
+    let check = format!("/v3/projects/{p}/users/{a}/roles/{reader}");
+    assert_eq!(w.t.admin(HEAD, &check, None).await.status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_roles_need_the_deployments_membership_sync() {
+    let w = World::new(&[]).await;
+    let member = w.role("member").await;
+    let group = w.t.create("/v3/groups", "group", json!({"name": "g1", "domain_id": "default"})).await;
+    let path = format!("/v3/groups/{group}/users/{}", w.alice);
+    assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT, "a Keystone membership");
+    let grant = format!("/v3/projects/{}/groups/{group}/roles/{member}", w.project);
+    assert_eq!(w.t.admin(PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+    assert!(w.fga.tuples().await.contains(&(
+        format!("group:{group}#member"),
+        "member".into(),
+        format!("project:{}", w.project)
+    )));
+    assert_eq!(w.project_token().await.status, StatusCode::UNAUTHORIZED, "unsynced: the token misses the group role");
+    w.fga.seed(&[(&format!("user:{}", w.alice), "member", &format!("group:{group}"))]).await;
+    let r = w.project_token().await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["token"]["roles"][0]["name"], "member");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_failures_are_retried_and_others_are_not() {
+    let fga = FgaServer::start(&[]);
+    let model = fga.model_id.clone();
+    let w =
+        World::on(fga, &[("max_retries", "2"), ("retry_backoff_ms", "10"), ("authorization_model_id", &model)]).await;
+    let member = w.role("member").await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    let before = w.fga.calls("batch-check").await;
+    w.fga.fault(json!({"status": 503, "count": 1, "paths": ["batch-check"]})).await;
+    w.fga.fault(json!({"status": 429, "count": 1, "paths": ["batch-check"]})).await;
+    assert_eq!(w.project_token().await.status, StatusCode::OK, "two transient failures, two retries");
+    assert_eq!(w.fga.calls("batch-check").await, before + 3);
+    w.fga.fault(json!({"reset_connection": 1, "paths": ["batch-check"]})).await;
+    assert_eq!(w.project_token().await.status, StatusCode::OK, "a reset connection is retried too");
+    let before = w.fga.calls("batch-check").await;
+    w.fga.fault(json!({"status": 500, "count": 3, "paths": ["batch-check"]})).await;
+    let r = w.project_token().await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(w.fga.calls("batch-check").await, before + 3, "1 + max_retries");
+    let before = w.fga.calls("batch-check").await;
+    w.fga.fault(json!({"status": 400, "count": 1, "paths": ["batch-check"]})).await;
+    let r = w.project_token().await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    assert_eq!(w.fga.calls("batch-check").await, before + 1, "a 400 is not retried");
+    let text = w.t.node.metrics_text().unwrap();
+    assert!(text.contains("idnode_assignment_driver_retries_total{operation=\"batch-check\"} 5"), "{text}");
+    assert!(text.contains("idnode_assignment_driver_calls_total{operation=\"batch-check\",outcome=\"unavailable\"} 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_are_off_by_default() {
+    let w = World::new(&[]).await;
+    let member = w.role("member").await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    let before = w.fga.calls("write").await;
+    w.fga.fault(json!({"status": 503, "count": 1, "paths": ["write"]})).await;
+    let r = w.t.admin(PUT, &w.grant_path(&w.role("reader").await), None).await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "the spec's 500 for a driver failure: {}", r.body);
+    assert_eq!(w.fga.calls("write").await, before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actors_listing_past_1000_objects_is_complete() {
+    let w = World::new(&[]).await;
+    let user = format!("user:{}", w.alice);
+    let projects: Vec<String> = (0..1205).map(|i| format!("project:bulk{i:04}")).collect();
+    let tuples: Vec<(&str, &str, &str)> = projects.iter().map(|p| (user.as_str(), "member", p.as_str())).collect();
+    w.fga.seed(&tuples).await;
+    let r = w.listing(&format!("user.id={}&effective", w.alice)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(rows(&r.body).len(), 1205, "the streamed listing is whole");
+    let cut = w.fga.api("list-objects", json!({"type": "project", "relation": "member", "user": user})).await;
+    assert_eq!(cut["objects"].as_array().unwrap().len(), 1000, "the non-streaming form would have cut it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_stops_at_1000_pages_and_says_so() {
+    let w = World::new(&[]).await;
+    let object = format!("project:{}", w.project);
+    let users: Vec<String> = (0..1001).map(|i| format!("user:bulk{i:04}")).collect();
+    let tuples: Vec<(&str, &str, &str)> = users.iter().map(|u| (u.as_str(), "member", object.as_str())).collect();
+    w.fga.seed(&tuples).await;
+    w.fga.control(reqwest::Method::POST, "config", Some(json!({"read_page_cap": 1}))).await;
+    let reads = w.fga.calls("read").await;
+    let r = w.listing(&format!("scope.project.id={}", w.project)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(rows(&r.body).len(), 1000, "cut at the page bound");
+    assert_eq!(w.fga.calls("read").await, reads + 1000);
+    let text = w.t.node.metrics_text().unwrap();
+    assert!(text.contains("idnode_assignment_driver_truncated_reads_total 1"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bearer_token_is_sent_and_an_outage_is_a_503_for_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fga-token");
+    std::fs::write(&file, "s3cret-token\n").unwrap();
+    let fga = FgaServer::start(&["--token", "s3cret-token"]);
+    let file = file.display().to_string();
+    let w = World::on(fga, &[("api_token_file", &file)]).await;
+    let member = w.role("member").await;
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(w.project_token().await.status, StatusCode::OK);
+    w.fga.fault(json!({"status": 503, "count": 1000})).await;
+    let r = w.project_token().await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert!(!r.text.contains("s3cret"), "{}", r.text);
+}

@@ -1,0 +1,296 @@
+//! How a Keystone grant is spelled as a relationship: the actor as the tuple's user
+//! (`user:<id>`, or the userset `group:<id>#member`), the target as its object (`project:<id>`,
+//! `domain:<id>`, `system:all`), the role as its relation. Every kind may have several store
+//! types: the first is where writes go, all of them are read, checked and deleted. What the
+//! store holds that no mapping explains (other types, unmapped relations) is not ours and is
+//! skipped, never misread as a grant.
+
+use std::collections::BTreeMap;
+
+use super::settings::{IdTransform, Kind, OpenFgaSettings};
+use crate::state::model::{ActorKind, Assignment, Role, Target};
+
+/// The system target's object id (Keystone's only system scope is `all`).
+const SYSTEM_ID: &str = "all";
+
+/// A relationship as the store names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tuple {
+    pub user: String,
+    pub relation: String,
+    pub object: String,
+}
+
+/// The role table as the store sees it: each role's relation and each relation's roles.
+pub struct Vocabulary<'a> {
+    settings: &'a OpenFgaSettings,
+    relation_of: BTreeMap<String, String>,
+    roles_of: BTreeMap<String, Vec<String>>,
+}
+
+/// A role the mapping does not name: the spec says it fails at once, before any call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unmapped(pub String);
+
+impl std::fmt::Display for Unmapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "role {} has no relation in [openfga] role_to_relation", self.0)
+    }
+}
+
+impl<'a> Vocabulary<'a> {
+    /// `roles` are every role the node knows. A mapping key is a role id, or failing that the
+    /// name of a global role (so the bootstrap roles can be mapped before their ids exist).
+    pub fn new(settings: &'a OpenFgaSettings, roles: &[Role]) -> Self {
+        let mut relation_of = BTreeMap::new();
+        let mut roles_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for role in roles {
+            let by_name = || role.domain_id.is_none().then(|| settings.role_to_relation.get(&role.name)).flatten();
+            if let Some(rel) = settings.role_to_relation.get(&role.id).or_else(by_name) {
+                relation_of.insert(role.id.clone(), rel.clone());
+                roles_of.entry(rel.clone()).or_default().push(role.id.clone());
+            }
+        }
+        Vocabulary { settings, relation_of, roles_of }
+    }
+
+    pub fn relation(&self, role_id: &str) -> Result<&str, Unmapped> {
+        self.relation_of.get(role_id).map(String::as_str).ok_or_else(|| Unmapped(role_id.to_string()))
+    }
+
+    /// The roles a relation stands for (none for a relation that is not ours).
+    pub fn roles(&self, relation: &str) -> &[String] {
+        self.roles_of.get(relation).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every relation some known role maps to.
+    pub fn relations(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.roles_of.keys().map(String::as_str).collect();
+        out.dedup();
+        out
+    }
+
+    /// The actor as a tuple user in each of its kind's types, canonical first.
+    pub fn actors(&self, kind: ActorKind, id: &str) -> Vec<String> {
+        let id = self.to_store(id);
+        match kind {
+            ActorKind::User => self.settings.types(Kind::User).iter().map(|t| format!("{t}:{id}")).collect(),
+            ActorKind::Group => {
+                let rel = &self.settings.group_member_relation;
+                self.settings.types(Kind::Group).iter().map(|t| format!("{t}:{id}#{rel}")).collect()
+            }
+        }
+    }
+
+    /// The target as a store object in each of its kind's types, canonical first.
+    pub fn objects(&self, target: &Target) -> Vec<String> {
+        let (kind, id) = target_parts(target);
+        let id = self.to_store(id);
+        self.settings.types(kind).iter().map(|t| format!("{t}:{id}")).collect()
+    }
+
+    /// The store types of the target kinds an actor can hold roles on.
+    pub fn target_types(&self) -> Vec<(Kind, &str)> {
+        [Kind::Project, Kind::Domain, Kind::System]
+            .into_iter()
+            .flat_map(|k| self.settings.types(k).iter().map(move |t| (k, t.as_str())))
+            .collect()
+    }
+
+    /// The grant's canonical tuple (where a write goes).
+    pub fn canonical(&self, a: &Assignment) -> Result<Tuple, Unmapped> {
+        let relation = self.relation(&a.role_id)?.to_string();
+        let user = self.actors(a.actor_kind, &a.actor_id).swap_remove(0);
+        let object = self.objects(&a.target).swap_remove(0);
+        Ok(Tuple { user, relation, object })
+    }
+
+    /// Every spelling of the grant (what a check or a delete looks at).
+    pub fn spellings(&self, a: &Assignment) -> Result<Vec<Tuple>, Unmapped> {
+        let relation = self.relation(&a.role_id)?;
+        let objects = self.objects(&a.target);
+        Ok(self
+            .actors(a.actor_kind, &a.actor_id)
+            .into_iter()
+            .flat_map(|user| {
+                objects.iter().map(move |object| Tuple {
+                    user: user.clone(),
+                    relation: relation.into(),
+                    object: object.clone(),
+                })
+            })
+            .collect())
+    }
+
+    /// The grants a stored tuple stands for: one per role of its relation; none when the
+    /// tuple is not one of ours.
+    pub fn grants(&self, t: &Tuple) -> Vec<Assignment> {
+        let (Some((actor_kind, actor_id)), Some(target)) = (self.actor_of(&t.user), self.target_of(&t.object)) else {
+            return Vec::new();
+        };
+        self.roles(&t.relation)
+            .iter()
+            .map(|role_id| Assignment {
+                actor_kind,
+                actor_id: actor_id.clone(),
+                target: target.clone(),
+                role_id: role_id.clone(),
+                inherited: false,
+            })
+            .collect()
+    }
+
+    /// `user:<id>` or `group:<id>#member` back to the actor.
+    pub fn actor_of(&self, user: &str) -> Option<(ActorKind, String)> {
+        let (ty, rest) = user.split_once(':')?;
+        match rest.split_once('#') {
+            None if self.has_type(Kind::User, ty) => Some((ActorKind::User, self.keystone_id(rest))),
+            Some((id, rel)) if rel == self.settings.group_member_relation && self.has_type(Kind::Group, ty) => {
+                Some((ActorKind::Group, self.keystone_id(id)))
+            }
+            _ => None,
+        }
+    }
+
+    /// `project:<id>`, `domain:<id>` or `system:all` back to the target.
+    pub fn target_of(&self, object: &str) -> Option<Target> {
+        let (ty, id) = object.split_once(':')?;
+        if self.has_type(Kind::Project, ty) {
+            Some(Target::Project(self.keystone_id(id)))
+        } else if self.has_type(Kind::Domain, ty) {
+            Some(Target::Domain(self.keystone_id(id)))
+        } else if self.has_type(Kind::System, ty) && id == SYSTEM_ID {
+            Some(Target::System)
+        } else {
+            None
+        }
+    }
+
+    fn has_type(&self, kind: Kind, ty: &str) -> bool {
+        self.settings.types(kind).iter().any(|t| t == ty)
+    }
+
+    fn to_store(&self, id: &str) -> String {
+        match self.settings.id_transform {
+            IdTransform::UuidDashes if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                format!("{}-{}-{}-{}-{}", &id[..8], &id[8..12], &id[12..16], &id[16..20], &id[20..])
+            }
+            _ => id.to_string(),
+        }
+    }
+
+    fn keystone_id(&self, id: &str) -> String {
+        let dashed = id.len() == 36
+            && id
+                .char_indices()
+                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+        match self.settings.id_transform {
+            IdTransform::UuidDashes if dashed => id.replace('-', ""),
+            _ => id.to_string(),
+        }
+    }
+}
+
+fn target_parts(target: &Target) -> (Kind, &str) {
+    match target {
+        Target::Project(id) => (Kind::Project, id),
+        Target::Domain(id) => (Kind::Domain, id),
+        Target::System => (Kind::System, SYSTEM_ID),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openfga::settings::AssignmentDriver;
+
+    fn settings(extra: &[(&str, &str)]) -> OpenFgaSettings {
+        let mut o: BTreeMap<&str, &str> = [
+            ("api_url", "http://127.0.0.1:1"),
+            ("store_id", "s"),
+            ("role_to_relation", "r-admin:admin, member:member, r-twin:member"),
+        ]
+        .into();
+        o.extend(extra.iter().copied());
+        match AssignmentDriver::from_sections(|_| Some("openfga"), |k| o.get(k).copied(), true, |_| Ok(String::new()))
+            .unwrap()
+        {
+            AssignmentDriver::OpenFga(s) => *s,
+            AssignmentDriver::Raft => unreachable!(),
+        }
+    }
+
+    fn role(id: &str, name: &str, domain: Option<&str>) -> Role {
+        Role {
+            id: id.into(),
+            name: name.into(),
+            domain_id: domain.map(str::to_string),
+            description: None,
+            extra: "{}".into(),
+            options: "{}".into(),
+        }
+    }
+
+    fn roles() -> Vec<Role> {
+        vec![
+            role("r-admin", "admin", None),
+            role("r-member", "member", None),
+            role("r-twin", "twin", None),
+            role("r-local", "member", Some("d1")),
+            role("r-none", "reader", None),
+        ]
+    }
+
+    fn grant(kind: ActorKind, actor: &str, target: Target, role: &str) -> Assignment {
+        Assignment { actor_kind: kind, actor_id: actor.into(), target, role_id: role.into(), inherited: false }
+    }
+
+    #[test]
+    fn roles_map_by_id_then_by_a_global_roles_name() {
+        let s = settings(&[]);
+        let v = Vocabulary::new(&s, &roles());
+        assert_eq!(v.relation("r-admin"), Ok("admin"));
+        assert_eq!(v.relation("r-member"), Ok("member"), "by its name");
+        assert_eq!(v.relation("r-local"), Err(Unmapped("r-local".into())), "a domain role's name does not count");
+        assert_eq!(v.relation("r-none"), Err(Unmapped("r-none".into())));
+        assert_eq!(v.roles("member"), ["r-member", "r-twin"]);
+        assert_eq!(v.relations(), ["admin", "member"]);
+    }
+
+    #[test]
+    fn grants_round_trip_through_every_spelling() {
+        let s = settings(&[("kinds_user", "user, legacy_user"), ("id_transform", "uuid-dashes")]);
+        let v = Vocabulary::new(&s, &roles());
+        let id = "0123456789abcdef0123456789abcdef";
+        let a = grant(ActorKind::User, id, Target::Project(id.into()), "r-admin");
+        let c = v.canonical(&a).unwrap();
+        let dashed = "01234567-89ab-cdef-0123-456789abcdef";
+        assert_eq!(c.user, format!("user:{dashed}"));
+        assert_eq!(c.object, format!("project:{dashed}"));
+        assert_eq!(v.spellings(&a).unwrap().len(), 2);
+        assert_eq!(v.grants(&c), vec![a.clone()]);
+        let legacy = Tuple { user: format!("legacy_user:{dashed}"), ..c };
+        assert_eq!(v.grants(&legacy), vec![a]);
+        let g = grant(ActorKind::Group, "g1", Target::System, "r-admin");
+        let t = v.canonical(&g).unwrap();
+        assert_eq!((t.user.as_str(), t.object.as_str()), ("group:g1#member", "system:all"));
+        assert_eq!(v.grants(&t), vec![g]);
+    }
+
+    #[test]
+    fn tuples_that_are_not_ours_are_skipped() {
+        let s = settings(&[]);
+        let v = Vocabulary::new(&s, &roles());
+        for (user, relation, object) in [
+            ("user:u", "owner", "project:p"),
+            ("group:g#owner", "admin", "project:p"),
+            ("group:g", "admin", "project:p"),
+            ("user:u", "admin", "document:p"),
+            ("user:u", "admin", "system:other"),
+            ("nocolon", "admin", "project:p"),
+        ] {
+            let t = Tuple { user: user.into(), relation: relation.into(), object: object.into() };
+            assert!(v.grants(&t).is_empty(), "{t:?}");
+        }
+    }
+}
