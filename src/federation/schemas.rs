@@ -10,7 +10,8 @@ use super::{bool_like, check_url, invalid, member, str_or_null};
 use crate::http::body::{Body, Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// An identity provider.
 #[derive(ToSchema)]
@@ -29,17 +30,9 @@ pub struct IdentityProvider {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct IdentityProviderEnvelope {
-    identity_provider: IdentityProvider,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct IdentityProviderList {
-    identity_providers: Vec<IdentityProvider>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    IdentityProviderEnvelope { identity_provider: IdentityProvider }
+    IdentityProviderList { identity_providers: [IdentityProvider] }
 }
 
 /// A protocol of an identity provider.
@@ -53,17 +46,9 @@ pub struct Protocol {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ProtocolEnvelope {
-    protocol: Protocol,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ProtocolList {
-    protocols: Vec<Protocol>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ProtocolEnvelope { protocol: Protocol }
+    ProtocolList { protocols: [Protocol] }
 }
 
 /// A mapping: rules in Keystone's attribute-mapping schema.
@@ -78,17 +63,9 @@ pub struct Mapping {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct MappingEnvelope {
-    mapping: Mapping,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct MappingList {
-    mappings: Vec<Mapping>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    MappingEnvelope { mapping: Mapping }
+    MappingList { mappings: [Mapping] }
 }
 
 /// Other properties are dropped, as Keystone does.
@@ -103,12 +80,9 @@ pub struct MappingBody {
     pub schema_version: Sent<String>,
 }
 
-/// The body may be absent (an update then keeps the stored mapping).
-#[derive(Deserialize, ToSchema)]
-pub struct MappingRequest {
-    #[serde(default)]
-    #[schema(value_type = MappingBody, required = true)]
-    pub mapping: Sent<MappingBody>,
+member_requests! {
+    /// The body may be absent (an update then keeps the stored mapping).
+    MappingRequest { mapping: MappingBody }
 }
 
 impl MappingRequest {
@@ -141,17 +115,9 @@ pub struct ServiceProvider {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ServiceProviderEnvelope {
-    service_provider: ServiceProvider,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ServiceProviderList {
-    service_providers: Vec<ServiceProvider>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ServiceProviderEnvelope { service_provider: ServiceProvider }
+    ServiceProviderList { service_providers: [ServiceProvider] }
 }
 
 /// The updatable fields of an identity provider.

@@ -13,8 +13,9 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::query_flag;
+use crate::http::extract::{query_flag, Below};
 use crate::http::fields::{extra, new_id};
+use crate::http::listing::of_domain;
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
@@ -80,23 +81,9 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     let domain = effective_domain_filter(&ctx, q.get("domain_id"));
     enforce("identity:list_projects", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
-    let projects: Vec<Project> = match (&domain, q.get("name")) {
-        (Some(d), Some(name)) => view
-            .id_by_name(ns::PROJECT_NAME, d, name)?
-            .map(|id| view.project(&id))
-            .transpose()?
-            .flatten()
-            .into_iter()
-            .collect(),
-        (Some(d), None) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::PROJECTS_OF_DOMAIN, d)? {
-                out.extend(view.project(&id)?);
-            }
-            out
-        }
-        (None, _) => view.projects()?,
-    };
+    let indexes = (ns::PROJECT_NAME, ns::PROJECTS_OF_DOMAIN);
+    let projects =
+        of_domain(&view, indexes, (domain.as_ref(), q.get("name")), |id| view.project(id), || view.projects())?;
     let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
     let is_domain = q.get("is_domain").map(|v| query_flag(Some(v))).unwrap_or(false);
@@ -121,11 +108,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
            ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive).")),
     responses((status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList), E::Read))]
-pub async fn list_for_user(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list_for_user(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     let view = node.engine.snapshot();
     let user = view.user(&user_id)?;
     let domain_id = user.as_ref().map(|u| u.domain_id.clone());
