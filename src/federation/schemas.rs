@@ -160,13 +160,9 @@ impl IdentityProviderRequest {
     }
 }
 
-/// `PATCH /v3/OS-FEDERATION/identity_providers/{idp_id}`: at least one field, not `domain_id`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IdentityProviderUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = IdentityProviderBody, required = true)]
-    pub identity_provider: Sent<Kept<IdentityProviderBody>>,
+member_requests! { strict:
+    /// `PATCH /v3/OS-FEDERATION/identity_providers/{idp_id}`: at least one field, not `domain_id`.
+    IdentityProviderUpdateRequest { identity_provider: IdentityProviderBody }
 }
 
 impl IdentityProviderUpdateRequest {
@@ -266,13 +262,9 @@ fn remote_ids(sent: &Sent<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
 
 const PROTOCOL_FIELDS: &[&str] = &["mapping_id", "remote_id_attribute"];
 
-/// `PUT .../identity_providers/{idp_id}/protocols/{protocol_id}`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProtocolRequest {
-    #[serde(default)]
-    #[schema(value_type = ProtocolBody, required = true)]
-    pub protocol: Sent<Kept<ProtocolBody>>,
+member_requests! { strict:
+    /// `PUT .../identity_providers/{idp_id}/protocols/{protocol_id}`.
+    ProtocolRequest { protocol: ProtocolBody }
 }
 
 impl ProtocolRequest {
@@ -282,13 +274,9 @@ impl ProtocolRequest {
     }
 }
 
-/// `PATCH .../identity_providers/{idp_id}/protocols/{protocol_id}`: the same body, and not `{}`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProtocolUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ProtocolBody, required = true)]
-    pub protocol: Sent<Kept<ProtocolBody>>,
+member_requests! { strict:
+    /// `PATCH .../identity_providers/{idp_id}/protocols/{protocol_id}`: the same body, and not `{}`.
+    ProtocolUpdateRequest { protocol: ProtocolBody }
 }
 
 impl ProtocolUpdateRequest {
@@ -337,13 +325,9 @@ fn protocol(Kept { typed: b, sent }: Kept<ProtocolBody>) -> ApiResult<(String, O
 
 const SP_FIELDS: &[&str] = &["auth_url", "sp_url", "description", "enabled", "relay_state_prefix"];
 
-/// `PUT /v3/OS-FEDERATION/service_providers/{sp_id}`: `auth_url` and `sp_url` required.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServiceProviderRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceProviderBody, required = true)]
-    pub service_provider: Sent<Kept<ServiceProviderBody>>,
+member_requests! { strict:
+    /// `PUT /v3/OS-FEDERATION/service_providers/{sp_id}`: `auth_url` and `sp_url` required.
+    ServiceProviderRequest { service_provider: ServiceProviderBody }
 }
 
 impl ServiceProviderRequest {
@@ -363,13 +347,9 @@ impl ServiceProviderRequest {
     }
 }
 
-/// `PATCH /v3/OS-FEDERATION/service_providers/{sp_id}`: at least one field.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServiceProviderUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceProviderBody, required = true)]
-    pub service_provider: Sent<Kept<ServiceProviderBody>>,
+member_requests! { strict:
+    /// `PATCH /v3/OS-FEDERATION/service_providers/{sp_id}`: at least one field.
+    ServiceProviderUpdateRequest { service_provider: ServiceProviderBody }
 }
 
 impl ServiceProviderUpdateRequest {

@@ -6,16 +6,26 @@
 /// Request bodies holding the object under one member, read as
 /// [`Sent`](crate::http::body::Sent) so the handler answers a missing or mistyped member with
 /// Keystone's message; the document shows the member as required:
-/// `member_requests! { UserCreateRequest { user: UserCreate } }`.
+/// `member_requests! { UserCreateRequest { user: UserCreate } }`. After `strict:` the body
+/// refuses other properties and the member keeps its properties as sent
+/// ([`Kept`](crate::http::body::Kept)), for Keystone's schema messages.
 macro_rules! member_requests {
-    ($($(#[doc = $doc:tt])* $name:ident { $key:ident: $ty:ident })*) => {$(
-        $(#[doc = $doc])*
-        #[derive(serde::Deserialize, utoipa::ToSchema)]
+    (@one [$($attr:tt)*] $name:ident $key:ident $ty:ident [$($field:tt)*]) => {
+        $($attr)*
         pub struct $name {
             #[serde(default)]
             #[schema(value_type = $ty, required = true)]
-            pub $key: $crate::http::body::Sent<$ty>,
+            pub $key: $($field)*,
         }
+    };
+    (strict: $($(#[doc = $doc:tt])* $name:ident { $key:ident: $ty:ident })*) => {$(
+        $crate::http::wrappers::member_requests!(@one
+            [$(#[doc = $doc])* #[derive(serde::Deserialize, utoipa::ToSchema)] #[serde(deny_unknown_fields)]]
+            $name $key $ty [$crate::http::body::Sent<$crate::http::body::Kept<$ty>>]);
+    )*};
+    ($($(#[doc = $doc:tt])* $name:ident { $key:ident: $ty:ident })*) => {$(
+        $crate::http::wrappers::member_requests!(@one [$(#[doc = $doc])* #[derive(serde::Deserialize, utoipa::ToSchema)]]
+            $name $key $ty [$crate::http::body::Sent<$ty>]);
     )*};
 }
 pub(crate) use member_requests;

@@ -143,9 +143,9 @@ pub async fn create(
     JsonBody(body): JsonBody<Body<s::ProjectCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.project.envelope("project")?;
-    let is_domain = b.is_domain.flag("is_domain")?.unwrap_or(false);
-    let parent_id = b.parent_id.string("parent_id", 64)?;
-    let asked_domain = b.domain_id.string("domain_id", 64)?;
+    let is_domain = b.fields.is_domain.flag("is_domain")?.unwrap_or(false);
+    let parent_id = b.fields.parent_id.string("parent_id", 64)?;
+    let asked_domain = b.fields.domain_id.string("domain_id", 64)?;
     let id = new_id();
     let domain_id = if is_domain {
         if asked_domain.is_some() || parent_id.is_some() {
@@ -205,14 +205,15 @@ pub async fn update(
     let mut p = load(&node, &id)?;
     let disabling = p.enabled && b.fields.enabled.flag("enabled")? == Some(false);
     authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
-    for (key, sent, current) in
-        [("domain_id", &b.domain_id, Some(p.domain_id.clone())), ("parent_id", &b.parent_id, p.parent_id.clone())]
-    {
+    for (key, sent, current) in [
+        ("domain_id", &b.fields.domain_id, Some(p.domain_id.clone())),
+        ("parent_id", &b.fields.parent_id, p.parent_id.clone()),
+    ] {
         if sent.is_present() && sent.string(key, 64)? != current {
             return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
         }
     }
-    if b.is_domain.is_present() && b.is_domain.flag("is_domain")? != Some(p.is_domain) {
+    if b.fields.is_domain.is_present() && b.fields.is_domain.flag("is_domain")? != Some(p.is_domain) {
         return Err(ApiError::bad_request("Update of `is_domain` is not allowed."));
     }
     if let Some(n) = b.name.opt_name("name", 64)? {

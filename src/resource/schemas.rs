@@ -137,6 +137,21 @@ pub struct ProjectFields {
     #[serde(default, rename = "id")]
     #[schema(value_type = Option<String>)]
     pub _id: Sent<Value>,
+    /// Create: default the parent's domain, else the caller's domain scope, else `default`; not
+    /// allowed with `is_domain`. Update: must be the current value when given (a project does not
+    /// move).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub domain_id: Sent<String>,
+    /// Update: must be the current value when given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub parent_id: Sent<String>,
+    /// Create: default false, true creates a project acting as a domain. Update: must be the
+    /// current value when given.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub is_domain: Sent<bool>,
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub description: Sent<String>,
@@ -160,17 +175,6 @@ pub struct ProjectCreate {
     #[serde(default)]
     #[schema(value_type = String, required = true)]
     pub name: Sent<String>,
-    /// Default: the parent's domain, else the caller's domain scope, else `default`. Not allowed with `is_domain`.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub domain_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub parent_id: Sent<String>,
-    /// Default false; true creates a project acting as a domain.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub is_domain: Sent<bool>,
     #[serde(flatten)]
     pub fields: ProjectFields,
 }
@@ -184,18 +188,6 @@ pub struct ProjectUpdate {
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
-    /// Must be the current value when given: a project does not move.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub domain_id: Sent<String>,
-    /// Must be the current value when given.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub parent_id: Sent<String>,
-    /// Must be the current value when given.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub is_domain: Sent<bool>,
     #[serde(flatten)]
     pub fields: ProjectFields,
 }
