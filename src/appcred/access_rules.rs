@@ -1,9 +1,7 @@
 //! `/v3/users/{user_id}/access_rules`: the rules a user's application credentials name. A
 //! rule outlives the credentials that used it and is deleted on its own, once none does.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -13,6 +11,7 @@ use super::AppCred;
 use crate::context::Core;
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::Below;
 use crate::http::fields::json_obj;
 use crate::http::openapi::{errors as E, to_json, SelfLink};
 use crate::http::pages::page;
@@ -47,11 +46,7 @@ fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<Doc> {
            ("method" = Option<String>, Query, description = "Only rules with this method."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's access rules.", body = s::AccessRuleList), E::List))]
-pub async fn list(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_access_rules", &ctx, &target(&user_id))?;
     super::credentials::refuse_delegated(&ctx, false)?;
     let items: Vec<Value> = node

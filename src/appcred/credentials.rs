@@ -1,9 +1,7 @@
 //! `/v3/users/{user_id}/application_credentials`: create (the secret is shown once), list,
 //! show, delete.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine;
@@ -13,17 +11,17 @@ use super::schemas as s;
 use super::{find, id_term, name_term, render, AppCred};
 use crate::clock::now_micros;
 use crate::context::Core;
-use crate::federation::{invalid, only_keys};
+use crate::federation::{invalid, named_role_ids, only_keys};
 use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::Below;
 use crate::http::fields::{future_time, new_id, Obj};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::reads::listing::implied_closure;
-use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
 use crate::token::Call;
@@ -81,21 +79,7 @@ fn generate_secret() -> String {
 /// The role ids a body asks for (by id or by name), with what they imply.
 fn requested_roles(node: &Core, roles: &[Value]) -> ApiResult<Vec<String>> {
     let view = node.engine.read();
-    let mut ids = Vec::new();
-    for r in roles {
-        let o = r
-            .as_object()
-            .filter(|o| o.len() == 1)
-            .ok_or_else(|| invalid("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))?;
-        match (o.get("id").and_then(Value::as_str), o.get("name").and_then(Value::as_str)) {
-            (Some(id), _) => ids.push(id.to_string()),
-            (None, Some(name)) => match view.id_by_name(ns::ROLE_NAME, "", name)? {
-                Some(id) => ids.push(id),
-                None => return Err(ApiError::not_found_msg(format!("Role {name} is not defined"))),
-            },
-            _ => return Err(invalid("roles", r, "each role must have an 'id' or a 'name'")),
-        }
-    }
+    let ids = named_role_ids(&view, roles)?;
     Ok(implied_closure(&view, &ids)?.into_iter().collect())
 }
 
@@ -280,16 +264,10 @@ pub async fn create(
     let mut cmds: Vec<Command> =
         new_rules.into_iter().map(|d| Command::PutDoc { doc: d, create: true, requires: vec![] }).collect();
     cmds.push(Command::PutDoc { doc, create: true, requires });
-    let saved: Doc = node.propose_as(Command::All(cmds)).await.map_err(|e| {
-        if e.status == StatusCode::CONFLICT {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                format!("Conflict occurred attempting to store application_credential - Duplicate entry found with name {name}."),
-            )
-        } else {
-            e
-        }
-    })?;
+    let duplicate = format!(
+        "Conflict occurred attempting to store application_credential - Duplicate entry found with name {name}."
+    );
+    let saved: Doc = node.propose_as(Command::All(cmds)).await.map_err(|e| e.duplicate(duplicate))?;
     let credential = render(&node, &AppCred::of(&saved)?)?;
     let application_credential = s::AppCredWithSecret { credential, secret };
     Ok((StatusCode::CREATED, Json(to_json(&s::AppCredCreated { application_credential }))))
@@ -299,11 +277,7 @@ pub async fn create(
     params(("user_id" = String, Path, description = "The owner."), ("name" = Option<String>, Query, description = "Only the credential of this name."),
            ("limit" = Option<u32>, Query, description = "At most this many."), ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The user's credentials (without secrets).", body = s::AppCredList), E::List))]
-pub async fn list(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_application_credentials", &ctx, &target(&user_id))?;
     refuse_delegated(&ctx, false)?;
     let docs = node.engine.read().child_docs(API.kind, &user_id)?;

@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::envelopes;
 
 /// An access rule as stored (its fields as they were accepted).
 #[derive(Serialize, ToSchema)]
@@ -67,21 +68,13 @@ pub struct AppCredWithSecret {
     pub secret: String,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct AppCredCreated {
-    pub application_credential: AppCredWithSecret,
+envelopes! {
+    AppCredCreated { application_credential: AppCredWithSecret }
+    AppCredEnvelope { application_credential: AppCred }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct AppCredEnvelope {
-    pub application_credential: AppCred,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct AppCredList {
-    application_credentials: Vec<AppCred>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    AppCredList { application_credentials: [AppCred] }
 }
 
 /// No other attributes are allowed.
@@ -151,14 +144,10 @@ pub struct AccessRuleWithLinks {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct AccessRuleEnvelope {
-    pub access_rule: AccessRuleWithLinks,
+envelopes! {
+    AccessRuleEnvelope { access_rule: AccessRuleWithLinks }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct AccessRuleList {
-    access_rules: Vec<AccessRuleWithLinks>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    AccessRuleList { access_rules: [AccessRuleWithLinks] }
 }

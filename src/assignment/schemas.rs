@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// A role; global when `domain_id` is null, domain-specific otherwise. Other attributes given
 /// at create or update are returned as top-level properties.
@@ -28,16 +29,10 @@ pub struct Role {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct RoleEnvelope {
-    pub role: Role,
-}
-
-/// Roles, also the answer of a grant listing (roles granted directly on a target).
-#[derive(Serialize, ToSchema)]
-pub struct RoleList {
-    pub roles: Vec<Role>,
-    pub links: CollectionLinks,
+envelopes! {
+    RoleEnvelope { role: Role }
+    /// Roles, also the answer of a grant listing (roles granted directly on a target).
+    RoleList { roles: [Role] }
 }
 
 /// What a role's create and update bodies share; other attributes are kept and echoed back.
@@ -71,11 +66,8 @@ pub struct RoleCreate {
     pub fields: RoleFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct RoleCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = RoleCreate, required = true)]
-    pub role: Sent<RoleCreate>,
+member_requests! {
+    RoleCreateRequest { role: RoleCreate }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -91,11 +83,8 @@ pub struct RoleUpdate {
     pub fields: RoleFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct RoleUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = RoleUpdate, required = true)]
-    pub role: Sent<RoleUpdate>,
+member_requests! {
+    RoleUpdateRequest { role: RoleUpdate }
 }
 
 /// A role as a member of an inference rule.
@@ -172,9 +161,8 @@ pub struct AssignmentScope {
     pub inherited_to: Option<String>,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct SystemAll {
-    pub all: bool,
+envelopes! {
+    SystemAll { all: bool }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -201,8 +189,6 @@ pub struct RoleAssignment {
     pub links: AssignmentLinks,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct RoleAssignmentList {
-    pub role_assignments: Vec<RoleAssignment>,
-    pub links: CollectionLinks,
+envelopes! {
+    RoleAssignmentList { role_assignments: [RoleAssignment] }
 }

@@ -15,6 +15,7 @@ use crate::context::Core;
 use crate::http::body::{Body, Sent};
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::Below;
 use crate::http::fields::{new_id, Obj};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
@@ -255,11 +256,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/endpoints", operation_id = "endpoint_groups_endpoints", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The endpoints the group's filters select.", body = s::EndpointList), E::Read))]
-pub async fn group_endpoints_list(
-    Call(node, ctx): Call,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn group_endpoints_list(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoints_associated_with_endpoint_group", &ctx, &json!({}))?;
     let group = GROUPS.load(&node, &id)?;
     let eps = group_endpoints(&node.engine.read(), &group)?;
@@ -269,11 +266,7 @@ pub async fn group_endpoints_list(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoint_groups/{endpoint_group_id}/projects", operation_id = "endpoint_groups_projects", tag = "catalog",
     params(("endpoint_group_id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The projects the group is tied to.", body = crate::resource::schemas::ProjectList), E::Read))]
-pub async fn group_projects_list(
-    Call(node, ctx): Call,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn group_projects_list(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_projects_associated_with_endpoint_group", &ctx, &json!({}))?;
     GROUPS.load(&node, &id)?;
     let read = node.engine.read();
@@ -334,11 +327,7 @@ pub async fn group_project_remove(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoint_groups", operation_id = "project_endpoint_groups_list", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The groups tied to the project.", body = s::EndpointGroupList), E::Read))]
-pub async fn project_groups_list(
-    Call(node, ctx): Call,
-    Path(project_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn project_groups_list(Call(node, ctx): Call, Below(project_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoint_groups_for_project", &ctx, &json!({}))?;
     load_project(&node, &project_id)?;
     let read = node.engine.read();
@@ -355,11 +344,7 @@ pub async fn project_groups_list(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/projects/{project_id}/endpoints", operation_id = "project_endpoints_list", tag = "catalog",
     params(("project_id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The endpoints tied to the project, directly or through groups.", body = s::EndpointList), E::Read))]
-pub async fn project_endpoints_list(
-    Call(node, ctx): Call,
-    Path(project_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn project_endpoints_list(Call(node, ctx): Call, Below(project_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_endpoints_for_project", &ctx, &json!({}))?;
     load_project(&node, &project_id)?;
     let read = node.engine.read();
@@ -371,11 +356,7 @@ pub async fn project_endpoints_list(
 #[utoipa::path(get, path = "/v3/OS-EP-FILTER/endpoints/{endpoint_id}/projects", operation_id = "endpoint_projects_list", tag = "catalog",
     params(("endpoint_id" = String, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "The projects the endpoint is tied to directly.", body = crate::resource::schemas::ProjectList), E::Read))]
-pub async fn endpoint_projects_list(
-    Call(node, ctx): Call,
-    Path(endpoint_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn endpoint_projects_list(Call(node, ctx): Call, Below(endpoint_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_projects_for_endpoint", &ctx, &json!({}))?;
     load_endpoint(&node, &endpoint_id)?;
     let read = node.engine.read();

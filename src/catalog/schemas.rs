@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// A region; other attributes given at create or update are returned as top-level properties.
 #[derive(Serialize, ToSchema)]
@@ -23,16 +24,12 @@ pub struct Region {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct RegionEnvelope {
-    pub region: Region,
+envelopes! {
+    RegionEnvelope { region: Region }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct RegionList {
-    regions: Vec<Region>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    RegionList { regions: [Region] }
 }
 
 /// A region as sent to create or update it: other attributes are kept and echoed back; on
@@ -55,11 +52,8 @@ pub struct RegionBody {
     pub extra: Obj,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct RegionRequest {
-    #[serde(default)]
-    #[schema(value_type = RegionBody, required = true)]
-    pub region: Sent<RegionBody>,
+member_requests! {
+    RegionRequest { region: RegionBody }
 }
 
 /// A catalog service. Disabled services and their endpoints are left out of token catalogs.
@@ -82,16 +76,12 @@ pub struct Service {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct ServiceEnvelope {
-    pub service: Service,
+envelopes! {
+    ServiceEnvelope { service: Service }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct ServiceList {
-    services: Vec<Service>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ServiceList { services: [Service] }
 }
 
 /// What a service's create and update bodies share; other attributes are kept and echoed
@@ -127,11 +117,8 @@ pub struct ServiceCreate {
     pub fields: ServiceFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct ServiceCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceCreate, required = true)]
-    pub service: Sent<ServiceCreate>,
+member_requests! {
+    ServiceCreateRequest { service: ServiceCreate }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -147,11 +134,8 @@ pub struct ServiceUpdate {
     pub fields: ServiceFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct ServiceUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceUpdate, required = true)]
-    pub service: Sent<ServiceUpdate>,
+member_requests! {
+    ServiceUpdateRequest { service: ServiceUpdate }
 }
 
 /// A service endpoint; other attributes given at create or update are returned as top-level
@@ -174,16 +158,12 @@ pub struct Endpoint {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct EndpointEnvelope {
-    pub endpoint: Endpoint,
+envelopes! {
+    EndpointEnvelope { endpoint: Endpoint }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct EndpointList {
-    endpoints: Vec<Endpoint>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    EndpointList { endpoints: [Endpoint] }
 }
 
 /// What an endpoint's create and update bodies share; other attributes are kept and echoed
@@ -227,11 +207,8 @@ pub struct EndpointCreate {
     pub fields: EndpointFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct EndpointCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = EndpointCreate, required = true)]
-    pub endpoint: Sent<EndpointCreate>,
+member_requests! {
+    EndpointCreateRequest { endpoint: EndpointCreate }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -253,11 +230,8 @@ pub struct EndpointUpdate {
     pub fields: EndpointFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct EndpointUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = EndpointUpdate, required = true)]
-    pub endpoint: Sent<EndpointUpdate>,
+member_requests! {
+    EndpointUpdateRequest { endpoint: EndpointUpdate }
 }
 
 /// A policy blob (`/v3/policies`): an opaque document for services; extra attributes are
@@ -282,16 +256,12 @@ pub struct Policy {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct PolicyEnvelope {
-    pub policy: Policy,
+envelopes! {
+    PolicyEnvelope { policy: Policy }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `DocApi::list_as` builds lists
-pub struct PolicyList {
-    policies: Vec<Policy>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    PolicyList { policies: [Policy] }
 }
 
 /// Other attributes are kept and echoed back.
@@ -310,11 +280,8 @@ pub struct PolicyBody {
     pub extra: Obj,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct PolicyRequest {
-    #[serde(default)]
-    #[schema(value_type = PolicyBody, required = true)]
-    pub policy: Sent<PolicyBody>,
+member_requests! {
+    PolicyRequest { policy: PolicyBody }
 }
 
 /// An OS-EP-FILTER endpoint group: the endpoints whose fields equal every filter. The fields
@@ -341,16 +308,12 @@ pub struct EndpointGroup {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct EndpointGroupEnvelope {
-    pub endpoint_group: EndpointGroup,
+envelopes! {
+    EndpointGroupEnvelope { endpoint_group: EndpointGroup }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `DocApi::list_as` builds lists
-pub struct EndpointGroupList {
-    endpoint_groups: Vec<EndpointGroup>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    EndpointGroupList { endpoint_groups: [EndpointGroup] }
 }
 
 /// No other attributes are allowed.
@@ -381,11 +344,8 @@ pub struct EndpointGroupBody {
     pub extra: Obj,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct EndpointGroupRequest {
-    #[serde(default)]
-    #[schema(value_type = EndpointGroupBody, required = true)]
-    pub endpoint_group: Sent<EndpointGroupBody>,
+member_requests! {
+    EndpointGroupRequest { endpoint_group: EndpointGroupBody }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -395,7 +355,6 @@ pub struct ProjectEndpointGroup {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct ProjectEndpointGroupEnvelope {
-    pub project_endpoint_group: ProjectEndpointGroup,
+envelopes! {
+    ProjectEndpointGroupEnvelope { project_endpoint_group: ProjectEndpointGroup }
 }

@@ -14,6 +14,7 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::fields::*;
+use crate::http::listing::found;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
@@ -53,13 +54,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     let view = node.engine.snapshot();
     let owner = q.get("user_id").cloned().or_else(|| (!system).then(|| ctx.user.id.clone()));
     let creds: Vec<Credential> = match &owner {
-        Some(u) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::CREDENTIALS_OF_USER, u)? {
-                out.extend(view.credential(&id)?);
-            }
-            out
-        }
+        Some(u) => found(view.member_ids(ns::CREDENTIALS_OF_USER, u)?, |id| view.credential(id))?,
         None => view.credentials()?,
     };
     let base = node.cfg.public_base();
@@ -83,7 +78,7 @@ pub async fn create(
     let b = body.object()?.credential.envelope("credential")?;
     let cred_type = b.cred_type.name("type", 255)?;
     let blob = s::blob(&b.blob)?;
-    let project_id = b.project_id.string("project_id", 64)?;
+    let project_id = b.fields.project_id.string("project_id", 64)?;
     let id = if cred_type == EC2 {
         if project_id.is_none() {
             return Err(ApiError::bad_request("'project_id' is a required property of an ec2 credential."));
@@ -92,7 +87,7 @@ pub async fn create(
     } else {
         new_id()
     };
-    let user_id = b.user_id.opt_name("user_id", 64)?;
+    let user_id = b.fields.user_id.opt_name("user_id", 64)?;
     let c = Credential {
         id,
         // Defaults to the caller, like Keystone-NG; Keystone requires it.
@@ -100,7 +95,7 @@ pub async fn create(
         project_id,
         cred_type,
         blob,
-        extra: extra(&b.extra, KNOWN, "{}"),
+        extra: extra(&b.fields.extra, KNOWN, "{}"),
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
     guard::add_authenticator(&node.engine.read(), &ctx, &c.user_id)?;
@@ -131,7 +126,7 @@ pub async fn update(
     let b = body.object()?.credential.envelope("credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
     let before = c.clone();
-    if b.extra.contains_key("id") && opt_str(&b.extra, "id", 64)?.as_deref() != Some(id.as_str()) {
+    if b.fields.extra.contains_key("id") && opt_str(&b.fields.extra, "id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
     if let Some(t) = b.cred_type.opt_name("type", 255)? {
@@ -141,16 +136,16 @@ pub async fn update(
     if b.blob.is_present() {
         c.blob = s::blob(&b.blob)?;
     }
-    if let Some(u) = b.user_id.opt_name("user_id", 64)? {
+    if let Some(u) = b.fields.user_id.opt_name("user_id", 64)? {
         c.user_id = u;
     }
-    if let Some(p) = b.project_id.nullable("project_id", 64)? {
+    if let Some(p) = b.fields.project_id.nullable("project_id", 64)? {
         c.project_id = p;
     }
     if c.cred_type == EC2 {
         ec2_scope_unchanged(&old_blob, &c.blob)?;
     }
-    c.extra = extra(&b.extra, KNOWN, &c.extra);
+    c.extra = extra(&b.fields.extra, KNOWN, &c.extra);
     enforce("identity:update_credential", &ctx, &target(&c))?;
     // A new owner, secret or type is a new way to sign in as the owner; taking a credential
     // away from its owner rewrites theirs.

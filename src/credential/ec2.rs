@@ -2,9 +2,7 @@
 //! signature credentials. Each is a `/v3/credentials` record of type `ec2` whose id is the
 //! SHA-256 of its access key; the path's `{credential_id}` is the plaintext access key.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -14,7 +12,7 @@ use super::{blob_field, ec2_id, EC2};
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::JsonBody;
+use crate::http::extract::{Below, JsonBody};
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
@@ -63,11 +61,7 @@ fn load_authorized(
 #[utoipa::path(get, path = "/v3/users/{id}/credentials/OS-EC2", operation_id = "ec2_list", tag = "credentials",
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 200, description = "The user's signature credentials.", body = s::Ec2CredentialList), E::Read))]
-pub async fn list(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:ec2_list_credentials", &ctx, &json!({"user_id": user_id}))?;
     require_user(&node, &user_id)?;
     let view = node.engine.snapshot();

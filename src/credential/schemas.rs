@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use crate::http::body::{Body, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// The longest blob (JSON text) a credential holds.
 pub const MAX_BLOB: usize = 65535;
@@ -33,17 +34,9 @@ pub struct Credential {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct CredentialEnvelope {
-    credential: Credential,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct CredentialList {
-    credentials: Vec<Credential>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    CredentialEnvelope { credential: Credential }
+    CredentialList { credentials: [Credential] }
 }
 
 /// A signature credential, with its plaintext secret.
@@ -59,25 +52,30 @@ pub struct Ec2Credential {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct Ec2CredentialEnvelope {
-    credential: Ec2Credential,
+envelopes! { schema_only:
+    Ec2CredentialEnvelope { credential: Ec2Credential }
+    Ec2CredentialList { credentials: [Ec2Credential] }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct Ec2CredentialList {
-    credentials: Vec<Ec2Credential>,
-    links: CollectionLinks,
+member_requests! {
+    /// `POST /v3/credentials`.
+    CredentialCreateRequest { credential: CredentialCreate }
 }
 
-/// `POST /v3/credentials`.
+/// What a credential's create and update bodies share.
 #[derive(Deserialize, ToSchema)]
-pub struct CredentialCreateRequest {
+pub struct CredentialFields {
+    /// Default on create: the caller.
     #[serde(default)]
-    #[schema(value_type = CredentialCreate, required = true)]
-    pub credential: Sent<CredentialCreate>,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    pub user_id: Sent<String>,
+    /// Required for `ec2` on create; `null` clears it on update.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub project_id: Sent<String>,
+    /// Other attributes, kept and echoed back (on update, merged into the stored ones).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -90,25 +88,13 @@ pub struct CredentialCreate {
     #[serde(default)]
     #[schema(value_type = String, required = true, max_length = 65535)]
     pub blob: Sent<String>,
-    /// Default: the caller.
-    #[serde(default)]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
-    pub user_id: Sent<String>,
-    /// Required for `ec2`.
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 64)]
-    pub project_id: Sent<String>,
-    /// Other attributes, kept and echoed back.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub fields: CredentialFields,
 }
 
-/// `PATCH /v3/credentials/{id}`.
-#[derive(Deserialize, ToSchema)]
-pub struct CredentialUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = CredentialUpdate, required = true)]
-    pub credential: Sent<CredentialUpdate>,
+member_requests! {
+    /// `PATCH /v3/credentials/{id}`.
+    CredentialUpdateRequest { credential: CredentialUpdate }
 }
 
 /// An absent field is left as it is; `null` clears `project_id`. `id`, if sent, must be the
@@ -122,15 +108,8 @@ pub struct CredentialUpdate {
     #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 65535)]
     pub blob: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
-    pub user_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 64)]
-    pub project_id: Sent<String>,
-    /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub fields: CredentialFields,
 }
 
 /// A credential's blob: a string, required (`null` included) wherever it is sent.

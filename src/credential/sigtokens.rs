@@ -101,14 +101,36 @@ fn once(node: &Core, guard: &ReplayGuard, r: &SignedRequest, until: i64, now: i6
     }
 }
 
-#[utoipa::path(post, path = "/v3/sigtokens", tag = "credentials", operation_id = "sigtokens_issue", description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
-    security(()),
-    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
-    request_body(content = s::SignedTokenRequest, content_type = "application/json"),
-    responses((status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-              (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-              E::BadRequest, E::Unauthorized, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
-pub async fn issue(
+/// The signed-request token operation, documented at each of its paths.
+macro_rules! issue_at {
+    ($(#[doc = $doc:tt])* $name:ident: $path:tt, $operation_id:tt) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(post, path = $path, tag = "credentials", operation_id = $operation_id, description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
+            security(()),
+            params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
+            request_body(content = s::SignedTokenRequest, content_type = "application/json"),
+            responses((status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+                      (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
+                      E::BadRequest, E::Unauthorized, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
+        pub async fn $name(
+            node: State<Arc<Tokens>>,
+            replays: State<Arc<ReplayGuard>>,
+            q: Query<HashMap<String, String>>,
+            body: JsonBody<Body<s::SignedTokenRequest>>,
+        ) -> ApiResult<Response> {
+            issue_token(node, replays, q, body).await
+        }
+    };
+}
+
+issue_at!(issue: "/v3/sigtokens", "sigtokens_issue");
+issue_at!(
+    /// Keystone's path for the same operation, where existing clients send signed requests.
+    issue_ec2tokens: "/v3/ec2tokens", "ec2tokens_issue"
+);
+
+/// What both paths answer: the signed request checked, a token for its user and project.
+async fn issue_token(
     State(node): State<Arc<Tokens>>,
     State(replays): State<Arc<ReplayGuard>>,
     Query(q): Query<HashMap<String, String>>,
@@ -157,23 +179,6 @@ pub async fn issue(
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
     let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
     token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
-}
-
-/// Keystone's path for the same operation, where existing clients send signed requests.
-#[utoipa::path(post, path = "/v3/ec2tokens", tag = "credentials", operation_id = "ec2tokens_issue", description = "No X-Auth-Token: the signature is the proof. 401 for an unknown access key, a wrong signature, a missing signed timestamp or one more than 15 minutes from the server's clock, a signature already exchanged, or a disabled user or project.",
-    security(()),
-    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
-    request_body(content = s::SignedTokenRequest, content_type = "application/json"),
-    responses((status = 200, description = "A token scoped to the credential's project, for its user.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-              (status = 201, description = "The same, when `keystone_compat_status` is set.", body = crate::auth::schemas::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-              E::BadRequest, E::Unauthorized, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
-pub async fn issue_ec2tokens(
-    node: State<Arc<Tokens>>,
-    replays: State<Arc<ReplayGuard>>,
-    q: Query<HashMap<String, String>>,
-    body: JsonBody<Body<s::SignedTokenRequest>>,
-) -> ApiResult<Response> {
-    issue(node, replays, q, body).await
 }
 
 #[cfg(test)]

@@ -72,13 +72,8 @@ pub async fn create(
     let o = checked(b, None)?;
     enforce("identity:create_mapping", &ctx, &json!({}))?;
     check_path_id(&mapping_id, "mapping")?;
-    let saved = API.save(&node, API.doc(&mapping_id, o), true, vec![]).await.map_err(|e| {
-        if e.status == StatusCode::CONFLICT {
-            ApiError::new(StatusCode::CONFLICT, "Conflict occurred attempting to store mapping - Duplicate entry.")
-        } else {
-            e
-        }
-    })?;
+    let duplicate = "Conflict occurred attempting to store mapping - Duplicate entry.";
+    let saved = API.save(&node, API.doc(&mapping_id, o), true, vec![]).await.map_err(|e| e.duplicate(duplicate))?;
     Ok((StatusCode::CREATED, Json(API.one(&node, &saved))))
 }
 

@@ -14,6 +14,8 @@ use serde_json::Value;
 use crate::http::body::{Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
+use crate::state::keys::ns;
+use crate::state::Reader;
 
 /// Keystone's validation message: `Invalid input for field/attribute F. Value: V. WHY`.
 pub(crate) fn invalid(field: &str, value: &Value, why: &str) -> ApiError {
@@ -22,6 +24,27 @@ pub(crate) fn invalid(field: &str, value: &Value, why: &str) -> ApiError {
         other => other.to_string().chars().take(128).collect::<String>(),
     };
     ApiError::bad_request(format!("Invalid input for field/attribute {field}. Value: {shown}. {why}"))
+}
+
+/// The role ids a delegation's body (a trust's, an application credential's) names in `roles`,
+/// in order: each role an object with exactly one of `id` or `name` (an unknown name is 404).
+pub(crate) fn named_role_ids(view: &impl Reader, roles: &[Value]) -> ApiResult<Vec<String>> {
+    let mut ids = Vec::new();
+    for r in roles {
+        let o = r
+            .as_object()
+            .filter(|o| o.len() == 1)
+            .ok_or_else(|| invalid("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))?;
+        match (o.get("id").and_then(Value::as_str), o.get("name").and_then(Value::as_str)) {
+            (Some(id), _) => ids.push(id.to_string()),
+            (None, Some(name)) => match view.id_by_name(ns::ROLE_NAME, "", name)? {
+                Some(id) => ids.push(id),
+                None => return Err(ApiError::not_found_msg(format!("Role {name} is not defined"))),
+            },
+            _ => return Err(invalid("roles", r, "each role must have an 'id' or a 'name'")),
+        }
+    }
+    Ok(ids)
 }
 
 /// `additionalProperties: false` (and `minProperties: 1` when `non_empty`).

@@ -2,9 +2,7 @@
 //! arrive (saml2, openid, ...) and which mapping reads them. Stored with id
 //! `{idp_id}/{protocol_id}`, so deleting the provider deletes them.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -15,7 +13,7 @@ use crate::context::Core;
 use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::JsonBody;
+use crate::http::extract::{Below, JsonBody};
 use crate::http::fields::Obj;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -81,11 +79,7 @@ async fn save(
     params(("idp_id" = String, Path, description = "The provider's id."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The provider's protocols (none for an unknown provider).", body = s::ProtocolList), E::List))]
-pub async fn list(
-    Call(node, ctx): Call,
-    Path(idp_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Below(idp_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_protocols", &ctx, &json!({}))?;
     let items =
         node.engine.read().child_docs(API.kind, &idp_id)?.iter().map(|d| with_links(&node, d, &idp_id)).collect();
@@ -108,18 +102,10 @@ pub async fn create(
     check_path_id(&protocol_id, "protocol")?;
     check_mapping(&node, &f.0)?;
     load_idp(&node, &idp_id)?;
-    let out = save(&node, &idp_id, &protocol_id, f, true).await.map_err(|e| {
-        if e.status == StatusCode::CONFLICT {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "Conflict occurred attempting to store federation_protocol - Duplicate entry found with ID {protocol_id}."
-                ),
-            )
-        } else {
-            e
-        }
-    })?;
+    let duplicate = format!(
+        "Conflict occurred attempting to store federation_protocol - Duplicate entry found with ID {protocol_id}."
+    );
+    let out = save(&node, &idp_id, &protocol_id, f, true).await.map_err(|e| e.duplicate(duplicate))?;
     Ok((StatusCode::CREATED, Json(out)))
 }
 

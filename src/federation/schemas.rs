@@ -10,7 +10,8 @@ use super::{bool_like, check_url, invalid, member, str_or_null};
 use crate::http::body::{Body, Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// An identity provider.
 #[derive(ToSchema)]
@@ -29,17 +30,9 @@ pub struct IdentityProvider {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct IdentityProviderEnvelope {
-    identity_provider: IdentityProvider,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct IdentityProviderList {
-    identity_providers: Vec<IdentityProvider>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    IdentityProviderEnvelope { identity_provider: IdentityProvider }
+    IdentityProviderList { identity_providers: [IdentityProvider] }
 }
 
 /// A protocol of an identity provider.
@@ -53,17 +46,9 @@ pub struct Protocol {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ProtocolEnvelope {
-    protocol: Protocol,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ProtocolList {
-    protocols: Vec<Protocol>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ProtocolEnvelope { protocol: Protocol }
+    ProtocolList { protocols: [Protocol] }
 }
 
 /// A mapping: rules in Keystone's attribute-mapping schema.
@@ -78,17 +63,9 @@ pub struct Mapping {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct MappingEnvelope {
-    mapping: Mapping,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct MappingList {
-    mappings: Vec<Mapping>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    MappingEnvelope { mapping: Mapping }
+    MappingList { mappings: [Mapping] }
 }
 
 /// Other properties are dropped, as Keystone does.
@@ -103,12 +80,9 @@ pub struct MappingBody {
     pub schema_version: Sent<String>,
 }
 
-/// The body may be absent (an update then keeps the stored mapping).
-#[derive(Deserialize, ToSchema)]
-pub struct MappingRequest {
-    #[serde(default)]
-    #[schema(value_type = MappingBody, required = true)]
-    pub mapping: Sent<MappingBody>,
+member_requests! {
+    /// The body may be absent (an update then keeps the stored mapping).
+    MappingRequest { mapping: MappingBody }
 }
 
 impl MappingRequest {
@@ -141,17 +115,9 @@ pub struct ServiceProvider {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ServiceProviderEnvelope {
-    service_provider: ServiceProvider,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render the stored documents
-pub struct ServiceProviderList {
-    service_providers: Vec<ServiceProvider>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ServiceProviderEnvelope { service_provider: ServiceProvider }
+    ServiceProviderList { service_providers: [ServiceProvider] }
 }
 
 /// The updatable fields of an identity provider.
@@ -194,13 +160,9 @@ impl IdentityProviderRequest {
     }
 }
 
-/// `PATCH /v3/OS-FEDERATION/identity_providers/{idp_id}`: at least one field, not `domain_id`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IdentityProviderUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = IdentityProviderBody, required = true)]
-    pub identity_provider: Sent<Kept<IdentityProviderBody>>,
+member_requests! { strict:
+    /// `PATCH /v3/OS-FEDERATION/identity_providers/{idp_id}`: at least one field, not `domain_id`.
+    IdentityProviderUpdateRequest { identity_provider: IdentityProviderBody }
 }
 
 impl IdentityProviderUpdateRequest {
@@ -300,13 +262,9 @@ fn remote_ids(sent: &Sent<Vec<String>>) -> ApiResult<Option<Vec<String>>> {
 
 const PROTOCOL_FIELDS: &[&str] = &["mapping_id", "remote_id_attribute"];
 
-/// `PUT .../identity_providers/{idp_id}/protocols/{protocol_id}`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProtocolRequest {
-    #[serde(default)]
-    #[schema(value_type = ProtocolBody, required = true)]
-    pub protocol: Sent<Kept<ProtocolBody>>,
+member_requests! { strict:
+    /// `PUT .../identity_providers/{idp_id}/protocols/{protocol_id}`.
+    ProtocolRequest { protocol: ProtocolBody }
 }
 
 impl ProtocolRequest {
@@ -316,13 +274,9 @@ impl ProtocolRequest {
     }
 }
 
-/// `PATCH .../identity_providers/{idp_id}/protocols/{protocol_id}`: the same body, and not `{}`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProtocolUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ProtocolBody, required = true)]
-    pub protocol: Sent<Kept<ProtocolBody>>,
+member_requests! { strict:
+    /// `PATCH .../identity_providers/{idp_id}/protocols/{protocol_id}`: the same body, and not `{}`.
+    ProtocolUpdateRequest { protocol: ProtocolBody }
 }
 
 impl ProtocolUpdateRequest {
@@ -371,13 +325,9 @@ fn protocol(Kept { typed: b, sent }: Kept<ProtocolBody>) -> ApiResult<(String, O
 
 const SP_FIELDS: &[&str] = &["auth_url", "sp_url", "description", "enabled", "relay_state_prefix"];
 
-/// `PUT /v3/OS-FEDERATION/service_providers/{sp_id}`: `auth_url` and `sp_url` required.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServiceProviderRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceProviderBody, required = true)]
-    pub service_provider: Sent<Kept<ServiceProviderBody>>,
+member_requests! { strict:
+    /// `PUT /v3/OS-FEDERATION/service_providers/{sp_id}`: `auth_url` and `sp_url` required.
+    ServiceProviderRequest { service_provider: ServiceProviderBody }
 }
 
 impl ServiceProviderRequest {
@@ -397,13 +347,9 @@ impl ServiceProviderRequest {
     }
 }
 
-/// `PATCH /v3/OS-FEDERATION/service_providers/{sp_id}`: at least one field.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServiceProviderUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ServiceProviderBody, required = true)]
-    pub service_provider: Sent<Kept<ServiceProviderBody>>,
+member_requests! { strict:
+    /// `PATCH /v3/OS-FEDERATION/service_providers/{sp_id}`: at least one field.
+    ServiceProviderUpdateRequest { service_provider: ServiceProviderBody }
 }
 
 impl ServiceProviderUpdateRequest {

@@ -12,7 +12,7 @@ use super::check_path_id;
 use super::schemas as s;
 use crate::http::body::Sent;
 use crate::http::docs::{body, DocApi};
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::extract::JsonBody;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -67,18 +67,9 @@ pub async fn create(
     f.entry("enabled").or_insert(json!(false));
     f.entry("description").or_insert(Value::Null);
     f.entry("relay_state_prefix").or_insert(json!(RELAY_STATE_PREFIX));
-    let saved = API.save(&node, API.doc(&sp_id, f), true, vec![]).await.map_err(|e| {
-        if e.status == StatusCode::CONFLICT {
-            ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "Conflict occurred attempting to store service_provider - Duplicate entry found with ID {sp_id}."
-                ),
-            )
-        } else {
-            e
-        }
-    })?;
+    let duplicate =
+        format!("Conflict occurred attempting to store service_provider - Duplicate entry found with ID {sp_id}.");
+    let saved = API.save(&node, API.doc(&sp_id, f), true, vec![]).await.map_err(|e| e.duplicate(duplicate))?;
     Ok((StatusCode::CREATED, Json(API.one(&node, &saved))))
 }
 

@@ -47,6 +47,15 @@ impl ApiError {
     pub fn unavailable(m: impl Into<String>) -> Self {
         ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: m.into(), retry_after: Some(1), detail: None }
     }
+    /// A 409 reworded with `message` (Keystone words a duplicate per kind of record); any other
+    /// error as it is.
+    pub fn duplicate(self, message: impl Into<String>) -> Self {
+        if self.status == StatusCode::CONFLICT {
+            Self::new(StatusCode::CONFLICT, message)
+        } else {
+            self
+        }
+    }
     /// The same error, carrying a `detail` key.
     pub fn with_detail(mut self, key: &'static str) -> Self {
         self.detail = Some(key);

@@ -1,8 +1,13 @@
-//! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text). The
-//! authenticated caller is the token layer's (`token::Caller`).
+//! Request extractors: JSON bodies that fail as Keystone errors (not axum's plain text), and
+//! the path id and query of sub-collection lists. The authenticated caller is the token
+//! layer's (`token::Caller`).
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
@@ -67,5 +72,19 @@ pub fn query_flag(value: Option<&String>) -> bool {
     match value {
         None => false,
         Some(v) => !matches!(v.to_lowercase().as_str(), "0" | "false" | "no" | "off"),
+    }
+}
+
+/// What a list below one record takes (`/v3/groups/{id}/users`): the record's id from the path
+/// and the query (filters, `limit`, `marker`); each rejected as `Path` and `Query` reject it.
+pub struct Below(pub String, pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Below {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let Query(q) = Query::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        Ok(Below(id, q))
     }
 }

@@ -11,11 +11,13 @@ pub mod extract;
 pub mod fields;
 pub mod guard;
 pub mod limits;
+pub mod listing;
 pub mod metrics;
 pub mod openapi;
 pub mod pages;
 pub mod ratelimit;
 pub mod tls;
+pub mod wrappers;
 
 pub use error::ApiError;
 pub use extract::JsonBody;

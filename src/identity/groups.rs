@@ -13,8 +13,9 @@ use super::users::user_json;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::JsonBody;
+use crate::http::extract::{Below, JsonBody};
 use crate::http::fields::*;
+use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::policy::{enforce, guard, Persona};
@@ -69,23 +70,8 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     };
     enforce("identity:list_groups", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
-    let groups: Vec<Group> = match (&domain, q.get("name")) {
-        (Some(d), Some(name)) => view
-            .id_by_name(ns::GROUP_NAME, d, name)?
-            .map(|id| view.group(&id))
-            .transpose()?
-            .flatten()
-            .into_iter()
-            .collect(),
-        (Some(d), None) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::GROUPS_OF_DOMAIN, d)? {
-                out.extend(view.group(&id)?);
-            }
-            out
-        }
-        (None, _) => view.groups()?,
-    };
+    let indexes = (ns::GROUP_NAME, ns::GROUPS_OF_DOMAIN);
+    let groups = of_domain(&view, indexes, (domain.as_ref(), q.get("name")), |id| view.group(id), || view.groups())?;
     let name = q.get("name").map(|n| n.to_lowercase());
     let base = node.cfg.public_base();
     let out: Vec<Value> = groups
@@ -106,10 +92,10 @@ pub async fn create(
     let b = body.object()?.group.envelope("group")?;
     let domain_id = b.domain_id.string("domain_id", 64)?;
     let name = b.name.name("name", 64)?;
-    let description = b.description.string("description", 65535)?;
+    let description = b.fields.description.string("description", 65535)?;
     let domain_id =
         domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
-    let g = Group { id: new_id(), name, domain_id, description, extra: extra(&b.extra, KNOWN, "{}") };
+    let g = Group { id: new_id(), name, domain_id, description, extra: extra(&b.fields.extra, KNOWN, "{}") };
     enforce("identity:create_group", &ctx, &target(&g))?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateGroup(g)).await?)
 }
@@ -136,17 +122,18 @@ pub async fn update(
     let mut g = load(&node, &id)?;
     enforce("identity:update_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), &ctx, &g.id)?;
-    if b.extra.contains_key("domain_id") && opt_str(&b.extra, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str())
+    if b.fields.extra.contains_key("domain_id")
+        && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str())
     {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
     if let Some(n) = b.name.opt_name("name", 64)? {
         g.name = n;
     }
-    if let Some(d) = b.description.nullable("description", 65535)? {
+    if let Some(d) = b.fields.description.nullable("description", 65535)? {
         g.description = d;
     }
-    g.extra = extra(&b.extra, KNOWN, &g.extra);
+    g.extra = extra(&b.fields.extra, KNOWN, &g.extra);
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateGroup(g)).await?)
 }
 
@@ -164,21 +151,12 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
 #[utoipa::path(get, path = "/v3/groups/{id}/users", operation_id = "groups_list_users", tag = "groups",
     params(("id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The group's members.", body = s::UserList), E::Read))]
-pub async fn list_users(
-    Call(node, ctx): Call,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list_users(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult<Json<Value>> {
     let g = load(&node, &id)?;
     enforce("identity:list_users_in_group", &ctx, &target(&g))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let mut out = Vec::new();
-    for uid in view.member_user_ids(&g.id)? {
-        if let Some(u) = view.user(&uid)? {
-            out.push(user_json(&u, &base));
-        }
-    }
+    let out = found(view.member_user_ids(&g.id)?, |id| view.user(id))?.iter().map(|u| user_json(u, &base)).collect();
     Ok(Json(page("users", out, &base, &format!("/v3/groups/{}/users", g.id), &q)?))
 }
 
@@ -222,22 +200,17 @@ pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(Strin
 #[utoipa::path(get, path = "/v3/users/{id}/groups", operation_id = "groups_groups_of_user", tag = "users",
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 200, description = "The user's groups.", body = s::MemberGroupList), E::Read))]
-pub async fn groups_of_user(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn groups_of_user(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     let u = load_user(&node, &user_id)?;
     enforce("identity:list_groups_for_user", &ctx, &json!({"user": {"id": u.id, "domain_id": u.domain_id}}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let mut out = Vec::new();
-    for gid in view.group_ids_of_user(&u.id)? {
-        if let Some(g) = view.group(&gid)? {
-            let mut v = group_json(&g, &base);
-            v["membership_expires_at"] = Value::Null;
-            out.push(v);
-        }
-    }
+    let groups = found(view.group_ids_of_user(&u.id)?, |id| view.group(id))?;
+    let with_expiry = |g: &Group| {
+        let mut v = group_json(g, &base);
+        v["membership_expires_at"] = Value::Null;
+        v
+    };
+    let out = groups.iter().map(with_expiry).collect();
     Ok(Json(page("groups", out, &base, &format!("/v3/users/{}/groups", u.id), &q)?))
 }

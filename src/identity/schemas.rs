@@ -11,7 +11,8 @@ use utoipa::ToSchema;
 use crate::http::body::Sent;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// Longer passwords only cost hashing time (bcrypt-era clients cap at 72 as well).
 pub const MAX_PASSWORD: usize = 4096;
@@ -102,17 +103,13 @@ pub fn federated(sent: &Sent<Vec<FederatedIdentity>>) -> ApiResult<Option<Option
     }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct UserEnvelope {
-    user: User,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct UserList {
-    users: Vec<User>,
-    links: CollectionLinks,
+// Schema only: the handlers render JSON with the extra attributes merged in.
+envelopes! { schema_only:
+    UserEnvelope { user: User }
+    UserList { users: [User] }
+    GroupEnvelope { group: Group }
+    GroupList { groups: [Group] }
+    MemberGroupList { groups: [MemberGroup] }
 }
 
 /// A group.
@@ -124,19 +121,6 @@ pub struct Group {
     domain_id: String,
     description: Option<String>,
     links: SelfLink,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct GroupEnvelope {
-    group: Group,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct GroupList {
-    groups: Vec<Group>,
-    links: CollectionLinks,
 }
 
 /// A group in a user's group list; memberships do not expire, so the expiry is always null.
@@ -151,31 +135,23 @@ pub struct MemberGroup {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
-pub struct MemberGroupList {
-    groups: Vec<MemberGroup>,
-    links: CollectionLinks,
+member_requests! {
+    /// `POST /v3/users`.
+    UserCreateRequest { user: UserCreate }
+    /// `PATCH /v3/users/{id}`.
+    UserUpdateRequest { user: UserUpdate }
+    /// `POST /v3/users/{id}/password`.
+    PasswordChangeRequest { user: PasswordChange }
+    /// `POST /v3/groups`.
+    GroupCreateRequest { group: GroupCreate }
+    /// `PATCH /v3/groups/{id}`.
+    GroupUpdateRequest { group: GroupUpdate }
 }
 
-/// `POST /v3/users`.
+/// What a user's create and update bodies share.
 #[derive(Deserialize, ToSchema)]
-pub struct UserCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = UserCreate, required = true)]
-    pub user: Sent<UserCreate>,
-}
-
-#[derive(Deserialize, ToSchema)]
-pub struct UserCreate {
-    #[serde(default)]
-    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
-    pub name: Sent<String>,
-    /// Default: the caller's domain scope, else `default`.
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 64)]
-    pub domain_id: Sent<String>,
-    /// Default true.
+pub struct UserFields {
+    /// Default true on create.
     #[serde(default)]
     #[schema(value_type = Option<bool>)]
     pub enabled: Sent<bool>,
@@ -194,17 +170,22 @@ pub struct UserCreate {
     #[serde(default)]
     #[schema(value_type = Option<Map<String, Value>>)]
     pub options: Sent<Obj>,
-    /// Other attributes, kept and echoed back.
+    /// Other attributes, kept and echoed back (on update, merged into the stored ones).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-/// `PATCH /v3/users/{id}`.
 #[derive(Deserialize, ToSchema)]
-pub struct UserUpdateRequest {
+pub struct UserCreate {
     #[serde(default)]
-    #[schema(value_type = UserUpdate, required = true)]
-    pub user: Sent<UserUpdate>,
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255)]
+    pub name: Sent<String>,
+    /// Default: the caller's domain scope, else `default`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, max_length = 64)]
+    pub domain_id: Sent<String>,
+    #[serde(flatten)]
+    pub fields: UserFields,
 }
 
 /// An absent field is left as it is; `null` clears `password`, `default_project_id` or
@@ -214,32 +195,8 @@ pub struct UserUpdate {
     #[serde(default)]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 255)]
     pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<bool>)]
-    pub enabled: Sent<bool>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 4096)]
-    pub password: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 64)]
-    pub default_project_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<Vec<FederatedIdentity>>)]
-    pub federated: Sent<Vec<FederatedIdentity>>,
-    #[serde(default)]
-    #[schema(value_type = Option<Map<String, Value>>)]
-    pub options: Sent<Obj>,
-    /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `POST /v3/users/{id}/password`.
-#[derive(Deserialize, ToSchema)]
-pub struct PasswordChangeRequest {
-    #[serde(default)]
-    #[schema(value_type = PasswordChange, required = true)]
-    pub user: Sent<PasswordChange>,
+    pub fields: UserFields,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -252,12 +209,15 @@ pub struct PasswordChange {
     pub password: Sent<String>,
 }
 
-/// `POST /v3/groups`.
+/// What a group's create and update bodies share.
 #[derive(Deserialize, ToSchema)]
-pub struct GroupCreateRequest {
+pub struct GroupFields {
     #[serde(default)]
-    #[schema(value_type = GroupCreate, required = true)]
-    pub group: Sent<GroupCreate>,
+    #[schema(value_type = Option<String>, max_length = 65535)]
+    pub description: Sent<String>,
+    /// Other attributes, kept and echoed back (on update, merged into the stored ones).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -269,20 +229,8 @@ pub struct GroupCreate {
     #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 64)]
     pub domain_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 65535)]
-    pub description: Sent<String>,
-    /// Other attributes, kept and echoed back.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `PATCH /v3/groups/{id}`.
-#[derive(Deserialize, ToSchema)]
-pub struct GroupUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = GroupUpdate, required = true)]
-    pub group: Sent<GroupUpdate>,
+    pub fields: GroupFields,
 }
 
 /// An absent field is left as it is; `null` clears `description`. `domain_id`, if sent, must
@@ -292,10 +240,6 @@ pub struct GroupUpdate {
     #[serde(default)]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
     pub name: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 65535)]
-    pub description: Sent<String>,
-    /// Other attributes, merged into the stored ones.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub fields: GroupFields,
 }

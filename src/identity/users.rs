@@ -14,6 +14,7 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{query_flag, JsonBody};
 use crate::http::fields::*;
+use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
 use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
@@ -81,29 +82,12 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     };
     enforce("identity:list_users", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
-    let users: Vec<User> = match (q.get("unique_id"), &domain, q.get("name")) {
-        (Some(unique_id), _, _) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::USER_UNIQUE_ID, unique_id)? {
-                out.extend(view.user(&id)?);
-            }
-            out
+    let users = match q.get("unique_id") {
+        Some(unique_id) => found(view.member_ids(ns::USER_UNIQUE_ID, unique_id)?, |id| view.user(id))?,
+        None => {
+            let indexes = (ns::USER_NAME, ns::USERS_OF_DOMAIN);
+            of_domain(&view, indexes, (domain.as_ref(), q.get("name")), |id| view.user(id), || view.users())?
         }
-        (None, Some(d), Some(name)) => view
-            .id_by_name(ns::USER_NAME, d, name)?
-            .map(|id| view.user(&id))
-            .transpose()?
-            .flatten()
-            .into_iter()
-            .collect(),
-        (None, Some(d), None) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::USERS_OF_DOMAIN, d)? {
-                out.extend(view.user(&id)?);
-            }
-            out
-        }
-        (None, None, _) => view.users()?,
     };
     let name = q.get("name").map(|n| n.to_lowercase());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
@@ -128,10 +112,10 @@ pub async fn create(
     let b = body.object()?.user.envelope("user")?;
     let domain_id = b.domain_id.string("domain_id", 64)?;
     let name = b.name.name("name", 255)?;
-    let enabled = b.enabled.flag("enabled")?;
-    let default_project_id = b.default_project_id.string("default_project_id", 64)?;
-    let options = b.options.options()?;
-    let federated = s::federated(&b.federated)?.flatten();
+    let enabled = b.fields.enabled.flag("enabled")?;
+    let default_project_id = b.fields.default_project_id.string("default_project_id", 64)?;
+    let options = b.fields.options.options()?;
+    let federated = s::federated(&b.fields.federated)?.flatten();
     let domain_id =
         domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
     let mut u = User {
@@ -142,7 +126,7 @@ pub async fn create(
         password_hash: None,
         default_project_id,
         password_expires_at: None,
-        extra: extra(&b.extra, KNOWN, "{}"),
+        extra: extra(&b.fields.extra, KNOWN, "{}"),
         options: options.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
         tokens_valid_after: 0,
@@ -150,7 +134,7 @@ pub async fn create(
     };
     enforce("identity:create_user", &ctx, &target(&u))?;
     let mut cmds = Vec::new();
-    if let Some(pw) = b.password.string("password", s::MAX_PASSWORD)? {
+    if let Some(pw) = b.fields.password.string("password", s::MAX_PASSWORD)? {
         node.cfg.security.check_pattern(&pw)?;
         let hash = node.hash_password(pw).await?;
         u.password_hash = Some(hash.clone());
@@ -189,18 +173,20 @@ pub async fn update(
     let u = load(&node, &id)?;
     enforce("identity:update_user", &ctx, &target(&u))?;
     guard::change_user(&node.engine.read(), &ctx, &u.id)?;
-    if b.extra.contains_key("domain_id") && opt_str(&b.extra, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str())
+    if b.fields.extra.contains_key("domain_id")
+        && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str())
     {
         return Err(ApiError::bad_request("Update of `domain_id` is not allowed."));
     }
     let now = now_micros();
     let mut patch = UserPatch { id: u.id.clone(), now, ..UserPatch::default() };
     patch.name = b.name.opt_name("name", 255)?;
-    patch.enabled = b.enabled.flag("enabled")?;
-    patch.default_project_id = b.default_project_id.nullable("default_project_id", 64)?;
-    patch.options = b.options.options()?;
-    patch.federated = s::federated(&b.federated)?.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
-    let password = b.password.nullable("password", s::MAX_PASSWORD)?;
+    patch.enabled = b.fields.enabled.flag("enabled")?;
+    patch.default_project_id = b.fields.default_project_id.nullable("default_project_id", 64)?;
+    patch.options = b.fields.options.options()?;
+    patch.federated =
+        s::federated(&b.fields.federated)?.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
+    let password = b.fields.password.nullable("password", s::MAX_PASSWORD)?;
     let mut cmds = Vec::new();
     if let Some(pw) = password {
         patch.password_hash = Some(match pw {
@@ -219,8 +205,8 @@ pub async fn update(
     }
     // The merged attributes as they stand now, for the size limit's message (apply holds
     // the limit against the record as it stands then).
-    crate::http::limits::check_extra("user", &extra(&b.extra, KNOWN, &u.extra))?;
-    let set = extra(&b.extra, KNOWN, "{}");
+    crate::http::limits::check_extra("user", &extra(&b.fields.extra, KNOWN, &u.extra))?;
+    let set = extra(&b.fields.extra, KNOWN, "{}");
     patch.extra = (set != "{}").then_some(set);
     // Password set, disabled or deleted: acknowledged once every reachable node applied it.
     let severs = patch.password_hash.is_some() || patch.enabled == Some(false);

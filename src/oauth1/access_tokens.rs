@@ -14,6 +14,7 @@ use super::tokens::{self, AccessToken};
 use crate::assignment::roles::role_json;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::Below;
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::policy::enforce;
@@ -57,11 +58,7 @@ fn role_ref(node: &Core, role_id: &str) -> ApiResult<Option<Value>> {
     params(("user_id" = String, Path, description = "The authorizing user."), ("limit" = Option<u32>, Query, description = "At most this many."),
            ("marker" = Option<String>, Query, description = "Start after this id.")),
     responses((status = 200, description = "The access tokens the user authorized.", body = s::AccessTokenList), E::List))]
-pub async fn list(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:list_access_tokens", &ctx, &json!({"user_id": user_id}))?;
     refuse_delegated(&ctx, MANAGE)?;
     let base = node.cfg.public_base();

@@ -2,19 +2,14 @@
 //! consumer's and the request token's secrets and carrying the verifier, trades an authorized
 //! request token for an access token. The request token is used up in the same write.
 
-use std::sync::Arc;
-
-use axum::extract::{OriginalUri, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
 
 use super::request_tokens::{expecting, refuse, request_token_not_found};
 use super::signature;
-use super::signed::SignedRequest;
+use super::signed::Signed;
 use super::tokens::{self, AccessToken, RequestToken};
 use crate::clock::now_micros;
-use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::new_id;
 use crate::http::openapi::errors as E;
@@ -26,13 +21,7 @@ use crate::state::{Command, Reader};
     params(("Authorization" = String, Header, description = "`OAuth oauth_consumer_key=\"..\", oauth_token=\"..\", oauth_verifier=\"..\", oauth_signature=\"..\", ...`")),
     responses((status = 201, description = "`oauth_token=..&oauth_token_secret=..&oauth_expires_at=..`", body = String, content_type = "application/x-www-form-urlencoded"),
               E::BadRequest, E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn create(
-    State(node): State<Arc<Core>>,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    node.ensure_fresh().await?;
-    let req = SignedRequest::of(&node, &headers, &uri);
+pub async fn create(Signed { node, req, .. }: Signed) -> ApiResult<Response> {
     let p = &req.oauth;
     let consumer_id = p.get("oauth_consumer_key").ok_or_else(|| expecting("oauth_consumer_key"))?;
     let request_id = p.get("oauth_token").ok_or_else(|| expecting("oauth_token"))?;

@@ -3,17 +3,14 @@
 //! authorizes it with roles it holds there (`PUT /v3/OS-OAUTH1/authorize/{id}`), getting the
 //! verifier the consumer needs for the exchange.
 
-use std::sync::Arc;
-
-use axum::extract::{OriginalUri, Path, State};
-use axum::http::HeaderMap;
+use axum::extract::Path;
 use axum::response::Response;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::schemas::AuthorizeRequest;
 use super::signature::{self, invalid};
-use super::signed::SignedRequest;
+use super::signed::Signed;
 use super::tokens::{self, RequestToken};
 use crate::clock::now_micros;
 use crate::context::Core;
@@ -64,13 +61,7 @@ pub fn refuse_delegated(ctx: &ValidToken, what: &str) -> ApiResult<()> {
            ("Authorization" = String, Header, description = "`OAuth oauth_consumer_key=\"..\", oauth_signature=\"..\", ...`")),
     responses((status = 201, description = "`oauth_token=..&oauth_token_secret=..&oauth_expires_at=..`", body = String, content_type = "application/x-www-form-urlencoded"),
               E::BadRequest, E::Unauthorized, E::NotFound, E::Internal, E::Unavailable))]
-pub async fn create(
-    State(node): State<Arc<Core>>,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    node.ensure_fresh().await?;
-    let req = SignedRequest::of(&node, &headers, &uri);
+pub async fn create(Signed { node, req, headers }: Signed) -> ApiResult<Response> {
     let consumer_id = req.oauth.get("oauth_consumer_key").ok_or_else(|| expecting("oauth_consumer_key"))?.to_string();
     let project_id = headers
         .get("requested-project-id")

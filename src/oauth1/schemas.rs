@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 use crate::http::body::{Kept, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// An OAuth1 consumer; other attributes given on create are kept and shown.
 #[derive(ToSchema)]
@@ -29,23 +30,10 @@ pub struct ConsumerWithSecret {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct ConsumerCreated {
-    consumer: ConsumerWithSecret,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct ConsumerEnvelope {
-    consumer: Consumer,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct ConsumerList {
-    consumers: Vec<Consumer>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ConsumerCreated { consumer: ConsumerWithSecret }
+    ConsumerEnvelope { consumer: Consumer }
+    ConsumerList { consumers: [Consumer] }
 }
 
 /// A role to delegate: exactly one of `id` or `name`.
@@ -74,10 +62,8 @@ pub struct Verifier {
     oauth_verifier: String,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct AuthorizeResponse {
-    token: Verifier,
+envelopes! { schema_only:
+    AuthorizeResponse { token: Verifier }
 }
 
 #[derive(ToSchema)]
@@ -101,17 +87,9 @@ pub struct AccessToken {
     links: AccessTokenLinks,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct AccessTokenEnvelope {
-    access_token: AccessToken,
-}
-
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct AccessTokenList {
-    access_tokens: Vec<AccessToken>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    AccessTokenEnvelope { access_token: AccessToken }
+    AccessTokenList { access_tokens: [AccessToken] }
 }
 
 /// A delegated role (the role without its description).
@@ -125,34 +103,17 @@ pub struct AccessTokenRole {
     links: SelfLink,
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct AccessTokenRoleEnvelope {
-    role: AccessTokenRole,
+envelopes! { schema_only:
+    AccessTokenRoleEnvelope { role: AccessTokenRole }
+    AccessTokenRoleList { roles: [AccessTokenRole] }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: the handlers render JSON
-pub struct AccessTokenRoleList {
-    roles: Vec<AccessTokenRole>,
-    links: CollectionLinks,
-}
-
-/// `POST /v3/OS-OAUTH1/consumers`.
-#[derive(Deserialize, ToSchema)]
-pub struct ConsumerRequest {
-    #[serde(default)]
-    #[schema(value_type = ConsumerBody, required = true)]
-    pub consumer: Sent<ConsumerBody>,
-}
-
-/// `PATCH /v3/OS-OAUTH1/consumers/{consumer_id}`: at least one attribute, not `secret`; `id`,
-/// if sent, must be the consumer's own.
-#[derive(Deserialize, ToSchema)]
-pub struct ConsumerUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ConsumerBody, required = true)]
-    pub consumer: Sent<ConsumerBody>,
+member_requests! {
+    /// `POST /v3/OS-OAUTH1/consumers`.
+    ConsumerRequest { consumer: ConsumerBody }
+    /// `PATCH /v3/OS-OAUTH1/consumers/{consumer_id}`: at least one attribute, not `secret`; `id`,
+    /// if sent, must be the consumer's own.
+    ConsumerUpdateRequest { consumer: ConsumerBody }
 }
 
 /// Other attributes are kept (Keystone's schema allows them); `secret` and `id` are the

@@ -1,11 +1,39 @@
 //! A signed OAuth1 request as the token endpoints see it: its OAuth parameters (header and
 //! query) and the URLs its signature may cover.
 
-use axum::extract::Query;
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts, OriginalUri, Query};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Uri};
 
 use super::signature::{self, base_uri, OAuthParams};
 use crate::context::Core;
+use crate::http::error::ApiError;
+
+/// What the consumer-signed token endpoints take: the node, caught up with the leader first
+/// (their checks read what the leader may just have written), the signed request and its
+/// headers.
+pub struct Signed {
+    pub node: Arc<Core>,
+    pub req: SignedRequest,
+    pub headers: HeaderMap,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Signed
+where
+    Arc<Core>: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let node = Arc::<Core>::from_ref(state);
+        let Ok(OriginalUri(uri)) = OriginalUri::from_request_parts(parts, state).await;
+        node.ensure_fresh().await?;
+        let req = SignedRequest::of(&node, &parts.headers, &uri);
+        Ok(Signed { node, req, headers: parts.headers.clone() })
+    }
+}
 
 pub struct SignedRequest {
     /// The `Authorization: OAuth` parameters.

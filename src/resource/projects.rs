@@ -13,8 +13,9 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::query_flag;
+use crate::http::extract::{query_flag, Below};
 use crate::http::fields::{extra, new_id};
+use crate::http::listing::of_domain;
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
@@ -80,23 +81,9 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     let domain = effective_domain_filter(&ctx, q.get("domain_id"));
     enforce("identity:list_projects", &ctx, &json!({"domain_id": domain}))?;
     let view = node.engine.snapshot();
-    let projects: Vec<Project> = match (&domain, q.get("name")) {
-        (Some(d), Some(name)) => view
-            .id_by_name(ns::PROJECT_NAME, d, name)?
-            .map(|id| view.project(&id))
-            .transpose()?
-            .flatten()
-            .into_iter()
-            .collect(),
-        (Some(d), None) => {
-            let mut out = Vec::new();
-            for id in view.member_ids(ns::PROJECTS_OF_DOMAIN, d)? {
-                out.extend(view.project(&id)?);
-            }
-            out
-        }
-        (None, _) => view.projects()?,
-    };
+    let indexes = (ns::PROJECT_NAME, ns::PROJECTS_OF_DOMAIN);
+    let projects =
+        of_domain(&view, indexes, (domain.as_ref(), q.get("name")), |id| view.project(id), || view.projects())?;
     let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
     let enabled = q.get("enabled").map(|v| query_flag(Some(v)));
     let is_domain = q.get("is_domain").map(|v| query_flag(Some(v))).unwrap_or(false);
@@ -121,11 +108,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) projects."),
            ("name" = Option<String>, Query, description = "Only the project with this name (case-insensitive).")),
     responses((status = 200, description = "The projects on which the user holds a role.", body = s::ProjectList), E::Read))]
-pub async fn list_for_user(
-    Call(node, ctx): Call,
-    Path(user_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+pub async fn list_for_user(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     let user = node.engine.read().user(&user_id)?;
     let domain_id = user.as_ref().map(|u| u.domain_id.clone());
     enforce("identity:list_user_projects", &ctx, &json!({"user": {"id": user_id, "domain_id": domain_id}}))?;
@@ -161,9 +144,9 @@ pub async fn create(
     JsonBody(body): JsonBody<Body<s::ProjectCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.project.envelope("project")?;
-    let is_domain = b.is_domain.flag("is_domain")?.unwrap_or(false);
-    let parent_id = b.parent_id.string("parent_id", 64)?;
-    let asked_domain = b.domain_id.string("domain_id", 64)?;
+    let is_domain = b.fields.is_domain.flag("is_domain")?.unwrap_or(false);
+    let parent_id = b.fields.parent_id.string("parent_id", 64)?;
+    let asked_domain = b.fields.domain_id.string("domain_id", 64)?;
     let id = new_id();
     let domain_id = if is_domain {
         if asked_domain.is_some() || parent_id.is_some() {
@@ -223,14 +206,15 @@ pub async fn update(
     let mut p = load(&node, &id)?;
     let disabling = p.enabled && b.fields.enabled.flag("enabled")? == Some(false);
     authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
-    for (key, sent, current) in
-        [("domain_id", &b.domain_id, Some(p.domain_id.clone())), ("parent_id", &b.parent_id, p.parent_id.clone())]
-    {
+    for (key, sent, current) in [
+        ("domain_id", &b.fields.domain_id, Some(p.domain_id.clone())),
+        ("parent_id", &b.fields.parent_id, p.parent_id.clone()),
+    ] {
         if sent.is_present() && sent.string(key, 64)? != current {
             return Err(ApiError::bad_request(format!("Update of `{key}` is not allowed.")));
         }
     }
-    if b.is_domain.is_present() && b.is_domain.flag("is_domain")? != Some(p.is_domain) {
+    if b.fields.is_domain.is_present() && b.fields.is_domain.flag("is_domain")? != Some(p.is_domain) {
         return Err(ApiError::bad_request("Update of `is_domain` is not allowed."));
     }
     if let Some(n) = b.name.opt_name("name", 64)? {

@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
-use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::openapi::SelfLink;
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// A domain. Unknown properties given at create or update are returned as top-level properties.
 #[derive(Serialize, ToSchema)]
@@ -27,16 +28,12 @@ pub struct Domain {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct DomainEnvelope {
-    pub domain: Domain,
+envelopes! {
+    DomainEnvelope { domain: Domain }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct DomainList {
-    domains: Vec<Domain>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    DomainList { domains: [Domain] }
 }
 
 /// What a domain's create and update bodies share; other attributes are kept and echoed back.
@@ -83,11 +80,8 @@ pub struct DomainCreate {
     pub fields: DomainFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct DomainCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = DomainCreate, required = true)]
-    pub domain: Sent<DomainCreate>,
+member_requests! {
+    DomainCreateRequest { domain: DomainCreate }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -103,11 +97,8 @@ pub struct DomainUpdate {
     pub fields: DomainFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct DomainUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = DomainUpdate, required = true)]
-    pub domain: Sent<DomainUpdate>,
+member_requests! {
+    DomainUpdateRequest { domain: DomainUpdate }
 }
 
 /// A project. Unknown properties given at create or update are returned as top-level properties.
@@ -130,16 +121,12 @@ pub struct Project {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct ProjectEnvelope {
-    pub project: Project,
+envelopes! {
+    ProjectEnvelope { project: Project }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct ProjectList {
-    projects: Vec<Project>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    ProjectList { projects: [Project] }
 }
 
 /// What a project's create and update bodies share; other attributes are kept and echoed
@@ -150,6 +137,21 @@ pub struct ProjectFields {
     #[serde(default, rename = "id")]
     #[schema(value_type = Option<String>)]
     pub _id: Sent<Value>,
+    /// Create: default the parent's domain, else the caller's domain scope, else `default`; not
+    /// allowed with `is_domain`. Update: must be the current value when given (a project does not
+    /// move).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub domain_id: Sent<String>,
+    /// Update: must be the current value when given.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub parent_id: Sent<String>,
+    /// Create: default false, true creates a project acting as a domain. Update: must be the
+    /// current value when given.
+    #[serde(default)]
+    #[schema(value_type = bool)]
+    pub is_domain: Sent<bool>,
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub description: Sent<String>,
@@ -173,26 +175,12 @@ pub struct ProjectCreate {
     #[serde(default)]
     #[schema(value_type = String, required = true)]
     pub name: Sent<String>,
-    /// Default: the parent's domain, else the caller's domain scope, else `default`. Not allowed with `is_domain`.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub domain_id: Sent<String>,
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub parent_id: Sent<String>,
-    /// Default false; true creates a project acting as a domain.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub is_domain: Sent<bool>,
     #[serde(flatten)]
     pub fields: ProjectFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct ProjectCreateRequest {
-    #[serde(default)]
-    #[schema(value_type = ProjectCreate, required = true)]
-    pub project: Sent<ProjectCreate>,
+member_requests! {
+    ProjectCreateRequest { project: ProjectCreate }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -200,27 +188,12 @@ pub struct ProjectUpdate {
     #[serde(default)]
     #[schema(value_type = String)]
     pub name: Sent<String>,
-    /// Must be the current value when given: a project does not move.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub domain_id: Sent<String>,
-    /// Must be the current value when given.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    pub parent_id: Sent<String>,
-    /// Must be the current value when given.
-    #[serde(default)]
-    #[schema(value_type = bool)]
-    pub is_domain: Sent<bool>,
     #[serde(flatten)]
     pub fields: ProjectFields,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct ProjectUpdateRequest {
-    #[serde(default)]
-    #[schema(value_type = ProjectUpdate, required = true)]
-    pub project: Sent<ProjectUpdate>,
+member_requests! {
+    ProjectUpdateRequest { project: ProjectUpdate }
 }
 
 /// A domain's configuration: `{"identity": {...}, "ldap": {...}}` with Keystone's whitelisted

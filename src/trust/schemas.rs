@@ -9,6 +9,7 @@ use crate::assignment::schemas::Role;
 use crate::http::body::Sent;
 use crate::http::fields::Obj;
 use crate::http::openapi::{CollectionLinks, SelfLink};
+use crate::http::wrappers::{envelopes, member_requests};
 
 /// A trust: the trustor's roles on a project, delegated to the trustee. Other attributes given
 /// at create are returned as top-level properties.
@@ -42,16 +43,12 @@ pub struct Trust {
     pub links: SelfLink,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct TrustEnvelope {
-    pub trust: Trust,
+envelopes! {
+    TrustEnvelope { trust: Trust }
 }
 
-#[derive(ToSchema)]
-#[allow(dead_code)] // schema only: `pages::page` builds lists
-pub struct TrustList {
-    trusts: Vec<Trust>,
-    links: CollectionLinks,
+envelopes! { schema_only:
+    TrustList { trusts: [Trust] }
 }
 
 /// Other attributes are kept and echoed back.
@@ -102,9 +99,6 @@ pub struct TrustBody {
     pub extra: Obj,
 }
 
-#[derive(Deserialize, ToSchema)]
-pub struct TrustRequest {
-    #[serde(default)]
-    #[schema(value_type = TrustBody, required = true)]
-    pub trust: Sent<TrustBody>,
+member_requests! {
+    TrustRequest { trust: TrustBody }
 }

@@ -14,7 +14,7 @@ use crate::assignment::roles::role;
 use crate::assignment::schemas::{RoleEnvelope, RoleList};
 use crate::clock::now_micros;
 use crate::context::Core;
-use crate::federation::invalid;
+use crate::federation::{invalid, named_role_ids};
 use crate::http::body::{Body, Sent};
 use crate::http::docs::DocApi;
 use crate::http::error::{ApiError, ApiResult};
@@ -24,7 +24,6 @@ use crate::http::pages::page;
 use crate::http::JsonBody;
 use crate::policy::enforce;
 use crate::reads::effective;
-use crate::state::keys::ns;
 use crate::state::model::{Doc, DocKind, Ref, Target};
 use crate::state::{Command, Reader};
 use crate::token::Call;
@@ -100,22 +99,7 @@ fn named_roles(node: &Core, roles: &Sent<Vec<Value>>) -> ApiResult<Vec<String>> 
         Sent::Wrong(v) => return Err(invalid("roles", v, "must be an array")),
         Sent::Is(list) => list,
     };
-    let view = node.engine.read();
-    let mut ids = Vec::new();
-    for r in list {
-        let ro = r
-            .as_object()
-            .filter(|m| m.len() == 1)
-            .ok_or_else(|| invalid("roles", r, "each role must be an object with exactly one of 'id' or 'name'"))?;
-        match (ro.get("id").and_then(Value::as_str), ro.get("name").and_then(Value::as_str)) {
-            (Some(id), _) => ids.push(id.to_string()),
-            (None, Some(name)) => match view.id_by_name(ns::ROLE_NAME, "", name)? {
-                Some(id) => ids.push(id),
-                None => return Err(ApiError::not_found_msg(format!("Role {name} is not defined"))),
-            },
-            _ => return Err(invalid("roles", r, "each role must have an 'id' or a 'name'")),
-        }
-    }
+    let mut ids = named_role_ids(&node.engine.read(), list)?;
     ids.sort();
     ids.dedup();
     Ok(ids)
