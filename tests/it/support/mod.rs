@@ -13,6 +13,12 @@
 #![allow(dead_code)]
 
 pub mod agreement;
+/// The listings every replica must agree on, as the in-process tests have them.
+#[path = "../../../src/testkit/listings.rs"]
+pub mod listings;
+/// The SCIM realm set-up bodies the in-process tests use as well.
+#[path = "../../../src/testkit/scim_setup.rs"]
+pub mod scim_setup;
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
