@@ -9,6 +9,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::testkit::cluster::{TestCluster, ADMIN_PASSWORD};
+use crate::testkit::listings::REPLICATED;
 
 /// Creates `path`'s entity on node `i` as the admin and returns its id.
 async fn create(c: &TestCluster, i: usize, token: &str, path: &str, kind: &str, fields: Value) -> String {
@@ -88,13 +89,6 @@ async fn follower_that_installed_a_snapshot_answers_like_the_others() {
         let r = c.login(leader, "admin", false, ADMIN_PASSWORD, "admin").await;
         r.body["token"]["user"]["id"].as_str().expect("admin id").to_string()
     };
-    let listings = [
-        ("/v3/users", "users"),
-        ("/v3/groups", "groups"),
-        ("/v3/roles", "roles"),
-        ("/v3/projects", "projects"),
-        ("/v3/credentials", "credentials"),
-    ];
     let mut seen: Vec<Vec<BTreeSet<String>>> = Vec::new();
     for i in 0..3 {
         for (who, by_id, pw) in [
@@ -111,7 +105,7 @@ async fn follower_that_installed_a_snapshot_answers_like_the_others() {
         let r = c.call(i, Method::POST, "/v3/users", Some(&token), Some(dup)).await;
         assert_eq!(r.status, StatusCode::CONFLICT, "duplicate admin through node {}: {}", i + 1, r.body);
         let mut lists = Vec::new();
-        for (path, key) in listings {
+        for &(path, key) in REPLICATED {
             lists.push(ids(&c, i, &token, path, key).await);
         }
         seen.push(lists);

@@ -77,19 +77,23 @@ pub fn password_body(user: &str, password: &str, project: &str) -> Value {
         "scope": {"project": {"name": project, "domain": {"id": "default"}}}}})
 }
 
-/// The id of the `kind` named `name` (`GET /v3/{kind}s?name=`), created with `body` if absent.
+/// The id of the `kind` named `name` (`GET /v3/{kind}s?name=`), created with `fields` (its
+/// name added) if absent.
 pub async fn ensure(
     http: &Client,
     base: &str,
     tok: Option<&str>,
     kind: &str,
     name: &str,
-    body: Value,
+    fields: Value,
 ) -> Result<String> {
     let r = call_retry(http, Method::GET, &format!("{base}/v3/{kind}s?name={name}"), tok, None).await?;
     if let Some(id) = r.json[format!("{kind}s")][0]["id"].as_str() {
         return Ok(id.to_owned());
     }
+    let mut entity = fields;
+    entity["name"] = json!(name);
+    let body = json!({ kind: entity });
     let r = call_retry(http, Method::POST, &format!("{base}/v3/{kind}s"), tok, Some(&body)).await?;
     if !r.status.is_success() {
         bail!("create {kind} {name}: {} {}", r.status, r.text);

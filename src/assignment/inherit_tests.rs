@@ -4,12 +4,8 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::testkit::methods::{DELETE, GET, HEAD, PUT};
 use crate::testkit::TestNode;
-
-const GET: Method = Method::GET;
-const PUT: Method = Method::PUT;
-const DELETE: Method = Method::DELETE;
-const HEAD: Method = Method::HEAD;
 
 const BASE: &str = "http://127.0.0.1:5000";
 

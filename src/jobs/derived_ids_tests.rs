@@ -2,31 +2,10 @@
 //! every member, and a user of the old derivation is found afterwards on each of them.
 
 use crate::state::derived_ids::{progress, resolve_derived_user};
-use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
-use crate::state::scim::legacy_derived_user_id;
 use crate::state::shadow::ShadowCommand;
 use crate::state::{cf, Command};
 use crate::testkit::cluster::TestCluster;
-
-fn legacy_user(subject: &str) -> User {
-    User {
-        id: legacy_derived_user_id("default", subject),
-        name: subject.into(),
-        domain_id: "default".into(),
-        enabled: true,
-        password_hash: None,
-        default_project_id: None,
-        password_expires_at: None,
-        extra: "{}".into(),
-        options: "{}".into(),
-        created_at: 1,
-        tokens_valid_after: 0,
-        federated: vec![FederatedIdentity {
-            idp_id: "idp1".into(),
-            protocols: vec![FederatedProtocol { protocol_id: "mapped".into(), unique_id: subject.into() }],
-        }],
-    }
-}
+use crate::testkit::fixtures::legacy_login;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_leader_migrates_and_every_member_ends_identical() {
@@ -35,7 +14,7 @@ async fn the_leader_migrates_and_every_member_ends_identical() {
     let node = c.node(leader);
     let mut ids = Vec::new();
     for s in ["alice", "bob", "carol"] {
-        let u = legacy_user(s);
+        let u = legacy_login("default", "idp1", s);
         ids.push(u.id.clone());
         node.propose(Command::Shadow(ShadowCommand::LocalLogin { user: Box::new(u), groups: vec![] })).await.unwrap();
     }

@@ -36,6 +36,13 @@ fn claims(sub: &str, email: &str) -> Value {
     json!({"iss": ISSUER, "aud": CLIENT_ID, "sub": sub, "email": email, "exp": n + 300, "iat": n, "nbf": n})
 }
 
+/// The claims of `sub` (`{sub}@corp.example`) naming `target` as the user to become.
+fn claims_targeting(sub: &str, target: &str) -> Value {
+    let mut c = claims(sub, &format!("{sub}@corp.example"));
+    c["target"] = json!(target);
+    c
+}
+
 /// A domain with a project, an OIDC provider whose keys are served on loopback, and the ids.
 struct Fed {
     t: TestNode,
@@ -47,11 +54,12 @@ struct Fed {
     _dir: tempfile::TempDir,
 }
 
-async fn provider(t: &TestNode, domain: &str, jwks: SocketAddr) -> String {
+/// An OIDC provider `provider_id` of `domain` whose keys `jwks` serves.
+async fn provider(t: &TestNode, domain: &str, provider_id: &str, jwks: SocketAddr) -> String {
     t.create(
         "/v4/federation/identity_providers",
         "identity_provider",
-        json!({"domain_id": domain, "provider_id": "corp", "issuer": ISSUER, "client_id": CLIENT_ID,
+        json!({"domain_id": domain, "provider_id": provider_id, "issuer": ISSUER, "client_id": CLIENT_ID,
                "jwks_uri": format!("http://{jwks}/jwks")}),
     )
     .await
@@ -68,7 +76,7 @@ impl Fed {
         let t = TestNode::start_with(&settings).await;
         let domain = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
         let project = t.create("/v3/projects", "project", json!({"name": "apps", "domain_id": domain})).await;
-        let idp = provider(&t, &domain, addr).await;
+        let idp = provider(&t, &domain, "corp", addr).await;
         Fed { t, domain, project, idp, rsa, ec, _dir: dir }
     }
 
@@ -93,6 +101,12 @@ impl Fed {
         let bearer = format!("Bearer {jwt}");
         let body = scope.map(|s| json!({"auth": {"scope": s}}));
         send_with_headers(&self.t.router, Method::POST, &path, &[("authorization", &bearer)], body).await
+    }
+
+    /// `sub`'s unscoped login asking to become `target`, which it does.
+    async fn logs_in_as(&self, sub: &str, target: &str) {
+        let r = self.jwt_login(&self.ec.sign(&claims_targeting(sub, target)), None).await;
+        assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!(target)), "{}", r.body);
     }
 
     fn project_scope(&self) -> Value {
@@ -282,37 +296,18 @@ async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_cre
     assert!(t.node.engine.read().user(&uid).unwrap().is_none());
 
     // Spec, Authentication item 6.
-    let appcred = t
-        .call(
-            Method::POST,
-            &format!("/v3/users/{uid}/application_credentials"),
-            Some(&token),
-            Some(json!({"application_credential": {"name": "x"}})),
-        )
-        .await;
-    assert_eq!(appcred.status, StatusCode::FORBIDDEN, "{}", appcred.body);
-    assert!(appcred.text.contains("virtual user"), "{}", appcred.text);
-    let cred = t
-        .call(
-            Method::POST,
-            "/v3/credentials",
-            Some(&token),
-            Some(json!({"credential": {"type": "totp", "user_id": uid, "blob": "x"}})),
-        )
-        .await;
-    assert_eq!(cred.status, StatusCode::FORBIDDEN, "{}", cred.body);
-    assert!(cred.text.contains("virtual user"), "{}", cred.text);
-    let trust = t
-        .call(
-            Method::POST,
-            "/v3/OS-TRUST/trusts",
-            Some(&token),
-            Some(json!({"trust": {"trustor_user_id": uid, "trustee_user_id": uid, "impersonation": false,
-                                    "project_id": project, "roles": [{"name": "member"}]}})),
-        )
-        .await;
-    assert_eq!(trust.status, StatusCode::FORBIDDEN, "{}", trust.body);
-    assert!(trust.text.contains("virtual user"), "{}", trust.text);
+    let trust = json!({"trust": {"trustor_user_id": uid, "trustee_user_id": uid, "impersonation": false,
+                                 "project_id": project, "roles": [{"name": "member"}]}});
+    let refused = [
+        (format!("/v3/users/{uid}/application_credentials"), json!({"application_credential": {"name": "x"}})),
+        ("/v3/credentials".to_string(), json!({"credential": {"type": "totp", "user_id": uid, "blob": "x"}})),
+        ("/v3/OS-TRUST/trusts".to_string(), trust),
+    ];
+    for (path, body) in refused {
+        let r = t.call(Method::POST, &path, Some(&token), Some(body)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.body);
+        assert!(r.text.contains("virtual user"), "{path}: {}", r.text);
+    }
 
     // A re-scoped token stays bound to the mapping.
     let rescoped = t
@@ -600,14 +595,7 @@ async fn a_local_login_becomes_only_a_user_this_provider_made() {
     // v3, and one another provider of the domain federated.
     let plain = f.t.create("/v3/users", "user", json!({"name": "plain", "domain_id": f.domain})).await;
     let (_keys, addr) = serve_jwks(vec![f.ec.jwk()]).await;
-    let other =
-        f.t.create(
-            "/v4/federation/identity_providers",
-            "identity_provider",
-            json!({"domain_id": f.domain, "provider_id": "other", "issuer": ISSUER, "client_id": CLIENT_ID,
-                   "jwks_uri": format!("http://{addr}/jwks")}),
-        )
-        .await;
+    let other = provider(&f.t, &f.domain, "other", addr).await;
     let r = f.mapping("other", json!({"type": "federation", "idp_id": other}), json!([f.staff_rule("local")])).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let path = format!("/v4/federation/identity_providers/{other}/jwt");
@@ -624,8 +612,7 @@ async fn a_local_login_becomes_only_a_user_this_provider_made() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let before = f.t.node.app.state_version();
     for (who, id) in [("the bootstrap admin", &admin_id), ("a v3 user", &plain), ("another provider's user", &erin)] {
-        let mut c = claims("mallory", "mallory@corp.example");
-        c["target"] = json!(id);
+        let c = claims_targeting("mallory", id);
         let r =
             f.jwt_login(&f.ec.sign(&c), Some(json!({"project": {"name": "admin", "domain": {"id": "default"}}}))).await;
         assert_eq!(
@@ -642,10 +629,7 @@ async fn a_local_login_becomes_only_a_user_this_provider_made() {
     assert!(fed.is_empty(), "{fed:?}");
     // The user this provider makes logs in, and again.
     for _ in 0..2 {
-        let mut c = claims("zed", "zed@corp.example");
-        c["target"] = json!("zed-user-id");
-        let r = f.jwt_login(&f.ec.sign(&c), None).await;
-        assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!("zed-user-id")), "{}", r.body);
+        f.logs_in_as("zed", "zed-user-id").await;
     }
 }
 
@@ -761,7 +745,7 @@ async fn a_provider_feeds_only_its_own_domains_rulesets() {
 
     // Likewise an OIDC provider of A never feeds B's ruleset naming it.
     let (_jwks, addr) = serve_jwks(vec![key_a.jwk()]).await;
-    let idp_a = provider(&t, &d_a, addr).await;
+    let idp_a = provider(&t, &d_a, "corp", addr).await;
     let body = json!({"mapping": {"mapping_id": "fed", "domain_id": d_b, "provider_id": "corp",
                                   "source": {"type": "federation", "idp_id": idp_a}, "rules": [rule]}});
     assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
@@ -797,10 +781,7 @@ async fn a_local_login_finds_the_user_scim_provisioned_for_a_realm_of_its_provid
         at: now_secs(),
     };
     f.t.node.propose(crate::state::Command::Scim(cmd)).await.unwrap();
-    let mut c = claims("sam", "sam@corp.example");
-    c["target"] = json!("scim-sam");
-    let r = f.jwt_login(&f.ec.sign(&c), None).await;
-    assert_eq!((r.status, &r.body["token"]["user"]["id"]), (StatusCode::OK, &json!("scim-sam")), "{}", r.body);
+    f.logs_in_as("sam", "scim-sam").await;
 }
 
 /// A key set that cannot be had (the IdP answers 404, or too much) is one neutral 503: what

@@ -26,16 +26,6 @@ struct World {
     manager: String,
 }
 
-async fn idp(t: &TestNode, domain: Option<&str>, handle: &str) -> String {
-    t.create(
-        "/v4/federation/identity_providers",
-        "identity_provider",
-        json!({"domain_id": domain, "provider_id": handle, "issuer": "https://idp.example",
-               "client_id": "c", "jwks_uri": "https://idp.example/jwks"}),
-    )
-    .await
-}
-
 impl World {
     async fn new() -> World {
         let t = TestNode::start().await;
@@ -48,9 +38,9 @@ impl World {
         let grant = format!("/v3/domains/{d_a}/users/{u}/roles/{}", role(&t, "manager"));
         assert_eq!(t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
         let manager = t.token_for_id(&u, PASSWORD, json!({"domain": {"id": d_a}})).await;
-        let idp_a = idp(&t, Some(&d_a), "corp").await;
-        let idp_b = idp(&t, Some(&d_b), "corp").await;
-        let idp_global = idp(&t, None, "corp").await;
+        let idp_a = t.identity_provider(Some(&d_a), "corp").await;
+        let idp_b = t.identity_provider(Some(&d_b), "corp").await;
+        let idp_global = t.identity_provider(None, "corp").await;
         World { t, d_a, d_b, p_a, p_b, g_a, idp_a, idp_b, idp_global, manager }
     }
 

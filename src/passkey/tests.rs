@@ -298,16 +298,9 @@ async fn no_passkey_for_a_privileged_user_but_from_a_cloud_admin_or_the_user() {
 async fn a_ceremony_started_on_one_node_finishes_on_another() {
     let c = TestCluster::start(3, SETTINGS).await;
     let admin = c.admin_token(0).await;
-    let r = c
-        .call(
-            0,
-            Method::POST,
-            "/v3/users",
-            Some(&admin),
-            Some(json!({"user": {"name": "pia", "password": "pw-pia-1", "domain_id": "default"}})),
-        )
-        .await;
-    let user_id = r.body["user"]["id"].as_str().unwrap().to_string();
+    let pia = json!({"name": "pia", "password": "pw-pia-1", "domain_id": "default"});
+    let r = c.create(0, &admin, "/v3/users", "user", pia).await;
+    let user_id = r["user"]["id"].as_str().unwrap().to_string();
     let mut d = device();
     let r = c.call(1, Method::POST, &format!("/v4/users/{user_id}/passkeys/register_start"), Some(&admin), None).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);

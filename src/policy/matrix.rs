@@ -33,17 +33,13 @@
 //! before the call. A body starting with `form:` is sent form-encoded.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::state::keys::ns;
 use crate::state::Reader;
-use crate::testkit::{Reply, TestNode};
+use crate::testkit::{send_content, Reply, TestNode};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -477,18 +473,8 @@ async fn send(t: &TestNode, method: Method, path: &str, token: Option<&str>, bod
         let body = body.map(|b| serde_json::from_str(&b).unwrap_or_else(|e| panic!("{path}: body {b}: {e}")));
         return t.call(method, path, token, body).await;
     };
-    let mut req =
-        Request::builder().method(method).uri(path).header("content-type", "application/x-www-form-urlencoded");
-    if let Some(token) = token {
-        req = req.header("x-auth-token", token);
-    }
-    let mut req = req.body(Body::from(form.to_string())).unwrap();
-    req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-    let resp = t.router.clone().oneshot(req).await.unwrap();
-    let (status, headers) = (resp.status(), resp.headers().clone());
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    Reply { status, body: serde_json::from_slice(&bytes).unwrap_or(Value::Null), text, headers }
+    let headers: Vec<(&str, &str)> = token.map(|t| ("x-auth-token", t)).into_iter().collect();
+    send_content(&t.router, method, path, &headers, Some(("application/x-www-form-urlencoded", form.to_string()))).await
 }
 
 async fn run_matrix(admin_scope: &str, cases: &[Case]) {

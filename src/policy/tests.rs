@@ -6,23 +6,12 @@ use serde_json::{json, Value};
 use super::actions::ACTIONS;
 use super::admin_scope::AdminScope;
 use super::{input, PolicyStore};
-use crate::state::model::{Project, Role, User};
+use crate::state::model::{Project, User};
+use crate::testkit::fixtures::{project, role, user};
 use crate::token::{Delegation, TokenPayload, TokenScope, ValidToken};
 
 fn domain(id: &str) -> Project {
-    Project {
-        id: id.into(),
-        name: id.into(),
-        domain_id: id.into(),
-        description: None,
-        enabled: true,
-        is_domain: true,
-        parent_id: None,
-        tags: vec![],
-        extra: "{}".into(),
-        options: "{}".into(),
-        created_at: 0,
-    }
+    Project { created_at: 0, ..project(id, id, id, true) }
 }
 
 fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
@@ -42,34 +31,11 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
             audit_ids: vec![],
             delegation: Delegation::None,
         },
-        user: User {
-            id: "u1".into(),
-            name: "u".into(),
-            domain_id: "d1".into(),
-            enabled: true,
-            password_hash: None,
-            default_project_id: None,
-            password_expires_at: None,
-            extra: "{}".into(),
-            options: "{}".into(),
-            created_at: 0,
-            tokens_valid_after: 0,
-            federated: Vec::new(),
-        },
+        user: User { created_at: 0, ..user("u1", "u", "d1") },
         user_domain: domain("d1"),
         project: None,
         scope_domain,
-        roles: roles
-            .iter()
-            .map(|r| Role {
-                id: r.to_string(),
-                name: r.to_string(),
-                domain_id: None,
-                description: None,
-                extra: "{}".into(),
-                options: "{}".into(),
-            })
-            .collect(),
+        roles: roles.iter().map(|r| role(r, r)).collect(),
         is_admin_project: admin_project,
         // The unit tests are written for the strict mode; `keystone_mode` switches a token.
         admin_scope: AdminScope::System,

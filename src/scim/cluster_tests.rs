@@ -7,73 +7,28 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::endpoint_tests::{group, patch_op, user};
+use super::endpoint_tests::{group, patch_op, replace_op, user};
 use crate::state::keys::ns;
 use crate::state::{cf, Reader};
 use crate::testkit::cluster::TestCluster;
+use crate::testkit::scim_setup as setup;
 use crate::testkit::{send_with_headers, Reply};
 
 fn later() -> String {
     crate::token::render::iso_seconds(crate::clock::now_secs() + 86_400)
 }
 
-async fn created(c: &TestCluster, i: usize, token: &str, path: &str, kind: &str, fields: Value) -> Value {
-    let r = c.call(i, Method::POST, path, Some(token), Some(json!({ kind: fields }))).await;
-    assert_eq!(r.status, StatusCode::CREATED, "create {kind}: {}", r.body);
-    r.body.clone()
-}
-
 /// A realm in a new domain with a manager key; answers (domain, key token).
 async fn realm(c: &TestCluster, admin: &str) -> (String, String) {
-    let d = created(c, 0, admin, "/v3/domains", "domain", json!({"name": "corp"})).await["domain"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let idp = created(
-        c,
-        0,
-        admin,
-        "/v4/federation/identity_providers",
-        "identity_provider",
-        json!({"domain_id": d, "provider_id": "okta", "issuer": "https://okta.example", "client_id": "c",
-               "jwks_uri": "https://okta.example/jwks"}),
-    )
-    .await["identity_provider"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    created(
-        c,
-        0,
-        admin,
-        "/v4/scim-realms",
-        "scim_realm",
-        json!({"domain_id": d, "provider_id": "okta-scim", "idp_id": idp, "display_name": "Okta"}),
-    )
-    .await;
+    let id = |v: Value, kind: &str| v[kind]["id"].as_str().unwrap().to_string();
+    let d = id(c.create(0, admin, "/v3/domains", "domain", json!({"name": "corp"})).await, "domain");
+    let idp = c.create(0, admin, "/v4/federation/identity_providers", "identity_provider", setup::idp(&d, "c")).await;
+    let idp = id(idp, "identity_provider");
+    c.create(0, admin, "/v4/scim-realms", "scim_realm", setup::realm(&d, "okta-scim", &idp, "Okta")).await;
     let manager = c.node(0).engine.read().id_by_name(ns::ROLE_NAME, "", "manager").unwrap().unwrap();
-    let rule = json!({"name": "keys", "match": {"all_of": [{"type": "equals", "claim": "provider_id", "value": "okta-scim"}]},
-        "identity": {"user_name": "scim-${claims.client_id}"},
-        "authorizations": [{"type": "domain", "domain_id": d, "roles": [{"id": manager}]}]});
-    created(
-        c,
-        0,
-        admin,
-        "/v4/mappings",
-        "mapping",
-        json!({"domain_id": d, "provider_id": "okta-scim",
-        "source": {"type": "federation", "idp_id": idp}, "rules": [rule]}),
-    )
-    .await;
-    let key = created(
-        c,
-        0,
-        admin,
-        "/v4/api-keys",
-        "api_key",
-        json!({"domain_id": d, "provider_id": "okta-scim", "expires_at": later()}),
-    )
-    .await;
+    let ruleset = setup::ruleset(&d, "okta-scim", &idp, "keys", setup::on_domain(&d, &manager));
+    c.create(0, admin, "/v4/mappings", "mapping", ruleset).await;
+    let key = c.create(0, admin, "/v4/api-keys", "api_key", setup::key(&d, "okta-scim", &later())).await;
     (d, key["token"].as_str().unwrap().to_string())
 }
 
@@ -200,16 +155,8 @@ async fn every_scim_write_leaves_one_audit_event_in_the_sink_across_a_restart() 
         .as_str()
         .unwrap()
         .to_string();
-    let r = scim(
-        &c,
-        0,
-        &key,
-        &d,
-        Method::PATCH,
-        &format!("/Users/{u}"),
-        Some(patch_op(json!([{"op": "replace", "path": "active", "value": false}]))),
-    )
-    .await;
+    let r =
+        scim(&c, 0, &key, &d, Method::PATCH, &format!("/Users/{u}"), Some(replace_op("active", json!(false)))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(
         scim(&c, 0, &key, &d, Method::DELETE, &format!("/Users/{u}"), None).await.status,

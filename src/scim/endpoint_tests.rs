@@ -2,17 +2,15 @@
 //! row of the spec's SCIM error table, the filter rules, PATCH, ETags, deprovisioning, the
 //! purge path and the janitor, and the audit event of every write.
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::scim::wire::{ERROR_URN, GROUP_URN, PATCH_URN, USER_URN};
 use crate::state::keys::ns;
 use crate::state::scim::{derived_user_id, keys, DerivedBy, Kind, ScimResourceIndex};
 use crate::state::{cf, Reader};
-use crate::testkit::{send_with_headers, Reply, TestNode};
+use crate::testkit::scim_setup as setup;
+use crate::testkit::{send_content, send_with_headers, Reply, TestNode};
 
 pub struct World {
     pub t: TestNode,
@@ -41,6 +39,11 @@ pub fn patch_op(ops: Value) -> Value {
     json!({"schemas": [PATCH_URN], "Operations": ops})
 }
 
+/// A PatchOp of one `replace` of `path` with `value`.
+pub fn replace_op(path: &str, value: Value) -> Value {
+    patch_op(json!([{"op": "replace", "path": path, "value": value}]))
+}
+
 impl World {
     pub async fn new() -> World {
         Self::with(&[]).await
@@ -49,14 +52,7 @@ impl World {
     pub async fn with(settings: &[(&str, &str, &str)]) -> World {
         let t = TestNode::start_with(settings).await;
         let d = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
-        let idp = t
-            .create(
-                "/v4/federation/identity_providers",
-                "identity_provider",
-                json!({"domain_id": d, "provider_id": "okta", "issuer": "https://okta.example", "client_id": "c",
-                       "jwks_uri": "https://okta.example/jwks"}),
-            )
-            .await;
+        let idp = t.create("/v4/federation/identity_providers", "identity_provider", setup::idp(&d, "c")).await;
         let mut w = World { t, d, idp, key: String::new() };
         w.key = w.realm("okta-scim", "manager", "domain").await;
         w
@@ -65,14 +61,8 @@ impl World {
     /// A realm for `provider` with a ruleset granting `role` (on the domain, or on a project
     /// when `target` is "project") to its keys, and one key; answers the key's token.
     pub async fn realm(&self, provider: &str, role: &str, target: &str) -> String {
-        let r = self
-            .t
-            .admin(
-                Method::POST,
-                "/v4/scim-realms",
-                Some(json!({"scim_realm": {"domain_id": self.d, "provider_id": provider, "idp_id": self.idp, "display_name": provider}})),
-            )
-            .await;
+        let realm = json!({"scim_realm": setup::realm(&self.d, provider, &self.idp, provider)});
+        let r = self.t.admin(Method::POST, "/v4/scim-realms", Some(realm)).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         let role_id = match self.t.node.engine.read().id_by_name(ns::ROLE_NAME, "", role).unwrap() {
             Some(id) => id,
@@ -85,10 +75,8 @@ impl World {
                 .await;
             json!({"type": "project", "project_id": p, "project_domain_id": self.d, "roles": [{"id": role_id}]})
         } else {
-            json!({"type": "domain", "domain_id": self.d, "roles": [{"id": role_id}]})
+            setup::on_domain(&self.d, &role_id)
         };
-        let rule = json!({"name": "keys", "match": {"all_of": [{"type": "equals", "claim": "provider_id", "value": provider}]},
-            "identity": {"user_name": "scim-${claims.client_id}"}, "authorizations": [authorization]});
         // A project authorization is refused for a provider with an active realm: that
         // ruleset is made while the realm is disabled (how an operator would get a
         // project-scoped key).
@@ -96,21 +84,14 @@ impl World {
         if project {
             self.set_realm_enabled(provider, false).await;
         }
-        let body = json!({"mapping": {"domain_id": self.d, "provider_id": provider,
-                                      "source": {"type": "federation", "idp_id": self.idp}, "rules": [rule]}});
+        let body = json!({"mapping": setup::ruleset(&self.d, provider, &self.idp, "keys", authorization)});
         let r = self.t.admin(Method::POST, "/v4/mappings", Some(body)).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         if project {
             self.set_realm_enabled(provider, true).await;
         }
-        let r = self
-            .t
-            .admin(
-                Method::POST,
-                "/v4/api-keys",
-                Some(json!({"api_key": {"domain_id": self.d, "provider_id": provider, "expires_at": later()}})),
-            )
-            .await;
+        let key = json!({"api_key": setup::key(&self.d, provider, &later())});
+        let r = self.t.admin(Method::POST, "/v4/api-keys", Some(key)).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         r.body["token"].as_str().unwrap().to_string()
     }
@@ -152,25 +133,10 @@ impl World {
 
     /// A request with a raw body and content type.
     async fn raw(&self, method: Method, path: &str, content_type: &str, body: &str) -> Reply {
-        let req = Request::builder()
-            .method(method)
-            .uri(format!("/SCIM/v2/{}{path}", self.d))
-            .header("authorization", format!("Bearer {}", self.key))
-            .header("content-type", content_type)
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let mut req = req;
-        req.extensions_mut().insert(ConnectInfo(std::net::SocketAddr::from(([192, 0, 2, 1], 40000))));
-        let resp = self.t.router.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-        Reply {
-            status,
-            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-            headers,
-        }
+        let path = format!("/SCIM/v2/{}{path}", self.d);
+        let auth = format!("Bearer {}", self.key);
+        let content = Some((content_type, body.to_string()));
+        send_content(&self.t.router, method, &path, &[("authorization", &auth)], content).await
     }
 
     fn index(&self, kind: Kind, id: &str) -> Option<ScimResourceIndex> {
@@ -337,14 +303,7 @@ async fn error_row_another_realms_or_a_deprovisioned_resource_is_404() {
     // Another realm's resource, and a deprovisioned one: 404.
     let azure = w.realm("azure-scim", "manager", "domain").await;
     assert_scim_error(&w.as_key(&azure, Method::GET, &format!("/Users/{id}"), None).await, StatusCode::NOT_FOUND, None);
-    let r = w
-        .as_key(
-            &azure,
-            Method::PATCH,
-            &format!("/Users/{id}"),
-            Some(patch_op(json!([{"op": "replace", "path": "active", "value": false}]))),
-        )
-        .await;
+    let r = w.as_key(&azure, Method::PATCH, &format!("/Users/{id}"), Some(replace_op("active", json!(false)))).await;
     assert_scim_error(&r, StatusCode::NOT_FOUND, None);
     assert_scim_error(
         &w.as_key(&azure, Method::DELETE, &format!("/Users/{id}"), None).await,
@@ -381,13 +340,7 @@ async fn error_row_uniqueness_is_409_domain_wide_and_case_insensitive() {
         Some("uniqueness"),
     );
     let other = w.create_user("00u4", "other").await;
-    let r = w
-        .scim(
-            Method::PATCH,
-            &format!("/Users/{other}"),
-            Some(patch_op(json!([{"op": "replace", "path": "externalId", "value": "00U1"}]))),
-        )
-        .await;
+    let r = w.scim(Method::PATCH, &format!("/Users/{other}"), Some(replace_op("externalId", json!("00U1")))).await;
     assert_scim_error(&r, StatusCode::CONFLICT, Some("uniqueness"));
     let g = w.scim(Method::POST, "/Groups", Some(group("Ops", &[]))).await;
     assert_eq!(g.status, StatusCode::CREATED, "{}", g.body);
@@ -404,22 +357,10 @@ async fn error_row_a_disallowed_patch_path_is_400_invalid_path() {
     let id = w.create_user("00u1", "bjensen").await;
     // Disallowed PATCH path: 400 invalidPath (mutability for id and meta).
     for path in ["emails", "phoneNumbers", "emails[type eq \"work\"].value", "password"] {
-        let r = w
-            .scim(
-                Method::PATCH,
-                &format!("/Users/{id}"),
-                Some(patch_op(json!([{"op": "replace", "path": path, "value": "x"}]))),
-            )
-            .await;
+        let r = w.scim(Method::PATCH, &format!("/Users/{id}"), Some(replace_op(path, json!("x")))).await;
         assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("invalidPath"));
     }
-    let r = w
-        .scim(
-            Method::PATCH,
-            &format!("/Users/{id}"),
-            Some(patch_op(json!([{"op": "replace", "path": "id", "value": "x"}]))),
-        )
-        .await;
+    let r = w.scim(Method::PATCH, &format!("/Users/{id}"), Some(replace_op("id", json!("x")))).await;
     assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("mutability"));
 }
 
@@ -463,7 +404,7 @@ async fn error_row_if_match_naming_another_version_is_412() {
     let w = World::new().await;
     let id = w.create_user("00u1", "bjensen").await;
     // If-Match: another version 412 (nothing written), a malformed one 400, the current one passes.
-    let body = patch_op(json!([{"op": "replace", "path": "displayName", "value": "B"}]));
+    let body = replace_op("displayName", json!("B"));
     let send = |etag: &'static str| {
         let (w, body, id) = (&w, body.clone(), id.clone());
         async move {
@@ -602,13 +543,7 @@ async fn groups_members_put_resync_patch_and_deprovisioning_clears_assignments()
     let mut bc = vec![b.clone(), c.clone()];
     bc.sort();
     assert_eq!((members(&r), r.body["displayName"].clone()), (bc, json!("Engineering")));
-    let r = w
-        .scim(
-            Method::PATCH,
-            &format!("/Groups/{gid}"),
-            Some(patch_op(json!([{"op": "replace", "path": "members", "value": [{"value": a}]}]))),
-        )
-        .await;
+    let r = w.scim(Method::PATCH, &format!("/Groups/{gid}"), Some(replace_op("members", json!([{"value": a}])))).await;
     assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("invalidPath"));
 
     let r = w.scim(Method::PUT, &format!("/Groups/{gid}"), Some(group("Engineering", &[&a]))).await;

@@ -7,7 +7,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use super::endpoint_tests::{assert_scim_error, group, patch_op, user, World};
+use super::endpoint_tests::{assert_scim_error, group, patch_op, replace_op, user, World};
 use crate::policy::guard;
 use crate::state::keys::ns;
 use crate::state::scim::{keys, Kind, ScimResourceIndex};
@@ -44,7 +44,7 @@ async fn scim_writes_never_reach_privileged_users_and_groups() {
         let (g_version, u_version) = (version(&w, Kind::Group, &admins), version(&w, Kind::User, &boss));
 
         let add_mine = patch_op(json!([{"op": "add", "path": "members", "value": [{"value": mine}]}]));
-        let deactivate = patch_op(json!([{"op": "replace", "path": "active", "value": false}]));
+        let deactivate = replace_op("active", json!(false));
         let mut inactive = user("00u2", "boss");
         inactive["active"] = json!(false);
         for (method, path, body) in [

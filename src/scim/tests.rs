@@ -9,24 +9,14 @@ use crate::testkit::TestNode;
 
 const PW: &str = "realm manager pw 1";
 
-async fn idp(t: &TestNode, domain: Value, provider_id: &str) -> String {
-    t.create(
-        "/v4/federation/identity_providers",
-        "identity_provider",
-        json!({"domain_id": domain, "provider_id": provider_id, "issuer": "https://idp.example",
-               "client_id": "c", "jwks_uri": "https://idp.example/jwks"}),
-    )
-    .await
-}
-
 #[tokio::test]
 async fn realms_resolve_their_identity_provider_and_a_manager_runs_its_own_domain() {
     let t = TestNode::start().await;
     let d = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
     let other = t.create("/v3/domains", "domain", json!({"name": "other"})).await;
-    let own_idp = idp(&t, json!(d), "okta").await;
-    let foreign_idp = idp(&t, json!(other), "okta").await;
-    let global_idp = idp(&t, Value::Null, "global").await;
+    let own_idp = t.identity_provider(Some(&d), "okta").await;
+    let foreign_idp = t.identity_provider(Some(&other), "okta").await;
+    let global_idp = t.identity_provider(None, "global").await;
     let u = t.create("/v3/users", "user", json!({"name": "rm", "domain_id": d, "password": PW})).await;
     let manager = t.node.engine.read().id_by_name(ns::ROLE_NAME, "", "manager").unwrap().unwrap();
     t.admin(Method::PUT, &format!("/v3/domains/{d}/users/{u}/roles/{manager}"), None).await;
@@ -66,7 +56,7 @@ async fn a_provider_with_an_active_realm_maps_to_no_project() {
     let t = TestNode::start().await;
     let d = t.create("/v3/domains", "domain", json!({"name": "corp"})).await;
     let p = t.create("/v3/projects", "project", json!({"name": "p", "domain_id": d})).await;
-    let idp_id = idp(&t, json!(d), "okta").await;
+    let idp_id = t.identity_provider(Some(&d), "okta").await;
     let reader = t.node.engine.read().id_by_name(ns::ROLE_NAME, "", "reader").unwrap().unwrap();
     let ruleset = |auth: Value| {
         json!({"mapping": {"domain_id": d, "provider_id": "okta-scim", "source": {"type": "federation", "idp_id": idp_id},

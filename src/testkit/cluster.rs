@@ -222,6 +222,13 @@ impl TestCluster {
         send(router, method, path, token, body).await
     }
 
+    /// Creates an entity through node `i` (`kind` is the envelope key) and returns the answer.
+    pub async fn create(&self, i: usize, token: &str, path: &str, kind: &str, fields: Value) -> Value {
+        let r = self.call(i, Method::POST, path, Some(token), Some(json!({ kind: fields }))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "create {kind}: {}", r.body);
+        r.body
+    }
+
     /// Password login on node `i` by user name (Default domain) or, with `by_id`, by user id;
     /// scoped to `project` (a name in the Default domain).
     pub async fn login(&self, i: usize, user: &str, by_id: bool, password: &str, project: &str) -> Reply {

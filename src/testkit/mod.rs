@@ -1,9 +1,14 @@
 //! In-process test node: a bootstrapped one-node cluster in a temp dir and its API router,
 //! driven with `tower::ServiceExt::oneshot` (no sockets). Reusable by any handler test.
-//! `cluster` holds the same for several nodes talking raft over loopback.
+//! `cluster` holds the same for several nodes talking raft over loopback; `fixtures` the model
+//! values of tests that write state directly; `scim_setup` the bodies that set up a SCIM realm;
+//! `listings` what every replica must list alike.
 
 pub mod cluster;
+pub mod fixtures;
+pub mod listings;
 pub mod openfga;
+pub mod scim_setup;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +23,18 @@ use tower::ServiceExt;
 
 use crate::config::{Config, Settings};
 use crate::serve::node::Node;
+
+/// The request methods by their bare names, for tests made of many requests.
+pub mod methods {
+    use axum::http::Method;
+
+    pub const GET: Method = Method::GET;
+    pub const POST: Method = Method::POST;
+    pub const PUT: Method = Method::PUT;
+    pub const PATCH: Method = Method::PATCH;
+    pub const DELETE: Method = Method::DELETE;
+    pub const HEAD: Method = Method::HEAD;
+}
 
 pub struct TestNode {
     pub node: Arc<Node>,
@@ -113,6 +130,20 @@ impl TestNode {
         self.call(Method::POST, "/v3/auth/tokens", None, Some(body)).await
     }
 
+    /// Deletes `path` as the admin (204); the same delete then answers 404.
+    pub async fn delete_then_gone(&self, path: &str) {
+        assert_eq!(self.admin(Method::DELETE, path, None).await.status, StatusCode::NO_CONTENT, "DELETE {path}");
+        assert_eq!(self.admin(Method::DELETE, path, None).await.status, StatusCode::NOT_FOUND, "DELETE {path} again");
+    }
+
+    /// An OIDC provider `provider_id` of `domain` (none: a global one) at `https://idp.example`;
+    /// answers its id.
+    pub async fn identity_provider(&self, domain: Option<&str>, provider_id: &str) -> String {
+        let fields = json!({"domain_id": domain, "provider_id": provider_id, "issuer": "https://idp.example",
+                            "client_id": "c", "jwks_uri": "https://idp.example/jwks"});
+        self.create("/v4/federation/identity_providers", "identity_provider", fields).await
+    }
+
     /// Creates an entity as the admin and returns its id (`kind` is the envelope key).
     pub async fn create(&self, path: &str, kind: &str, fields: Value) -> String {
         let r = self.admin(Method::POST, path, Some(json!({ kind: fields }))).await;
@@ -146,12 +177,23 @@ pub async fn send_with_headers(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> Reply {
+    send_content(router, method, path, headers, body.map(|b| ("application/json", b.to_string()))).await
+}
+
+/// One request with exactly these headers and, if any, a body of this `(content type, text)`.
+pub async fn send_content(
+    router: &Router,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    content: Option<(&str, String)>,
+) -> Reply {
     let mut req = Request::builder().method(method).uri(path);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let mut req = match body {
-        Some(b) => req.header("content-type", "application/json").body(Body::from(b.to_string())),
+    let mut req = match content {
+        Some((content_type, text)) => req.header("content-type", content_type).body(Body::from(text)),
         None => req.body(Body::empty()),
     }
     .expect("request");

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::support::scim_setup as setup;
 use crate::support::{output_within_async, random_hex, Cluster};
 
 const PYTHON: &str = "/opt/anchors/scim-venv/bin/python";
@@ -45,51 +46,15 @@ async fn post(c: &Cluster, i: usize, token: &str, path: &str, kind: &str, body: 
 async fn realm(c: &Cluster, i: usize, admin: &str) -> (String, String) {
     let d = post(c, i, admin, "/v3/domains", "domain", json!({"name": format!("scim-{}", random_hex(4))})).await;
     let d = d["domain"]["id"].as_str().expect("domain id").to_string();
-    let idp = post(
-        c,
-        i,
-        admin,
-        "/v4/federation/identity_providers",
-        "identity_provider",
-        json!({"domain_id": d, "provider_id": "okta", "issuer": "https://okta.example", "client_id": "idnode",
-               "jwks_uri": "https://okta.example/jwks"}),
-    )
-    .await;
+    let idp =
+        post(c, i, admin, "/v4/federation/identity_providers", "identity_provider", setup::idp(&d, "idnode")).await;
     let idp = idp["identity_provider"]["id"].as_str().expect("idp id").to_string();
-    post(
-        c,
-        i,
-        admin,
-        "/v4/scim-realms",
-        "scim_realm",
-        json!({"domain_id": d, "provider_id": "okta-scim", "idp_id": idp, "display_name": "Okta"}),
-    )
-    .await;
+    post(c, i, admin, "/v4/scim-realms", "scim_realm", setup::realm(&d, "okta-scim", &idp, "Okta")).await;
     let roles = c.http.get(&format!("{}/v3/roles?name=manager", c.api(i)), Some(admin)).await.expect("roles");
     let manager = roles.json["roles"][0]["id"].as_str().expect("manager role").to_string();
-    let rule = json!({"name": "provisioning",
-        "match": {"all_of": [{"type": "equals", "claim": "provider_id", "value": "okta-scim"}]},
-        "identity": {"user_name": "scim-${claims.client_id}"},
-        "authorizations": [{"type": "domain", "domain_id": d, "roles": [{"id": manager}]}]});
-    post(
-        c,
-        i,
-        admin,
-        "/v4/mappings",
-        "mapping",
-        json!({"domain_id": d, "provider_id": "okta-scim",
-        "source": {"type": "federation", "idp_id": idp}, "rules": [rule]}),
-    )
-    .await;
-    let key = post(
-        c,
-        i,
-        admin,
-        "/v4/api-keys",
-        "api_key",
-        json!({"domain_id": d, "provider_id": "okta-scim", "expires_at": "2099-01-01T00:00:00Z"}),
-    )
-    .await;
+    let ruleset = setup::ruleset(&d, "okta-scim", &idp, "provisioning", setup::on_domain(&d, &manager));
+    post(c, i, admin, "/v4/mappings", "mapping", ruleset).await;
+    let key = post(c, i, admin, "/v4/api-keys", "api_key", setup::key(&d, "okta-scim", "2099-01-01T00:00:00Z")).await;
     (d, key["token"].as_str().expect("key token").to_string())
 }
 

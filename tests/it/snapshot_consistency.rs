@@ -17,6 +17,7 @@ use crate::support::agreement::{
     assert_admin_unique_everywhere, assert_check_consistent, assert_listings_equal, assert_logins_everywhere,
     assert_no_mismatch_metric, KnownUser,
 };
+use crate::support::listings::REPLICATED;
 use crate::support::{json_u64, random_hex, Cluster};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -130,14 +131,7 @@ async fn a_follower_that_installed_a_snapshot_answers_like_the_others() {
     let admin_id = assert_logins_everywhere(&c, &users).await;
     assert_admin_unique_everywhere(&c, &token, &admin_id, WAIT).await;
 
-    let listings = [
-        ("/v3/users", "users"),
-        ("/v3/groups", "groups"),
-        ("/v3/roles", "roles"),
-        ("/v3/projects", "projects"),
-        ("/v3/credentials", "credentials"),
-    ];
-    assert_listings_equal(&c, &token, &listings).await;
+    assert_listings_equal(&c, &token, REPLICATED).await;
     let created: [(&str, &str, BTreeSet<String>); 5] = [
         ("/v3/users", "users", rounds.iter().map(|r| r.user.clone()).collect()),
         ("/v3/groups", "groups", rounds.iter().map(|r| r.group.clone()).collect()),

@@ -5,8 +5,29 @@
 
 use std::time::Duration;
 
-use crate::support::Cluster;
+use crate::support::{Cluster, Resp};
 use reqwest::StatusCode;
+use serde_json::Value;
+
+/// Validates `subject` on `node` (0-based), authenticated as `auth`.
+async fn validate(cluster: &Cluster, node: usize, auth: &str, subject: &str) -> Resp {
+    let r = cluster.http.validate_token(&cluster.api(node), auth, subject).await;
+    r.unwrap_or_else(|e| panic!("validate on node {}: {e}", node + 1))
+}
+
+/// `method` on the user `id` through `node` (0-based), as the admin.
+async fn on_user(
+    cluster: &Cluster,
+    node: usize,
+    admin: &str,
+    method: reqwest::Method,
+    id: &str,
+    body: Option<&Value>,
+) -> Resp {
+    let url = format!("{}/v3/users/{id}", cluster.api(node));
+    let r = cluster.http.request(method.clone(), &url, Some(admin), &[], body).await;
+    r.unwrap_or_else(|e| panic!("{method} user on node {}: {e}", node + 1))
+}
 
 /// Rounds of issue / validate / revoke, to give a lagging follower several chances to show.
 const ROUNDS: usize = 3;
@@ -32,10 +53,7 @@ async fn token_issued_on_one_node_validates_everywhere_and_revocation_is_immedia
         assert_eq!(issued.json["token"]["user"]["name"].as_str(), Some("admin"), "issue answer: {}", issued.text);
 
         for node in [1usize, 2] {
-            let r = http
-                .validate_token(&cluster.api(node), &auth, &subject)
-                .await
-                .unwrap_or_else(|e| panic!("validate on node {}: {e}", node + 1));
+            let r = validate(&cluster, node, &auth, &subject).await;
             assert_eq!(
                 r.status,
                 StatusCode::OK,
@@ -63,10 +81,7 @@ async fn token_issued_on_one_node_validates_everywhere_and_revocation_is_immedia
         assert_eq!(r.status, StatusCode::NO_CONTENT, "round {round}: revocation on node 2: {}", r.text);
         // ... and, with no pause, it is gone on the other two nodes (and on node 2 itself)
         for node in [0usize, 2, 1] {
-            let r = http
-                .validate_token(&cluster.api(node), &auth, &subject)
-                .await
-                .unwrap_or_else(|e| panic!("validate on node {}: {e}", node + 1));
+            let r = validate(&cluster, node, &auth, &subject).await;
             assert_eq!(
                 r.status,
                 StatusCode::NOT_FOUND,
@@ -78,10 +93,7 @@ async fn token_issued_on_one_node_validates_everywhere_and_revocation_is_immedia
 
         // revoking one token leaves the caller's own token valid everywhere
         for node in 0..3 {
-            let r = http
-                .validate_token(&cluster.api(node), &auth, &auth)
-                .await
-                .unwrap_or_else(|e| panic!("validate on node {}: {e}", node + 1));
+            let r = validate(&cluster, node, &auth, &auth).await;
             assert_eq!(
                 r.status,
                 StatusCode::OK,
@@ -122,21 +134,12 @@ async fn user_changes_hold_on_every_node_once_acknowledged() {
 
         // Password reset through node 2: the old password and the old token fail on 1 and 3.
         let patch = serde_json::json!({"user": {"password": "second-pw-2"}});
-        let r = http
-            .request(
-                reqwest::Method::PATCH,
-                &format!("{}/v3/users/{id}", cluster.api(1)),
-                Some(&admin),
-                &[],
-                Some(&patch),
-            )
-            .await
-            .expect("reset");
+        let r = on_user(&cluster, 1, &admin, reqwest::Method::PATCH, &id, Some(&patch)).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         for node in [0usize, 2] {
             let r = cluster.login(node, &id, true, "first-pw-1", "admin").await;
             assert_eq!(r.status, StatusCode::UNAUTHORIZED, "round {round}: old password works on node {}", node + 1);
-            let r = http.validate_token(&cluster.api(node), &admin, &token).await.expect("validate");
+            let r = validate(&cluster, node, &admin, &token).await;
             assert_eq!(r.status, StatusCode::NOT_FOUND, "round {round}: pre-reset token valid on node {}", node + 1);
         }
         let r = cluster.login(2, &id, true, "second-pw-2", "admin").await;
@@ -145,19 +148,10 @@ async fn user_changes_hold_on_every_node_once_acknowledged() {
 
         // Disabled through node 3, then deleted through node 2.
         let patch = serde_json::json!({"user": {"enabled": false}});
-        let r = http
-            .request(
-                reqwest::Method::PATCH,
-                &format!("{}/v3/users/{id}", cluster.api(2)),
-                Some(&admin),
-                &[],
-                Some(&patch),
-            )
-            .await
-            .expect("disable");
+        let r = on_user(&cluster, 2, &admin, reqwest::Method::PATCH, &id, Some(&patch)).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         for node in [0usize, 1] {
-            let r = http.validate_token(&cluster.api(node), &admin, &token).await.expect("validate");
+            let r = validate(&cluster, node, &admin, &token).await;
             assert_eq!(
                 r.status,
                 StatusCode::NOT_FOUND,
@@ -165,10 +159,7 @@ async fn user_changes_hold_on_every_node_once_acknowledged() {
                 node + 1
             );
         }
-        let r = http
-            .request(reqwest::Method::DELETE, &format!("{}/v3/users/{id}", cluster.api(1)), Some(&admin), &[], None)
-            .await
-            .expect("delete");
+        let r = on_user(&cluster, 1, &admin, reqwest::Method::DELETE, &id, None).await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
         for node in [0usize, 2] {
             let r = cluster.login(node, &id, true, "second-pw-2", "admin").await;

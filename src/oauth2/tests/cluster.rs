@@ -1,77 +1,35 @@
 //! A password change on one node ends, on every node, the provider tokens another node
 //! issued before it: each node compares them with its replicated user record.
 
-use std::net::SocketAddr;
-
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::Router;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-use super::errors::{form, CB, D, PW};
+use super::errors::{code_command, form, CB, D, FORM, PW};
 use crate::clock::now_secs;
-use crate::oauth2::secrets::{self, keyed_hash};
-use crate::state::oauth2::{AuthCode, OAuth2Command};
-use crate::state::Command;
 use crate::testkit::cluster::TestCluster;
+use crate::testkit::send_content;
 
 async fn post_form(router: &Router, path: &str, pairs: &[(&str, &str)]) -> (StatusCode, Value) {
-    let mut req = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(Body::from(form(pairs)))
-        .unwrap();
-    req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-    let resp = router.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let r = send_content(router, Method::POST, path, &[], Some((FORM, form(pairs)))).await;
+    (r.status, r.body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_password_change_on_one_node_ends_tokens_issued_by_another_on_every_node() {
     let c = TestCluster::start(3, &[]).await;
     let admin = c.admin_token(0).await;
-    let r = c
-        .call(
-            0,
-            Method::POST,
-            "/v3/users",
-            Some(&admin),
-            Some(json!({"user": {"name": "alice", "domain_id": D, "password": PW}})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let alice = r.body["user"]["id"].as_str().unwrap().to_string();
-    let client = json!({"oauth2_client": {"name": "App", "confidential": true,
-        "grant_types": ["authorization_code", "refresh_token"], "redirect_uris": [CB],
-        "allowed_scopes": ["openid"]}});
-    let r = c.call(0, Method::POST, &format!("/v4/oauth2/{D}/clients"), Some(&admin), Some(client)).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.body["oauth2_client"]["client_id"].as_str().unwrap().to_string();
-    let secret = r.body["client_secret"].as_str().unwrap().to_string();
-    let code = secrets::new_secret();
-    let hash = keyed_hash(c.node(0), secrets::CODE, &code).unwrap();
-    let record = AuthCode {
-        domain_id: D.into(),
-        client_id: id.clone(),
-        user_id: alice.clone(),
-        redirect_uri: CB.into(),
-        scopes: vec!["openid".into()],
-        code_challenge: None,
-        nonce: None,
-        auth_time: now_secs(),
-        expires_at: now_secs() + 60,
-        redeemed: None,
-    };
+    let alice =
+        c.create(0, &admin, "/v3/users", "user", json!({"name": "alice", "domain_id": D, "password": PW})).await;
+    let alice = alice["user"]["id"].as_str().unwrap().to_string();
+    let client = json!({"name": "App", "confidential": true,
+        "grant_types": ["authorization_code", "refresh_token"], "redirect_uris": [CB], "allowed_scopes": ["openid"]});
+    let r = c.create(0, &admin, &format!("/v4/oauth2/{D}/clients"), "oauth2_client", client).await;
+    let id = r["oauth2_client"]["client_id"].as_str().unwrap().to_string();
+    let secret = r["client_secret"].as_str().unwrap().to_string();
+    let (code, cmd) = code_command(c.node(0), D, &id, &alice, "openid", None, now_secs() + 60);
     let leader = c.wait_leader().await;
-    c.node(leader)
-        .propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None }))
-        .await
-        .unwrap();
+    c.node(leader).propose(cmd).await.unwrap();
     c.wait_converged().await;
     let token_path = format!("/v4/oauth2/{D}/token");
     let auth = [("client_id", id.as_str()), ("client_secret", secret.as_str())];

@@ -5,13 +5,11 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::errors::{assert_error, client_in, form, send, user_in, Creds, CB, D};
+use super::errors::{alice_and_client, assert_error, code_command, form, send, Creds, CB, D};
 use crate::clock::now_secs;
-use crate::oauth2::secrets::{self, keyed_hash};
 use crate::oauth2::tokens;
 use crate::state::cf;
-use crate::state::oauth2::{keys, AuthCode, OAuth2Command, RefreshFamily};
-use crate::state::Command;
+use crate::state::oauth2::{keys, RefreshFamily};
 use crate::testkit::{Reply, TestNode};
 
 pub(super) const EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -28,21 +26,8 @@ pub(super) async fn post(t: &TestNode, endpoint: &str, c: &Creds, pairs: &[(&str
 /// The token response of a code of `user_id` for `scope`, as `/authorize` would have issued
 /// it (no PKCE), redeemed by `c`.
 pub(super) async fn user_tokens(t: &TestNode, c: &Creds, user_id: &str, scope: &str) -> Value {
-    let code = secrets::new_secret();
-    let hash = keyed_hash(&t.node, secrets::CODE, &code).unwrap();
-    let record = AuthCode {
-        domain_id: D.to_string(),
-        client_id: c.id.clone(),
-        user_id: user_id.to_string(),
-        redirect_uri: CB.to_string(),
-        scopes: scope.split(' ').map(str::to_string).collect(),
-        code_challenge: None,
-        nonce: None,
-        auth_time: now_secs(),
-        expires_at: now_secs() + 60,
-        redeemed: None,
-    };
-    t.node.propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None })).await.unwrap();
+    let (code, cmd) = code_command(&t.node, D, &c.id, user_id, scope, None, now_secs() + 60);
+    t.node.propose(cmd).await.unwrap();
     let r = post(t, "token", c, &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CB)]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     r.body
@@ -87,9 +72,7 @@ async fn patch_user(t: &TestNode, user_id: &str, fields: Value) {
 /// Every way the tokens issued before `change` are accepted refuses them afterwards; tokens
 /// issued right after it (the same second) are accepted.
 async fn tokens_end_with(change: Value, reenable: bool) {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client_in(&t, D, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     t.create("/v3/services", "service", json!({"type": "compute", "name": "nova"})).await;
     let old = user_tokens(&t, &c, &alice, "openid platform:api").await;
     let (access, rt) = (s(&old, "access_token"), s(&old, "refresh_token"));

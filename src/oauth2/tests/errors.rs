@@ -3,26 +3,25 @@
 //! router. Each error body is exactly `{error, error_description}` with
 //! `Cache-Control: no-store`, never a 500.
 
-use std::net::SocketAddr;
+use std::future::Future;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use crate::clock::now_secs;
+use crate::context::Core;
 use crate::oauth2::secrets::{self, keyed_hash};
 use crate::oauth2::tokens;
 use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, DeviceGrant, DeviceStatus, Issued, OAuth2Command, RefreshFamily};
 use crate::state::Command;
-use crate::testkit::{Reply, TestNode};
+use crate::testkit::{send_content, Reply, TestNode};
 
 pub(super) const D: &str = "default";
+pub(super) const FORM: &str = "application/x-www-form-urlencoded";
 pub(super) const CB: &str = "https://app.example/cb";
 pub(super) const PW: &str = "alice password 1";
 /// A PKCE pair: the S256 challenge of the verifier.
@@ -49,6 +48,7 @@ impl Creds {
     }
 }
 
+/// One request with these headers and, if any, this form body.
 pub(super) async fn send(
     t: &TestNode,
     method: Method,
@@ -56,26 +56,7 @@ pub(super) async fn send(
     headers: &[(&str, &str)],
     form: Option<&str>,
 ) -> Reply {
-    let mut req = Request::builder().method(method).uri(path);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut req = match form {
-        Some(f) => req.header("content-type", "application/x-www-form-urlencoded").body(Body::from(f.to_string())),
-        None => req.body(Body::empty()),
-    }
-    .unwrap();
-    req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 1], 40000))));
-    let resp = t.router.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
-    Reply {
-        status,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-        headers,
-    }
+    send_content(&t.router, method, path, headers, form.map(|f| (FORM, f.to_string()))).await
 }
 
 pub(super) fn form<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> String {
@@ -94,6 +75,28 @@ pub(super) fn header(r: &Reply, name: &str) -> String {
 fn basic(id: &str, secret: &str) -> String {
     let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
     format!("Basic {}", STANDARD.encode(format!("{}:{}", enc(id), enc(secret))))
+}
+
+/// A node limiting OAuth2 requests to a burst of 2, then 1 a second, per source; the test
+/// client (192.0.2.1) is a trusted proxy, so `X-Forwarded-For` names other sources.
+pub(super) const RATE_LIMITED: &[(&str, &str, &str)] = &[
+    ("oauth2", "rate_limit_per_second", "1"),
+    ("oauth2", "rate_limit_burst", "2"),
+    ("api", "trusted_proxies", "192.0.2.1"),
+];
+
+/// Sends `request(n)` (n = 1, 2, …) until the answer is 429, every earlier one being 200; at
+/// most 11 requests. Answers how many passed and the last answer.
+pub(super) async fn until_limited<F: Future<Output = Reply>>(mut request: impl FnMut(usize) -> F) -> (usize, Reply) {
+    let mut passed = 0;
+    loop {
+        let r = request(passed + 1).await;
+        if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
+            return (passed, r);
+        }
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        passed += 1;
+    }
 }
 
 /// An RFC 6749 §5.2 error: this status and code, exactly two members, never cached.
@@ -141,6 +144,15 @@ pub(super) async fn client_in(t: &TestNode, domain: &str, fields: Value) -> Cred
     }
 }
 
+/// A node with the user `alice` of the Default domain and a client there (`fields` as for
+/// [`client_in`]).
+pub(super) async fn alice_and_client(fields: Value) -> (TestNode, String, Creds) {
+    let t = TestNode::start().await;
+    let alice = user_in(&t, D, "alice", json!({})).await;
+    let c = client_in(&t, D, fields).await;
+    (t, alice, c)
+}
+
 async fn client(t: &TestNode, fields: Value) -> Creds {
     client_in(t, D, fields).await
 }
@@ -161,24 +173,40 @@ async fn post(t: &TestNode, endpoint: &str, c: &Creds, pairs: &[(&str, &str)]) -
     post_in(t, D, endpoint, c, pairs).await
 }
 
-/// An authorization code of `c` for `user_id`, as `/authorize` would have issued it (with the
-/// [`CHALLENGE`]), expiring at `expires_at`.
-async fn issue_code_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, scope: &str, expires_at: i64) -> String {
+/// A new authorization code of `client_id` for `user_id` as `/authorize` would have issued it
+/// (for [`CB`], with the PKCE `challenge` if any, expiring at `expires_at`), and the command
+/// that records it.
+pub(super) fn code_command(
+    node: &Core,
+    domain: &str,
+    client_id: &str,
+    user_id: &str,
+    scope: &str,
+    challenge: Option<&str>,
+    expires_at: i64,
+) -> (String, Command) {
     let code = secrets::new_secret();
-    let hash = keyed_hash(&t.node, secrets::CODE, &code).unwrap();
+    let hash = keyed_hash(node, secrets::CODE, &code).unwrap();
     let record = AuthCode {
         domain_id: domain.to_string(),
-        client_id: c.id.clone(),
+        client_id: client_id.to_string(),
         user_id: user_id.to_string(),
         redirect_uri: CB.to_string(),
         scopes: scope.split(' ').map(str::to_string).collect(),
-        code_challenge: Some(CHALLENGE.to_string()),
+        code_challenge: challenge.map(str::to_string),
         nonce: None,
         auth_time: now_secs(),
         expires_at,
         redeemed: None,
     };
-    t.node.propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None })).await.unwrap();
+    (code, Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None }))
+}
+
+/// An authorization code of `c` for `user_id`, as `/authorize` would have issued it (with the
+/// [`CHALLENGE`]), expiring at `expires_at`.
+async fn issue_code_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, scope: &str, expires_at: i64) -> String {
+    let (code, cmd) = code_command(&t.node, domain, &c.id, user_id, scope, Some(CHALLENGE), expires_at);
+    t.node.propose(cmd).await.unwrap();
     code
 }
 
@@ -337,9 +365,7 @@ async fn token_grant_not_registered_is_unauthorized_client() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scope_outside_the_clients_or_platform_on_user_grants_is_invalid_scope() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({"allowed_scopes": ["openid", "platform:api"]})).await;
+    let (t, alice, c) = alice_and_client(json!({"allowed_scopes": ["openid", "platform:api"]})).await;
     for scope in ["email", "openid unknown", "platform:api email"] {
         assert_error(&client_credentials(&t, &c, Some(scope)).await, StatusCode::BAD_REQUEST, "invalid_scope");
     }
@@ -370,9 +396,7 @@ async fn scope_outside_the_clients_or_platform_on_user_grants_is_invalid_scope()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_code_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let code = issue_code_in(&t, D, &c, &alice, "openid", now_secs() - 1).await;
     let r = redeem(&t, &c, &code).await;
     assert_error(&r, StatusCode::BAD_REQUEST, "invalid_grant");
@@ -382,9 +406,7 @@ async fn expired_code_is_invalid_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn used_code_is_invalid_grant_and_revokes_what_it_gave() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let code = issue_code(&t, &c, &alice, "openid profile").await;
     let first = redeem(&t, &c, &code).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
@@ -405,9 +427,7 @@ async fn used_code_is_invalid_grant_and_revokes_what_it_gave() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_or_missing_pkce_verifier_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let code = issue_code(&t, &c, &alice, "openid").await;
     let wrong = "x".repeat(43);
     for verifier in [wrong.as_str(), "short", &VERIFIER[1..]] {
@@ -423,9 +443,7 @@ async fn wrong_or_missing_pkce_verifier_is_invalid_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redirect_uri_mismatch_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({"redirect_uris": [CB, "https://app.example/other"]})).await;
+    let (t, alice, c) = alice_and_client(json!({"redirect_uris": [CB, "https://app.example/other"]})).await;
     let code = issue_code(&t, &c, &alice, "openid").await;
     for uri in ["https://app.example/other", "https://app.example/cb/", "https://evil.example/cb"] {
         let pairs =
@@ -436,9 +454,7 @@ async fn redirect_uri_mismatch_is_invalid_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoked_refresh_token_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let tokens = user_tokens(&t, &c, &alice, "openid").await;
     let rt = s(&tokens, "refresh_token");
     revoke(&t, &c, &rt).await;
@@ -451,9 +467,7 @@ async fn revoked_refresh_token_is_invalid_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reused_refresh_token_is_invalid_grant_and_revokes_the_family() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let tokens = user_tokens(&t, &c, &alice, "openid").await;
     let rt1 = s(&tokens, "refresh_token");
     let r = refresh(&t, &c, &rt1).await;
@@ -476,9 +490,7 @@ async fn reused_refresh_token_is_invalid_grant_and_revokes_the_family() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_past_the_absolute_lifetime_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     // A redemption whose family ends now (as a 90-day-old one would).
     let code = issue_code(&t, &c, &alice, "openid").await;
     let at = now_secs();
@@ -513,9 +525,7 @@ async fn refresh_past_the_absolute_lifetime_is_invalid_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabled_user_is_invalid_grant_and_the_family_stays_revoked() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let tokens = user_tokens(&t, &c, &alice, "openid").await;
     let rt = s(&tokens, "refresh_token");
     let access = s(&tokens, "access_token");
@@ -704,9 +714,7 @@ async fn revoke_refuses_bad_clients_and_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoke_answers_200_empty_and_revokes_only_the_clients_own_tokens() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let other = client(&t, json!({})).await;
     // Unknown and malformed tokens, with and without hints.
     for token in ["unknown", "a.b.c", "deadbeef.secret"] {
@@ -763,9 +771,7 @@ async fn introspect_refuses_public_clients_and_missing_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn introspect_is_exactly_inactive_for_anything_not_live() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     // Unknown and malformed.
     for token in ["unknown", "a.b.c", "eyJhbGciOiJub25lIn0.e30.", "deadbeef.secret", &"x".repeat(9000)] {
         assert_inactive(&introspect(&t, &c, token).await);
@@ -834,9 +840,7 @@ async fn userinfo_without_a_token_is_401_bearer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn userinfo_refuses_bad_revoked_foreign_and_platform_tokens_and_disabled_parties() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     for bad in ["garbage", "a.b.c", "eyJhbGciOiJub25lIn0.e30."] {
         assert_invalid_token(&userinfo(&t, Method::GET, bad).await);
     }
@@ -877,9 +881,7 @@ async fn userinfo_refuses_bad_revoked_foreign_and_platform_tokens_and_disabled_p
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn userinfo_without_openid_is_403_insufficient_scope() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client(&t, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let access = s(&user_tokens(&t, &c, &alice, "profile email").await, "access_token");
     for method in [Method::GET, Method::POST] {
         let r = userinfo(&t, method, &access).await;
@@ -919,12 +921,7 @@ async fn userinfo_answers_get_and_post_with_email_only_when_asked_and_known() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_and_introspect_are_rate_limited() {
     // The test client (192.0.2.1) is a trusted proxy, so X-Forwarded-For names other sources.
-    let t = TestNode::start_with(&[
-        ("oauth2", "rate_limit_per_second", "1"),
-        ("oauth2", "rate_limit_burst", "2"),
-        ("api", "trusted_proxies", "192.0.2.1"),
-    ])
-    .await;
+    let t = TestNode::start_with(RATE_LIMITED).await;
     let c = client(&t, json!({})).await;
     let other = client(&t, json!({})).await;
     let body = form(&[
@@ -934,15 +931,7 @@ async fn token_and_introspect_are_rate_limited() {
     ]);
     let token = format!("/v4/oauth2/{D}/token");
     // The burst passes, then 429 (a slow machine may refill one token in between).
-    let mut passed = 0;
-    let limited = loop {
-        let r = send(&t, Method::POST, &token, &[], Some(&body)).await;
-        if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
-            break r;
-        }
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        passed += 1;
-    };
+    let (passed, limited) = until_limited(|_| send(&t, Method::POST, &token, &[], Some(&body))).await;
     assert!((2..4).contains(&passed), "{passed} requests passed");
     assert_error(&limited, StatusCode::TOO_MANY_REQUESTS, "invalid_request");
     let retry: u64 = header(&limited, "retry-after").parse().unwrap();
@@ -959,15 +948,7 @@ async fn token_and_introspect_are_rate_limited() {
         let t = &t;
         async move { send(t, Method::POST, &path, &[("x-forwarded-for", &source)], Some(&body)).await }
     };
-    let mut passed = 0;
-    let limited = loop {
-        let r = introspect_as(&c, passed + 1).await;
-        if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
-            break r;
-        }
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        passed += 1;
-    };
+    let (passed, limited) = until_limited(|n| introspect_as(&c, n)).await;
     assert!((2..4).contains(&passed), "{passed} introspections passed");
     assert_error(&limited, StatusCode::TOO_MANY_REQUESTS, "invalid_request");
     assert!(header(&limited, "retry-after").parse::<u64>().unwrap() >= 1);

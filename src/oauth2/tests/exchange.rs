@@ -34,16 +34,18 @@ async fn exchanged(t: &TestNode, c: &Creds, subject: &str, audiences: &[&str]) -
     s(&r.body, "access_token")
 }
 
-async fn services(t: &TestNode) {
+/// A node whose catalog holds compute, image and volumev3.
+async fn with_services() -> TestNode {
+    let t = TestNode::start().await;
     for (ty, name) in [("compute", "nova"), ("image", "glance"), ("volumev3", "cinder")] {
         t.create("/v3/services", "service", json!({"type": ty, "name": name})).await;
     }
+    t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_narrowed_token_cannot_be_exchanged_for_another_service() {
-    let t = TestNode::start().await;
-    services(&t).await;
+    let t = with_services().await;
     let c = client_in(&t, D, json!({})).await;
     let subject = platform_token(&t, &c).await;
     // A token for every platform API narrows to any service, one or several.
@@ -69,8 +71,7 @@ async fn a_narrowed_token_cannot_be_exchanged_for_another_service() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_exchange_nests_the_earlier_actor() {
-    let t = TestNode::start().await;
-    services(&t).await;
+    let t = with_services().await;
     let first = client_in(&t, D, json!({})).await;
     let second = client_in(&t, D, json!({})).await;
     let subject = platform_token(&t, &first).await;
@@ -84,8 +85,7 @@ async fn a_second_exchange_nests_the_earlier_actor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoking_the_subject_token_ends_the_tokens_exchanged_from_it() {
-    let t = TestNode::start().await;
-    services(&t).await;
+    let t = with_services().await;
     let c = client_in(&t, D, json!({})).await;
     let subject = platform_token(&t, &c).await;
     let once = exchanged(&t, &c, &subject, &["platform-apis:compute"]).await;
@@ -112,8 +112,7 @@ async fn revoking_the_subject_token_ends_the_tokens_exchanged_from_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoking_the_subjects_refresh_family_ends_the_exchanged_token() {
-    let t = TestNode::start().await;
-    services(&t).await;
+    let t = with_services().await;
     let alice = user_in(&t, D, "alice", json!({})).await;
     let c = client_in(&t, D, json!({})).await;
     let tokens = user_tokens(&t, &c, &alice, "openid platform:api").await;

@@ -4,11 +4,13 @@
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use super::errors::{assert_error, client_in, form, header, send, user_in, Creds, CB, D};
+use super::errors::{
+    alice_and_client, assert_error, client_in, code_command, form, header, send, until_limited, Creds, CB, D,
+    RATE_LIMITED,
+};
 use crate::clock::now_secs;
 use crate::oauth2::clients;
-use crate::oauth2::secrets::{self, keyed_hash};
-use crate::state::oauth2::{keys, AuthCode, Client, OAuth2Command};
+use crate::state::oauth2::{keys, Client, OAuth2Command};
 use crate::state::{cf, Command, Reader};
 use crate::testkit::TestNode;
 
@@ -20,25 +22,12 @@ fn device_grants(t: &TestNode) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn device_authorization_is_rate_limited_per_source() {
-    let t = TestNode::start_with(&[
-        ("oauth2", "rate_limit_per_second", "1"),
-        ("oauth2", "rate_limit_burst", "2"),
-        ("api", "trusted_proxies", "192.0.2.1"),
-    ])
-    .await;
+    let t = TestNode::start_with(RATE_LIMITED).await;
     let c = client_in(&t, D, json!({"confidential": false, "grant_types": [DEVICE], "redirect_uris": []})).await;
     let path = format!("/v4/oauth2/{D}/device_authorization");
     let body = form(&[("client_id", c.id.as_str()), ("scope", "openid")]);
     // The burst passes, then 429 (a slow machine may refill one token in between).
-    let mut passed = 0;
-    let limited = loop {
-        let r = send(&t, Method::POST, &path, &[], Some(&body)).await;
-        if r.status == StatusCode::TOO_MANY_REQUESTS || passed == 10 {
-            break r;
-        }
-        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-        passed += 1;
-    };
+    let (passed, limited) = until_limited(|_| send(&t, Method::POST, &path, &[], Some(&body))).await;
     assert!((2..4).contains(&passed), "{passed} requests passed");
     assert_error(&limited, StatusCode::TOO_MANY_REQUESTS, "invalid_request");
     assert!(limited.headers.contains_key("retry-after"));
@@ -50,29 +39,14 @@ async fn device_authorization_is_rate_limited_per_source() {
 
 /// A code of `c` for `user_id` as `/authorize` issues it, for `CB`, without PKCE.
 async fn issue_code(t: &TestNode, c: &Creds, user_id: &str) -> String {
-    let code = secrets::new_secret();
-    let hash = keyed_hash(&t.node, secrets::CODE, &code).unwrap();
-    let record = AuthCode {
-        domain_id: D.to_string(),
-        client_id: c.id.clone(),
-        user_id: user_id.to_string(),
-        redirect_uri: CB.to_string(),
-        scopes: vec!["openid".into()],
-        code_challenge: None,
-        nonce: None,
-        auth_time: now_secs(),
-        expires_at: now_secs() + 60,
-        redeemed: None,
-    };
-    t.node.propose(Command::OAuth2(OAuth2Command::IssueCode { hash, code: record, consent: None })).await.unwrap();
+    let (code, cmd) = code_command(&t.node, D, &c.id, user_id, "openid", None, now_secs() + 60);
+    t.node.propose(cmd).await.unwrap();
     code
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_code_without_its_redirect_uri_is_invalid_grant() {
-    let t = TestNode::start().await;
-    let alice = user_in(&t, D, "alice", json!({})).await;
-    let c = client_in(&t, D, json!({})).await;
+    let (t, alice, c) = alice_and_client(json!({})).await;
     let code = issue_code(&t, &c, &alice).await;
     let token = format!("/v4/oauth2/{D}/token");
     let secret = c.secret.clone().unwrap();

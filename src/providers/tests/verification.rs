@@ -145,6 +145,13 @@ impl JwksServer {
     }
 }
 
+/// A provider whose key set (`keys`) a local server serves, and a cache that refetches for an
+/// unknown kid at most every `refetch`.
+async fn served(keys: Vec<Value>, refetch: Duration) -> (Arc<JwksServer>, OidcProvider, JwksCache) {
+    let (server, addr) = serve_jwks(keys).await;
+    (server, idp(addr), JwksCache::new(DEFAULT_TTL, refetch, Outbound::permissive()))
+}
+
 fn idp(addr: SocketAddr) -> OidcProvider {
     OidcProvider {
         issuer: ISSUER.into(),
@@ -161,9 +168,7 @@ fn idp(addr: SocketAddr) -> OidcProvider {
 async fn rsa_and_ec_tokens_verify_against_a_jwks_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let (rsa, ec) = (TestKey::rsa(dir.path(), "rsa-1"), TestKey::ec(dir.path(), "ec-1"));
-    let (server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
-    let idp = idp(addr);
+    let (server, idp, cache) = served(vec![rsa.jwk(), ec.jwk()], Duration::from_secs(30)).await;
     let now = now_secs();
 
     let claims = verify_oidc_jwt(&idp, &rsa.sign(&idp_claims(now)), now, &cache).await.unwrap();
@@ -186,9 +191,7 @@ async fn rsa_and_ec_tokens_verify_against_a_jwks_endpoint() {
 async fn key_rollover_refetches_on_a_new_kid_and_the_old_kid_then_fails() {
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = (TestKey::ec(dir.path(), "ec-old"), TestKey::ec(dir.path(), "ec-new"));
-    let (server, addr) = serve_jwks(vec![old.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::ZERO, Outbound::permissive());
-    let idp = idp(addr);
+    let (server, idp, cache) = served(vec![old.jwk()], Duration::ZERO).await;
     let now = now_secs();
     verify_oidc_jwt(&idp, &old.sign(&idp_claims(now)), now, &cache).await.unwrap();
     assert_eq!(server.hits(), 1);
@@ -204,9 +207,7 @@ async fn key_rollover_refetches_on_a_new_kid_and_the_old_kid_then_fails() {
 async fn a_flood_of_unknown_kids_does_not_hammer_the_idp() {
     let dir = tempfile::tempdir().unwrap();
     let key = TestKey::ec(dir.path(), "ec-1");
-    let (server, addr) = serve_jwks(vec![key.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
-    let idp = idp(addr);
+    let (server, idp, cache) = served(vec![key.jwk()], Duration::from_millis(300)).await;
     let now = now_secs();
     verify_oidc_jwt(&idp, &key.sign(&idp_claims(now)), now, &cache).await.unwrap();
     for i in 0..50 {
@@ -224,9 +225,7 @@ async fn a_flood_of_unknown_kids_does_not_hammer_the_idp() {
 async fn an_idp_that_is_down_is_asked_once_per_interval_and_logins_share_one_fetch() {
     let dir = tempfile::tempdir().unwrap();
     let key = TestKey::ec(dir.path(), "ec-1");
-    let (server, addr) = serve_jwks(vec![key.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_millis(300), Outbound::permissive());
-    let idp = idp(addr);
+    let (server, idp, cache) = served(vec![key.jwk()], Duration::from_millis(300)).await;
     let now = now_secs();
     let token = key.sign(&idp_claims(now));
 
@@ -251,9 +250,7 @@ async fn bad_tokens_are_refused_with_what_failed() {
     let dir = tempfile::tempdir().unwrap();
     let (rsa, ec) = (TestKey::rsa(dir.path(), "rsa-1"), TestKey::ec(dir.path(), "ec-1"));
     let other = TestKey::ec(dir.path(), "ec-other");
-    let (_server, addr) = serve_jwks(vec![rsa.jwk(), ec.jwk()]).await;
-    let cache = JwksCache::new(DEFAULT_TTL, Duration::from_secs(30), Outbound::permissive());
-    let idp = idp(addr);
+    let (_server, idp, cache) = served(vec![rsa.jwk(), ec.jwk()], Duration::from_secs(30)).await;
     let now = now_secs();
     let c = || idp_claims(now);
     let b64 = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());

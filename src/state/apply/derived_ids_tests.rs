@@ -7,21 +7,10 @@ use super::super::tests::{project, user, World};
 use crate::state::cf;
 use crate::state::command::{Applied, Command};
 use crate::state::derived_ids::{keys, progress, resolve_derived_user};
-use crate::state::model::{FederatedIdentity, FederatedProtocol, User};
 use crate::state::scim::{derived_user_id, legacy_derived_user_id, DerivedBy};
 use crate::state::shadow::ShadowCommand;
 use crate::state::Reader;
-
-/// A user as the first release's mapped `local` login created it: the old derivation's id,
-/// federated to `idp`.
-fn legacy_login(domain: &str, idp: &str, subject: &str) -> User {
-    let mut u = user(&legacy_derived_user_id(domain, subject), subject, domain);
-    u.federated = vec![FederatedIdentity {
-        idp_id: idp.into(),
-        protocols: vec![FederatedProtocol { protocol_id: "mapped".into(), unique_id: subject.into() }],
-    }];
-    u
-}
+use crate::testkit::fixtures::legacy_login;
 
 fn login_old_way(w: &World, domain: &str, idp: &str, subject: &str) -> String {
     let u = legacy_login(domain, idp, subject);

@@ -95,6 +95,31 @@ fn stored_family(w: &World, id: &str) -> RefreshFamily {
     Reader::get(&w.engine.read(), cf::OAUTH2, &keys::family(id)).unwrap().unwrap()
 }
 
+/// Issuing the code `hash` (`code(100)`), with `consent` recorded.
+fn issue(hash: &str, consent: Option<Consent>) -> Command {
+    o(OAuth2Command::IssueCode { hash: hash.into(), code: code(100), consent })
+}
+
+/// Redeeming the code `hash` as `client` at `at`, minting the access token `jti` and, with
+/// `fam`, that refresh family.
+fn redeem(hash: &str, client: &str, at: i64, jti: &str, fam: Option<RefreshFamily>) -> Command {
+    let issued = issued(jti, fam.as_ref().map(|f| f.id.as_str()));
+    o(OAuth2Command::RedeemCode { hash: hash.into(), client_id: client.into(), at, issued, family: fam })
+}
+
+/// Presenting `presented` of family `f` (client `c`) at `at` for `next`.
+fn refresh(presented: &str, next: &str, at: i64) -> Command {
+    let (presented, next) = (presented.into(), next.into());
+    o(OAuth2Command::Refresh { family_id: "f".into(), client_id: "c".into(), presented, next, at })
+}
+
+/// Disables the user `u` of [`world`].
+fn disable_alice(w: &World) {
+    let mut u = user("u", "alice", "d");
+    u.enabled = false;
+    w.apply(Command::UpdateUser(u)).unwrap();
+}
+
 #[test]
 fn first_key_set_wins_and_rotation_retires_the_primary() {
     let w = world();
@@ -136,21 +161,13 @@ fn first_key_set_wins_and_rotation_retires_the_primary() {
 #[test]
 fn a_code_redeems_once_and_a_replay_revokes_what_it_issued() {
     let w = world();
-    w.apply(o(OAuth2Command::IssueCode { hash: "h1".into(), code: code(100), consent: None })).unwrap();
-    let redeem = |client: &str, at: i64, jti: &str, fam: Option<RefreshFamily>| {
-        o(OAuth2Command::RedeemCode {
-            hash: "h1".into(),
-            client_id: client.into(),
-            at,
-            issued: issued(jti, fam.as_ref().map(|f| f.id.as_str())),
-            family: fam,
-        })
-    };
-    assert!(matches!(w.apply(redeem("other", 20, "j0", None)), Err(ApplyError::Invalid(_))));
-    let first = w.apply(redeem("c", 20, "j1", Some(family("f1", "r1")))).unwrap();
+    w.apply(issue("h1", None)).unwrap();
+    let redeem_h1 = |client: &str, at: i64, jti: &str, fam: Option<RefreshFamily>| redeem("h1", client, at, jti, fam);
+    assert!(matches!(w.apply(redeem_h1("other", 20, "j0", None)), Err(ApplyError::Invalid(_))));
+    let first = w.apply(redeem_h1("c", 20, "j1", Some(family("f1", "r1")))).unwrap();
     assert!(matches!(first, Applied::OAuth2(OAuth2Applied::Redeemed(_))));
     assert!(!revoked(&w, "j1"));
-    let second = w.apply(redeem("c", 21, "j2", Some(family("f2", "r2")))).unwrap();
+    let second = w.apply(redeem_h1("c", 21, "j2", Some(family("f2", "r2")))).unwrap();
     assert!(matches!(second, Applied::OAuth2(OAuth2Applied::CodeReplayed)));
     assert!(revoked(&w, "j1"), "the first access token is revoked");
     assert_eq!(stored_family(&w, "f1").revoked_at, Some(21), "and its refresh family");
@@ -160,60 +177,21 @@ fn a_code_redeems_once_and_a_replay_revokes_what_it_issued() {
 #[test]
 fn an_expired_code_or_a_disabled_user_redeems_nothing() {
     let w = world();
-    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
-    let redeem = |at| {
-        o(OAuth2Command::RedeemCode {
-            hash: "h".into(),
-            client_id: "c".into(),
-            at,
-            issued: issued("j", None),
-            family: None,
-        })
-    };
-    assert!(matches!(w.apply(redeem(100)), Err(ApplyError::Invalid(_))));
-    w.apply(o(OAuth2Command::IssueCode { hash: "h2".into(), code: code(100), consent: None })).unwrap();
-    let mut u = user("u", "alice", "d");
-    u.enabled = false;
-    w.apply(Command::UpdateUser(u)).unwrap();
-    let r = o(OAuth2Command::RedeemCode {
-        hash: "h2".into(),
-        client_id: "c".into(),
-        at: 20,
-        issued: issued("j", None),
-        family: None,
-    });
+    w.apply(issue("h", None)).unwrap();
+    let redeem_at = |at| redeem("h", "c", at, "j", None);
+    assert!(matches!(w.apply(redeem_at(100)), Err(ApplyError::Invalid(_))));
+    w.apply(issue("h2", None)).unwrap();
+    disable_alice(&w);
+    let r = redeem("h2", "c", 20, "j", None);
     assert!(matches!(w.apply(r), Err(ApplyError::Invalid(_))));
 }
 
 #[test]
 fn refresh_rotates_and_a_spent_token_revokes_the_family() {
     let w = world();
-    w.apply(o(OAuth2Command::RedeemCode {
-        hash: "none".into(),
-        client_id: "c".into(),
-        at: 1,
-        issued: issued("j", None),
-        family: None,
-    }))
-    .unwrap_err();
-    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
-    w.apply(o(OAuth2Command::RedeemCode {
-        hash: "h".into(),
-        client_id: "c".into(),
-        at: 20,
-        issued: issued("j1", Some("f")),
-        family: Some(family("f", "r1")),
-    }))
-    .unwrap();
-    let refresh = |presented: &str, next: &str, at: i64| {
-        o(OAuth2Command::Refresh {
-            family_id: "f".into(),
-            client_id: "c".into(),
-            presented: presented.into(),
-            next: next.into(),
-            at,
-        })
-    };
+    w.apply(redeem("none", "c", 1, "j", None)).unwrap_err();
+    w.apply(issue("h", None)).unwrap();
+    w.apply(redeem("h", "c", 20, "j1", Some(family("f", "r1")))).unwrap();
     // A guess that was never issued is refused and revokes nothing.
     assert!(matches!(w.apply(refresh("guess", "x", 30)), Err(ApplyError::Invalid(_))));
     let Applied::OAuth2(OAuth2Applied::Family(f)) = w.apply(refresh("r1", "r2", 30)).unwrap() else { panic!() };
@@ -228,29 +206,12 @@ fn refresh_rotates_and_a_spent_token_revokes_the_family() {
 #[test]
 fn refresh_after_the_absolute_lifetime_or_for_a_disabled_user_fails() {
     let w = world();
-    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: None })).unwrap();
-    w.apply(o(OAuth2Command::RedeemCode {
-        hash: "h".into(),
-        client_id: "c".into(),
-        at: 20,
-        issued: issued("j1", Some("f")),
-        family: Some(family("f", "r1")),
-    }))
-    .unwrap();
-    let refresh = |at: i64| {
-        o(OAuth2Command::Refresh {
-            family_id: "f".into(),
-            client_id: "c".into(),
-            presented: "r1".into(),
-            next: "r2".into(),
-            at,
-        })
-    };
-    assert!(matches!(w.apply(refresh(10_000)), Err(ApplyError::Invalid(_))), "absolute lifetime over");
-    let mut u = user("u", "alice", "d");
-    u.enabled = false;
-    w.apply(Command::UpdateUser(u)).unwrap();
-    assert!(matches!(w.apply(refresh(50)).unwrap(), Applied::OAuth2(OAuth2Applied::FamilyRevoked)));
+    w.apply(issue("h", None)).unwrap();
+    w.apply(redeem("h", "c", 20, "j1", Some(family("f", "r1")))).unwrap();
+    let refresh_at = |at: i64| refresh("r1", "r2", at);
+    assert!(matches!(w.apply(refresh_at(10_000)), Err(ApplyError::Invalid(_))), "absolute lifetime over");
+    disable_alice(&w);
+    assert!(matches!(w.apply(refresh_at(50)).unwrap(), Applied::OAuth2(OAuth2Applied::FamilyRevoked)));
     assert_eq!(stored_family(&w, "f").revoked_at, Some(50));
 }
 
@@ -313,18 +274,11 @@ fn consent_withdrawal_revokes_the_users_families_of_that_client() {
         granted_at: 5,
         updated_at: 5,
     };
-    w.apply(o(OAuth2Command::IssueCode { hash: "h".into(), code: code(100), consent: Some(consent.clone()) })).unwrap();
+    w.apply(issue("h", Some(consent.clone()))).unwrap();
     w.apply(o(OAuth2Command::PutConsent(Consent { granted_at: 9, updated_at: 9, ..consent }))).unwrap();
     let stored: Consent = Reader::get(&w.engine.read(), cf::OAUTH2, &keys::consent("u", "c")).unwrap().unwrap();
     assert_eq!((stored.granted_at, stored.updated_at), (5, 9), "granted_at stays");
-    w.apply(o(OAuth2Command::RedeemCode {
-        hash: "h".into(),
-        client_id: "c".into(),
-        at: 20,
-        issued: issued("j1", Some("f")),
-        family: Some(family("f", "r1")),
-    }))
-    .unwrap();
+    w.apply(redeem("h", "c", 20, "j1", Some(family("f", "r1")))).unwrap();
     let delete = || o(OAuth2Command::DeleteConsent { user_id: "u".into(), client_id: "c".into(), at: 30 });
     w.apply(delete()).unwrap();
     assert_eq!(stored_family(&w, "f").revoked_at, Some(30));

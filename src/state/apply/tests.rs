@@ -11,6 +11,7 @@ use crate::state::command::{Applied, ApplyError, ApplyResult, Command, UserPatch
 use crate::state::keys::ns;
 use crate::state::model::*;
 use crate::state::Reader;
+pub(crate) use crate::testkit::fixtures::{project, role, user};
 
 pub(crate) struct World {
     _dir: tempfile::TempDir,
@@ -41,51 +42,6 @@ impl World {
         let out = apply_to(&self.engine, &mut batch, cmd).unwrap();
         self.engine.write(batch, false).unwrap();
         out
-    }
-}
-
-pub(crate) fn project(id: &str, name: &str, domain: &str, is_domain: bool) -> Project {
-    Project {
-        id: id.into(),
-        name: name.into(),
-        domain_id: domain.into(),
-        description: None,
-        enabled: true,
-        is_domain,
-        parent_id: (!is_domain).then(|| domain.to_string()),
-        tags: vec![],
-        extra: "{}".into(),
-        options: "{}".into(),
-        created_at: 1,
-    }
-}
-
-/// A global role.
-pub(crate) fn role(id: &str, name: &str) -> Role {
-    Role {
-        id: id.into(),
-        name: name.into(),
-        domain_id: None,
-        description: None,
-        extra: "{}".into(),
-        options: "{}".into(),
-    }
-}
-
-pub(crate) fn user(id: &str, name: &str, domain: &str) -> User {
-    User {
-        id: id.into(),
-        name: name.into(),
-        domain_id: domain.into(),
-        enabled: true,
-        password_hash: None,
-        default_project_id: None,
-        password_expires_at: None,
-        extra: "{}".into(),
-        options: "{}".into(),
-        created_at: 1,
-        tokens_valid_after: 0,
-        federated: Vec::new(),
     }
 }
 

@@ -10,44 +10,34 @@
 use reqwest::Method as M;
 use serde_json::{json, Value};
 
-use super::{refused, Api};
-use crate::support::Cluster;
+use super::{start, Admin, Api};
 
 async fn authenticators_are_guarded(mode: &str) {
-    let cluster = Cluster::start_with_env(1, &[("IDNODE_POLICY_ADMIN_SCOPE", mode)]).await;
-    let api = Api { http: &cluster.http, base: cluster.api(0) };
-    let admin = cluster.admin_token(0).await;
-    let pw = cluster.admin_password.clone();
-    let admin_id = api.id_of("/v3/users", "users", "admin", &admin).await;
-    let admin_project = api.id_of("/v3/projects", "projects", "admin", &admin).await;
-    let admin_role = api.id_of("/v3/roles", "roles", "admin", &admin).await;
-    let service = api.id_of("/v3/roles", "roles", "service", &admin).await;
+    let cluster = start(mode, &[]).await;
+    let (api, Admin { token: admin, pw, id: admin_id, project: admin_project }) = Api::with_admin(&cluster).await;
+    let admin_role = api.role("admin", &admin).await;
+    let service = api.role("service", &admin).await;
 
     // A service user, privileged like the admin.
-    let svc = api
-        .create("/v3/users", "user", json!({"name": "svc", "domain_id": "default", "password": "svc-pw-1"}), &admin)
-        .await;
-    let service_project =
-        api.create("/v3/projects", "project", json!({"name": "service", "domain_id": "default"}), &admin).await;
-    api.ok(M::PUT, &format!("/v3/projects/{service_project}/users/{svc}/roles/{service}"), &admin, None).await;
+    let (svc, service_project) = api.service_user(&service, &admin).await;
 
     // The admin of another domain.
     let d2 = api.create("/v3/domains", "domain", json!({"name": format!("d2-{mode}")}), &admin).await;
-    let da =
-        api.create("/v3/users", "user", json!({"name": "da", "domain_id": d2, "password": "da-pw-1"}), &admin).await;
-    api.ok(M::PUT, &format!("/v3/domains/{d2}/users/{da}/roles/{admin_role}"), &admin, None).await;
-    let da_token = api.token(&da, "da-pw-1", json!({"domain": {"id": d2}})).await;
+    let (_, da_token) = api.domain_user("da", &d2, &admin_role, &admin).await;
 
     for (victim, project) in [(&admin_id, &admin_project), (&svc, &service_project)] {
-        let r = api.call(M::POST, &format!("/v4/users/{victim}/passkeys/register_start"), &da_token, None).await;
-        refused(&r, &format!("[{mode}] passkey register_start on {victim}"));
         let blob = json!({"access": format!("da-{victim}"), "secret": "known-to-da"}).to_string();
-        let body = json!({"credential": {"type": "ec2", "user_id": victim, "project_id": project, "blob": blob}});
-        let r = api.call(M::POST, "/v3/credentials", &da_token, Some(body)).await;
-        refused(&r, &format!("[{mode}] /v3/credentials for {victim}"));
-        let body = json!({"tenant_id": project, "access": format!("da2-{victim}"), "secret": "known-to-da"});
-        let r = api.call(M::POST, &format!("/v3/users/{victim}/credentials/OS-EC2"), &da_token, Some(body)).await;
-        refused(&r, &format!("[{mode}] OS-EC2 credential for {victim}"));
+        let credential = json!({"credential": {"type": "ec2", "user_id": victim, "project_id": project, "blob": blob}});
+        let ec2 = json!({"tenant_id": project, "access": format!("da2-{victim}"), "secret": "known-to-da"});
+        #[rustfmt::skip]
+        let refusals = [
+            (format!("/v4/users/{victim}/passkeys/register_start"), None, "passkey register_start on"),
+            ("/v3/credentials".to_string(), Some(credential), "/v3/credentials for"),
+            (format!("/v3/users/{victim}/credentials/OS-EC2"), Some(ec2), "OS-EC2 credential for"),
+        ];
+        for (path, body, what) in refusals {
+            api.refuses(M::POST, &path, &da_token, body, &format!("[{mode}] {what} {victim}")).await;
+        }
     }
 
     // Nothing was written: the admin logs in with its password and holds nothing.
@@ -64,20 +54,10 @@ async fn authenticators_are_guarded(mode: &str) {
     // The user itself registers its own, and a cloud administrator one for the service user.
     let started = api.ok(M::POST, &format!("/v4/users/{admin_id}/passkeys/register_start"), &again, None).await;
     assert!(started["publicKey"].is_object(), "[{mode}] {started}");
-    api.ok(
-        M::POST,
-        &format!("/v3/users/{admin_id}/credentials/OS-EC2"),
-        &again,
-        Some(json!({"tenant_id": admin_project})),
-    )
-    .await;
-    api.ok(
-        M::POST,
-        &format!("/v3/users/{svc}/credentials/OS-EC2"),
-        &again,
-        Some(json!({"tenant_id": service_project})),
-    )
-    .await;
+    for (user, project) in [(&admin_id, &admin_project), (&svc, &service_project)] {
+        let body = json!({"tenant_id": project});
+        api.ok(M::POST, &format!("/v3/users/{user}/credentials/OS-EC2"), &again, Some(body)).await;
+    }
     let svc_token = api.token(&svc, "svc-pw-1", json!({"project": {"id": service_project}})).await;
     let mine: Value = api
         .ok(

@@ -17,8 +17,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::{Method as M, StatusCode};
 use serde_json::{json, Value};
 
-use super::{refused, Api};
-use crate::support::{Cluster, Resp};
+use super::{refused, start, Admin, Api};
+use crate::support::Resp;
 
 const ISSUER: &str = "https://idp.attacker.test";
 const CLIENT_ID: &str = "idnode";
@@ -107,28 +107,17 @@ async fn written(api: &Api<'_>, admin: &str, admin_id: &str) -> (usize, Value, V
 async fn rulesets_stay_in_their_domain(mode: &str) {
     let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
     // The test's issuer is on loopback, which outbound fetches refuse unless allowed.
-    let env = [("IDNODE_POLICY_ADMIN_SCOPE", mode), ("IDNODE_FEDERATION_ALLOW_PRIVATE_NETWORKS", "true")];
-    let cluster = Cluster::start_with_env(1, &env).await;
-    let api = Api { http: &cluster.http, base: cluster.api(0) };
-    let admin = cluster.admin_token(0).await;
-    let pw = cluster.admin_password.clone();
-    let admin_id = api.id_of("/v3/users", "users", "admin", &admin).await;
-    let admin_project = api.id_of("/v3/projects", "projects", "admin", &admin).await;
-    let role = |name: &'static str| {
-        let (api, admin) = (&api, admin.clone());
-        async move { api.id_of("/v3/roles", "roles", name, &admin).await }
-    };
-    let (manager, admin_role, reader) = (role("manager").await, role("admin").await, role("reader").await);
+    let cluster = start(mode, &[("IDNODE_FEDERATION_ALLOW_PRIVATE_NETWORKS", "true")]).await;
+    let (api, Admin { token: admin, pw, id: admin_id, project: admin_project }) = Api::with_admin(&cluster).await;
+    let (manager, admin_role, reader) =
+        (api.role("manager", &admin).await, api.role("admin", &admin).await, api.role("reader", &admin).await);
 
     // Domains A and B; A's manager and A's administrator, each with a domain-scoped token.
     let d_a = api.create("/v3/domains", "domain", json!({"name": format!("map-a-{mode}")}), &admin).await;
     let d_b = api.create("/v3/domains", "domain", json!({"name": format!("map-b-{mode}")}), &admin).await;
     let mut attackers = Vec::new();
     for (name, role_id) in [("mgr", &manager), ("dadm", &admin_role)] {
-        let pw = format!("{name}-pw-1");
-        let u = api.create("/v3/users", "user", json!({"name": name, "domain_id": d_a, "password": pw}), &admin).await;
-        api.ok(M::PUT, &format!("/v3/domains/{d_a}/users/{u}/roles/{role_id}"), &admin, None).await;
-        attackers.push((name, api.token(&u, &pw, json!({"domain": {"id": d_a}})).await));
+        attackers.push((name, api.domain_user(name, &d_a, role_id, &admin).await.1));
     }
     let mgr = attackers[0].1.clone();
     // A group of A the cloud administrator made privileged; B's and a global provider.
@@ -239,25 +228,17 @@ async fn rulesets_stay_in_their_domain(mode: &str) {
     let td_a = api.create("/v4/spiffe/trust_domains", "trust_domain", td(&d_a, &ca_a.cert_pem), &mgr).await;
     let svid = |k: &Key| k.sign(&json!({"sub": "spiffe://prod.b.test/ns/x", "aud": ["idnode"], "exp": now() + 300}));
     let scope_b = json!({"domain": {"id": d_b}});
-    let r = api
-        .call(
-            M::POST,
-            &format!("/v4/spiffe/trust_domains/{td_a}/auth"),
-            "",
-            Some(json!({"jwt": svid(&ca_a), "scope": scope_b})),
-        )
-        .await;
+    let svid_login = |td: &str, k: &Key| {
+        let path = format!("/v4/spiffe/trust_domains/{td}/auth");
+        let body = json!({"jwt": svid(k), "scope": scope_b});
+        let api = &api;
+        async move { api.call(M::POST, &path, "", Some(body)).await }
+    };
+    let r = svid_login(&td_a, &ca_a).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "[{mode}] A's SVID evaluated by B's ruleset: {}", r.text);
     assert_eq!(r.json["detail"], json!("mapping_not_found"), "[{mode}] {}", r.text);
     // B's own workloads still log in through B's record.
-    let r = api
-        .call(
-            M::POST,
-            &format!("/v4/spiffe/trust_domains/{td_b}/auth"),
-            "",
-            Some(json!({"jwt": svid(&ca_b), "scope": scope_b})),
-        )
-        .await;
+    let r = svid_login(&td_b, &ca_b).await;
     assert_eq!(r.status, StatusCode::OK, "[{mode}] B's workload: {}", r.text);
 
     // Nothing was written; the admin still logs in to the admin project.

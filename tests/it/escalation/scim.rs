@@ -12,8 +12,9 @@ use reqwest::Method as M;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::{refused, Api};
-use crate::support::{Cluster, Resp};
+use super::{start, Admin, Api};
+use crate::support::scim_setup as setup;
+use crate::support::Resp;
 
 const ERROR_URN: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 const USER_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
@@ -37,41 +38,21 @@ fn scim_refused(r: &Resp, what: &str) {
 }
 
 async fn scim_writes_are_guarded(mode: &str) {
-    let cluster = Cluster::start_with_env(1, &[("IDNODE_POLICY_ADMIN_SCOPE", mode)]).await;
-    let api = Api { http: &cluster.http, base: cluster.api(0) };
-    let admin = cluster.admin_token(0).await;
-    let pw = cluster.admin_password.clone();
-    let admin_id = api.id_of("/v3/users", "users", "admin", &admin).await;
-    let admin_project = api.id_of("/v3/projects", "projects", "admin", &admin).await;
-    let admin_role = api.id_of("/v3/roles", "roles", "admin", &admin).await;
-    let manager = api.id_of("/v3/roles", "roles", "manager", &admin).await;
+    let cluster = start(mode, &[]).await;
+    let (api, Admin { token: admin, pw, id: admin_id, project: admin_project }) = Api::with_admin(&cluster).await;
+    let admin_role = api.role("admin", &admin).await;
+    let manager = api.role("manager", &admin).await;
 
     // The domain and its manager; everything else of the realm is the manager's doing.
     let d = api.create("/v3/domains", "domain", json!({"name": format!("corp-{mode}")}), &admin).await;
-    let dm =
-        api.create("/v3/users", "user", json!({"name": "dm", "domain_id": d, "password": "dm-pw-1"}), &admin).await;
-    api.ok(M::PUT, &format!("/v3/domains/{d}/users/{dm}/roles/{manager}"), &admin, None).await;
-    let dm_token = api.token(&dm, "dm-pw-1", json!({"domain": {"id": d}})).await;
-    let idp = api
-        .create(
-            "/v4/federation/identity_providers",
-            "identity_provider",
-            json!({"domain_id": d, "provider_id": "okta", "issuer": "https://okta.example", "client_id": "idnode",
-                   "jwks_uri": "https://okta.example/jwks"}),
-            &dm_token,
-        )
-        .await;
-    let realm =
-        json!({"scim_realm": {"domain_id": d, "provider_id": "okta-scim", "idp_id": idp, "display_name": "Okta"}});
+    let (_, dm_token) = api.domain_user("dm", &d, &manager, &admin).await;
+    let idp =
+        api.create("/v4/federation/identity_providers", "identity_provider", setup::idp(&d, "idnode"), &dm_token).await;
+    let realm = json!({"scim_realm": setup::realm(&d, "okta-scim", &idp, "Okta")});
     api.ok(M::POST, "/v4/scim-realms", &dm_token, Some(realm)).await;
-    let rule = json!({"name": "provisioning",
-        "match": {"all_of": [{"type": "equals", "claim": "provider_id", "value": "okta-scim"}]},
-        "identity": {"user_name": "scim-${claims.client_id}"},
-        "authorizations": [{"type": "domain", "domain_id": d, "roles": [{"id": manager}]}]});
-    let mapping = json!({"mapping": {"domain_id": d, "provider_id": "okta-scim",
-        "source": {"type": "federation", "idp_id": idp}, "rules": [rule]}});
-    api.ok(M::POST, "/v4/mappings", &dm_token, Some(mapping)).await;
-    let key = json!({"api_key": {"domain_id": d, "provider_id": "okta-scim", "expires_at": "2099-01-01T00:00:00Z"}});
+    let ruleset = setup::ruleset(&d, "okta-scim", &idp, "provisioning", setup::on_domain(&d, &manager));
+    api.ok(M::POST, "/v4/mappings", &dm_token, Some(json!({ "mapping": ruleset }))).await;
+    let key = json!({"api_key": setup::key(&d, "okta-scim", "2099-01-01T00:00:00Z")});
     let key = api.ok(M::POST, "/v4/api-keys", &dm_token, Some(key)).await;
     let key = key["token"].as_str().expect("key token").to_string();
 
@@ -92,22 +73,29 @@ async fn scim_writes_are_guarded(mode: &str) {
 
     let add =
         json!({"schemas": [PATCH_URN], "Operations": [{"op": "add", "path": "members", "value": [{"value": mine}]}]});
-    let r = scim(&api, &key, M::PATCH, &format!("{base}/Groups/{ops}"), Some(add)).await;
-    scim_refused(&r, &format!("[{mode}] adding the manager's user to a group holding admin"));
     let replace = json!({"schemas": [GROUP_URN], "displayName": "ops", "members": [{"value": mine}]});
-    let r = scim(&api, &key, M::PUT, &format!("{base}/Groups/{ops}"), Some(replace)).await;
-    scim_refused(&r, &format!("[{mode}] replacing the members of a group holding admin"));
     let off = json!({"schemas": [PATCH_URN], "Operations": [{"op": "replace", "path": "active", "value": false}]});
-    let r = scim(&api, &key, M::PATCH, &format!("{base}/Users/{boss}"), Some(off)).await;
-    scim_refused(&r, &format!("[{mode}] deactivating a user holding admin"));
-    let r = scim(&api, &key, M::PUT, &format!("{base}/Users/{boss}"), Some(user("e-2", "boss", false))).await;
-    scim_refused(&r, &format!("[{mode}] replacing a user holding admin"));
-    let r = scim(&api, &key, M::DELETE, &format!("{base}/Users/{boss}"), None).await;
-    scim_refused(&r, &format!("[{mode}] deprovisioning a user holding admin"));
-    let r = scim(&api, &key, M::DELETE, &format!("{base}/Groups/{ops}"), None).await;
-    scim_refused(&r, &format!("[{mode}] deprovisioning a group holding admin"));
-    let r = api.call(M::DELETE, &format!("/v4/scim-realms/{d}/okta-scim/purge/user/{boss}"), &dm_token, None).await;
-    refused(&r, &format!("[{mode}] the domain manager purging a user holding admin"));
+    #[rustfmt::skip]
+    let refusals = [
+        (M::PATCH, format!("{base}/Groups/{ops}"), Some(add), "adding the manager's user to a group holding admin"),
+        (M::PUT, format!("{base}/Groups/{ops}"), Some(replace), "replacing the members of a group holding admin"),
+        (M::PATCH, format!("{base}/Users/{boss}"), Some(off), "deactivating a user holding admin"),
+        (M::PUT, format!("{base}/Users/{boss}"), Some(user("e-2", "boss", false)), "replacing a user holding admin"),
+        (M::DELETE, format!("{base}/Users/{boss}"), None, "deprovisioning a user holding admin"),
+        (M::DELETE, format!("{base}/Groups/{ops}"), None, "deprovisioning a group holding admin"),
+    ];
+    for (method, path, body, what) in refusals {
+        scim_refused(&scim(&api, &key, method, &path, body).await, &format!("[{mode}] {what}"));
+    }
+    let purge = format!("/v4/scim-realms/{d}/okta-scim/purge/user/{boss}");
+    api.refuses(
+        M::DELETE,
+        &purge,
+        &dm_token,
+        None,
+        &format!("[{mode}] the domain manager purging a user holding admin"),
+    )
+    .await;
 
     // Nothing changed.
     let again = api.token(&admin_id, &pw, json!({"project": {"id": admin_project}})).await;

@@ -123,6 +123,21 @@ def oauth_error(e, s=None):
     return out
 
 
+def token_request(args, s, request):
+    """Runs `request` (a call to the token endpoint through session `s`). With --expect-error it
+    must fail with an OAuth error, answered as `oauth_error` reports it; without, it must
+    succeed and None is answered (the token response is `s.last`)."""
+    try:
+        request()
+    except OAuthError as e:
+        if args.expect_error:
+            return oauth_error(e, s)
+        raise
+    if args.expect_error:
+        raise Fail(f"expected an OAuth error, got a token response: {s.last['body']}")
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
 # Browser: headless Chromium through the system chromedriver
 # ----------------------------------------------------------------------------------------------
@@ -394,14 +409,9 @@ def cmd_passkey(args, meta):
 
 def cmd_refresh(args, meta):
     s = session(args, meta)
-    try:
-        s.refresh_token(meta["token_endpoint"], refresh_token=args.refresh_token)
-    except OAuthError as e:
-        if args.expect_error:
-            return oauth_error(e, s)
-        raise
-    if args.expect_error:
-        raise Fail(f"expected an OAuth error, got a token response: {s.last['body']}")
+    error = token_request(args, s, lambda: s.refresh_token(meta["token_endpoint"], refresh_token=args.refresh_token))
+    if error is not None:
+        return error
     return {"token": s.last["body"], **verify_tokens(args, meta, s.last["body"])}
 
 
@@ -462,7 +472,8 @@ def cmd_exchange(args, meta):
     s = session(args, meta)
     s.scope = args.scope  # None unless asked: the exchange narrows the subject token's grant
     params = {"subject_token": args.subject_token, "subject_token_type": ACCESS_TOKEN_TYPE}
-    try:
+
+    def exchange():
         if len(args.audience) == 1:
             s.fetch_token(meta["token_endpoint"], grant_type=TOKEN_EXCHANGE, audience=args.audience[0], **params)
         else:
@@ -476,12 +487,10 @@ def cmd_exchange(args, meta):
             for hook in s.compliance_hook["access_token_response"]:
                 hook(resp)
             s.parse_response_token(resp)
-    except OAuthError as e:
-        if args.expect_error:
-            return oauth_error(e, s)
-        raise
-    if args.expect_error:
-        raise Fail(f"expected an OAuth error, got a token response: {s.last['body']}")
+
+    error = token_request(args, s, exchange)
+    if error is not None:
+        return error
     token = s.last["body"]
     claims = verify_jwt(token["access_token"], meta, args.audience)
     aud = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]

@@ -13,6 +13,12 @@
 #![allow(dead_code)]
 
 pub mod agreement;
+/// The listings every replica must agree on, as the in-process tests have them.
+#[path = "../../../src/testkit/listings.rs"]
+pub mod listings;
+/// The SCIM realm set-up bodies the in-process tests use as well.
+#[path = "../../../src/testkit/scim_setup.rs"]
+pub mod scim_setup;
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -924,38 +930,38 @@ impl Cluster {
     /// POSTs `body` to `path` on node `i` until a 2xx (503 and connection errors are retried;
     /// other statuses panic). Returns the answer.
     pub async fn post_retry(&self, i: usize, path: &str, token: &str, body: &Value, timeout: Duration) -> Resp {
-        let deadline = Instant::now() + timeout;
-        let url = format!("{}{path}", self.api(i));
-        let mut last;
-        loop {
-            match self.http.post(&url, Some(token), body).await {
-                Ok(r) if r.status.is_success() => return r,
-                Ok(r) if r.status.is_server_error() => last = format!("{} {}", r.status, r.text),
-                Ok(r) => panic!("POST {path} on node {}: {} {}", self.nodes[i].id, r.status, r.text),
-                Err(e) => last = format!("error: {e}"),
-            }
-            if Instant::now() >= deadline {
-                panic!("POST {path} on node {} kept failing: {last}", self.nodes[i].id);
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        self.retry_until_success(Method::POST, i, path, token, Some(body), timeout).await
     }
 
     /// `PUT path` (no body) on node `i` until a 2xx, retried like [`Cluster::post_retry`]; for
     /// the idempotent Keystone PUTs (group membership, role grants).
     pub async fn put_retry(&self, i: usize, path: &str, token: &str, timeout: Duration) -> Resp {
+        self.retry_until_success(Method::PUT, i, path, token, None, timeout).await
+    }
+
+    /// `method path` on node `i` until a 2xx: server errors and connection errors are retried
+    /// until `timeout`, other statuses panic.
+    async fn retry_until_success(
+        &self,
+        method: Method,
+        i: usize,
+        path: &str,
+        token: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Resp {
         let deadline = Instant::now() + timeout;
         let url = format!("{}{path}", self.api(i));
         let mut last;
         loop {
-            match self.http.request(Method::PUT, &url, Some(token), &[], None).await {
+            match self.http.request(method.clone(), &url, Some(token), &[], body).await {
                 Ok(r) if r.status.is_success() => return r,
                 Ok(r) if r.status.is_server_error() => last = format!("{} {}", r.status, r.text),
-                Ok(r) => panic!("PUT {path} on node {}: {} {}", self.nodes[i].id, r.status, r.text),
+                Ok(r) => panic!("{method} {path} on node {}: {} {}", self.nodes[i].id, r.status, r.text),
                 Err(e) => last = format!("error: {e}"),
             }
             if Instant::now() >= deadline {
-                panic!("PUT {path} on node {} kept failing: {last}", self.nodes[i].id);
+                panic!("{method} {path} on node {} kept failing: {last}", self.nodes[i].id);
             }
             tokio::time::sleep(POLL).await;
         }
