@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
 use super::issuer::issuer;
-use super::provider::Provider;
+use super::provider::{DomainEndpoint, Provider};
 use super::{keys, revocations, scopes};
 use crate::context::Core;
 use crate::http::error::ApiResult;
@@ -32,11 +32,7 @@ fn cached(body: Value, max_age: u32) -> Response {
     params(("domain_id" = String, Path, description = "The domain whose provider it is.")),
     responses((status = 200, description = "OpenID Provider metadata (RFC 8414 / OpenID Discovery).", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn openid_configuration(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn openid_configuration(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     keys::for_domain(&node, &provider, &domain_id).await?;
     let iss = issuer(&node, &domain_id);
     Ok(cached(
@@ -71,11 +67,7 @@ pub async fn openid_configuration(
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The JWK Set: staged, primary and retired keys still published.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn jwks(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn jwks(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     let keys = keys::for_domain(&node, &provider, &domain_id).await?;
     Ok(cached(keys.jwks(), 300))
 }
@@ -84,11 +76,7 @@ pub async fn jwks(
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "Ids of revoked access tokens not yet expired (`revoked_jtis`); cache 60 s.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn revoked_jtis(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn revoked_jtis(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     if !node.engine.read().domain(&domain_id)?.is_some_and(|d| d.enabled) {
         return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
     }
