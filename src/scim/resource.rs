@@ -179,46 +179,29 @@ pub fn show<R: Resource>(
     Ok(reply(StatusCode::OK, &body, Some(rec.idx.version), None))
 }
 
-pub async fn replace<R: Resource>(
-    node: &Core,
-    scim: &Scim,
-    caller: &ScimCaller,
-    id: &str,
-    headers: &HeaderMap,
-    body: &Value,
-) -> ScimResult<Response> {
-    update::<R>(node, scim, caller, id, headers, |realm, expect| R::replace(realm, id, body, expect, now_micros()))
-        .await
-}
-
-pub async fn modify<R: Resource>(
-    node: &Core,
-    scim: &Scim,
-    caller: &ScimCaller,
-    id: &str,
-    headers: &HeaderMap,
-    body: &Value,
-) -> ScimResult<Response> {
-    update::<R>(node, scim, caller, id, headers, |realm, expect| {
-        let ops = patch::parse(body, R::SCHEMA)?;
-        R::patch(realm, id, &ops, expect, now_micros())
-    })
-    .await
+/// What a change with a body does with it: PUT replaces the resource, PATCH applies
+/// operations to it.
+pub enum Change {
+    Replace,
+    Modify,
 }
 
 /// A PUT or PATCH: the version the request names, the checks of a change, then the command
-/// `change` builds from the body.
-async fn update<R: Resource>(
+/// the body makes.
+pub async fn update<R: Resource>(
     node: &Core,
     scim: &Scim,
     caller: &ScimCaller,
-    id: &str,
-    headers: &HeaderMap,
-    change: impl FnOnce(&RealmRef, Expect) -> ScimResult<ScimCommand>,
+    (id, headers, body): (&str, &HeaderMap, &Value),
+    change: Change,
 ) -> ScimResult<Response> {
     let expect = Expect::Change { if_match: if_match(headers)? };
     may_change::<R>(node, caller, id, "update")?;
-    let cmd = change(&caller.realm_ref(), expect)?;
+    let realm = caller.realm_ref();
+    let cmd = match change {
+        Change::Replace => R::replace(&realm, id, body, expect, now_micros())?,
+        Change::Modify => R::patch(&realm, id, &patch::parse(body, R::SCHEMA)?, expect, now_micros())?,
+    };
     write::submit(node, scim, caller, R::KIND, Action::Update, cmd).await?;
     answer::<R>(node, caller, StatusCode::OK, id)
 }
@@ -420,9 +403,9 @@ macro_rules! resource_handlers {
             $crate::scim::resource::show::<$R>(&req.node, &caller, &id, &q)
         }
 
-        $crate::scim::resource::resource_handlers!(@change put = $put_op, replace, $R, $item_path, $id_desc,
+        $crate::scim::resource::resource_handlers!(@change put = $put_op, Replace, $R, $item_path, $id_desc,
             request = $Body, answer = $Body, said = $put_said);
-        $crate::scim::resource::resource_handlers!(@change patch = $patch_op, modify, $R, $item_path, $id_desc,
+        $crate::scim::resource::resource_handlers!(@change patch = $patch_op, Modify, $R, $item_path, $id_desc,
             request = $crate::scim::schemas::PatchOp, answer = $Body, said = $patch_said);
 
         #[utoipa::path(delete, path = $item_path, operation_id = $delete_op, tag = "scim",
@@ -438,8 +421,8 @@ macro_rules! resource_handlers {
             $crate::scim::resource::deprovision::<$R>(&req.node, &req.scim, &caller, &id).await
         }
     };
-    // A change with a body and an If-Match version: PUT (`replace`) or PATCH (`modify`).
-    (@change $method:ident = $op:tt, $generic:ident, $R:ty, $item_path:tt, $id_desc:tt,
+    // A change with a body and an If-Match version: PUT (`Replace`) or PATCH (`Modify`).
+    (@change $method:ident = $op:tt, $change:ident, $R:ty, $item_path:tt, $id_desc:tt,
      request = $Request:ty, answer = $Body:ty, said = $said:tt) => {
         #[utoipa::path($method, path = $item_path, operation_id = $op, tag = "scim",
     params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = $id_desc),
@@ -456,7 +439,8 @@ macro_rules! resource_handlers {
             $crate::scim::wire::ScimBody(body): $crate::scim::wire::ScimBody,
         ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
             let caller = req.caller(&domain_id)?;
-            $crate::scim::resource::$generic::<$R>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
+            let change = $crate::scim::resource::Change::$change;
+            $crate::scim::resource::update::<$R>(&req.node, &req.scim, &caller, (&id, &req.headers, &body), change).await
         }
     };
 }
