@@ -1,9 +1,6 @@
 //! The unauthenticated documents of a domain's provider (OpenID discovery, the key set, the
 //! revoked access-token ids) and the administration of its signing keys.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,9 +8,8 @@ use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
 use super::issuer::issuer;
-use super::provider::{DomainEndpoint, Provider};
+use super::provider::DomainEndpoint;
 use super::{keys, revocations, scopes};
-use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -100,12 +96,10 @@ fn key_view(set: &crate::state::oauth2::SigningKeys) -> Value {
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The signing keys' ids, states and times (never key material).", body = Object), E::Read))]
 pub async fn list_keys(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
 ) -> ApiResult<Json<Value>> {
-    enforce("identity/oauth2_key/list", &ctx, &json!({"domain_id": domain_id}))?;
+    may_manage_keys("list", &ctx, &domain_id)?;
     let keys = keys::for_domain(&node, &provider, &domain_id).await.map_err(to_api)?;
     Ok(Json(key_view(&keys.set)))
 }
@@ -115,15 +109,18 @@ pub async fn list_keys(
     responses((status = 200, description = "The key set after the rotation: the staged key signs, the old primary stays published until its tokens expire, a new key is staged.", body = Object),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_keys(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
 ) -> ApiResult<Json<Value>> {
-    enforce("identity/oauth2_key/rotate", &ctx, &json!({"domain_id": domain_id}))?;
+    may_manage_keys("rotate", &ctx, &domain_id)?;
     let set = keys::rotate(&node, &provider, &domain_id).await.map_err(to_api)?;
     provider.metrics.key_rotations.inc();
     Ok(Json(key_view(&set)))
+}
+
+/// The policy check of the signing key administration (`identity/oauth2_key/{action}`).
+fn may_manage_keys(action: &str, ctx: &crate::token::ValidToken, domain_id: &str) -> ApiResult<()> {
+    enforce(&format!("identity/oauth2_key/{action}"), ctx, &json!({"domain_id": domain_id}))
 }
 
 /// An OAuth error met on an administrative (Keystone-bodied) route.

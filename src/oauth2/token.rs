@@ -41,7 +41,9 @@ pub async fn token(
     form: OAuthForm,
 ) -> OAuthResult<Response> {
     let grant_type = form.require("grant_type")?.to_string();
-    let outcome = grant(&node, &provider, &domain_id, &headers, &form, &grant_type).await;
+    let request =
+        TokenRequest { node: &node, provider: &provider, domain_id: &domain_id, headers: &headers, form: &form };
+    let outcome = grant(request, &grant_type).await;
     let label = if scopes::GRANT_TYPES.contains(&grant_type.as_str()) { grant_type.as_str() } else { "other" };
     match &outcome {
         Ok(_) => provider.metrics.grant(label, "issued"),
@@ -50,18 +52,22 @@ pub async fn token(
     outcome.map(json_no_cache)
 }
 
-async fn grant(
-    node: &Core,
-    provider: &Provider,
-    domain_id: &str,
-    headers: &HeaderMap,
-    form: &OAuthForm,
-    grant_type: &str,
-) -> OAuthResult<Value> {
+/// A token request as the grants read it.
+#[derive(Clone, Copy)]
+struct TokenRequest<'a> {
+    node: &'a Core,
+    provider: &'a Provider,
+    domain_id: &'a str,
+    headers: &'a HeaderMap,
+    form: &'a OAuthForm,
+}
+
+async fn grant(request: TokenRequest<'_>, grant_type: &str) -> OAuthResult<Value> {
+    let TokenRequest { node, provider, domain_id, headers, form } = request;
     let keys = match keys::for_domain(node, provider, domain_id).await {
         Ok(keys) => keys,
         Err(e) if e.status == StatusCode::NOT_FOUND && node.engine.read().domain(domain_id)?.is_some() => {
-            return disabled_domain(node, provider, domain_id, headers, form, grant_type).await;
+            return disabled_domain(request, grant_type).await;
         }
         Err(e) => return Err(e),
     };
@@ -105,14 +111,8 @@ fn check_grant_type(client: &Client, grant_type: &str) -> OAuthResult<()> {
 /// `invalid_grant` (spec: "user or domain disabled"). A presented refresh token goes through
 /// the replicated refresh, which revokes its family, so re-enabling the domain does not bring
 /// it back (as for a disabled user).
-async fn disabled_domain(
-    node: &Core,
-    provider: &Provider,
-    domain_id: &str,
-    headers: &HeaderMap,
-    form: &OAuthForm,
-    grant_type: &str,
-) -> OAuthResult<Value> {
+async fn disabled_domain(request: TokenRequest<'_>, grant_type: &str) -> OAuthResult<Value> {
+    let TokenRequest { node, provider, domain_id, headers, form } = request;
     node.ensure_fresh().await?;
     let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
     check_grant_type(&client, grant_type)?;
