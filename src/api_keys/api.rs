@@ -70,6 +70,21 @@ fn one(k: &ApiKey) -> Json<ApiKeyOne> {
 }
 
 /// The key of `domain_id` (404 for an unknown one or one of another domain).
+/// The key a request names by path, in the domain its query names, once policy allows
+/// `action` on that domain: the domain and the key.
+fn named(
+    node: &Core,
+    ctx: &ValidToken,
+    action: &str,
+    client_id: &str,
+    q: &HashMap<String, String>,
+) -> ApiResult<(String, ApiKey)> {
+    let domain = domain_query(q)?;
+    authorize(action, ctx, &domain)?;
+    let key = load(node, client_id, &domain)?;
+    Ok((domain, key))
+}
+
 fn load(node: &Core, client_id: &str, domain_id: &str) -> ApiResult<ApiKey> {
     node.engine
         .read()
@@ -177,9 +192,7 @@ pub async fn get(
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<ApiKeyOne>> {
-    let domain = domain_query(&q)?;
-    authorize("show", &ctx, &domain)?;
-    Ok(one(&load(&node, &client_id, &domain)?))
+    Ok(one(&named(&node, &ctx, "show", &client_id, &q)?.1))
 }
 
 #[utoipa::path(put, path = "/v4/api-keys/{client_id}", operation_id = "v4_api_keys_update", tag = "api_keys",
@@ -193,9 +206,7 @@ pub async fn update(
     Query(q): Query<HashMap<String, String>>,
     JsonBody(b): JsonBody<UpdateEnvelope>,
 ) -> ApiResult<Json<ApiKeyOne>> {
-    let domain = domain_query(&q)?;
-    authorize("update", &ctx, &domain)?;
-    load(&node, &client_id, &domain)?;
+    let (domain, _) = named(&node, &ctx, "update", &client_id, &q)?;
     let b = b.api_key;
     let cmd = ApiKeyCommand::Update {
         client_id,
@@ -216,9 +227,7 @@ pub async fn revoke(
     Path(client_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<ApiKeyOne>> {
-    let domain = domain_query(&q)?;
-    authorize("revoke", &ctx, &domain)?;
-    load(&node, &client_id, &domain)?;
+    let (domain, _) = named(&node, &ctx, "revoke", &client_id, &q)?;
     let cmd =
         ApiKeyCommand::Revoke { client_id, domain_id: domain, by: ctx.user.id.clone(), at: crate::clock::now_secs() };
     Ok(one(&write(&node, cmd).await?))

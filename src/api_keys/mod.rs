@@ -13,9 +13,6 @@ pub mod simulate;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -23,17 +20,13 @@ use crate::context::Core;
 use crate::mapped_auth::MappedAuth;
 use crate::token::Tokens;
 
-/// The API key endpoints. The simulation reads the mapped logins' regex cache.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-    Arc<MappedAuth>: FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(api::list, api::create))
-        .routes(routes!(api::get, api::update))
-        .routes(routes!(api::revoke))
-        .routes(routes!(api::simulate_access))
+crate::http::openapi::feature_routes! {
+    /// The API key endpoints. The simulation reads the mapped logins' regex cache.
+    pub fn routes() over [Core, Tokens, MappedAuth] {
+        OpenApiRouter::new()
+            .routes(routes!(api::list, api::create))
+            .routes(routes!(api::get, api::update))
+            .routes(routes!(api::revoke))
+            .routes(routes!(api::simulate_access))
+    }
 }

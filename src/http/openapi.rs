@@ -76,6 +76,28 @@ pub fn to_json<T: Serialize>(body: &T) -> Value {
     serde_json::to_value(body).unwrap_or(Value::Null)
 }
 
+/// A feature's `routes<S>()`, generic over the node's state `S`: `S` hands out each state the
+/// feature's handlers extract (`Arc<T>` through `FromRef`), and any extra bound after `+`.
+///
+/// ```ignore
+/// feature_routes! {
+///     pub fn routes() over [Core, Tokens] {
+///         OpenApiRouter::new().routes(routes!(list))
+///     }
+/// }
+/// ```
+macro_rules! feature_routes {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident() over [$($state:ty),+ $(,)?] $(+ $extra:path)? $body:block) => {
+        $(#[$attr])*
+        $vis fn $name<S>() -> utoipa_axum::router::OpenApiRouter<S>
+        where
+            S: Clone + Send + Sync + 'static $(+ $extra)?,
+            $(std::sync::Arc<$state>: axum::extract::FromRef<S>,)+
+        $body
+    };
+}
+pub(crate) use feature_routes;
+
 /// Error responses for annotations, one type per status, so each operation lists exactly the
 /// statuses it can answer: `responses((status = 200, ...), Unauthorized, Forbidden, Internal)`.
 pub mod errors {

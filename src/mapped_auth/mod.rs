@@ -32,9 +32,6 @@ mod cluster_tests;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -42,16 +39,13 @@ use crate::token::Tokens;
 
 pub use state::MappedAuth;
 
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Tokens>: FromRef<S>,
-    Arc<MappedAuth>: FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(oidc::jwt_login))
-        .routes(routes!(browser::start))
-        .routes(routes!(browser::callback))
-        .routes(routes!(workloads::k8s_login))
-        .routes(routes!(workloads::spiffe_login))
+crate::http::openapi::feature_routes! {
+    pub fn routes() over [Tokens, MappedAuth] {
+        OpenApiRouter::new()
+            .routes(routes!(oidc::jwt_login))
+            .routes(routes!(browser::start))
+            .routes(routes!(browser::callback))
+            .routes(routes!(workloads::k8s_login))
+            .routes(routes!(workloads::spiffe_login))
+    }
 }

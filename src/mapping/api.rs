@@ -5,14 +5,12 @@
 //! a top-level `detail` field. Policy `identity/mapping/*`: admin, or manager of the
 //! mapping's domain (global mappings: admin only).
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use axum::extract::{FromRef, Path, Query};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -32,13 +30,10 @@ use crate::state::Command;
 use crate::token::Call;
 use crate::token::{Tokens, ValidToken};
 
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-{
-    OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, delete)).routes(routes!(mutate_rules))
+crate::http::openapi::feature_routes! {
+    pub fn routes() over [Core, Tokens] {
+        OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get, put, delete)).routes(routes!(mutate_rules))
+    }
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -340,8 +340,7 @@ fn validate(node: &Core, domain_id: &str, raw_query: &str) -> PageResult<Result<
     responses((status = 200, description = "The login page (HTML); sets the CSRF cookie.", content_type = "text/html", body = String),
               (status = 303, description = "A request error, RFC 6749 §4.1.2.1 style, to the redirect URI (`error`, `error_description`, `state`)."),
               (status = 400, description = "Unknown or disabled client, or a redirect URI that is not registered (an HTML page; never a redirect).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn authorize(
     State(node): State<Arc<Tokens>>,
     State(passkeys): State<Arc<RelyingParty>>,
@@ -431,26 +430,54 @@ pub(super) fn signed_in(st: &PageState) -> PageResult<Login> {
     st.login.clone().ok_or_else(|| PageError::bad_request("Sign in first; start again from the application."))
 }
 
+/// The authorization request a page post carries (not a device flow's).
+fn authorize_flow(st: &PageState) -> PageResult<AuthRequest> {
+    match &st.flow {
+        Flow::Authorize(req) => Ok(req.clone()),
+        Flow::Device { .. } => Err(PageError::bad_request("The form is not valid; start again from the application.")),
+    }
+}
+
+/// A page's form post: the domain enabled, the form, and the page state it carries (sealed,
+/// unexpired, its CSRF cookie matched).
+pub(super) fn page_post(
+    node: &Tokens,
+    domain_id: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> PageResult<(HashMap<String, String>, PageState)> {
+    domain_enabled(node, domain_id)?;
+    let form = page_form(body)?;
+    let st = page_state::open(node, domain_id, get(&form, "page_state"), headers)?;
+    Ok((form, st))
+}
+
+/// The open authorization request a sign-in form (password or passkey) posts, before anyone
+/// signed in, and its client, still live for it.
+pub(super) fn pending_sign_in(node: &Core, domain_id: &str, st: &PageState) -> PageResult<(AuthRequest, Client)> {
+    let req = authorize_flow(st)?;
+    if st.login.is_some() {
+        return Err(PageError::bad_request("You are signed in already; start again from the application."));
+    }
+    let client = live_client(node, domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    Ok((req, client))
+}
+
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/consent", operation_id = "oauth2_authorize_consent", tag = "oauth2",
     security(()),
     params(("domain_id" = String, Path, description = "The domain.")),
     request_body(content = ConsentForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 303, description = "To the redirect URI: with `code` and `state` on approval, `error=access_denied` on denial."),
               (status = 400, description = "Expired or altered form, no login, CSRF cookie mismatch, or the user or client is disabled (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn authorize_consent(
     State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
-    domain_enabled(&node, &domain_id)?;
-    let form = page_form(&body)?;
-    let st = page_state::open(&node, &domain_id, get(&form, "page_state"), &headers)?;
-    let Flow::Authorize(req) = &st.flow else {
-        return Err(PageError::bad_request("The form is not valid; start again from the application."));
-    };
+    let (form, st) = page_post(&node, &domain_id, &headers, &body)?;
+    let req = &authorize_flow(&st)?;
     let login = signed_in(&st)?;
     live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     if !decision(&form)? {

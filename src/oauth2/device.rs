@@ -14,14 +14,13 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::json;
 use utoipa::ToSchema;
 
 use super::authorize::{self as az, get, ConsentForm};
-use super::error::{OAuthError, OAuthResult};
+use super::error::{json_no_cache, OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::html::{self, Page, PageError, PageResult, Val};
 use super::issuer::{base_path, issuer};
@@ -155,18 +154,14 @@ pub async fn device_authorization(
         "{verification_uri}?{}",
         url::form_urlencoded::Serializer::new(String::new()).append_pair("user_code", &shown).finish()
     );
-    let mut resp = Json(json!({
+    Ok(json_no_cache(json!({
         "device_code": device_code,
         "user_code": shown,
         "verification_uri": verification_uri,
         "verification_uri_complete": complete,
         "expires_in": lifetime,
         "interval": interval,
-    }))
-    .into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    Ok(resp)
+    })))
 }
 
 /// The pending, unexpired device grant of `domain_id` with this (normalized) user code.
@@ -202,8 +197,7 @@ fn code_page(node: &Core, domain_id: &str, typed: &str, error: Option<&str>) -> 
            ("user_code" = Option<String>, Query, description = "The code the device shows (any case, with or without the dash).")),
     responses((status = 200, description = "The code entry page (no code), or the login page for the code (HTML; sets the CSRF cookie).", content_type = "text/html", body = String),
               (status = 400, description = "The code is unknown, expired or used: the code entry page again (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn device_page(
     State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
@@ -254,17 +248,14 @@ pub(super) fn code_gone() -> PageError {
     request_body(content = ConsentForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Decided: the user may return to the device (HTML).", content_type = "text/html", body = String),
               (status = 400, description = "Expired or altered form, no login, CSRF cookie mismatch, the code is no longer pending, or the user or client is disabled (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn device_consent(
     State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
-    az::domain_enabled(&node, &domain_id)?;
-    let form = az::page_form(&body)?;
-    let st = page_state::open(&node, &domain_id, get(&form, "page_state"), &headers)?;
+    let (form, st) = az::page_post(&node, &domain_id, &headers, &body)?;
     let user_code = device_flow(&st)?;
     let login = az::signed_in(&st)?;
     let approve = az::decision(&form)?;

@@ -1,9 +1,6 @@
 //! The unauthenticated documents of a domain's provider (OpenID discovery, the key set, the
 //! revoked access-token ids) and the administration of its signing keys.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -11,9 +8,8 @@ use serde_json::{json, Value};
 
 use super::error::{OAuthError, OAuthResult};
 use super::issuer::issuer;
-use super::provider::Provider;
+use super::provider::DomainEndpoint;
 use super::{keys, revocations, scopes};
-use crate::context::Core;
 use crate::http::error::ApiResult;
 use crate::http::openapi::errors as E;
 use crate::policy::enforce;
@@ -32,11 +28,7 @@ fn cached(body: Value, max_age: u32) -> Response {
     params(("domain_id" = String, Path, description = "The domain whose provider it is.")),
     responses((status = 200, description = "OpenID Provider metadata (RFC 8414 / OpenID Discovery).", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn openid_configuration(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn openid_configuration(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     keys::for_domain(&node, &provider, &domain_id).await?;
     let iss = issuer(&node, &domain_id);
     Ok(cached(
@@ -71,11 +63,7 @@ pub async fn openid_configuration(
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The JWK Set: staged, primary and retired keys still published.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn jwks(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn jwks(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     let keys = keys::for_domain(&node, &provider, &domain_id).await?;
     Ok(cached(keys.jwks(), 300))
 }
@@ -84,11 +72,7 @@ pub async fn jwks(
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "Ids of revoked access tokens not yet expired (`revoked_jtis`); cache 60 s.", body = Object),
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody)))]
-pub async fn revoked_jtis(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-) -> OAuthResult<Response> {
+pub async fn revoked_jtis(DomainEndpoint(node, provider, domain_id): DomainEndpoint) -> OAuthResult<Response> {
     if !node.engine.read().domain(&domain_id)?.is_some_and(|d| d.enabled) {
         return Err(OAuthError::not_found(format!("Could not find domain: {domain_id}.")));
     }
@@ -112,12 +96,10 @@ fn key_view(set: &crate::state::oauth2::SigningKeys) -> Value {
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The signing keys' ids, states and times (never key material).", body = Object), E::Read))]
 pub async fn list_keys(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
 ) -> ApiResult<Json<Value>> {
-    enforce("identity/oauth2_key/list", &ctx, &json!({"domain_id": domain_id}))?;
+    may_manage_keys("list", &ctx, &domain_id)?;
     let keys = keys::for_domain(&node, &provider, &domain_id).await.map_err(to_api)?;
     Ok(Json(key_view(&keys.set)))
 }
@@ -127,15 +109,18 @@ pub async fn list_keys(
     responses((status = 200, description = "The key set after the rotation: the staged key signs, the old primary stays published until its tokens expire, a new key is staged.", body = Object),
               E::Unauthorized, E::Forbidden, E::NotFound, E::Conflict, E::Internal, E::Unavailable))]
 pub async fn rotate_keys(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
     Caller(ctx): Caller,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
 ) -> ApiResult<Json<Value>> {
-    enforce("identity/oauth2_key/rotate", &ctx, &json!({"domain_id": domain_id}))?;
+    may_manage_keys("rotate", &ctx, &domain_id)?;
     let set = keys::rotate(&node, &provider, &domain_id).await.map_err(to_api)?;
     provider.metrics.key_rotations.inc();
     Ok(Json(key_view(&set)))
+}
+
+/// The policy check of the signing key administration (`identity/oauth2_key/{action}`).
+fn may_manage_keys(action: &str, ctx: &crate::token::ValidToken, domain_id: &str) -> ApiResult<()> {
+    enforce(&format!("identity/oauth2_key/{action}"), ctx, &json!({"domain_id": domain_id}))
 }
 
 /// An OAuth error met on an administrative (Keystone-bodied) route.

@@ -2,8 +2,9 @@
 //! (`{"error", "error_description"}`), never Keystone's envelope and never a 500 body that
 //! leaks internals. Userinfo's errors also carry RFC 6750's `WWW-Authenticate`.
 
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde_json::Value;
 
 use crate::http::ApiError;
 
@@ -62,13 +63,33 @@ impl OAuthError {
     }
 }
 
+/// No cache may keep the answer: it carries or describes a credential (RFC 6749 §5.1).
+fn no_store(h: &mut HeaderMap) {
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// A JSON answer with `Cache-Control: no-store`.
+pub fn json_no_store(v: Value) -> Response {
+    let mut resp = axum::Json(v).into_response();
+    no_store(resp.headers_mut());
+    resp
+}
+
+/// [`json_no_store`], and `Pragma: no-cache` for HTTP/1.0 caches (the token and device
+/// authorization responses, RFC 6749 §5.1, RFC 8628 §3.2).
+pub fn json_no_cache(v: Value) -> Response {
+    let mut resp = json_no_store(v);
+    resp.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    resp
+}
+
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let body =
             super::schemas::OAuthErrorBody { error: self.error.to_string(), error_description: self.description };
         let mut resp = (self.status, axum::Json(body)).into_response();
         let h = resp.headers_mut();
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        no_store(h);
         if let Some(v) = self.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
             h.insert(header::WWW_AUTHENTICATE, v);
         }

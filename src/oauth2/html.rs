@@ -156,6 +156,24 @@ fn protect(h: &mut HeaderMap, redirect_origin: Option<&str>) {
     h.insert(header::CONTENT_SECURITY_POLICY, policy);
 }
 
+/// What any page of the flows may answer besides its own statuses, as an HTML page: 404 for
+/// no such enabled domain, 503 when the cluster cannot answer now (for annotations).
+pub struct PageUnavailable;
+
+impl utoipa::IntoResponses for PageUnavailable {
+    fn responses() -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+        use utoipa::openapi::{ContentBuilder, RefOr, ResponseBuilder};
+        let page = |description: &str| {
+            let content = ContentBuilder::new().schema(Some(<String as utoipa::PartialSchema>::schema())).build();
+            RefOr::T(ResponseBuilder::new().description(description).content("text/html", content).build())
+        };
+        std::collections::BTreeMap::from([
+            ("404".to_string(), page("No such enabled domain (HTML).")),
+            ("503".to_string(), page("The cluster cannot answer now (HTML).")),
+        ])
+    }
+}
+
 /// A rendered page with its status, optional cookie and the origin its forms may redirect to.
 pub struct Page {
     pub status: StatusCode,

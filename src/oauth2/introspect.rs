@@ -2,19 +2,15 @@
 //! domain asks whether a token is live. Anything not live — unknown, malformed, expired,
 //! revoked, spent, of another domain — is exactly `{"active": false}`.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::cutoff;
-use super::error::{OAuthError, OAuthResult};
+use super::error::{json_no_store, OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
-use super::provider::Provider;
+use super::provider::DomainEndpoint;
 use super::secrets::{keyed_hash, same_hash, REFRESH};
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
@@ -85,12 +81,6 @@ pub fn live_refresh_family(node: &Core, domain_id: &str, token: &str) -> OAuthRe
     Ok((f.domain_id == domain_id && user_ok && f.live(now_secs()) && same_hash(&f.current, &hash)).then_some(f))
 }
 
-fn answer(v: Value) -> Response {
-    let mut resp = Json(v).into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
-}
-
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/introspect", operation_id = "oauth2_introspect", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "token, token_type_hint (access_token | refresh_token); a confidential client of the domain authenticates."),
@@ -99,9 +89,7 @@ fn answer(v: Value) -> Response {
               (status = 401, description = "invalid_client (public clients included).", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited (per source and per client).", body = super::schemas::OAuthErrorBody)))]
 pub async fn introspect(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<Response> {
@@ -126,7 +114,7 @@ pub async fn introspect(
     }
     let result = if found.is_some() { "active" } else { "inactive" };
     provider.metrics.introspections.get_or_create(&labels(&[("result", result)])).inc();
-    Ok(answer(found.unwrap_or_else(|| json!({"active": false}))))
+    Ok(json_no_store(found.unwrap_or_else(|| json!({"active": false}))))
 }
 
 fn access_view(c: &Value) -> Value {

@@ -37,9 +37,6 @@ pub mod userinfo;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -49,37 +46,32 @@ use crate::context::Core;
 use crate::passkey::ceremony::RelyingParty;
 use crate::token::Tokens;
 
-/// Every operation of the provider, for the router and the OpenAPI description.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-    Arc<Provider>: FromRef<S>,
-    Arc<RelyingParty>: FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(discovery::openid_configuration))
-        .routes(routes!(discovery::jwks))
-        .routes(routes!(discovery::revoked_jtis))
-        .routes(routes!(discovery::list_keys))
-        .routes(routes!(discovery::rotate_keys))
-        .routes(routes!(clients::list, clients::create))
-        .routes(routes!(clients::get, clients::update, clients::delete))
-        .routes(routes!(clients::rotate_secret))
-        .routes(routes!(token::token))
-        .routes(routes!(introspect::introspect))
-        .routes(routes!(revoke::revoke))
-        .routes(routes!(userinfo::get, userinfo::post))
-        .routes(routes!(authorize::authorize))
-        .routes(routes!(authorize::authorize_consent))
-        .routes(routes!(passkey_login::passkey_start))
-        .routes(routes!(passkey_login::passkey_login))
-        .routes(routes!(password_login::authorize_login))
-        .routes(routes!(password_login::device_login))
-        .routes(routes!(device::device_authorization))
-        .routes(routes!(device::device_page))
-        .routes(routes!(device::device_consent))
-        .routes(routes!(consents::list))
-        .routes(routes!(consents::delete))
+crate::http::openapi::feature_routes! {
+    /// Every operation of the provider, for the router and the OpenAPI description.
+    pub fn routes() over [Core, Tokens, Provider, RelyingParty] {
+        OpenApiRouter::new()
+            .routes(routes!(discovery::openid_configuration))
+            .routes(routes!(discovery::jwks))
+            .routes(routes!(discovery::revoked_jtis))
+            .routes(routes!(discovery::list_keys))
+            .routes(routes!(discovery::rotate_keys))
+            .routes(routes!(clients::list, clients::create))
+            .routes(routes!(clients::get, clients::update, clients::delete))
+            .routes(routes!(clients::rotate_secret))
+            .routes(routes!(token::token))
+            .routes(routes!(introspect::introspect))
+            .routes(routes!(revoke::revoke))
+            .routes(routes!(userinfo::get, userinfo::post))
+            .routes(routes!(authorize::authorize))
+            .routes(routes!(authorize::authorize_consent))
+            .routes(routes!(passkey_login::passkey_start))
+            .routes(routes!(passkey_login::passkey_login))
+            .routes(routes!(password_login::authorize_login))
+            .routes(routes!(password_login::device_login))
+            .routes(routes!(device::device_authorization))
+            .routes(routes!(device::device_page))
+            .routes(routes!(device::device_consent))
+            .routes(routes!(consents::list))
+            .routes(routes!(consents::delete))
+    }
 }

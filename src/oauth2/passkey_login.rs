@@ -13,15 +13,15 @@ use axum::Json;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::authorize::{domain_enabled, get, live_client, login_again, page_form, signed_in_as};
-use super::html::{PageError, PageResult};
-use super::page_state::{self, AuthRequest, Flow, PageState};
-use super::scopes;
+use super::authorize::{domain_enabled, get, login_again, page_form, pending_sign_in, signed_in_as};
+use super::html::PageResult;
+use super::page_state::{self, AuthRequest, PageState};
 use crate::context::Core;
 use crate::http::openapi::errors as E;
 use crate::passkey::ceremony::{self, RelyingParty};
 use crate::passkey::wire::AssertionBody;
 use crate::state::keys::ns;
+use crate::state::oauth2::Client;
 use crate::state::Reader;
 use crate::token::Tokens;
 
@@ -45,22 +45,17 @@ pub struct PasskeyForm {
 
 const PASSKEY_FAILED: &str = "The passkey sign-in failed. Try again, or sign in with your password.";
 
-/// The open authorization request of a page post, before anyone signed in.
+/// The open authorization request of a sign-in post and its client.
 fn pending_request(
     node: &Tokens,
     domain_id: &str,
     form_state: Option<&str>,
     headers: &HeaderMap,
-) -> PageResult<(PageState, AuthRequest)> {
+) -> PageResult<(PageState, AuthRequest, Client)> {
     domain_enabled(node, domain_id)?;
     let st = page_state::open(node, domain_id, form_state, headers)?;
-    let Flow::Authorize(req) = st.flow.clone() else {
-        return Err(PageError::bad_request("The form is not valid; start again from the application."));
-    };
-    if st.login.is_some() {
-        return Err(PageError::bad_request("You are signed in already; start again from the application."));
-    }
-    Ok((st, req))
+    let (req, client) = pending_sign_in(node, domain_id, &st)?;
+    Ok((st, req, client))
 }
 
 /// The id of `username` in the domain, or a stand-in no user has (so an unknown name gets
@@ -83,9 +78,8 @@ fn user_id_of(node: &Core, domain_id: &str, username: Option<&str>) -> PageResul
     request_body(content = PasskeyStartForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "`{\"publicKey\": …}`: WebAuthn request options for the user's passkeys (a decoy of the same shape for an unknown name).", content_type = "application/json", body = Object),
               (status = 400, description = "Expired or altered form, or CSRF cookie mismatch (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String), E::TooManyRequests,
-              (status = 501, description = "Passkeys are off on this deployment (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable, E::TooManyRequests,
+              (status = 501, description = "Passkeys are off on this deployment (HTML).", content_type = "text/html", body = String)))]
 pub async fn passkey_start(
     State(node): State<Arc<Tokens>>,
     State(passkeys): State<Arc<RelyingParty>>,
@@ -94,8 +88,7 @@ pub async fn passkey_start(
     body: Bytes,
 ) -> PageResult {
     let form = page_form(&body)?;
-    let (_, req) = pending_request(&node, &domain_id, get(&form, "page_state"), &headers)?;
-    live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    pending_request(&node, &domain_id, get(&form, "page_state"), &headers)?;
     let user_id = user_id_of(&node, &domain_id, get(&form, "username"))?;
     let rcr = ceremony::login_start(&node, &passkeys, &user_id).await?;
     Ok(Json(json!({"publicKey": rcr.public_key})).into_response())
@@ -108,8 +101,7 @@ pub async fn passkey_start(
     responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
               (status = 303, description = "Consent not needed: to the redirect URI with `code` and `state`."),
               (status = 400, description = "Expired or altered form, or CSRF cookie mismatch (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String), E::TooManyRequests,
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable, E::TooManyRequests))]
 pub async fn passkey_login(
     State(node): State<Arc<Tokens>>,
     State(passkeys): State<Arc<RelyingParty>>,
@@ -119,8 +111,7 @@ pub async fn passkey_login(
 ) -> PageResult<Response> {
     let form = page_form(&body)?;
     let sealed = get(&form, "page_state");
-    let (st, req) = pending_request(&node, &domain_id, sealed, &headers)?;
-    let client = live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
+    let (st, req, client) = pending_request(&node, &domain_id, sealed, &headers)?;
     let username = get(&form, "username");
     let again = || login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, PASSKEY_FAILED);
     let credential = get(&form, "credential").and_then(|c| serde_json::from_str::<AssertionBody>(c).ok());

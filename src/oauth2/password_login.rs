@@ -14,7 +14,7 @@ use super::authorize::{self as az, get};
 use super::device;
 use super::html::{PageError, PageResult};
 use super::issuer::base_path;
-use super::page_state::{self, Flow, Login};
+use super::page_state::{self, Login};
 use super::scopes;
 use crate::clock::now_secs;
 use crate::passkey::ceremony::RelyingParty;
@@ -62,8 +62,7 @@ const BAD_LOGIN: &str = "Invalid username or password.";
     responses((status = 200, description = "The consent page, or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
               (status = 303, description = "Consent not needed (pre-authorized client, or remembered): to the redirect URI with `code` and `state`."),
               (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the client changed (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn authorize_login(
     State(node): State<Arc<Tokens>>,
     State(passkeys): State<Arc<RelyingParty>>,
@@ -71,18 +70,9 @@ pub async fn authorize_login(
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
-    az::domain_enabled(&node, &domain_id)?;
-    let form = az::page_form(&body)?;
+    let (form, st) = az::page_post(&node, &domain_id, &headers, &body)?;
+    let (req, client) = az::pending_sign_in(&node, &domain_id, &st)?;
     let sealed = get(&form, "page_state");
-    let st = page_state::open(&node, &domain_id, sealed, &headers)?;
-    let Flow::Authorize(req) = st.flow.clone() else {
-        return Err(PageError::bad_request("The form is not valid; start again from the application."));
-    };
-    if st.login.is_some() {
-        return Err(PageError::bad_request("You are signed in already; start again from the application."));
-    }
-    let client =
-        az::live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     let username = get(&form, "username");
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
         return Ok(az::login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
@@ -96,18 +86,15 @@ pub async fn authorize_login(
     request_body(content = LoginForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "The consent page (naming the client, the scopes and the code), or the login page again after a failed sign-in (HTML).", content_type = "text/html", body = String),
               (status = 400, description = "Expired or altered form, CSRF cookie mismatch, or the code is no longer pending (HTML).", content_type = "text/html", body = String),
-              (status = 404, description = "No such enabled domain (HTML).", content_type = "text/html", body = String),
-              (status = 503, description = "The cluster cannot answer now (HTML).", content_type = "text/html", body = String)))]
+              super::html::PageUnavailable))]
 pub async fn device_login(
     State(node): State<Arc<Tokens>>,
     Path(domain_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> PageResult {
-    az::domain_enabled(&node, &domain_id)?;
-    let form = az::page_form(&body)?;
+    let (form, mut st) = az::page_post(&node, &domain_id, &headers, &body)?;
     let sealed = get(&form, "page_state");
-    let mut st = page_state::open(&node, &domain_id, sealed, &headers)?;
     let user_code = device::device_flow(&st)?;
     if st.login.is_some() {
         return Err(PageError::bad_request("You are signed in already; start again."));

@@ -61,3 +61,24 @@ impl Provider {
         }
     }
 }
+
+/// What an endpoint of one domain's provider extracts first, in this order: the core
+/// context, the provider's per-node state, and the domain of the path (`{domain_id}`).
+pub struct DomainEndpoint(pub Arc<crate::context::Core>, pub Arc<Provider>, pub String);
+
+impl<S> axum::extract::FromRequestParts<S> for DomainEndpoint
+where
+    S: Send + Sync,
+    Arc<crate::context::Core>: axum::extract::FromRef<S>,
+    Arc<Provider>: axum::extract::FromRef<S>,
+{
+    type Rejection = axum::extract::rejection::PathRejection;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::FromRef;
+        let node = Arc::<crate::context::Core>::from_ref(state);
+        let provider = Arc::<Provider>::from_ref(state);
+        let axum::extract::Path(domain_id) = axum::extract::Path::<String>::from_request_parts(parts, state).await?;
+        Ok(DomainEndpoint(node, provider, domain_id))
+    }
+}

@@ -4,16 +4,13 @@
 //! family, `sid`, goes too); a refresh token revokes its family. The answer leaves once every
 //! reachable node has applied the revocation.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use super::error::OAuthResult;
 use super::form::OAuthForm;
 use super::keys::{self, DomainKeys};
-use super::provider::Provider;
+use super::provider::DomainEndpoint;
 use super::secrets::{keyed_hash, same_hash, REFRESH};
 use super::{client_auth, tokens};
 use crate::clock::now_secs;
@@ -30,9 +27,7 @@ use crate::state::Command;
               (status = 401, description = "invalid_client.", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)))]
 pub async fn revoke(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<StatusCode> {

@@ -3,23 +3,19 @@
 //! apply, and whatever must be single-use (codes, refresh tokens, device codes) is decided by
 //! a replicated command, so a replay on another node is caught like one on this node.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::client_auth;
-use super::error::{OAuthError, OAuthResult};
+use super::error::{json_no_cache, OAuthError, OAuthResult};
 use super::form::OAuthForm;
 use super::issuer::issuer;
 use super::keys::{self, DomainKeys};
-use super::provider::Provider;
+use super::provider::{DomainEndpoint, Provider};
 use super::scopes;
 use super::secrets::{keyed_hash, new_secret, same_hash, CODE, DEVICE_CODE, REFRESH};
 use super::tokens::{self, mint, Subject};
@@ -31,13 +27,6 @@ use crate::state::read::OAuth2Reads;
 use crate::state::reply::{Redemption, Refreshed};
 use crate::state::{ApplyError, Reader, Reply};
 
-fn json_no_store(v: Value) -> Response {
-    let mut resp = Json(v).into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp.headers_mut().insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    resp
-}
-
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/token", operation_id = "oauth2_token", tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain whose authorization server it is.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "grant_type (authorization_code | client_credentials | refresh_token | urn:ietf:params:oauth:grant-type:device_code | urn:ietf:params:oauth:grant-type:token-exchange) and its parameters; client authentication by HTTP Basic or client_id/client_secret."),
@@ -47,34 +36,38 @@ fn json_no_store(v: Value) -> Response {
               (status = 404, description = "No such (enabled) domain.", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited; see Retry-After.", body = super::schemas::OAuthErrorBody)))]
 pub async fn token(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
+    DomainEndpoint(node, provider, domain_id): DomainEndpoint,
     headers: HeaderMap,
     form: OAuthForm,
 ) -> OAuthResult<Response> {
     let grant_type = form.require("grant_type")?.to_string();
-    let outcome = grant(&node, &provider, &domain_id, &headers, &form, &grant_type).await;
+    let request =
+        TokenRequest { node: &node, provider: &provider, domain_id: &domain_id, headers: &headers, form: &form };
+    let outcome = grant(request, &grant_type).await;
     let label = if scopes::GRANT_TYPES.contains(&grant_type.as_str()) { grant_type.as_str() } else { "other" };
     match &outcome {
         Ok(_) => provider.metrics.grant(label, "issued"),
         Err(e) => provider.metrics.grant(label, e.error),
     }
-    outcome.map(json_no_store)
+    outcome.map(json_no_cache)
 }
 
-async fn grant(
-    node: &Core,
-    provider: &Provider,
-    domain_id: &str,
-    headers: &HeaderMap,
-    form: &OAuthForm,
-    grant_type: &str,
-) -> OAuthResult<Value> {
+/// A token request as the grants read it.
+#[derive(Clone, Copy)]
+struct TokenRequest<'a> {
+    node: &'a Core,
+    provider: &'a Provider,
+    domain_id: &'a str,
+    headers: &'a HeaderMap,
+    form: &'a OAuthForm,
+}
+
+async fn grant(request: TokenRequest<'_>, grant_type: &str) -> OAuthResult<Value> {
+    let TokenRequest { node, provider, domain_id, headers, form } = request;
     let keys = match keys::for_domain(node, provider, domain_id).await {
         Ok(keys) => keys,
         Err(e) if e.status == StatusCode::NOT_FOUND && node.engine.read().domain(domain_id)?.is_some() => {
-            return disabled_domain(node, provider, domain_id, headers, form, grant_type).await;
+            return disabled_domain(request, grant_type).await;
         }
         Err(e) => return Err(e),
     };
@@ -82,13 +75,25 @@ async fn grant(
     let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
     check_grant_type(&client, grant_type)?;
     let iss = issuer(node, domain_id);
+    let g = Grant { node, keys: &keys, iss: &iss, client: &client, form };
     match grant_type {
-        scopes::CLIENT_CREDENTIALS => client_credentials(node, &keys, &iss, &client, form),
-        scopes::AUTHORIZATION_CODE => authorization_code(node, &keys, &iss, &client, form).await,
-        scopes::REFRESH_TOKEN => refresh(node, &keys, &iss, &client, form).await,
-        scopes::DEVICE_CODE => device_code(node, &keys, &iss, &client, form).await,
+        scopes::CLIENT_CREDENTIALS => client_credentials(g),
+        scopes::AUTHORIZATION_CODE => authorization_code(g).await,
+        scopes::REFRESH_TOKEN => refresh(g).await,
+        scopes::DEVICE_CODE => device_code(g).await,
         _ => super::exchange::exchange(node, &keys, &client, form),
     }
+}
+
+/// What every grant works from: the node, the domain's keys and issuer, the authenticated
+/// client and the request's form.
+#[derive(Clone, Copy)]
+struct Grant<'a> {
+    node: &'a Core,
+    keys: &'a DomainKeys,
+    iss: &'a str,
+    client: &'a Client,
+    form: &'a OAuthForm,
 }
 
 /// The grant type is known and registered for the client.
@@ -106,32 +111,22 @@ fn check_grant_type(client: &Client, grant_type: &str) -> OAuthResult<()> {
 /// `invalid_grant` (spec: "user or domain disabled"). A presented refresh token goes through
 /// the replicated refresh, which revokes its family, so re-enabling the domain does not bring
 /// it back (as for a disabled user).
-async fn disabled_domain(
-    node: &Core,
-    provider: &Provider,
-    domain_id: &str,
-    headers: &HeaderMap,
-    form: &OAuthForm,
-    grant_type: &str,
-) -> OAuthResult<Value> {
+async fn disabled_domain(request: TokenRequest<'_>, grant_type: &str) -> OAuthResult<Value> {
+    let TokenRequest { node, provider, domain_id, headers, form } = request;
     node.ensure_fresh().await?;
     let client = client_auth::authenticate(node, domain_id, headers, &form.single)?;
     check_grant_type(&client, grant_type)?;
     if grant_type == scopes::REFRESH_TOKEN {
         if let Some(keys) = keys::stored(node, provider, domain_id)? {
-            refresh(node, &keys, &issuer(node, domain_id), &client, form).await?;
+            let iss = issuer(node, domain_id);
+            refresh(Grant { node, keys: &keys, iss: &iss, client: &client, form }).await?;
         }
     }
     Err(OAuthError::invalid_grant("The domain is disabled."))
 }
 
-fn client_credentials(
-    node: &Core,
-    keys: &DomainKeys,
-    iss: &str,
-    client: &Client,
-    form: &OAuthForm,
-) -> OAuthResult<Value> {
+fn client_credentials(g: Grant<'_>) -> OAuthResult<Value> {
+    let Grant { node, keys, iss, client, form } = g;
     // The token is a platform token whatever the scope (the client is its own principal).
     let granted = scopes::granted(client, form.get("scope"), false)?;
     let minted = mint(node, keys, iss, client, &Subject::Client, &granted, None, None, None)?;
@@ -180,6 +175,60 @@ fn new_family(
     Ok(Some((family, tokens::refresh_token(&id, &secret))))
 }
 
+/// What a grant for a signed-in user mints ahead of its replicated command: the tokens, and a
+/// new refresh family (with its first refresh token) when the client may refresh.
+struct UserTokens {
+    minted: tokens::Minted,
+    family: Option<(RefreshFamily, String)>,
+}
+
+impl UserTokens {
+    /// What the command records of the tokens.
+    fn issued(&self) -> Issued {
+        let family_id = self.family.as_ref().map(|(f, _)| f.id.clone());
+        Issued { jti: self.minted.jti.clone(), access_exp: self.minted.exp, family_id }
+    }
+    fn family(&self) -> Option<RefreshFamily> {
+        self.family.as_ref().map(|(f, _)| f.clone())
+    }
+    /// The token response, once the command redeemed the grant.
+    fn response(self, node: &Core, granted: &[String]) -> Value {
+        tokens::response(node, &self.minted, granted, self.family.map(|(_, t)| t))
+    }
+}
+
+/// [`UserTokens`] for `user` signed in at `auth_time`.
+fn user_tokens(
+    g: Grant<'_>,
+    (user, auth_time): (&User, i64),
+    granted: &[String],
+    nonce: Option<&str>,
+) -> OAuthResult<UserTokens> {
+    let Grant { node, keys, iss, client, .. } = g;
+    let family = new_family(node, client, &user.id, granted, auth_time)?;
+    let family_id = family.as_ref().map(|(f, _)| f.id.as_str());
+    let subject = Subject::User { user, auth_time };
+    let minted = mint(node, keys, iss, client, &subject, granted, nonce, family_id, None)?;
+    Ok(UserTokens { minted, family })
+}
+
+impl Grant<'_> {
+    /// The record a single-use secret of the form names (`field`, hashed for `purpose`) and
+    /// its hash, if it is the client's (`owner`); `invalid_grant` (`unknown`) otherwise.
+    fn record<T>(
+        &self,
+        (field, purpose): (&str, &[u8]),
+        find: impl FnOnce(&idnode_storage::ReadView<'_>, &str) -> idnode_storage::Result<Option<T>>,
+        owner: impl Fn(&T) -> &str,
+        unknown: &str,
+    ) -> OAuthResult<(String, T)> {
+        let secret = self.form.require(field)?;
+        let hash = keyed_hash(self.node, purpose, secret)?;
+        let found = find(&self.node.engine.read(), &hash)?.filter(|r| owner(r) == self.client.client_id);
+        Ok((hash, found.ok_or_else(|| OAuthError::invalid_grant(unknown))?))
+    }
+}
+
 /// Replicates a grant's command: its log index and outcome; a refusal is `invalid_grant`.
 async fn decide<R: Reply>(node: &Core, cmd: OAuth2Command) -> OAuthResult<(u64, R)> {
     node.propose_at_as(cmd).await.map_err(refused)
@@ -201,21 +250,10 @@ fn refused(e: crate::http::ApiError) -> OAuthError {
     }
 }
 
-async fn authorization_code(
-    node: &Core,
-    keys: &DomainKeys,
-    iss: &str,
-    client: &Client,
-    form: &OAuthForm,
-) -> OAuthResult<Value> {
-    let code = form.require("code")?;
-    let hash = keyed_hash(node, CODE, code)?;
-    let stored = node
-        .engine
-        .read()
-        .oauth2_code(&hash)?
-        .filter(|c| c.client_id == client.client_id)
-        .ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or expired."))?;
+async fn authorization_code(g: Grant<'_>) -> OAuthResult<Value> {
+    let Grant { node, client, form, .. } = g;
+    let unknown = "The authorization code is invalid or expired.";
+    let (hash, stored) = g.record(("code", CODE), |r, h| r.oauth2_code(h), |c| &c.client_id, unknown)?;
     // RFC 6749 §4.1.3: the authorization request's redirect URI, present and identical (a
     // code has one, given or the client's only registered URI).
     match form.get("redirect_uri") {
@@ -238,17 +276,13 @@ async fn authorization_code(
         (None, None) => {}
     }
     let user = live_user(node, &client.domain_id, &stored.user_id)?;
-    let family = new_family(node, client, &user.id, &stored.scopes, stored.auth_time)?;
-    let subject = Subject::User { user: &user, auth_time: stored.auth_time };
-    let family_id = family.as_ref().map(|(f, _)| f.id.clone());
-    let minted =
-        mint(node, keys, iss, client, &subject, &stored.scopes, stored.nonce.as_deref(), family_id.as_deref(), None)?;
+    let minted = user_tokens(g, (&user, stored.auth_time), &stored.scopes, stored.nonce.as_deref())?;
     let cmd = OAuth2Command::RedeemCode {
         hash,
         client_id: client.client_id.clone(),
         at: now_secs(),
-        issued: Issued { jti: minted.jti.clone(), access_exp: minted.exp, family_id },
-        family: family.as_ref().map(|(f, _)| f.clone()),
+        issued: minted.issued(),
+        family: minted.family(),
     };
     match decide_everywhere(node, cmd).await? {
         Redemption::Redeemed => {}
@@ -258,10 +292,11 @@ async fn authorization_code(
             ))
         }
     }
-    Ok(tokens::response(node, &minted, &stored.scopes, family.map(|(_, t)| t)))
+    Ok(minted.response(node, &stored.scopes))
 }
 
-async fn refresh(node: &Core, keys: &DomainKeys, iss: &str, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
+async fn refresh(g: Grant<'_>) -> OAuthResult<Value> {
+    let Grant { node, keys, iss, client, form } = g;
     let presented = form.require("refresh_token")?;
     let (family_id, secret) =
         tokens::split_refresh(presented).ok_or_else(|| OAuthError::invalid_grant("The refresh token is invalid."))?;
@@ -326,21 +361,11 @@ async fn refresh(node: &Core, keys: &DomainKeys, iss: &str, client: &Client, for
     Ok(tokens::response(node, &minted, &granted, Some(tokens::refresh_token(&family.id, &next_secret))))
 }
 
-async fn device_code(
-    node: &Core,
-    keys: &DomainKeys,
-    iss: &str,
-    client: &Client,
-    form: &OAuthForm,
-) -> OAuthResult<Value> {
-    let device_code = form.require("device_code")?;
-    let hash = keyed_hash(node, DEVICE_CODE, device_code)?;
-    let grant = node
-        .engine
-        .read()
-        .oauth2_device_grant(&hash)?
-        .filter(|g| g.client_id == client.client_id)
-        .ok_or_else(|| OAuthError::invalid_grant("The device code is invalid."))?;
+async fn device_code(g: Grant<'_>) -> OAuthResult<Value> {
+    let Grant { node, client, .. } = g;
+    let unknown = "The device code is invalid.";
+    let (hash, grant) =
+        g.record(("device_code", DEVICE_CODE), |r, h| r.oauth2_device_grant(h), |d| &d.client_id, unknown)?;
     // Minted ahead (tokens carry the node's clock and a fresh jti, which apply must not draw),
     // returned only if the poll redeems the approved grant.
     let approved = match &grant.status {
@@ -349,26 +374,16 @@ async fn device_code(
         }
         _ => None,
     };
-    let (minted, family) = match &approved {
-        Some((user, auth_time)) => {
-            let family = new_family(node, client, &user.id, &grant.scopes, *auth_time)?;
-            let fid = family.as_ref().map(|(f, _)| f.id.clone());
-            let subject = Subject::User { user, auth_time: *auth_time };
-            (Some(mint(node, keys, iss, client, &subject, &grant.scopes, None, fid.as_deref(), None)?), family)
-        }
-        None => (None, None),
+    let minted = match &approved {
+        Some((user, auth_time)) => Some(user_tokens(g, (user, *auth_time), &grant.scopes, None)?),
+        None => None,
     };
-    let issued = minted.as_ref().map(|m| Issued {
-        jti: m.jti.clone(),
-        access_exp: m.exp,
-        family_id: family.as_ref().map(|(f, _)| f.id.clone()),
-    });
     let cmd = OAuth2Command::PollDevice {
         hash,
         client_id: client.client_id.clone(),
         at: now_secs(),
-        issued,
-        family: family.as_ref().map(|(f, _)| f.clone()),
+        issued: minted.as_ref().map(UserTokens::issued),
+        family: minted.as_ref().and_then(UserTokens::family),
     };
     let bad = |error: &'static str, d: &str| OAuthError::new(axum::http::StatusCode::BAD_REQUEST, error, d);
     // Only an issuing poll waits for the other members (a pending one merely notes the time).
@@ -385,7 +400,7 @@ async fn device_code(
         DevicePoll::Denied => Err(bad("access_denied", "The user denied the request.")),
         DevicePoll::Expired => Err(bad("expired_token", "The device code has expired; start again.")),
         DevicePoll::Issued(_) => match minted {
-            Some(m) => Ok(tokens::response(node, &m, &grant.scopes, family.map(|(_, t)| t))),
+            Some(m) => Ok(m.response(node, &grant.scopes)),
             None => Err(crate::http::ApiError::internal("a device grant issued without tokens").into()),
         },
     }

@@ -3,18 +3,14 @@
 //! disabled user or client -> 401 `Bearer error="invalid_token"`; no `openid` -> 403
 //! `insufficient_scope`.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::error::{OAuthError, OAuthResult};
+use super::error::{json_no_store, OAuthError, OAuthResult};
 use super::introspect::live_access_claims;
 use super::keys;
-use super::provider::Provider;
+use super::provider::{DomainEndpoint, Provider};
 use super::tokens::{render_template, user_email};
 use crate::context::Core;
 use crate::state::read::OAuth2Reads;
@@ -68,39 +64,29 @@ async fn userinfo(node: &Core, provider: &Provider, domain_id: &str, headers: &H
     for (claim, template) in &client.claims_template {
         out[claim] = json!(render_template(template, &user));
     }
-    let mut resp = Json(out).into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(resp)
+    Ok(json_no_store(out))
 }
 
-#[utoipa::path(get, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = "oauth2_userinfo_get", tag = "oauth2",
+/// The endpoint under both methods OIDC Core §5.3.1 allows, each its own operation.
+macro_rules! userinfo_operations {
+    ($($name:ident = $method:ident, $operation_id:literal;)*) => {$(
+        #[utoipa::path($method, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = $operation_id, tag = "oauth2",
     params(("domain_id" = String, Path, description = "The domain.")),
     responses((status = 200, description = "The user's claims for the token's scopes.", body = Object),
               (status = 401, description = "No token (`WWW-Authenticate: Bearer`) or `invalid_token`.", body = super::schemas::OAuthErrorBody),
               (status = 403, description = "`insufficient_scope`: no openid.", body = super::schemas::OAuthErrorBody),
               (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
     security(("bearer" = [])))]
-pub async fn get(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-) -> OAuthResult<Response> {
-    userinfo(&node, &provider, &domain_id, &headers).await
+        pub async fn $name(
+            DomainEndpoint(node, provider, domain_id): DomainEndpoint,
+            headers: HeaderMap,
+        ) -> OAuthResult<Response> {
+            userinfo(&node, &provider, &domain_id, &headers).await
+        }
+    )*};
 }
 
-#[utoipa::path(post, path = "/v4/oauth2/{domain_id}/userinfo", operation_id = "oauth2_userinfo_post", tag = "oauth2",
-    params(("domain_id" = String, Path, description = "The domain.")),
-    responses((status = 200, description = "The user's claims for the token's scopes.", body = Object),
-              (status = 401, description = "No token (`WWW-Authenticate: Bearer`) or `invalid_token`.", body = super::schemas::OAuthErrorBody),
-              (status = 403, description = "`insufficient_scope`: no openid.", body = super::schemas::OAuthErrorBody),
-              (status = 429, description = "Rate limited.", body = super::schemas::OAuthErrorBody)),
-    security(("bearer" = [])))]
-pub async fn post(
-    State(node): State<Arc<Core>>,
-    State(provider): State<Arc<Provider>>,
-    Path(domain_id): Path<String>,
-    headers: HeaderMap,
-) -> OAuthResult<Response> {
-    userinfo(&node, &provider, &domain_id, &headers).await
+userinfo_operations! {
+    get = get, "oauth2_userinfo_get";
+    post = post, "oauth2_userinfo_post";
 }

@@ -12,9 +12,6 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -23,19 +20,15 @@ pub use ceremony::RelyingParty;
 use crate::context::Core;
 use crate::token::Tokens;
 
-/// The passkey endpoints.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-    Arc<RelyingParty>: FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(api::start))
-        .routes(routes!(api::finish))
-        .routes(routes!(api::register_start))
-        .routes(routes!(api::register_finish))
-        .routes(routes!(api::list))
-        .routes(routes!(api::delete))
+crate::http::openapi::feature_routes! {
+    /// The passkey endpoints.
+    pub fn routes() over [Core, Tokens, RelyingParty] {
+        OpenApiRouter::new()
+            .routes(routes!(api::start))
+            .routes(routes!(api::finish))
+            .routes(routes!(api::register_start))
+            .routes(routes!(api::register_finish))
+            .routes(routes!(api::list))
+            .routes(routes!(api::delete))
+    }
 }

@@ -7,10 +7,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
-use super::registry::{bad, pem_certificates, registry_handlers, required, text, Head, Registry};
+use super::registry::{bad, pem_certificates, registry_handlers, registry_kind, required, text, Registry};
 use crate::http::error::ApiResult;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::state::providers::{ClusterIssuer, ProviderConfig, ProviderKind, Secret};
+use crate::state::providers::{ClusterIssuer, Secret};
 
 /// A cluster issuer as written by create (`provider_id` and `kubernetes_host` required) and
 /// PATCH (absent fields are kept; `null` clears `kubernetes_ca_cert` and
@@ -96,15 +96,9 @@ fn kubernetes_host(v: String) -> ApiResult<String> {
 pub struct K8s;
 
 impl Registry for K8s {
-    const KIND: ProviderKind = ProviderKind::K8s;
-    const PATH: &'static str = "/v4/k8s_auth/instances";
-    const ENVELOPE: &'static str = "instance";
-    const COLLECTION: &'static str = "instances";
-    type Body = InstanceBody;
-    type Config = ClusterIssuer;
-
-    fn head(b: &mut InstanceBody) -> Head {
-        Head { id: b.id.take(), domain_id: b.domain_id.take(), provider_id: b.provider_id.take() }
+    registry_kind! {
+        variant = K8s, path = "/v4/k8s_auth/instances", envelope = "instance", collection = "instances",
+        body = InstanceBody, config = ClusterIssuer,
     }
 
     fn merge(current: Option<ClusterIssuer>, b: InstanceBody) -> ApiResult<ClusterIssuer> {
@@ -130,17 +124,6 @@ impl Registry for K8s {
             c.disable_local_ca_jwt = v;
         }
         Ok(c)
-    }
-
-    fn wrap(c: ClusterIssuer) -> ProviderConfig {
-        ProviderConfig::K8s(c)
-    }
-
-    fn unwrap(c: ProviderConfig) -> Option<ClusterIssuer> {
-        match c {
-            ProviderConfig::K8s(c) => Some(c),
-            _ => None,
-        }
     }
 
     fn render(c: &ClusterIssuer, out: &mut Map<String, Value>) {

@@ -19,20 +19,14 @@ pub mod verify;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::context::Core;
 use crate::token::Tokens;
 
-/// Every operation of the three registries, for the router and the OpenAPI description.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-{
-    OpenApiRouter::new().merge(oidc::routes()).merge(k8s::routes()).merge(spiffe::routes())
+crate::http::openapi::feature_routes! {
+    /// Every operation of the three registries, for the router and the OpenAPI description.
+    pub fn routes() over [Core, Tokens] {
+        OpenApiRouter::new().merge(oidc::routes()).merge(k8s::routes()).merge(spiffe::routes())
+    }
 }

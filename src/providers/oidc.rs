@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
-use super::registry::{bad, https_url, registry_handlers, required, text, Head, Registry};
+use super::registry::{bad, https_url, registry_handlers, registry_kind, required, text, Registry};
 use crate::http::error::ApiResult;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::state::providers::{OidcProvider, ProviderConfig, ProviderKind, Secret};
+use crate::state::providers::{OidcProvider, Secret};
 
 /// Client authentication methods at the provider's token endpoint.
 pub const AUTH_METHODS: &[&str] = &["client_secret_basic", "client_secret_post", "none", "private_key_jwt"];
@@ -97,15 +97,9 @@ pub struct IdentityProviderList {
 pub struct Oidc;
 
 impl Registry for Oidc {
-    const KIND: ProviderKind = ProviderKind::Oidc;
-    const PATH: &'static str = "/v4/federation/identity_providers";
-    const ENVELOPE: &'static str = "identity_provider";
-    const COLLECTION: &'static str = "identity_providers";
-    type Body = IdpBody;
-    type Config = OidcProvider;
-
-    fn head(b: &mut IdpBody) -> Head {
-        Head { id: b.id.take(), domain_id: b.domain_id.take(), provider_id: b.provider_id.take() }
+    registry_kind! {
+        variant = Oidc, path = "/v4/federation/identity_providers", envelope = "identity_provider", collection = "identity_providers",
+        body = IdpBody, config = OidcProvider,
     }
 
     fn merge(current: Option<OidcProvider>, b: IdpBody) -> ApiResult<OidcProvider> {
@@ -164,17 +158,6 @@ impl Registry for Oidc {
             c.token_endpoint_auth_method = m;
         }
         Ok(c)
-    }
-
-    fn wrap(c: OidcProvider) -> ProviderConfig {
-        ProviderConfig::Oidc(c)
-    }
-
-    fn unwrap(c: ProviderConfig) -> Option<OidcProvider> {
-        match c {
-            ProviderConfig::Oidc(c) => Some(c),
-            _ => None,
-        }
     }
 
     fn render(c: &OidcProvider, out: &mut Map<String, Value>) {

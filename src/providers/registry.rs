@@ -268,6 +268,42 @@ pub async fn delete<R: Registry>(node: &Core, ctx: &ValidToken, id: &str) -> Api
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The parts of a kind's [`Registry`] impl that only name it: its variant (of
+/// `ProviderKind` and `ProviderConfig`), path, envelope names, body and configuration.
+macro_rules! registry_kind {
+    (
+        variant = $variant:ident, path = $path:literal, envelope = $envelope:literal,
+        collection = $collection:literal, body = $Body:ty, config = $Config:ty $(,)?
+    ) => {
+        const KIND: $crate::state::providers::ProviderKind = $crate::state::providers::ProviderKind::$variant;
+        const PATH: &'static str = $path;
+        const ENVELOPE: &'static str = $envelope;
+        const COLLECTION: &'static str = $collection;
+        type Body = $Body;
+        type Config = $Config;
+
+        fn head(b: &mut $Body) -> $crate::providers::registry::Head {
+            $crate::providers::registry::Head {
+                id: b.id.take(),
+                domain_id: b.domain_id.take(),
+                provider_id: b.provider_id.take(),
+            }
+        }
+
+        fn wrap(c: $Config) -> $crate::state::providers::ProviderConfig {
+            $crate::state::providers::ProviderConfig::$variant(c)
+        }
+
+        fn unwrap(c: $crate::state::providers::ProviderConfig) -> Option<$Config> {
+            match c {
+                $crate::state::providers::ProviderConfig::$variant(c) => Some(c),
+                _ => None,
+            }
+        }
+    };
+}
+pub(crate) use registry_kind;
+
 /// A kind's five documented handlers over the generic ones above, and its `routes()`.
 macro_rules! registry_handlers {
     (
@@ -342,16 +378,13 @@ macro_rules! registry_handlers {
             $crate::providers::registry::delete::<$R>(&node, &ctx, &id).await
         }
 
-        /// The kind's operations.
-        pub fn routes<S>() -> utoipa_axum::router::OpenApiRouter<S>
-        where
-            S: Clone + Send + Sync + 'static,
-            std::sync::Arc<$crate::context::Core>: axum::extract::FromRef<S>,
-            std::sync::Arc<$crate::token::Tokens>: axum::extract::FromRef<S>,
-        {
-            utoipa_axum::router::OpenApiRouter::new()
-                .routes(utoipa_axum::routes!(list, create))
-                .routes(utoipa_axum::routes!(get, update, delete))
+        $crate::http::openapi::feature_routes! {
+            /// The kind's operations.
+            pub fn routes() over [$crate::context::Core, $crate::token::Tokens] {
+                utoipa_axum::router::OpenApiRouter::new()
+                    .routes(utoipa_axum::routes!(list, create))
+                    .routes(utoipa_axum::routes!(get, update, delete))
+            }
         }
     };
 }

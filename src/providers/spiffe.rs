@@ -5,10 +5,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
-use super::registry::{bad, pem_certificates, registry_handlers, required, Head, Registry};
+use super::registry::{bad, pem_certificates, registry_handlers, registry_kind, required, Registry};
 use crate::http::error::ApiResult;
 use crate::http::openapi::{CollectionLinks, SelfLink};
-use crate::state::providers::{ProviderConfig, ProviderKind, TrustDomain};
+use crate::state::providers::TrustDomain;
 
 /// A trust domain as written by create (every field required) and PATCH (absent fields are
 /// kept).
@@ -90,15 +90,9 @@ pub fn trust_domain_name(v: String) -> ApiResult<String> {
 pub struct Spiffe;
 
 impl Registry for Spiffe {
-    const KIND: ProviderKind = ProviderKind::Spiffe;
-    const PATH: &'static str = "/v4/spiffe/trust_domains";
-    const ENVELOPE: &'static str = "trust_domain";
-    const COLLECTION: &'static str = "trust_domains";
-    type Body = TrustDomainBody;
-    type Config = TrustDomain;
-
-    fn head(b: &mut TrustDomainBody) -> Head {
-        Head { id: b.id.take(), domain_id: b.domain_id.take(), provider_id: b.provider_id.take() }
+    registry_kind! {
+        variant = Spiffe, path = "/v4/spiffe/trust_domains", envelope = "trust_domain", collection = "trust_domains",
+        body = TrustDomainBody, config = TrustDomain,
     }
 
     fn merge(current: Option<TrustDomain>, b: TrustDomainBody) -> ApiResult<TrustDomain> {
@@ -116,17 +110,6 @@ impl Registry for Spiffe {
             c.trust_bundle_pem = pem_certificates("trust_bundle_pem", v)?;
         }
         Ok(c)
-    }
-
-    fn wrap(c: TrustDomain) -> ProviderConfig {
-        ProviderConfig::Spiffe(c)
-    }
-
-    fn unwrap(c: ProviderConfig) -> Option<TrustDomain> {
-        match c {
-            ProviderConfig::Spiffe(c) => Some(c),
-            _ => None,
-        }
     }
 
     fn render(c: &TrustDomain, out: &mut Map<String, Value>) {

@@ -6,18 +6,15 @@
 //! add and remove only). Memberships an administrator gave users outside the realm are
 //! neither shown nor touched.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use axum::extract::{Path, Query};
-use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::caller::ScimRequest;
 use super::patch::{self, OpKind};
 use super::resource::{self, location, meta, Record, Resource};
 use super::users::UserResource;
 use super::values::{require_schema, text};
-use super::wire::{ScimBody, ScimError, ScimResult, GROUP_URN};
+use super::wire::{ScimError, ScimResult, GROUP_URN};
 use super::{filter, schemas as S};
 use crate::state::keys::ns;
 use crate::state::model::Group;
@@ -193,83 +190,16 @@ impl Resource for GroupResource {
     }
 }
 
-#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_list", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), S::ListParams),
-    responses((status = 200, description = "A ListResponse of the realm's live groups.", body = S::ListResponse, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
-    security(("api_key" = [])))]
-pub async fn list(
-    req: ScimRequest,
-    Path(domain_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::list::<GroupResource>(&req.node, &caller, &q)
-}
-
-#[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Groups", operation_id = "scim_groups_create", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain.")),
-    request_body(content = S::Group, content_type = "application/scim+json"),
-    responses((status = 201, description = "The group; ETag and Location headers.", body = S::Group, content_type = "application/scim+json"), S::Invalid,
-              S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn create(req: ScimRequest, Path(domain_id): Path<String>, ScimBody(body): ScimBody) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::create::<GroupResource>(&req.node, &req.scim, &caller, &body).await
-}
-
-#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_get", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."), S::Projection),
-    responses((status = 200, description = "The group; ETag header.", body = S::Group, content_type = "application/scim+json"), S::Unauthorized, S::Forbidden,
-              S::NotFound, S::Internal),
-    security(("api_key" = [])))]
-pub async fn get(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::show::<GroupResource>(&req.node, &caller, &id, &q)
-}
-
-#[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_replace", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."),
-           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
-    request_body(content = S::Group, content_type = "application/scim+json"),
-    responses((status = 200, description = "The group as replaced (membership resynced); ETag header.", body = S::Group, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn put(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::replace::<GroupResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
-}
-
-#[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_patch", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id."),
-           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
-    request_body(content = S::PatchOp, content_type = "application/scim+json"),
-    responses((status = 200, description = "The group as changed; ETag header.", body = S::Group, content_type = "application/scim+json"), S::Invalid,
-              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn patch(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::modify::<GroupResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
-}
-
-#[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Groups/{id}", operation_id = "scim_groups_delete", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The group's id.")),
-    responses((status = 204, description = "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM."), S::Unauthorized,
-              S::Forbidden, S::NotFound, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn delete(req: ScimRequest, Path((domain_id, id)): Path<(String, String)>) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::deprovision::<GroupResource>(&req.node, &req.scim, &caller, &id).await
+resource::resource_handlers! {
+    resource = GroupResource, body = S::Group,
+    paths = ["/SCIM/v2/{domain_id}/Groups", "/SCIM/v2/{domain_id}/Groups/{id}"], id = "The group's id.",
+    ops = ["scim_groups_list", "scim_groups_create", "scim_groups_get", "scim_groups_replace", "scim_groups_patch", "scim_groups_delete"],
+    said = [
+        "A ListResponse of the realm's live groups.",
+        "The group; ETag and Location headers.",
+        "The group; ETag header.",
+        "The group as replaced (membership resynced); ETag header.",
+        "The group as changed; ETag header.",
+        "Deprovisioned: its role assignments cleared, its membership kept, hidden from SCIM.",
+    ],
 }

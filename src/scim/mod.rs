@@ -34,9 +34,6 @@ mod guard_tests;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use axum::extract::FromRef;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -47,38 +44,33 @@ use crate::context::Core;
 use crate::http::client_ip::TrustedProxies;
 use crate::token::Tokens;
 
-/// Every SCIM operation: realm administration (tokens), the resources (API keys) and the
-/// static documents.
-pub fn routes<S>() -> OpenApiRouter<S>
-where
-    S: Clone + Send + Sync + TrustedProxies + 'static,
-    Arc<Core>: FromRef<S>,
-    Arc<Tokens>: FromRef<S>,
-    Arc<Scim>: FromRef<S>,
-    Arc<dyn KeyChecks>: FromRef<S>,
-{
-    OpenApiRouter::new()
-        .routes(routes!(realms::list, realms::create))
-        .routes(routes!(realms::get, realms::patch))
-        .routes(routes!(realms::purge))
-        .routes(routes!(users::list, users::create))
-        .routes(routes!(users::get, users::put, users::patch, users::delete))
-        .routes(routes!(groups::list, groups::create))
-        .routes(routes!(groups::get, groups::put, groups::patch, groups::delete))
-        .routes(routes!(discovery::service_provider_config))
-        .routes(routes!(discovery::schemas))
-        .routes(routes!(discovery::schema))
-        .routes(routes!(discovery::resource_types))
-        .routes(routes!(discovery::resource_type))
-        .routes(routes!(discovery::bulk))
-        .routes(routes!(discovery::search))
-        .routes(routes!(
-            discovery::scim_me_get,
-            discovery::scim_me_post,
-            discovery::scim_me_put,
-            discovery::scim_me_patch,
-            discovery::scim_me_delete
-        ))
+crate::http::openapi::feature_routes! {
+    /// Every SCIM operation: realm administration (tokens), the resources (API keys) and the
+    /// static documents.
+    pub fn routes() over [Core, Tokens, Scim, dyn KeyChecks] + TrustedProxies {
+        OpenApiRouter::new()
+            .routes(routes!(realms::list, realms::create))
+            .routes(routes!(realms::get, realms::patch))
+            .routes(routes!(realms::purge))
+            .routes(routes!(users::list, users::create))
+            .routes(routes!(users::get, users::put, users::patch, users::delete))
+            .routes(routes!(groups::list, groups::create))
+            .routes(routes!(groups::get, groups::put, groups::patch, groups::delete))
+            .routes(routes!(discovery::service_provider_config))
+            .routes(routes!(discovery::schemas))
+            .routes(routes!(discovery::schema))
+            .routes(routes!(discovery::resource_types))
+            .routes(routes!(discovery::resource_type))
+            .routes(routes!(discovery::bulk))
+            .routes(routes!(discovery::search))
+            .routes(routes!(
+                discovery::scim_me_get,
+                discovery::scim_me_post,
+                discovery::scim_me_put,
+                discovery::scim_me_patch,
+                discovery::scim_me_delete
+            ))
+    }
 }
 
 /// Whether a request path is a SCIM one (its errors are SCIM envelopes).

@@ -179,45 +179,42 @@ pub fn show<R: Resource>(
     Ok(reply(StatusCode::OK, &body, Some(rec.idx.version), None))
 }
 
-pub async fn replace<R: Resource>(
+/// What a change with a body does with it: PUT replaces the resource, PATCH applies
+/// operations to it.
+pub enum Change {
+    Replace,
+    Modify,
+}
+
+/// A PUT or PATCH: the version the request names, the checks of a change, then the command
+/// the body makes.
+pub async fn update<R: Resource>(
     node: &Core,
     scim: &Scim,
     caller: &ScimCaller,
-    id: &str,
-    headers: &HeaderMap,
-    body: &Value,
+    (id, headers, body): (&str, &HeaderMap, &Value),
+    change: Change,
 ) -> ScimResult<Response> {
     let expect = Expect::Change { if_match: if_match(headers)? };
-    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
-    caller.authorize(R::KIND, "update")?;
-    guarded::<R>(&node.engine.read(), id)?;
-    let cmd = R::replace(&caller.realm_ref(), id, body, expect, now_micros())?;
+    may_change::<R>(node, caller, id, "update")?;
+    let realm = caller.realm_ref();
+    let cmd = match change {
+        Change::Replace => R::replace(&realm, id, body, expect, now_micros())?,
+        Change::Modify => R::patch(&realm, id, &patch::parse(body, R::SCHEMA)?, expect, now_micros())?,
+    };
     write::submit(node, scim, caller, R::KIND, Action::Update, cmd).await?;
     answer::<R>(node, caller, StatusCode::OK, id)
 }
 
-pub async fn modify<R: Resource>(
-    node: &Core,
-    scim: &Scim,
-    caller: &ScimCaller,
-    id: &str,
-    headers: &HeaderMap,
-    body: &Value,
-) -> ScimResult<Response> {
-    let expect = Expect::Change { if_match: if_match(headers)? };
+/// Fencing, then policy (`action`), then the guard rails, for a change to `id`.
+fn may_change<R: Resource>(node: &Core, caller: &ScimCaller, id: &str, action: &str) -> ScimResult<()> {
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
-    caller.authorize(R::KIND, "update")?;
-    guarded::<R>(&node.engine.read(), id)?;
-    let ops = patch::parse(body, R::SCHEMA)?;
-    let cmd = R::patch(&caller.realm_ref(), id, &ops, expect, now_micros())?;
-    write::submit(node, scim, caller, R::KIND, Action::Update, cmd).await?;
-    answer::<R>(node, caller, StatusCode::OK, id)
+    caller.authorize(R::KIND, action)?;
+    guarded::<R>(&node.engine.read(), id)
 }
 
 pub async fn deprovision<R: Resource>(node: &Core, scim: &Scim, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
-    fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
-    caller.authorize(R::KIND, "delete")?;
-    guarded::<R>(&node.engine.read(), id)?;
+    may_change::<R>(node, caller, id, "delete")?;
     let cmd =
         ScimCommand::Deprovision { realm: caller.realm_ref(), kind: R::KIND, id: id.to_string(), at: now_micros() };
     write::submit(node, scim, caller, R::KIND, Action::Disable, cmd).await?;
@@ -351,3 +348,100 @@ pub fn list<R: Resource>(node: &Core, caller: &ScimCaller, q: &HashMap<String, S
     });
     Ok(reply(StatusCode::OK, &body, None, None))
 }
+
+/// A resource's six documented handlers over the generic bodies above (`#[utoipa::path]`
+/// takes literal paths and texts, so each resource names its own).
+macro_rules! resource_handlers {
+    (
+        resource = $R:ty, body = $Body:ty, paths = [$path:tt, $item_path:tt], id = $id_desc:tt,
+        ops = [$list_op:tt, $create_op:tt, $get_op:tt, $put_op:tt, $patch_op:tt, $delete_op:tt],
+        said = [$list_said:tt, $create_said:tt, $get_said:tt, $put_said:tt, $patch_said:tt, $delete_said:tt $(,)?] $(,)?
+    ) => {
+        #[utoipa::path(get, path = $path, operation_id = $list_op, tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), $crate::scim::schemas::ListParams),
+    responses((status = 200, description = $list_said, body = $crate::scim::schemas::ListResponse, content_type = "application/scim+json"),
+              $crate::scim::schemas::Invalid, $crate::scim::schemas::Unauthorized, $crate::scim::schemas::Forbidden, $crate::scim::schemas::Internal),
+    security(("api_key" = [])))]
+        pub async fn list(
+            req: $crate::scim::caller::ScimRequest,
+            axum::extract::Path(domain_id): axum::extract::Path<String>,
+            axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+        ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
+            let caller = req.caller(&domain_id)?;
+            $crate::scim::resource::list::<$R>(&req.node, &caller, &q)
+        }
+
+        #[utoipa::path(post, path = $path, operation_id = $create_op, tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain.")),
+    request_body(content = $Body, content_type = "application/scim+json"),
+    responses((status = 201, description = $create_said, body = $Body, content_type = "application/scim+json"), $crate::scim::schemas::Invalid,
+              $crate::scim::schemas::Unauthorized, $crate::scim::schemas::Forbidden, $crate::scim::schemas::Conflict,
+              $crate::scim::schemas::UnsupportedMedia, $crate::scim::schemas::TooMany, $crate::scim::schemas::Internal),
+    security(("api_key" = [])))]
+        pub async fn create(
+            req: $crate::scim::caller::ScimRequest,
+            axum::extract::Path(domain_id): axum::extract::Path<String>,
+            $crate::scim::wire::ScimBody(body): $crate::scim::wire::ScimBody,
+        ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
+            let caller = req.caller(&domain_id)?;
+            $crate::scim::resource::create::<$R>(&req.node, &req.scim, &caller, &body).await
+        }
+
+        #[utoipa::path(get, path = $item_path, operation_id = $get_op, tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = $id_desc),
+           $crate::scim::schemas::Projection),
+    responses((status = 200, description = $get_said, body = $Body, content_type = "application/scim+json"),
+              $crate::scim::schemas::Unauthorized, $crate::scim::schemas::Forbidden, $crate::scim::schemas::NotFound,
+              $crate::scim::schemas::Internal),
+    security(("api_key" = [])))]
+        pub async fn get(
+            req: $crate::scim::caller::ScimRequest,
+            axum::extract::Path((domain_id, id)): axum::extract::Path<(String, String)>,
+            axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+        ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
+            let caller = req.caller(&domain_id)?;
+            $crate::scim::resource::show::<$R>(&req.node, &caller, &id, &q)
+        }
+
+        $crate::scim::resource::resource_handlers!(@change put = $put_op, Replace, $R, $item_path, $id_desc,
+            request = $Body, answer = $Body, said = $put_said);
+        $crate::scim::resource::resource_handlers!(@change patch = $patch_op, Modify, $R, $item_path, $id_desc,
+            request = $crate::scim::schemas::PatchOp, answer = $Body, said = $patch_said);
+
+        #[utoipa::path(delete, path = $item_path, operation_id = $delete_op, tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = $id_desc)),
+    responses((status = 204, description = $delete_said), $crate::scim::schemas::Unauthorized, $crate::scim::schemas::Forbidden,
+              $crate::scim::schemas::NotFound, $crate::scim::schemas::TooMany, $crate::scim::schemas::Internal),
+    security(("api_key" = [])))]
+        pub async fn delete(
+            req: $crate::scim::caller::ScimRequest,
+            axum::extract::Path((domain_id, id)): axum::extract::Path<(String, String)>,
+        ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
+            let caller = req.caller(&domain_id)?;
+            $crate::scim::resource::deprovision::<$R>(&req.node, &req.scim, &caller, &id).await
+        }
+    };
+    // A change with a body and an If-Match version: PUT (`Replace`) or PATCH (`Modify`).
+    (@change $method:ident = $op:tt, $change:ident, $R:ty, $item_path:tt, $id_desc:tt,
+     request = $Request:ty, answer = $Body:ty, said = $said:tt) => {
+        #[utoipa::path($method, path = $item_path, operation_id = $op, tag = "scim",
+    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = $id_desc),
+           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
+    request_body(content = $Request, content_type = "application/scim+json"),
+    responses((status = 200, description = $said, body = $Body, content_type = "application/scim+json"), $crate::scim::schemas::Invalid,
+              $crate::scim::schemas::Unauthorized, $crate::scim::schemas::Forbidden, $crate::scim::schemas::NotFound,
+              $crate::scim::schemas::Conflict, $crate::scim::schemas::Precondition, $crate::scim::schemas::UnsupportedMedia,
+              $crate::scim::schemas::TooMany, $crate::scim::schemas::Internal),
+    security(("api_key" = [])))]
+        pub async fn $method(
+            req: $crate::scim::caller::ScimRequest,
+            axum::extract::Path((domain_id, id)): axum::extract::Path<(String, String)>,
+            $crate::scim::wire::ScimBody(body): $crate::scim::wire::ScimBody,
+        ) -> $crate::scim::wire::ScimResult<axum::response::Response> {
+            let caller = req.caller(&domain_id)?;
+            let change = $crate::scim::resource::Change::$change;
+            $crate::scim::resource::update::<$R>(&req.node, &req.scim, &caller, (&id, &req.headers, &body), change).await
+        }
+    };
+}
+pub(crate) use resource_handlers;

@@ -5,17 +5,12 @@
 //! email sit in `extra` under `scim_*` keys. Only one email is kept: the primary one, else the
 //! first.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query};
-use axum::response::Response;
 use serde_json::{json, Map, Value};
 
-use super::caller::ScimRequest;
 use super::patch::{self, OpKind};
 use super::resource::{self, meta, Record, Resource};
 use super::values::{boolean, require_schema, text};
-use super::wire::{ScimBody, ScimError, ScimResult, USER_URN};
+use super::wire::{ScimError, ScimResult, USER_URN};
 use super::{filter, schemas as S};
 use crate::state::keys::ns;
 use crate::state::model::User;
@@ -178,83 +173,16 @@ impl Resource for UserResource {
     }
 }
 
-#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_list", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), S::ListParams),
-    responses((status = 200, description = "A ListResponse of the realm's live users.", body = S::ListResponse, content_type = "application/scim+json"),
-              S::Invalid, S::Unauthorized, S::Forbidden, S::Internal),
-    security(("api_key" = [])))]
-pub async fn list(
-    req: ScimRequest,
-    Path(domain_id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::list::<UserResource>(&req.node, &caller, &q)
-}
-
-#[utoipa::path(post, path = "/SCIM/v2/{domain_id}/Users", operation_id = "scim_users_create", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain.")),
-    request_body(content = S::User, content_type = "application/scim+json"),
-    responses((status = 201, description = "The user; ETag and Location headers.", body = S::User, content_type = "application/scim+json"), S::Invalid,
-              S::Unauthorized, S::Forbidden, S::Conflict, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn create(req: ScimRequest, Path(domain_id): Path<String>, ScimBody(body): ScimBody) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::create::<UserResource>(&req.node, &req.scim, &caller, &body).await
-}
-
-#[utoipa::path(get, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_get", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."), S::Projection),
-    responses((status = 200, description = "The user; ETag header.", body = S::User, content_type = "application/scim+json"), S::Unauthorized, S::Forbidden,
-              S::NotFound, S::Internal),
-    security(("api_key" = [])))]
-pub async fn get(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::show::<UserResource>(&req.node, &caller, &id, &q)
-}
-
-#[utoipa::path(put, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_replace", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
-           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
-    request_body(content = S::User, content_type = "application/scim+json"),
-    responses((status = 200, description = "The user as replaced; ETag header.", body = S::User, content_type = "application/scim+json"), S::Invalid,
-              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn put(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::replace::<UserResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
-}
-
-#[utoipa::path(patch, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_patch", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id."),
-           ("If-Match" = Option<String>, Header, description = "Only at this version (W/\"n\").")),
-    request_body(content = S::PatchOp, content_type = "application/scim+json"),
-    responses((status = 200, description = "The user as changed; ETag header.", body = S::User, content_type = "application/scim+json"), S::Invalid,
-              S::Unauthorized, S::Forbidden, S::NotFound, S::Conflict, S::Precondition, S::UnsupportedMedia, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn patch(
-    req: ScimRequest,
-    Path((domain_id, id)): Path<(String, String)>,
-    ScimBody(body): ScimBody,
-) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::modify::<UserResource>(&req.node, &req.scim, &caller, &id, &req.headers, &body).await
-}
-
-#[utoipa::path(delete, path = "/SCIM/v2/{domain_id}/Users/{id}", operation_id = "scim_users_delete", tag = "scim",
-    params(("domain_id" = String, Path, description = "The realm's domain."), ("id" = String, Path, description = "The user's id.")),
-    responses((status = 204, description = "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM."), S::Unauthorized, S::Forbidden,
-              S::NotFound, S::TooMany, S::Internal),
-    security(("api_key" = [])))]
-pub async fn delete(req: ScimRequest, Path((domain_id, id)): Path<(String, String)>) -> ScimResult<Response> {
-    let caller = req.caller(&domain_id)?;
-    resource::deprovision::<UserResource>(&req.node, &req.scim, &caller, &id).await
+resource::resource_handlers! {
+    resource = UserResource, body = S::User,
+    paths = ["/SCIM/v2/{domain_id}/Users", "/SCIM/v2/{domain_id}/Users/{id}"], id = "The user's id.",
+    ops = ["scim_users_list", "scim_users_create", "scim_users_get", "scim_users_replace", "scim_users_patch", "scim_users_delete"],
+    said = [
+        "A ListResponse of the realm's live users.",
+        "The user; ETag and Location headers.",
+        "The user; ETag header.",
+        "The user as replaced; ETag header.",
+        "The user as changed; ETag header.",
+        "Deprovisioned: disabled, its tokens refused on every node, hidden from SCIM.",
+    ],
 }
