@@ -219,7 +219,7 @@ pub async fn create(
             "You are not authorized to perform the requested action: Cannot create an application credential for another user.",
         ));
     }
-    guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user_id)?;
     let TokenScope::Project(project_id) = &ctx.payload.scope else {
         return Err(ApiError::forbidden("Application credentials are created with a project-scoped token."));
     };

@@ -98,7 +98,7 @@ pub async fn create(
         extra: extra(&b.fields.extra, KNOWN, "{}"),
     };
     enforce("identity:create_credential", &ctx, &target(&c))?;
-    guard::add_authenticator(&node.engine.read(), &ctx, &c.user_id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &c.user_id)?;
     respond(&node, StatusCode::CREATED, node.propose_as(Command::CreateCredential(c)).await?)
 }
 
@@ -151,8 +151,8 @@ pub async fn update(
     // away from its owner rewrites theirs.
     if c.user_id != before.user_id || c.blob != before.blob || c.cred_type != before.cred_type {
         let view = node.engine.read();
-        guard::add_authenticator(&view, &ctx, &c.user_id)?;
-        guard::add_authenticator(&view, &ctx, &before.user_id)?;
+        guard::add_authenticator(&view, node.fga.as_deref(), &ctx, &c.user_id)?;
+        guard::add_authenticator(&view, node.fga.as_deref(), &ctx, &before.user_id)?;
     }
     respond(&node, StatusCode::OK, node.propose_as(Command::UpdateCredential(c)).await?)
 }

@@ -90,7 +90,7 @@ pub async fn create(
     ctx.refuse_virtual()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
-    guard::add_authenticator(&node.engine.read(), &ctx, &user_id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user_id)?;
     let b = body.object()?;
     let (tenant_id, project_id) = (s::ec2_key(&b.tenant_id, "tenant_id")?, s::ec2_key(&b.project_id, "project_id")?);
     let Some(project_id) = tenant_id.or(project_id) else {

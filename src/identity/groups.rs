@@ -121,7 +121,7 @@ pub async fn update(
     let b = body.object()?.group.envelope("group")?;
     let mut g = load(&node, &id)?;
     enforce("identity:update_group", &ctx, &target(&g))?;
-    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
+    guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     if b.fields.extra.contains_key("domain_id")
         && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str())
     {
@@ -143,7 +143,7 @@ pub async fn update(
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let g = load(&node, &id)?;
     enforce("identity:delete_group", &ctx, &target(&g))?;
-    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
+    guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     node.propose(Command::DeleteGroup { id: g.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -166,7 +166,7 @@ pub async fn list_users(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult
 pub async fn add_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:add_user_to_group", &ctx, &membership_target(&g, &u))?;
-    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
+    guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     node.propose(Command::AddGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -191,7 +191,7 @@ pub async fn check_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String
 pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
     enforce("identity:remove_user_from_group", &ctx, &membership_target(&g, &u))?;
-    guard::change_group(&node.engine.read(), &ctx, &g.id)?;
+    guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     node.propose(Command::RemoveGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -31,7 +31,7 @@ pub async fn change(
     let new = b.password.required("password", s::MAX_PASSWORD)?;
     let user = node.engine.read().user(&id)?.ok_or_else(|| ApiError::not_found("user", &id))?;
     enforce("identity:change_password", &ctx, &json!({"user": {"id": user.id, "domain_id": user.domain_id}}))?;
-    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user.id)?;
     let Some(current) = user.password_hash.clone() else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

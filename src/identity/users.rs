@@ -172,7 +172,7 @@ pub async fn update(
     let b = body.object()?.user.envelope("user")?;
     let u = load(&node, &id)?;
     enforce("identity:update_user", &ctx, &target(&u))?;
-    guard::change_user(&node.engine.read(), &ctx, &u.id)?;
+    guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &u.id)?;
     if b.fields.extra.contains_key("domain_id")
         && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str())
     {
@@ -224,7 +224,7 @@ pub async fn update(
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let u = load(&node, &id)?;
     enforce("identity:delete_user", &ctx, &target(&u))?;
-    guard::change_user(&node.engine.read(), &ctx, &u.id)?;
+    guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &u.id)?;
     let (index, _) = node.propose_at(Command::DeleteUser { id: u.id, now: now_micros() }).await?;
     node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)

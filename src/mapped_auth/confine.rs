@@ -16,6 +16,7 @@ use crate::http::error::ApiResult;
 use crate::mapping::engine::{Matched, ResolvedGroup};
 use crate::mapping::model::MappingRuleSet;
 use crate::mapping::targets;
+use crate::openfga::OpenFga;
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
 use crate::state::providers::Provider;
@@ -34,10 +35,10 @@ fn existing(view: &impl Reader, g: &ResolvedGroup) -> idnode_storage::Result<Opt
 }
 
 /// The matched rule's groups and roles, for a ruleset of a domain.
-pub fn rule(view: &impl Reader, rs: &MappingRuleSet, m: &Matched) -> ApiResult<()> {
+pub fn rule(view: &impl Reader, store: Option<&OpenFga>, rs: &MappingRuleSet, m: &Matched) -> ApiResult<()> {
     let Some(own) = rs.domain_id.as_deref() else { return Ok(()) };
     for g in &m.groups {
-        targets::group_allowed(view, &m.rule_name, existing(view, g)?.as_ref(), &g.group_domain_id, own)?;
+        targets::group_allowed(view, store, &m.rule_name, existing(view, g)?.as_ref(), &g.group_domain_id, own)?;
     }
     let roles: Vec<String> = m.authorizations.iter().flat_map(|a| a.roles().iter().map(|r| r.id.clone())).collect();
     targets::roles_allowed(view, &m.rule_name, &roles, own)

@@ -92,7 +92,7 @@ pub async fn login(
 ) -> ApiResult<Response> {
     mapped.auth_limit.check(&ext.provider.id)?;
     let (live, m) = evaluate(node, mapped, &ext)?;
-    super::confine::rule(&node.engine.read(), &live.rs, &m)?;
+    super::confine::rule(&node.engine.read(), node.fga.as_deref(), &live.rs, &m)?;
     let domain_ok = node.engine.read().domain(&m.identity.user_domain_id)?.is_some_and(|d| d.enabled);
     if !domain_ok {
         return Err(ApiError::unauthorized("The mapped user's domain does not exist or is disabled."));

@@ -97,7 +97,7 @@ fn prepare(node: &Core, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<
     checks::mode(ctx, rs)?;
     validate::validate(rs)?;
     let view = node.engine.read();
-    checks::tiers(&view, ctx, rs)?;
+    checks::tiers(&view, node.fga.as_deref(), ctx, rs)?;
     checks::scim_realm(&view, rs)
 }
 

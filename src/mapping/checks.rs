@@ -22,6 +22,8 @@ use super::model::{Authorization, DomainResolutionMode, MappingRule, MappingRule
 use super::targets;
 use super::MappingError;
 use crate::http::error::{ApiError, ApiResult};
+use crate::openfga::driver::blocking;
+use crate::openfga::OpenFga;
 use crate::policy::{guard, Persona};
 use crate::reads::listing;
 use crate::state::keys::ns;
@@ -82,7 +84,7 @@ pub fn scim_realm(r: &impl Reader, rs: &MappingRuleSet) -> ApiResult<()> {
 }
 
 /// Both tiers, on a validated ruleset.
-pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResult<()> {
+pub fn tiers(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResult<()> {
     if rs.rules.iter().any(|rule| rule.identity.is_system) && !is_system_admin(ctx) {
         return Err(ApiError::forbidden("Only a system administrator may create a rule with is_system."));
     }
@@ -95,7 +97,7 @@ pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResul
         return Err(refuse("cross_domain_mapping", format!("A mapping you create must belong to your domain {own}.")));
     }
     targets::source_in_domain(r, &rs.source, &own)?;
-    let held = held_roles(r, &ctx.user.id)?;
+    let held = held_roles(r, store, &ctx.user.id)?;
     let holds = |target: &Target, role: &str| held.get(target).is_some_and(|s| s.contains(role));
     for rule in &rs.rules {
         for auth in &rule.authorizations {
@@ -145,7 +147,7 @@ pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResul
             // By id or by a name no claim decides, the group that exists gets the same checks.
             let existing = targets::bound_group(r, g, &own)?;
             let domain = g.group_domain_id.clone().unwrap_or_else(|| own.clone());
-            targets::group_allowed(r, &rule.name, existing.as_ref(), &domain, &own)?;
+            targets::group_allowed(r, store, &rule.name, existing.as_ref(), &domain, &own)?;
             if !admin_role.as_deref().is_some_and(|a| holds(&Target::Domain(own.clone()), a)) {
                 return Err(refuse(
                     "group_assignment_unauthorized",
@@ -153,14 +155,14 @@ pub fn tiers(r: &impl Reader, ctx: &ValidToken, rs: &MappingRuleSet) -> ApiResul
                 ));
             }
         }
-        user_allowed(r, rule, &own)?;
+        user_allowed(r, store, rule, &own)?;
     }
     Ok(())
 }
 
 /// A user the rule names by a `user_id` no claim decides: of the domain, and not privileged
 /// (whether the login may become it is decided again at each login: `mapped_auth`).
-fn user_allowed(r: &impl Reader, rule: &MappingRule, own: &str) -> ApiResult<()> {
+fn user_allowed(r: &impl Reader, store: Option<&OpenFga>, rule: &MappingRule, own: &str) -> ApiResult<()> {
     let Some(id) = rule.identity.user_id.as_deref().and_then(|t| targets::literal(t, own)) else { return Ok(()) };
     let Some(user) = r.user(&id)? else { return Ok(()) };
     if user.domain_id != own {
@@ -169,7 +171,7 @@ fn user_allowed(r: &impl Reader, rule: &MappingRule, own: &str) -> ApiResult<()>
             format!("Rule {:?}: user {id} is outside your domain {own}.", rule.name),
         ));
     }
-    if guard::privileged_user(r, &id)? {
+    if guard::privileged_user(r, store, &id)? {
         return Err(refuse(
             "user_mapping_unauthorized",
             format!("Rule {:?}: user {id} holds the admin or service role or a system role.", rule.name),
@@ -178,12 +180,28 @@ fn user_allowed(r: &impl Reader, rule: &MappingRule, own: &str) -> ApiResult<()>
     Ok(())
 }
 
-/// The roles the user holds on each target: direct, through groups, inherited and implied.
-fn held_roles(r: &impl Reader, user_id: &str) -> ApiResult<BTreeMap<Target, BTreeSet<String>>> {
+/// The roles the user holds on each target: direct, through groups, inherited and implied,
+/// and what the relationship store resolves when the node has one (a store that cannot answer
+/// gives none: the checks then refuse).
+fn held_roles(
+    r: &impl Reader,
+    store: Option<&OpenFga>,
+    user_id: &str,
+) -> ApiResult<BTreeMap<Target, BTreeSet<String>>> {
     let f = listing::Filter { user: Some(user_id.to_string()), effective: true, ..Default::default() };
     let mut out: BTreeMap<Target, BTreeSet<String>> = BTreeMap::new();
     for e in listing::list(r, &f)? {
         out.entry(e.target).or_default().insert(e.role_id);
+    }
+    if let Some(fga) = store {
+        match blocking(fga.resolved_for_user(r, user_id, None)) {
+            Ok(found) => {
+                for a in found {
+                    out.entry(a.target).or_default().insert(a.role_id);
+                }
+            }
+            Err(e) => tracing::warn!("mapping checks: the relationship store could not answer ({e})"),
+        }
     }
     Ok(out)
 }

@@ -9,6 +9,7 @@ use super::model::{GroupBinding, Source};
 use super::template::{self, Part};
 use super::MappingError;
 use crate::http::error::{ApiError, ApiResult};
+use crate::openfga::OpenFga;
 use crate::policy::guard;
 use crate::state::keys::ns;
 use crate::state::model::Group;
@@ -106,7 +107,14 @@ pub fn bound_group(r: &impl Reader, g: &GroupBinding, domain: &str) -> ApiResult
 
 /// A group a ruleset of `own` may put principals in: of that domain, and not privileged.
 /// `existing`: the group when it exists; `domain`: the domain it would be created in.
-pub fn group_allowed(r: &impl Reader, rule: &str, existing: Option<&Group>, domain: &str, own: &str) -> ApiResult<()> {
+pub fn group_allowed(
+    r: &impl Reader,
+    store: Option<&OpenFga>,
+    rule: &str,
+    existing: Option<&Group>,
+    domain: &str,
+    own: &str,
+) -> ApiResult<()> {
     let domain = existing.map_or(domain, |g| g.domain_id.as_str());
     if domain != own {
         return Err(refuse(
@@ -115,7 +123,7 @@ pub fn group_allowed(r: &impl Reader, rule: &str, existing: Option<&Group>, doma
         ));
     }
     if let Some(g) = existing {
-        if guard::privileged_group(r, &g.id)? {
+        if guard::privileged_group(r, store, &g.id)? {
             return Err(refuse(
                 "group_assignment_unauthorized",
                 format!(

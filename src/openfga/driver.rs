@@ -193,6 +193,18 @@ impl OpenFga {
         Ok(self.resolved_for_user(r, user_id, None).await?.into_iter().map(|a| a.target).collect())
     }
 
+    /// Every grant stored for the actor, on any target (a read per spelling and target type).
+    pub async fn grants_of_actor(&self, r: &impl Reader, kind: ActorKind, id: &str) -> DriverResult<Vec<Assignment>> {
+        let v = self.vocabulary(r)?;
+        let mut keys = Vec::new();
+        for user in v.actors(kind, id) {
+            for (_, ty) in v.target_types() {
+                keys.push(ReadKey { user: Some(user.clone()), relation: None, object: Some(format!("{ty}:")) });
+            }
+        }
+        self.read_grants(&v, keys).await
+    }
+
     /// The grants stored for the filter, mapped back to roles (tuples that are not ours are
     /// skipped).
     pub(super) async fn read_grants(&self, v: &Vocabulary<'_>, keys: Vec<ReadKey>) -> DriverResult<Vec<Assignment>> {
@@ -232,5 +244,16 @@ impl DriverError {
             }
             other => other.into(),
         }
+    }
+}
+
+/// Runs a driver call to its end from synchronous code (the guard rails are checks deep in
+/// synchronous validation), on the multi-threaded runtime the server runs on. Anywhere else it
+/// refuses, and callers fail closed.
+pub fn blocking<T>(call: impl std::future::Future<Output = DriverResult<T>>) -> DriverResult<T> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| h.block_on(call)),
+        _ => Err(DriverError::State("the relationship store can only be asked on the multi-threaded runtime".into())),
     }
 }

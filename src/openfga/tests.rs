@@ -52,10 +52,11 @@ impl World {
     }
 }
 
-/// (actor id, scope id, role id) of each listed assignment.
+/// (actor id, scope id, role id) of each listed assignment, sorted.
 fn rows(body: &Value) -> Vec<(String, String, String)> {
     let list = body["role_assignments"].as_array().unwrap_or_else(|| panic!("{body}"));
-    list.iter()
+    let mut out: Vec<(String, String, String)> = list
+        .iter()
         .map(|a| {
             let actor = a["user"]["id"].as_str().or(a["group"]["id"].as_str()).unwrap_or_default();
             let scope = a["scope"]["project"]["id"]
@@ -64,7 +65,9 @@ fn rows(body: &Value) -> Vec<(String, String, String)> {
                 .unwrap_or(if a["scope"]["system"].is_null() { "" } else { "system" });
             (actor.to_string(), scope.to_string(), a["role"]["id"].as_str().unwrap_or_default().to_string())
         })
-        .collect()
+        .collect();
+    out.sort();
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,6 +146,12 @@ async fn an_unmapped_role_fails_before_any_call() {
     assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
     assert!(r.body["error"]["message"].as_str().unwrap().contains("role_to_relation"), "{}", r.body);
     assert_eq!((w.fga.calls("write").await, w.fga.calls("read").await), (writes, reads));
+    // A role created at run time is unmapped too, whatever the actor and target.
+    let custom = w.t.create("/v3/roles", "role", json!({"name": "custom-role"})).await;
+    let group = w.t.create("/v3/groups", "group", json!({"name": "g1", "domain_id": "default"})).await;
+    let r = w.t.admin(PUT, &format!("/v3/domains/default/groups/{group}/roles/{custom}"), None).await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    assert_eq!(w.fga.calls("write").await, writes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,4 +321,32 @@ async fn the_bearer_token_is_sent_and_an_outage_is_a_503_for_tokens() {
     let r = w.project_token().await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
     assert!(!r.text.contains("s3cret"), "{}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_rails_see_administrators_the_store_makes() {
+    let w = World::new(&[]).await;
+    let (admin, manager, member) = (w.role("admin").await, w.role("manager").await, w.role("member").await);
+    let mgr = w.t.create("/v3/users", "user", json!({"name": "mgr", "password": "pw", "domain_id": "default"})).await;
+    let bob = w.t.create("/v3/users", "user", json!({"name": "bob", "password": "pw", "domain_id": "default"})).await;
+    for path in [
+        format!("/v3/domains/default/users/{mgr}/roles/{manager}"),
+        format!("/v3/projects/{}/users/{}/roles/{admin}", w.project, w.alice),
+        format!("/v3/projects/{}/users/{bob}/roles/{member}", w.project),
+    ] {
+        assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT, "{path}");
+    }
+    let token = w.t.token("mgr", "pw", json!({"domain": {"id": "default"}})).await;
+    let reset = |id: &str| (format!("/v3/users/{id}"), json!({"user": {"password": "taken-over"}}));
+    let (path, body) = reset(&bob);
+    let r = w.t.call(Method::PATCH, &path, Some(&token), Some(body)).await;
+    assert_eq!(r.status, StatusCode::OK, "an ordinary user is the manager's to manage: {}", r.body);
+    let (path, body) = reset(&w.alice);
+    let r = w.t.call(Method::PATCH, &path, Some(&token), Some(body.clone())).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "admin only in the store, still guarded: {}", r.body);
+    // A store that cannot answer opens nothing: the rails fail closed.
+    w.fga.fault(json!({"status": 503, "count": 100, "paths": ["streamed-list-objects"]})).await;
+    let (path, body) = reset(&bob);
+    let r = w.t.call(Method::PATCH, &path, Some(&token), Some(body)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
 }

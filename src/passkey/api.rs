@@ -107,7 +107,7 @@ pub async fn register_start(
     OptionalJson(body): OptionalJson<Sent<RegisterStartRequest>>,
 ) -> ApiResult<(StatusCode, Json<RegisterChallenge>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
-    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user.id)?;
     // Typed on arrival, refused only here: a missing user or a refused caller answers first.
     let body: RegisterStartRequest = match body {
         None | Some(Sent::Absent | Sent::Null) => RegisterStartRequest::default(),
@@ -140,7 +140,7 @@ pub async fn register_finish(
     JsonBody(b): JsonBody<AttestationBody>,
 ) -> ApiResult<(StatusCode, Json<PasskeyOne>)> {
     let user = owner(&node, "register", &ctx, &user_id)?;
-    guard::add_authenticator(&node.engine.read(), &ctx, &user.id)?;
+    guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user.id)?;
     let stored = ceremony::register_finish(&node, &rp, &user.id, &b.credential()?).await?;
     Ok((StatusCode::CREATED, Json(PasskeyOne { passkey: view(&stored) })))
 }

@@ -9,9 +9,11 @@
 use std::collections::BTreeSet;
 
 use crate::http::error::{ApiError, ApiResult};
+use crate::openfga::driver::blocking;
+use crate::openfga::{DriverError, OpenFga};
 use crate::policy::persona::Persona;
 use crate::reads::{hierarchy, listing};
-use crate::state::model::{Assignment, Target};
+use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
 use crate::token::{Delegation, TokenScope, ValidToken};
 
@@ -59,21 +61,35 @@ fn reaches_admin_project(r: &impl Reader, target: &Target, inherited: bool) -> A
 }
 
 /// A user holding `admin` or `service` anywhere (directly, through a group, inherited or
-/// implied) or any role on the system.
-pub fn privileged_user(r: &impl Reader, user_id: &str) -> ApiResult<bool> {
+/// implied) or any role on the system: in the replicated grants, or in the relationship store
+/// when the node has one.
+pub fn privileged_user(r: &impl Reader, store: Option<&OpenFga>, user_id: &str) -> ApiResult<bool> {
     let f = listing::Filter { user: Some(user_id.to_string()), effective: true, ..Default::default() };
-    let entries = listing::list(r, &f)?;
-    if entries.iter().any(|e| e.target == Target::System) {
+    let mut held: Vec<(Target, String)> = listing::list(r, &f)?.into_iter().map(|e| (e.target, e.role_id)).collect();
+    if let Some(fga) = store {
+        match blocking(fga.resolved_for_user(r, user_id, None)) {
+            Ok(found) => held.extend(found.into_iter().map(|a| (a.target, a.role_id))),
+            Err(e) => return Ok(fail_closed(&e)),
+        }
+    }
+    if held.iter().any(|(t, _)| *t == Target::System) {
         return Ok(true);
     }
-    let roles: BTreeSet<String> = entries.into_iter().map(|e| e.role_id).collect();
+    let roles: BTreeSet<String> = held.into_iter().map(|(_, role)| role).collect();
     holds_guarded_role(r, &roles.into_iter().collect::<Vec<_>>())
 }
 
-/// A group whose grants make its members privileged, or that reach the admin project.
-pub fn privileged_group(r: &impl Reader, group_id: &str) -> ApiResult<bool> {
+/// A group whose grants make its members privileged, or that reach the admin project: in the
+/// replicated grants, or in the relationship store when the node has one.
+pub fn privileged_group(r: &impl Reader, store: Option<&OpenFga>, group_id: &str) -> ApiResult<bool> {
     let f = listing::Filter { group: Some(group_id.to_string()), ..Default::default() };
-    let grants: Vec<Assignment> = listing::list(r, &f)?.into_iter().map(|e| e.grant).collect();
+    let mut grants: Vec<Assignment> = listing::list(r, &f)?.into_iter().map(|e| e.grant).collect();
+    if let Some(fga) = store {
+        match blocking(fga.grants_of_actor(r, ActorKind::Group, group_id)) {
+            Ok(found) => grants.extend(found),
+            Err(e) => return Ok(fail_closed(&e)),
+        }
+    }
     for a in &grants {
         if a.target == Target::System || reaches_admin_project(r, &a.target, a.inherited)? {
             return Ok(true);
@@ -83,17 +99,24 @@ pub fn privileged_group(r: &impl Reader, group_id: &str) -> ApiResult<bool> {
     holds_guarded_role(r, &roles)
 }
 
+/// A store that cannot say whether an actor is privileged: the actor counts as privileged, so
+/// only a cloud administrator passes (the rails never open because the store is down).
+fn fail_closed(e: &DriverError) -> bool {
+    tracing::warn!("guard rails: the relationship store could not answer ({e}); treating the actor as privileged");
+    true
+}
+
 /// Update, disable, delete or set the password of `user_id`.
-pub fn change_user(r: &impl Reader, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
-    if cloud_admin(ctx) || !privileged_user(r, user_id)? {
+pub fn change_user(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || !privileged_user(r, store, user_id)? {
         return Ok(());
     }
     Err(refuse("change, disable or delete a user who holds the admin or service role or a system role"))
 }
 
 /// Update or delete a group, or change its members.
-pub fn change_group(r: &impl Reader, ctx: &ValidToken, group_id: &str) -> ApiResult<()> {
-    if cloud_admin(ctx) || !privileged_group(r, group_id)? {
+pub fn change_group(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidToken, group_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || !privileged_group(r, store, group_id)? {
         return Ok(());
     }
     Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))
@@ -158,8 +181,8 @@ fn acting_as_itself(ctx: &ValidToken, user_id: &str) -> bool {
 /// Whoever holds it becomes that user, so for a user who holds the admin or service role or
 /// a system role only a cloud administrator or the user itself may (see
 /// [`acting_as_itself`]); for anyone else policy alone decides.
-pub fn add_authenticator(r: &impl Reader, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
-    if cloud_admin(ctx) || acting_as_itself(ctx, user_id) || !privileged_user(r, user_id)? {
+pub fn add_authenticator(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || acting_as_itself(ctx, user_id) || !privileged_user(r, store, user_id)? {
         return Ok(());
     }
     Err(refuse(
@@ -170,8 +193,8 @@ pub fn add_authenticator(r: &impl Reader, ctx: &ValidToken, user_id: &str) -> Ap
 
 /// [`change_user`] for a caller that is never a cloud administrator (an API key, e.g. a SCIM
 /// realm's): it may not update, disable or delete a privileged user.
-pub fn change_user_by_key(r: &impl Reader, user_id: &str) -> ApiResult<()> {
-    if !privileged_user(r, user_id)? {
+pub fn change_user_by_key(r: &impl Reader, store: Option<&OpenFga>, user_id: &str) -> ApiResult<()> {
+    if !privileged_user(r, store, user_id)? {
         return Ok(());
     }
     Err(refuse("change, disable or delete a user who holds the admin or service role or a system role"))
@@ -179,8 +202,8 @@ pub fn change_user_by_key(r: &impl Reader, user_id: &str) -> ApiResult<()> {
 
 /// [`change_group`] for a caller that is never a cloud administrator (an API key): it may not
 /// change, or change the members of, a privileged group.
-pub fn change_group_by_key(r: &impl Reader, group_id: &str) -> ApiResult<()> {
-    if !privileged_group(r, group_id)? {
+pub fn change_group_by_key(r: &impl Reader, store: Option<&OpenFga>, group_id: &str) -> ApiResult<()> {
+    if !privileged_group(r, store, group_id)? {
         return Ok(());
     }
     Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))

@@ -378,12 +378,12 @@ async fn authenticators_of_privileged_users_are_the_cloud_admins_or_their_own() 
             tk
         };
         // Another domain's admin: never for the privileged user, policy's call for the rest.
-        assert!(guard::add_authenticator(&view, &d2_admin(), &admin_id).is_err(), "keystone={keystone}");
-        assert!(guard::add_authenticator(&view, &d2_admin(), &plain).is_ok(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, None, &d2_admin(), &admin_id).is_err(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, None, &d2_admin(), &plain).is_ok(), "keystone={keystone}");
         // A cloud administrator, and the user itself with its own token.
         let sys_admin = mode(token(TokenScope::System, &["admin", "reader"], false));
-        assert!(guard::add_authenticator(&view, &sys_admin, &admin_id).is_ok(), "keystone={keystone}");
-        assert!(guard::add_authenticator(&view, &own(), &admin_id).is_ok(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, None, &sys_admin, &admin_id).is_ok(), "keystone={keystone}");
+        assert!(guard::add_authenticator(&view, None, &own(), &admin_id).is_ok(), "keystone={keystone}");
         // The user's id on a delegated token is not the user acting (an impersonating trust's
         // token names the trustor as its user).
         let mut trust = own();
@@ -401,18 +401,18 @@ async fn authenticators_of_privileged_users_are_the_cloud_admins_or_their_own() 
         let mut app_cred = own();
         app_cred.payload.delegation = Delegation::AppCred("ac".into());
         for (tk, what) in [(trust, "trust"), (mapped, "mapped"), (signed, "signed request"), (app_cred, "restricted")] {
-            assert!(guard::add_authenticator(&view, &tk, &admin_id).is_err(), "{what}, keystone={keystone}");
-            assert!(guard::add_authenticator(&view, &tk, &plain).is_ok(), "{what}, keystone={keystone}");
+            assert!(guard::add_authenticator(&view, None, &tk, &admin_id).is_err(), "{what}, keystone={keystone}");
+            assert!(guard::add_authenticator(&view, None, &tk, &plain).is_ok(), "{what}, keystone={keystone}");
         }
     }
     // An API key is never a cloud administrator.
-    assert!(guard::change_user_by_key(&view, &admin_id).is_err());
-    assert!(guard::change_user_by_key(&view, &plain).is_ok());
+    assert!(guard::change_user_by_key(&view, None, &admin_id).is_err());
+    assert!(guard::change_user_by_key(&view, None, &plain).is_ok());
     drop(view);
     let g = t.create("/v3/groups", "group", json!({"name": "g", "domain_id": "default"})).await;
-    assert!(guard::change_group_by_key(&t.node.engine.read(), &g).is_ok());
+    assert!(guard::change_group_by_key(&t.node.engine.read(), None, &g).is_ok());
     let admin_role = t.node.engine.read().id_by_name(crate::state::keys::ns::ROLE_NAME, "", "admin").unwrap().unwrap();
     let r = t.admin(Method::PUT, &format!("/v3/domains/default/groups/{g}/roles/{admin_role}"), None).await;
     assert!(r.status.is_success(), "{}", r.body);
-    assert!(guard::change_group_by_key(&t.node.engine.read(), &g).is_err());
+    assert!(guard::change_group_by_key(&t.node.engine.read(), None, &g).is_err());
 }

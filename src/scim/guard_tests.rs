@@ -62,7 +62,7 @@ async fn scim_writes_never_reach_privileged_users_and_groups() {
         let view = w.t.node.engine.read();
         assert!(!view.is_member(&admins, &mine).unwrap(), "[{mode}] no member was added");
         assert!(view.user(&boss).unwrap().unwrap().enabled, "[{mode}] the admin is still enabled");
-        assert!(guard::privileged_group(&view, &admins).unwrap(), "[{mode}] the group keeps its grant");
+        assert!(guard::privileged_group(&view, None, &admins).unwrap(), "[{mode}] the group keeps its grant");
         drop(view);
         assert_eq!(version(&w, Kind::Group, &admins), g_version, "[{mode}]");
         assert_eq!(version(&w, Kind::User, &boss), u_version, "[{mode}]");

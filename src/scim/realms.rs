@@ -234,8 +234,8 @@ pub async fn purge(
     // The realm's own administrators may purge what it provisioned, but not a privileged
     // user or group: that stays with a cloud administrator.
     match kind {
-        Kind::User => guard::change_user(&node.engine.read(), &ctx, &keystone_id)?,
-        Kind::Group => guard::change_group(&node.engine.read(), &ctx, &keystone_id)?,
+        Kind::User => guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &keystone_id)?,
+        Kind::Group => guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &keystone_id)?,
     }
     let realm = RealmRef { domain_id, provider_id };
     let cmd = ScimCommand::Purge { realm, kind, id: keystone_id, deprovisioned_by: None };

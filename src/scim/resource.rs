@@ -18,6 +18,7 @@ use super::{patch, write};
 use crate::audit::event::Action;
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::openfga::OpenFga;
 use crate::policy::guard;
 use crate::state::read::ScimReads;
 use crate::state::scim::{Expect, Kind, RealmRef, ScimCommand, ScimResourceIndex};
@@ -93,10 +94,10 @@ fn found<R: Resource>(view: &impl Reader, realm: &RealmRef, id: &str) -> ScimRes
 /// administrator, so it may not change a user or group that holds the admin or service role,
 /// a system role or a role on the admin project (403, nothing written). Checked on the state
 /// the request reads, before anything is proposed.
-fn guarded<R: Resource>(view: &impl Reader, id: &str) -> ScimResult<()> {
+fn guarded<R: Resource>(view: &impl Reader, store: Option<&OpenFga>, id: &str) -> ScimResult<()> {
     match R::KIND {
-        Kind::User => guard::change_user_by_key(view, id)?,
-        Kind::Group => guard::change_group_by_key(view, id)?,
+        Kind::User => guard::change_user_by_key(view, store, id)?,
+        Kind::Group => guard::change_group_by_key(view, store, id)?,
     }
     Ok(())
 }
@@ -210,7 +211,7 @@ pub async fn update<R: Resource>(
 fn may_change<R: Resource>(node: &Core, caller: &ScimCaller, id: &str, action: &str) -> ScimResult<()> {
     fenced::<R>(&node.engine.read(), &caller.realm_ref(), id)?;
     caller.authorize(R::KIND, action)?;
-    guarded::<R>(&node.engine.read(), id)
+    guarded::<R>(&node.engine.read(), node.fga.as_deref(), id)
 }
 
 pub async fn deprovision<R: Resource>(node: &Core, scim: &Scim, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
