@@ -203,6 +203,7 @@ fn target_parts(target: &Target) -> (Kind, &str) {
 mod tests {
     use super::*;
     use crate::openfga::settings::AssignmentDriver;
+    use crate::testkit::fixtures::role;
 
     fn settings(extra: &[(&str, &str)]) -> OpenFgaSettings {
         let mut o: BTreeMap<&str, &str> = [
@@ -220,24 +221,14 @@ mod tests {
         }
     }
 
-    fn role(id: &str, name: &str, domain: Option<&str>) -> Role {
-        Role {
-            id: id.into(),
-            name: name.into(),
-            domain_id: domain.map(str::to_string),
-            description: None,
-            extra: "{}".into(),
-            options: "{}".into(),
-        }
-    }
-
     fn roles() -> Vec<Role> {
+        let local = Role { domain_id: Some("d1".into()), ..role("r-local", "member") };
         vec![
-            role("r-admin", "admin", None),
-            role("r-member", "member", None),
-            role("r-twin", "twin", None),
-            role("r-local", "member", Some("d1")),
-            role("r-none", "reader", None),
+            role("r-admin", "admin"),
+            role("r-member", "member"),
+            role("r-twin", "twin"),
+            local,
+            role("r-none", "reader"),
         ]
     }
 
