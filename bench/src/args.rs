@@ -55,6 +55,12 @@ pub struct Args {
     /// Starts of each kind, and logins, per cluster size of the passkey benchmark.
     #[arg(long, default_value_t = 300)]
     pub passkey_rounds: usize,
+    /// Run the OpenFGA assignment driver benchmark instead (see `fga.rs`).
+    #[arg(long)]
+    pub fga: bool,
+    /// Requests of each kind per driver in the OpenFGA benchmark.
+    #[arg(long, default_value_t = 200)]
+    pub fga_rounds: usize,
     /// Projects in the state the backup and restore figures move.
     #[arg(long, default_value_t = 100_000)]
     pub ops_projects: u32,

@@ -19,6 +19,7 @@
 //!               lists on a 10,000-user realm (idnode only; see `scim.rs`)
 //! On the 3-node cluster validate, create and the OAuth2 workloads also run against a follower.
 //! `--ops` runs the operator benchmarks instead: failover time, backup and restore MB/s.
+//! `--fga` measures what the OpenFGA assignment driver itself costs (see `fga.rs`).
 //! `--passkey` runs the passkey benchmarks instead: start latency with and without a real
 //! user behind it, full logins.
 //! `--only oauth2` (name prefixes, comma separated) runs a subset.
@@ -28,6 +29,7 @@
 mod api;
 mod args;
 mod cluster;
+mod fga;
 mod fixture;
 mod idnode;
 mod mapped;
@@ -98,19 +100,26 @@ fn find_reference(arg: Option<&PathBuf>) -> Result<PathBuf> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    if args.ops {
+    // The benchmarks that replace the wrk run: each gets the binary and its output directory
+    // and prints its own table.
+    let special = if args.ops {
+        Some("ops")
+    } else if args.fga {
+        Some("fga")
+    } else if args.passkey {
+        Some("passkey")
+    } else {
+        None
+    };
+    if let Some(name) = special {
         let bin = find_idnode(args.idnode.as_ref())?;
-        let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join("idnode-bench-ops"));
+        let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("idnode-bench-{name}")));
         std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
-        let table = ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?;
-        std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;
-        return Ok(());
-    }
-    if args.passkey {
-        let bin = find_idnode(args.idnode.as_ref())?;
-        let out = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join("idnode-bench-passkey"));
-        std::fs::create_dir_all(&out).with_context(|| format!("mkdir {}", out.display()))?;
-        let table = passkey::bench_passkey(&bin, &out, args.passkey_rounds).await?;
+        let table = match name {
+            "ops" => ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?,
+            "fga" => fga::bench_fga(&bin, &out, args.fga_rounds).await?,
+            _ => passkey::bench_passkey(&bin, &out, args.passkey_rounds).await?,
+        };
         std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;
         return Ok(());
     }

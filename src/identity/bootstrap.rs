@@ -137,14 +137,19 @@ pub async fn seed_store(node: &Core) -> ApiResult<()> {
         grants.retain(|a| !a.inherited);
         grants
     };
+    let mut held = false;
     for a in &grants {
         if fga.check(&node.engine.read(), a).await? {
-            return Ok(());
+            held = true;
+            break;
         }
     }
-    for a in &grants {
-        fga.grant(&node.engine.read(), a).await?;
+    if !held {
+        for a in &grants {
+            fga.grant(&node.engine.read(), a).await?;
+        }
+        tracing::info!("wrote the bootstrap administrator's {} grants to the OpenFGA store", grants.len());
     }
-    tracing::info!("wrote the bootstrap administrator's {} grants to the OpenFGA store", grants.len());
+    fga.seeded.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }

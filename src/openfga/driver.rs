@@ -63,11 +63,14 @@ pub type DriverResult<T> = Result<T, DriverError>;
 /// The relationship-store driver of one node.
 pub struct OpenFga {
     pub client: Client,
+    /// Whether this node has seen the bootstrap administrator's grants in the store (until
+    /// then nobody can administer a new cluster, and `/ready` says so).
+    pub seeded: std::sync::atomic::AtomicBool,
 }
 
 impl OpenFga {
     pub fn new(client: Client) -> Self {
-        OpenFga { client }
+        OpenFga { client, seeded: std::sync::atomic::AtomicBool::new(false) }
     }
 
     /// The role table as the store sees it, from the node's roles.

@@ -89,9 +89,14 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
     let (mut c, _, mut ready) = components(&node);
     if let Some(fga) = &node.fga {
         // Scoped tokens take their roles from the store: without it the node cannot serve.
-        let store = match fga.client.probe().await {
-            Ok(()) => json!({"status": "ok"}),
-            Err(e) => {
+        let seeded = fga.seeded.load(std::sync::atomic::Ordering::Relaxed);
+        let store = match (fga.client.probe().await, seeded) {
+            (Ok(()), true) => json!({"status": "ok"}),
+            (Ok(()), false) => {
+                ready = false;
+                json!({"status": "warn", "reasons": ["the bootstrap grants are not in the store yet"]})
+            }
+            (Err(e), _) => {
                 ready = false;
                 json!({"status": "warn", "reasons": [e.to_string()]})
             }
