@@ -344,6 +344,17 @@ async fn the_guard_rails_see_administrators_the_store_makes() {
     let (path, body) = reset(&w.alice);
     let r = w.t.call(Method::PATCH, &path, Some(&token), Some(body.clone())).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "admin only in the store, still guarded: {}", r.body);
+    // Handing out admin stays a cloud administrator's, whatever holds the grants.
+    let writes = w.fga.calls("write").await;
+    let grant = format!("/v3/projects/{}/users/{bob}/roles/{admin}", w.project);
+    assert_eq!(w.t.call(PUT, &grant, Some(&token), None).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(w.fga.calls("write").await, writes, "refused before any write");
+    let grant = format!("/v3/projects/{}/users/{bob}/roles/{member}", w.project);
+    assert_eq!(
+        w.t.call(PUT, &grant, Some(&token), None).await.status,
+        StatusCode::NO_CONTENT,
+        "member is the manager's"
+    );
     // A store that cannot answer opens nothing: the rails fail closed.
     w.fga.fault(json!({"status": 503, "count": 100, "paths": ["streamed-list-objects"]})).await;
     let (path, body) = reset(&bob);
