@@ -140,18 +140,7 @@ async fn from_store(node: &Core, fga: &OpenFga, f: &Filter) -> ApiResult<Vec<Ent
     };
     let q = StoreQuery { actor, target: f.target.clone(), role: f.role.clone(), effective: f.effective };
     let found = fga.list(&node.engine.read(), &q).await?;
-    Ok(found
-        .into_iter()
-        .map(|a| Entry {
-            actor_kind: a.actor_kind,
-            actor_id: a.actor_id.clone(),
-            target: a.target.clone(),
-            role_id: a.role_id.clone(),
-            via_group: None,
-            prior_role: None,
-            grant: a,
-        })
-        .collect())
+    Ok(found.into_iter().map(Entry::direct).collect())
 }
 
 /// `include_subtree`: the project (404 if unknown) is the policy target of

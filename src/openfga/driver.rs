@@ -122,25 +122,38 @@ impl OpenFga {
         Ok(futures::future::try_join_all(reads).await?.into_iter().flatten().collect())
     }
 
-    /// The roles the model resolves for the user on the target: one batch check over every
-    /// mapped relation (and every spelling), each allowed relation giving its roles.
-    pub async fn roles_of_user(&self, r: &impl Reader, user_id: &str, target: &Target) -> DriverResult<Vec<Role>> {
-        let v = self.vocabulary(r)?;
-        let relations = v.relations();
-        let (users, objects) = (v.actors(ActorKind::User, user_id), v.objects(target));
+    /// Which of `relations` the model resolves for the actor on the target: one check when a
+    /// single spelling is asked, else one batch check over every relation and spelling.
+    pub(super) async fn resolved_relations(
+        &self,
+        v: &Vocabulary<'_>,
+        (kind, id): (ActorKind, &str),
+        target: &Target,
+        relations: &[&str],
+    ) -> DriverResult<BTreeSet<String>> {
+        let (users, objects) = (v.actors(kind, id), v.objects(target));
         let mut asked = Vec::new();
-        for rel in &relations {
+        for rel in relations {
             for u in &users {
                 for o in &objects {
                     asked.push(Tuple { user: u.clone(), relation: rel.to_string(), object: o.clone() });
                 }
             }
         }
-        let answers = self.client.batch_check(&asked).await?;
-        let held: BTreeSet<&str> =
-            asked.iter().zip(answers).filter(|(_, allowed)| *allowed).map(|(t, _)| t.relation.as_str()).collect();
+        let answers = match asked.as_slice() {
+            [one] => vec![self.client.check(one).await?],
+            _ => self.client.batch_check(&asked).await?,
+        };
+        Ok(asked.into_iter().zip(answers).filter(|(_, allowed)| *allowed).map(|(t, _)| t.relation).collect())
+    }
+
+    /// The roles the model resolves for the user on the target: every mapped relation asked at
+    /// once, each allowed relation giving its roles.
+    pub async fn roles_of_user(&self, r: &impl Reader, user_id: &str, target: &Target) -> DriverResult<Vec<Role>> {
+        let v = self.vocabulary(r)?;
+        let held = self.resolved_relations(&v, (ActorKind::User, user_id), target, &v.relations()).await?;
         let mut roles = Vec::new();
-        for rel in held {
+        for rel in &held {
             for id in v.roles(rel) {
                 roles.extend(r.role(id)?);
             }

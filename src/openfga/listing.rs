@@ -11,10 +11,7 @@
 //! Every assignment is direct (`inherited` false, no `implied_via`); a target's listing never
 //! resolves groups nor walks the project tree. Results are whole, de-duplicated and sorted.
 
-use std::collections::BTreeSet;
-
 use super::driver::{DriverError, DriverResult, OpenFga};
-use super::tuples::Tuple;
 use super::wire::ReadKey;
 use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
@@ -35,26 +32,11 @@ impl OpenFga {
         let found: Vec<Assignment> = match (&q.actor, &q.target) {
             (Some((kind, id)), Some(target)) if q.effective => {
                 let relations = match &relation {
-                    Some(rel) => vec![rel.clone()],
-                    None => v.relations().into_iter().map(str::to_string).collect(),
+                    Some(rel) => vec![rel.as_str()],
+                    None => v.relations(),
                 };
-                let (users, objects) = (v.actors(*kind, id), v.objects(target));
-                let mut asked = Vec::new();
-                for rel in &relations {
-                    for u in &users {
-                        for o in &objects {
-                            asked.push(Tuple { user: u.clone(), relation: rel.clone(), object: o.clone() });
-                        }
-                    }
-                }
-                let answers = if asked.len() == 1 {
-                    vec![self.client.check(&asked[0]).await?]
-                } else {
-                    self.client.batch_check(&asked).await?
-                };
-                let held: BTreeSet<&str> =
-                    asked.iter().zip(answers).filter(|(_, ok)| *ok).map(|(t, _)| t.relation.as_str()).collect();
-                held.into_iter()
+                let held = self.resolved_relations(&v, (*kind, id), target, &relations).await?;
+                held.iter()
                     .flat_map(|rel| v.roles(rel).iter())
                     .filter(|role_id| q.role.as_ref().is_none_or(|want| want == *role_id))
                     .map(|role_id| Assignment {

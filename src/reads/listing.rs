@@ -44,6 +44,21 @@ pub struct Entry {
     pub grant: Assignment,
 }
 
+impl Entry {
+    /// The entry of a grant as stored: its own actor, target and role.
+    pub fn direct(a: Assignment) -> Entry {
+        Entry {
+            actor_kind: a.actor_kind,
+            actor_id: a.actor_id.clone(),
+            target: a.target.clone(),
+            role_id: a.role_id.clone(),
+            via_group: None,
+            prior_role: None,
+            grant: a,
+        }
+    }
+}
+
 type Actor = (ActorKind, String);
 
 /// Lists assignments matching `f`, sorted and without duplicates.
@@ -115,15 +130,7 @@ fn direct(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
         .filter(|a| in_targets(a, &targets))
         .filter(|a| f.role.as_ref().is_none_or(|role| &a.role_id == role))
         .filter(|a| f.inherited.is_none_or(|i| a.inherited == i))
-        .map(|a| Entry {
-            actor_kind: a.actor_kind,
-            actor_id: a.actor_id.clone(),
-            target: a.target.clone(),
-            role_id: a.role_id.clone(),
-            via_group: None,
-            prior_role: None,
-            grant: a,
-        })
+        .map(Entry::direct)
         .collect())
 }
 
