@@ -12,7 +12,8 @@ use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
 use crate::http::openapi::{errors as E, to_json, CollectionLinks};
-use crate::openfga::listing::Query as StoreQuery;
+use crate::http::pages::{limit_of, with_marker};
+use crate::openfga::listing::{self as store_listing, Page as StorePage, Query as StoreQuery};
 use crate::openfga::OpenFga;
 use crate::policy::enforce;
 use crate::reads::listing::{self, Entry, Filter};
@@ -71,7 +72,10 @@ const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
            ("role.id" = Option<String>, Query, description = "Only assignments of this role."),
            ("effective" = Option<String>, Query, description = "Present (any value but 0/false/no/off): expand group grants into their members, inherited grants onto the projects below them, and implied roles."),
            ("include_subtree" = Option<String>, Query, description = "Present (any value but 0/false/no/off): the descendants of `scope.project.id` count as targets too (required)."),
-           ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes.")),
+           ("include_names" = Option<String>, Query, description = "Present with any value but `0`, including none: include names of roles, actors and scopes."),
+           ("marker" = Option<String>, Query, description = "OpenFGA driver only: the page starts after this assignment marker (before it with `page_reverse`); the `next` or `previous` link carries it."),
+           ("limit" = Option<usize>, Query, description = "OpenFGA driver only: at most this many assignments (a positive integer)."),
+           ("page_reverse" = Option<String>, Query, description = "OpenFGA driver only: present (any value but 0/false/no/off): the page before `marker`.")),
     responses((status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList), E::BadRequest, E::Unauthorized, E::Forbidden,
               E::NotFound, E::Internal))]
 pub async fn list(
@@ -96,26 +100,28 @@ pub async fn list(
     }
     // Any value but 0, including none, asks for names (Keystone).
     let include_names = q.get("include_names").is_some_and(|v| v != "0");
-    let mut entries = match &node.fga {
-        Some(fga) => from_store(&node, fga, &f).await?,
-        None => listing::list(&node.engine.snapshot(), &f)?,
-    };
     let view = node.engine.snapshot();
-    if let (Some(d), false) = (&caller_domain, subtree) {
-        // A domain-scoped caller sees only its own domain's assignments.
-        let mut kept = Vec::with_capacity(entries.len());
-        for e in entries {
-            let inside = match &e.target {
-                Target::Domain(id) => id == d,
-                Target::Project(id) => view.project(id)?.is_some_and(|p| &p.domain_id == d),
-                Target::System => false,
-            };
-            if inside {
-                kept.push(e);
+    let mut more = None;
+    let entries = match &node.fga {
+        Some(fga) => {
+            let mut found = from_store(&node, fga, &f).await?;
+            if let Some(d) = caller_domain.as_ref().filter(|_| !subtree) {
+                found = kept_inside(&view, d, found, |a| &a.target)?;
+            }
+            let page = page_of(&q)?;
+            let (found, beyond) = store_listing::slice(found, &page);
+            let edge = if page.reverse { found.first() } else { found.last() };
+            more = edge.filter(|_| beyond).map(|a| (page.reverse, store_listing::marker(a)));
+            found.into_iter().map(Entry::direct).collect()
+        }
+        None => {
+            let entries = listing::list(&view, &f)?;
+            match caller_domain.as_ref().filter(|_| !subtree) {
+                Some(d) => kept_inside(&view, d, entries, |e| &e.target)?,
+                None => entries,
             }
         }
-        entries = kept;
-    }
+    };
     let base = node.cfg.public_base();
     let mut names = Names { view: &view, cache: BTreeMap::new() };
     let mut role_assignments = Vec::with_capacity(entries.len());
@@ -123,13 +129,52 @@ pub async fn list(
         role_assignments.push(render(e, &base, include_names.then_some(&mut names))?);
     }
     let query = raw.filter(|r| !r.is_empty()).map(|r| format!("?{r}")).unwrap_or_default();
-    let links = CollectionLinks::whole(format!("{base}/v3/role_assignments{query}"));
+    let self_ = format!("{base}/v3/role_assignments{query}");
+    let links = match more {
+        Some((reverse, m)) => {
+            let beyond = Some(format!("{base}/v3/role_assignments?{}", with_marker(&q, &m)));
+            if reverse {
+                CollectionLinks::new(self_, beyond, None)
+            } else {
+                CollectionLinks::new(self_, None, beyond)
+            }
+        }
+        _ => CollectionLinks::whole(self_),
+    };
     Ok(Json(to_json(&s::RoleAssignmentList { role_assignments, links })))
+}
+
+/// Keeps what a domain-scoped caller may see: assignments on its domain and its projects.
+fn kept_inside<T>(
+    view: &idnode_storage::ReadView<'_>,
+    domain: &str,
+    items: Vec<T>,
+    target: impl Fn(&T) -> &Target,
+) -> ApiResult<Vec<T>> {
+    let mut kept = Vec::with_capacity(items.len());
+    for item in items {
+        let inside = match target(&item) {
+            Target::Domain(id) => id == domain,
+            Target::Project(id) => view.project(id)?.is_some_and(|p| p.domain_id == domain),
+            Target::System => false,
+        };
+        if inside {
+            kept.push(item);
+        }
+    }
+    Ok(kept)
+}
+
+/// The store driver's page (rule 6): `marker`, `limit` and `page_reverse`.
+fn page_of(q: &HashMap<String, String>) -> ApiResult<StorePage> {
+    let limit = limit_of(q)?;
+    let reverse = q.contains_key("page_reverse") && query_flag(q.get("page_reverse"));
+    Ok(StorePage { marker: q.get("marker").filter(|m| !m.is_empty()).cloned(), limit, reverse })
 }
 
 /// The listing from the relationship store: direct assignments only (no inherited grants,
 /// no project tree, no implied roles), by the query's shape (`openfga::listing`).
-async fn from_store(node: &Core, fga: &OpenFga, f: &Filter) -> ApiResult<Vec<Entry>> {
+async fn from_store(node: &Core, fga: &OpenFga, f: &Filter) -> ApiResult<Vec<Assignment>> {
     if f.inherited == Some(true) {
         return Ok(Vec::new());
     }
@@ -139,8 +184,7 @@ async fn from_store(node: &Core, fga: &OpenFga, f: &Filter) -> ApiResult<Vec<Ent
         _ => None,
     };
     let q = StoreQuery { actor, target: f.target.clone(), role: f.role.clone(), effective: f.effective };
-    let found = fga.list(&node.engine.read(), &q).await?;
-    Ok(found.into_iter().map(Entry::direct).collect())
+    Ok(fga.list(&node.engine.read(), &q).await?)
 }
 
 /// `include_subtree`: the project (404 if unknown) is the policy target of

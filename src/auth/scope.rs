@@ -70,7 +70,7 @@ async fn default_scope(node: &Core, user: &User) -> ApiResult<TokenScope> {
     let usable = enabled
         && !effective::user_roles(node, &user.id, &Target::Project(pid.clone()))
             .await
-            .map_err(DriverError::for_token)?
+            .map_err(DriverError::or_unavailable)?
             .is_empty();
     Ok(if usable { TokenScope::Project(pid.clone()) } else { TokenScope::Unscoped })
 }

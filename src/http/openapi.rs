@@ -44,6 +44,11 @@ impl CollectionLinks {
     pub fn whole(self_: String) -> Self {
         CollectionLinks { self_, previous: None, next: None }
     }
+
+    /// The links of one page of a list.
+    pub fn new(self_: String, previous: Option<String>, next: Option<String>) -> Self {
+        CollectionLinks { self_, previous, next }
+    }
 }
 
 /// A resource's own URL.

@@ -14,13 +14,7 @@ pub const MAX_LIMIT: usize = 10_000;
 /// `{key: items, links: {self, previous, next}}`, sliced by the query's `marker` and `limit`.
 pub fn page(key: &str, items: Vec<Value>, base: &str, path: &str, q: &HashMap<String, String>) -> ApiResult<Value> {
     let (items, next) = slice(items, q)?;
-    let next = next.map(|marker| {
-        let mut params: Vec<(&String, &String)> = q.iter().filter(|(k, _)| *k != "marker").collect();
-        params.sort();
-        let mut query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect();
-        query.push(format!("marker={}", enc(&marker)));
-        format!("{base}{path}?{}", query.join("&"))
-    });
+    let next = next.map(|marker| format!("{base}{path}?{}", with_marker(q, &marker)));
     Ok(json!({key: items, "links": {"self": format!("{base}{path}"), "previous": null, "next": next}}))
 }
 
@@ -49,20 +43,34 @@ pub fn page_by(
     Ok(body)
 }
 
+/// The query of the page beyond this one: the same parameters, with `marker` moved on.
+pub fn with_marker(q: &HashMap<String, String>, marker: &str) -> String {
+    let mut params: Vec<(&String, &String)> = q.iter().filter(|(k, _)| *k != "marker").collect();
+    params.sort();
+    let mut query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect();
+    query.push(format!("marker={}", enc(marker)));
+    query.join("&")
+}
+
 fn enc(s: &str) -> String {
     utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
+}
+
+/// The query's `limit`: a positive integer, at most [`MAX_LIMIT`].
+pub fn limit_of(q: &HashMap<String, String>) -> ApiResult<Option<usize>> {
+    match q.get("limit") {
+        None => Ok(None),
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n.min(MAX_LIMIT))),
+            _ => Err(ApiError::bad_request("Invalid input for field 'limit': must be a positive integer.")),
+        },
+    }
 }
 
 /// The items after `marker`, at most `limit` of them, and the marker of the next page when
 /// more remain.
 pub fn slice(mut items: Vec<Value>, q: &HashMap<String, String>) -> ApiResult<(Vec<Value>, Option<String>)> {
-    let limit = match q.get("limit") {
-        None => None,
-        Some(l) => match l.parse::<usize>() {
-            Ok(n) if n > 0 => Some(n.min(MAX_LIMIT)),
-            _ => return Err(ApiError::bad_request("Invalid input for field 'limit': must be a positive integer.")),
-        },
-    };
+    let limit = limit_of(q)?;
     if let Some(marker) = q.get("marker") {
         let at = items
             .iter()

@@ -18,6 +18,7 @@ use crate::http::fields::*;
 use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
@@ -144,6 +145,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
     let g = load(&node, &id)?;
     enforce("identity:delete_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
+    forget_in(node.fga.as_deref(), Some(Gone::group(&g.id))).await?;
     node.propose(Command::DeleteGroup { id: g.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

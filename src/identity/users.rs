@@ -16,6 +16,7 @@ use crate::http::extract::{query_flag, JsonBody};
 use crate::http::fields::*;
 use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
@@ -225,6 +226,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
     let u = load(&node, &id)?;
     enforce("identity:delete_user", &ctx, &target(&u))?;
     guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &u.id)?;
+    forget_in(node.fga.as_deref(), Some(Gone::user(&u.id))).await?;
     let (index, _) = node.propose_at(Command::DeleteUser { id: u.id, now: now_micros() }).await?;
     node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)

@@ -9,6 +9,7 @@
 use crate::audit::event::{scim_write, Action, Outcome, ScimInitiator, ScimWrite};
 use crate::context::Core;
 use crate::http::error::ApiResult;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::state::read::ScimReads;
 use crate::state::scim::{RealmRef, ScimCommand, ScimResourceIndex};
 
@@ -22,6 +23,11 @@ pub async fn janitor_pass(node: &Core, now: i64) -> ApiResult<usize> {
     for idx in due {
         if !node.raft.is_leader() {
             break;
+        }
+        let gone = Gone::of_scim_purge(&node.engine.read(), idx.kind, &idx.keystone_id)?;
+        if let Err(e) = forget_in(node.fga.as_deref(), gone).await {
+            tracing::warn!(id = %idx.keystone_id, "SCIM purge left for the next pass: {}", e.message);
+            continue;
         }
         let realm = RealmRef { domain_id: idx.domain_id.clone(), provider_id: idx.provider_id.clone() };
         let cmd =

@@ -247,34 +247,57 @@ async fn a_changed_disabled_or_deleted_ruleset_fails_its_tokens_with_the_spec_de
     assert_eq!((r.status, detail(&r).as_str()), (StatusCode::NOT_FOUND, "mapping_not_found"), "{}", r.body);
 }
 
+/// A domain `k8s` with a project `web`, a group `readers` holding `group_role` there, a
+/// cluster instance served on loopback, and a ruleset whose rule `web` makes the `apps`
+/// namespace's service accounts virtual users bound to `readers`, with `rule_role` on `web`.
+struct K8sWeb {
+    t: TestNode,
+    project: String,
+    group: String,
+    instance: String,
+    /// The group's grant.
+    grant: String,
+    _api: std::sync::Arc<crate::providers::tests::verification::ApiServer>,
+    _dir: tempfile::TempDir,
+}
+
+impl K8sWeb {
+    async fn new(settings: &[(&str, &str, &str)], group_role: &str, rule_role: &str) -> K8sWeb {
+        let dir = tempfile::tempdir().unwrap();
+        let (api, addr, ca) = serve_api(dir.path()).await;
+        let mut settings = settings.to_vec();
+        settings.push(PRIVATE_NETWORKS);
+        let t = TestNode::start_with(&settings).await;
+        let domain = t.create("/v3/domains", "domain", json!({"name": "k8s"})).await;
+        let project = t.create("/v3/projects", "project", json!({"name": "web", "domain_id": domain})).await;
+        let group = t.create("/v3/groups", "group", json!({"name": "readers", "domain_id": domain})).await;
+        let grant = format!("/v3/projects/{project}/groups/{group}/roles/{}", role(&t, group_role));
+        assert_eq!(t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+        let instance = t
+            .create(
+                "/v4/k8s_auth/instances",
+                "instance",
+                json!({"domain_id": domain, "provider_id": "prod", "kubernetes_host": format!("https://{addr}"),
+                       "kubernetes_ca_cert": ca, "token_reviewer_jwt": "reviewer-jwt"}),
+            )
+            .await;
+        let rule = json!({"name": "web",
+            "match": {"all_of": [{"type": "equals", "claim": "namespace", "value": "apps"},
+                                 {"type": "equals", "claim": "service_account", "value": "web"}]},
+            "identity": {"user_name": "${claims.namespace}-${claims.service_account}"},
+            "groups": [{"group_name": "readers", "strategy": "get"}],
+            "authorizations": [{"type": "project", "project_id": project, "project_domain_id": domain,
+                                "roles": [{"id": role(&t, rule_role)}]}]});
+        let body = json!({"mapping": {"mapping_id": "k8s-web", "domain_id": domain, "provider_id": "prod",
+                                      "source": {"type": "k8s", "cluster_id": instance}, "rules": [rule]}});
+        assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+        K8sWeb { t, project, group, instance, grant, _api: api, _dir: dir }
+    }
+}
+
 #[tokio::test]
 async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_credentials_or_trusts() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_api, addr, ca) = serve_api(dir.path()).await;
-    let t = TestNode::start_with(&[PRIVATE_NETWORKS]).await;
-    let domain = t.create("/v3/domains", "domain", json!({"name": "k8s"})).await;
-    let project = t.create("/v3/projects", "project", json!({"name": "web", "domain_id": domain})).await;
-    let group = t.create("/v3/groups", "group", json!({"name": "readers", "domain_id": domain})).await;
-    let grant = format!("/v3/projects/{project}/groups/{group}/roles/{}", role(&t, "reader"));
-    assert_eq!(t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
-    let instance = t
-        .create(
-            "/v4/k8s_auth/instances",
-            "instance",
-            json!({"domain_id": domain, "provider_id": "prod", "kubernetes_host": format!("https://{addr}"),
-                   "kubernetes_ca_cert": ca, "token_reviewer_jwt": "reviewer-jwt"}),
-        )
-        .await;
-    let rule = json!({"name": "web",
-        "match": {"all_of": [{"type": "equals", "claim": "namespace", "value": "apps"},
-                             {"type": "equals", "claim": "service_account", "value": "web"}]},
-        "identity": {"user_name": "${claims.namespace}-${claims.service_account}"},
-        "groups": [{"group_name": "readers", "strategy": "get"}],
-        "authorizations": [{"type": "project", "project_id": project, "project_domain_id": domain,
-                            "roles": [{"id": role(&t, "member")}]}]});
-    let body = json!({"mapping": {"mapping_id": "k8s-web", "domain_id": domain, "provider_id": "prod",
-                                  "source": {"type": "k8s", "cluster_id": instance}, "rules": [rule]}});
-    assert_eq!(t.admin(Method::POST, "/v4/mappings", Some(body)).await.status, StatusCode::CREATED);
+    let K8sWeb { t, project, group, instance, .. } = &K8sWeb::new(&[], "reader", "member").await;
 
     let path = format!("/v4/k8s_auth/instances/{instance}/auth");
     let r = t
@@ -292,7 +315,7 @@ async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_cre
     let rec: VirtualUserMetadata =
         t.node.engine.read().get_t(cf::SHADOW, &shadow_keys::record(&uid)).unwrap().expect("shadow record");
     assert_eq!((rec.mapping_id.as_str(), rec.matched_rule_name.as_str(), rec.enabled), ("k8s-web", "web", true));
-    assert_eq!(rec.resolved_group_bindings[0].resolved_group_id, group);
+    assert_eq!(rec.resolved_group_bindings[0].resolved_group_id, *group);
     assert!(t.node.engine.read().user(&uid).unwrap().is_none());
 
     // Spec, Authentication item 6.
@@ -805,4 +828,32 @@ async fn an_unavailable_key_set_is_a_neutral_503() {
         messages.push(r.body["error"]["message"].clone());
     }
     assert_eq!(messages[0], messages[1], "one message whatever went wrong");
+}
+
+/// On the OpenFGA driver the groups a rule binds a virtual user to give it the roles the store
+/// resolves for them (asked as `group:<id>#member`), at login and at every validation; a store
+/// that cannot answer is a 503, never a token without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_store_driver_a_virtual_users_bound_groups_hold_the_stores_roles() {
+    let fga = crate::testkit::openfga::FgaServer::start(&[]);
+    let w = K8sWeb::new(&fga.settings(&[]), "member", "reader").await;
+    let (t, project, instance, grant) = (&w.t, &w.project, &w.instance, &w.grant);
+
+    let path = format!("/v4/k8s_auth/instances/{instance}/auth");
+    let login = json!({"jwt": "sa-token", "scope": {"project": {"id": project}}});
+    let r = t.call(Method::POST, &path, None, Some(login.clone())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut roles = role_names(&r);
+    roles.sort();
+    assert_eq!(roles, ["member", "reader"], "the store's role of the bound group and the rule's role");
+    let token = subject(&r);
+    assert!(fga.calls("batch-check").await > 0);
+    // Revoked in the store: the next validation no longer carries it.
+    assert_eq!(t.admin(Method::DELETE, &grant, None).await.status, StatusCode::NO_CONTENT);
+    let v = t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await;
+    assert_eq!((v.status, role_names(&v)), (StatusCode::OK, vec!["reader".to_string()]), "{}", v.body);
+    // A store that cannot answer: 503 at login, never a token short of the group's roles.
+    fga.fault(json!({"status": 503, "count": 1000, "paths": ["batch-check", "check"]})).await;
+    let r = t.call(Method::POST, &path, None, Some(login)).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
 }

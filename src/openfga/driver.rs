@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use idnode_storage::Result as StorageResult;
 
 use super::client::{Client, FgaError};
+use super::mapping::Mapping;
 use super::tuples::{Tuple, Unmapped, Vocabulary};
 use super::wire::ReadKey;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
@@ -63,6 +64,8 @@ pub type DriverResult<T> = Result<T, DriverError>;
 /// The relationship-store driver of one node.
 pub struct OpenFga {
     pub client: Client,
+    /// The role table in force (`mapping.rs`).
+    pub mapping: Mapping,
     /// Whether this node has seen the bootstrap administrator's grants in the store (until
     /// then nobody can administer a new cluster, and `/ready` says so).
     pub seeded: std::sync::atomic::AtomicBool,
@@ -70,12 +73,13 @@ pub struct OpenFga {
 
 impl OpenFga {
     pub fn new(client: Client) -> Self {
-        OpenFga { client, seeded: std::sync::atomic::AtomicBool::new(false) }
+        let mapping = Mapping::new(&client.settings);
+        OpenFga { client, mapping, seeded: std::sync::atomic::AtomicBool::new(false) }
     }
 
     /// The role table as the store sees it, from the node's roles.
     pub fn vocabulary(&self, r: &impl Reader) -> StorageResult<Vocabulary<'_>> {
-        Ok(Vocabulary::new(&self.client.settings, &r.roles()?))
+        Ok(Vocabulary::new(&self.client.settings, &self.mapping.table(), &r.roles()?))
     }
 
     /// Writes the grant's canonical relationship (a grant already there is no error).
@@ -152,8 +156,27 @@ impl OpenFga {
     pub async fn roles_of_user(&self, r: &impl Reader, user_id: &str, target: &Target) -> DriverResult<Vec<Role>> {
         let v = self.vocabulary(r)?;
         let held = self.resolved_relations(&v, (ActorKind::User, user_id), target, &v.relations()).await?;
+        Self::roles_of(r, &v, &held)
+    }
+
+    /// The roles the model resolves for groups on the target (a virtual user's bound groups,
+    /// asked as the usersets `group:<id>#member`): one batch check per group.
+    pub async fn roles_of_groups(
+        &self,
+        r: &impl Reader,
+        group_ids: &[String],
+        target: &Target,
+    ) -> DriverResult<Vec<Role>> {
+        let v = self.vocabulary(r)?;
+        let relations = v.relations();
+        let asks = group_ids.iter().map(|g| self.resolved_relations(&v, (ActorKind::Group, g), target, &relations));
+        let held: BTreeSet<String> = futures::future::try_join_all(asks).await?.into_iter().flatten().collect();
+        Self::roles_of(r, &v, &held)
+    }
+
+    fn roles_of(r: &impl Reader, v: &Vocabulary<'_>, held: &BTreeSet<String>) -> DriverResult<Vec<Role>> {
         let mut roles = Vec::new();
-        for rel in &held {
+        for rel in held {
             for id in v.roles(rel) {
                 roles.extend(r.role(id)?);
             }
@@ -250,9 +273,10 @@ impl From<DriverError> for crate::http::error::ApiError {
 }
 
 impl DriverError {
-    /// For a token (issue or validation): a store that cannot answer is a 503, so a client
-    /// retries instead of getting a token with fewer roles than the store holds.
-    pub fn for_token(self) -> crate::http::error::ApiError {
+    /// For a token (issue or validation) or a delete: a store that cannot answer is a 503, so
+    /// a client retries instead of getting a token with fewer roles than the store holds, or a
+    /// delete that left grants behind.
+    pub fn or_unavailable(self) -> crate::http::error::ApiError {
         match self {
             DriverError::Store(FgaError::Unavailable(_)) => {
                 tracing::warn!("assignment driver: {self}");

@@ -83,3 +83,44 @@ impl OpenFga {
         Ok(out)
     }
 }
+
+/// One page of a listing (rule 6): after (or, reversed, before) `marker`, at most `limit`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Page {
+    pub marker: Option<String>,
+    pub limit: Option<usize>,
+    pub reverse: bool,
+}
+
+/// An assignment's place in the listing order: unique per grant, stable across calls, and
+/// safe to carry in a URL (ids and the fixed words only).
+pub fn marker(a: &Assignment) -> String {
+    let actor = match a.actor_kind {
+        ActorKind::User => "user",
+        ActorKind::Group => "group",
+    };
+    let target = match &a.target {
+        Target::Project(id) => format!("project:{id}"),
+        Target::Domain(id) => format!("domain:{id}"),
+        Target::System => "system:all".to_string(),
+    };
+    format!("{actor}:{}:{target}:{}", a.actor_id, a.role_id)
+}
+
+/// Sorts by marker and slices: the assignments strictly after the marker (before it when
+/// reversed, the nearest `limit` of them, still in order), and whether more lie beyond the
+/// page in its direction. A marker need not be one of the results: the listing is computed
+/// afresh on every call, and a grant revoked between two pages must not break the walk.
+pub fn slice(mut found: Vec<Assignment>, page: &Page) -> (Vec<Assignment>, bool) {
+    found.sort_by_cached_key(marker);
+    if let Some(m) = &page.marker {
+        found.retain(|a| if page.reverse { marker(a) < *m } else { marker(a) > *m });
+    }
+    let Some(limit) = page.limit.filter(|l| found.len() > *l) else { return (found, false) };
+    if page.reverse {
+        found.drain(..found.len() - limit);
+    } else {
+        found.truncate(limit);
+    }
+    (found, true)
+}

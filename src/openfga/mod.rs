@@ -5,7 +5,9 @@
 
 pub mod client;
 pub mod driver;
+pub mod forget;
 pub mod listing;
+pub mod mapping;
 pub mod settings;
 pub mod tuples;
 pub mod wire;

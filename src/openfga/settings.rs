@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
@@ -85,8 +86,12 @@ pub struct OpenFgaSettings {
     /// Store type names per kind; the first is where writes go, all are read.
     pub kinds: BTreeMap<Kind, Vec<String>>,
     pub id_transform: IdTransform,
-    /// Role id (or a global role's name) to the relation that stands for it.
+    /// Role id (or a global role's name) to the relation that stands for it, as read at
+    /// startup.
     pub role_to_relation: BTreeMap<String, String>,
+    /// `role_to_relation_file`: where the table lives instead, re-read when it changes (a
+    /// role created at run time can be mapped without restarting the cluster).
+    pub role_to_relation_file: Option<PathBuf>,
     /// The relation a group's members hold (`group_member_relation`, default `member`): a
     /// group is granted a role as the userset `group:<id>#member`.
     pub group_member_relation: String,
@@ -100,14 +105,6 @@ impl OpenFgaSettings {
     pub fn types(&self, kind: Kind) -> &[String] {
         self.kinds.get(&kind).map(Vec::as_slice).unwrap_or(&[])
     }
-
-    /// The distinct relations roles map to, in order.
-    pub fn relations(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.role_to_relation.values().map(String::as_str).collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
 }
 
 /// A store type or relation name: what OpenFGA's model language accepts.
@@ -116,6 +113,31 @@ fn valid_name(v: &str) -> bool {
         && v.len() <= 50
         && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         && v.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+}
+
+/// A role table: `<role id or global role name>:<relation>` entries separated by commas or
+/// line breaks; in a file, `#` starts a comment. An empty table is refused.
+pub fn parse_role_table(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut table = BTreeMap::new();
+    for line in text.lines().map(|l| l.split_once('#').map_or(l, |(kept, _)| kept)) {
+        for pair in list(line) {
+            let (role, relation) = pair
+                .split_once(':')
+                .map(|(r, rel)| (r.trim(), rel.trim()))
+                .filter(|(r, rel)| !r.is_empty() && !rel.is_empty())
+                .ok_or_else(|| anyhow!("entry {pair:?} is not <role id>:<relation>"))?;
+            if !valid_name(relation) {
+                bail!("{relation:?} is not a relation name");
+            }
+            if table.insert(role.to_string(), relation.to_string()).is_some() {
+                bail!("role {role:?} is named twice");
+            }
+        }
+    }
+    if table.is_empty() {
+        bail!("no role is mapped: map each role to its relation");
+    }
+    Ok(table)
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -194,23 +216,20 @@ fn parse<'a>(
         Some("uuid-dashes") => IdTransform::UuidDashes,
         Some(other) => bail!("[openfga] id_transform = {other:?}: use uuid-dashes or leave it unset"),
     };
-    let mut role_to_relation = BTreeMap::new();
-    for pair in text("role_to_relation").map(list).unwrap_or_default() {
-        let (role, relation) = pair
-            .split_once(':')
-            .map(|(r, rel)| (r.trim(), rel.trim()))
-            .filter(|(r, rel)| !r.is_empty() && !rel.is_empty())
-            .ok_or_else(|| anyhow!("[openfga] role_to_relation entry {pair:?} is not <role id>:<relation>"))?;
-        if !valid_name(relation) {
-            bail!("[openfga] role_to_relation: {relation:?} is not a relation name");
+    let (role_to_relation, role_to_relation_file) = match (text("role_to_relation"), text("role_to_relation_file")) {
+        (Some(_), Some(_)) => bail!("[openfga] role_to_relation and role_to_relation_file: set one, not both"),
+        (Some(inline), None) => {
+            (parse_role_table(inline).map_err(|e| anyhow!("[openfga] role_to_relation: {e}"))?, None)
         }
-        if role_to_relation.insert(role.to_string(), relation.to_string()).is_some() {
-            bail!("[openfga] role_to_relation names role {role:?} twice");
+        (None, Some(f)) => {
+            let content = read_file(f).with_context(|| format!("[openfga] role_to_relation_file {f}"))?;
+            let table = parse_role_table(&content).map_err(|e| anyhow!("[openfga] role_to_relation_file {f}: {e}"))?;
+            (table, Some(PathBuf::from(f)))
         }
-    }
-    if role_to_relation.is_empty() {
-        bail!("[openfga] role_to_relation is required with driver = openfga: map each role to its relation");
-    }
+        (None, None) => {
+            bail!("[openfga] role_to_relation (or role_to_relation_file) is required with driver = openfga: map each role to its relation")
+        }
+    };
     let group_member_relation = text("group_member_relation").unwrap_or("member").to_string();
     if !valid_name(&group_member_relation) {
         bail!("[openfga] group_member_relation = {group_member_relation:?} is not a relation name");
@@ -233,6 +252,7 @@ fn parse<'a>(
         kinds,
         id_transform,
         role_to_relation,
+        role_to_relation_file,
         group_member_relation,
         max_retries: max_retries as u32,
         retry_backoff: Duration::from_millis(number("retry_backoff_ms", 100)?),
@@ -251,7 +271,12 @@ mod tests {
             |k| a.get(k).map(String::as_str),
             |k| o.get(k).map(String::as_str),
             !o.is_empty(),
-            |f| if f == "/token" { Ok(" s3cret \n".into()) } else { Err(std::io::ErrorKind::NotFound.into()) },
+            |f| match f {
+                "/token" => Ok(" s3cret \n".into()),
+                "/roles" => Ok("# the cloud's roles\nr1:admin  # the first\nmember:member, reader:reader\n".into()),
+                "/no-roles" => Ok("# nothing yet\n".into()),
+                _ => Err(std::io::ErrorKind::NotFound.into()),
+            },
         )
     }
 
@@ -286,7 +311,8 @@ mod tests {
         assert_eq!(s.types(Kind::Project), ["project"]);
         assert_eq!(s.id_transform, IdTransform::None);
         assert_eq!(s.model_id, None);
-        assert_eq!(s.relations(), ["admin", "member"]);
+        assert_eq!(s.role_to_relation.values().collect::<Vec<_>>(), ["member", "admin"]);
+        assert_eq!(s.role_to_relation_file, None);
     }
 
     #[test]
@@ -295,9 +321,10 @@ mod tests {
             (vec![("api_url", "")], "[openfga] api_url is required"),
             (vec![("api_url", "ftp://x")], "[openfga] api_url \"ftp://x\""),
             (vec![("store_id", " ")], "[openfga] store_id is required"),
-            (vec![("role_to_relation", "")], "[openfga] role_to_relation is required"),
+            (vec![("role_to_relation", "")], "[openfga] role_to_relation (or role_to_relation_file) is required"),
+            (vec![("role_to_relation_file", "/roles")], "role_to_relation and role_to_relation_file: set one"),
             (vec![("role_to_relation", "r1")], "entry \"r1\" is not <role id>:<relation>"),
-            (vec![("role_to_relation", "r1:a, r1:b")], "names role \"r1\" twice"),
+            (vec![("role_to_relation", "r1:a, r1:b")], "role \"r1\" is named twice"),
             (vec![("role_to_relation", "r1:a b")], "\"a b\" is not a relation name"),
             (vec![("kinds_group", "user")], "store type \"user\" is in both kinds_user and kinds_group"),
             (vec![("kinds_project", " , ")], "kinds_project names no store type"),
@@ -310,6 +337,27 @@ mod tests {
             let err = format!("{:#}", fga(&extra).unwrap_err());
             assert!(err.contains(expect), "{extra:?}: {err}");
         }
+    }
+
+    #[test]
+    fn the_role_table_may_live_in_a_file() {
+        let without = |extra: &[(&str, &str)]| {
+            let mut all: Vec<(&str, &str)> = BASE.iter().copied().filter(|(k, _)| *k != "role_to_relation").collect();
+            all.extend_from_slice(extra);
+            match driver(&[("driver", "openfga")], &all) {
+                Ok(AssignmentDriver::OpenFga(s)) => Ok(*s),
+                Ok(AssignmentDriver::Raft) => bail!("raft"),
+                Err(e) => Err(e),
+            }
+        };
+        let s = without(&[("role_to_relation_file", "/roles")]).unwrap();
+        let want: BTreeMap<String, String> =
+            [("r1", "admin"), ("member", "member"), ("reader", "reader")].map(|(a, b)| (a.into(), b.into())).into();
+        assert_eq!((s.role_to_relation, s.role_to_relation_file), (want, Some(PathBuf::from("/roles"))));
+        let err = format!("{:#}", without(&[("role_to_relation_file", "/no-roles")]).unwrap_err());
+        assert!(err.contains("role_to_relation_file /no-roles: no role is mapped"), "{err}");
+        let err = format!("{:#}", without(&[("role_to_relation_file", "/missing")]).unwrap_err());
+        assert!(err.contains("[openfga] role_to_relation_file /missing"), "{err}");
     }
 
     #[test]

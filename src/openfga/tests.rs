@@ -361,3 +361,141 @@ async fn the_guard_rails_see_administrators_the_store_makes() {
     let r = w.t.call(Method::PATCH, &path, Some(&token), Some(body)).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
 }
+
+/// The store holds what the node's deletes leave: nothing of ours naming a deleted user,
+/// group, project or domain, in any of a kind's types; other applications' tuples stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_take_our_relationships_with_them_in_every_type() {
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openfga/keystone-kinds.fga");
+    let fga = FgaServer::start(&["--model", model]);
+    let w = World::on(fga, &[("kinds_user", "user, keystone_user"), ("kinds_project", "project, tenant")]).await;
+    let (a, p, member) = (w.alice.clone(), w.project.clone(), w.role("member").await);
+    let bob = w.t.create("/v3/users", "user", json!({"name": "bob", "password": "pw", "domain_id": "default"})).await;
+    let group = w.t.create("/v3/groups", "group", json!({"name": "g1", "domain_id": "default"})).await;
+    for path in [
+        format!("/v3/projects/{p}/groups/{group}/roles/{member}"),
+        format!("/v3/domains/default/users/{bob}/roles/{member}"),
+    ] {
+        assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT, "{path}");
+    }
+    // Spellings the node never writes but must find: the second type of users and projects,
+    // alice's membership (the deployment's sync), and a relation no role maps to.
+    let (ka, tp, g) = (format!("keystone_user:{a}"), format!("tenant:{p}"), format!("group:{group}"));
+    w.fga
+        .seed(&[(&ka, "member", &tp), (&format!("user:{a}"), "member", &g), (&format!("user:{a}"), "viewer", &tp)])
+        .await;
+    assert_eq!(w.project_token().await.status, StatusCode::OK, "through the second type and the group");
+
+    // Deleting the user takes its grants in every type and its memberships.
+    assert_eq!(w.t.admin(DELETE, &format!("/v3/users/{a}"), None).await.status, StatusCode::NO_CONTENT);
+    let left = w.fga.tuples().await;
+    let names_alice = |t: &(String, String, String)| t.0.ends_with(&a);
+    assert_eq!(
+        left.iter().filter(|t| names_alice(t)).collect::<Vec<_>>(),
+        [&(format!("user:{a}"), "viewer".to_string(), tp.clone())],
+        "only the other application's tuple is left"
+    );
+    // Deleting the group takes its grants and whatever membership tuples name it.
+    w.fga.seed(&[(&format!("user:{bob}"), "member", &g)]).await;
+    assert_eq!(w.t.admin(DELETE, &format!("/v3/groups/{group}"), None).await.status, StatusCode::NO_CONTENT);
+    assert!(!w.fga.tuples().await.iter().any(|t| t.0.contains(&group) || t.2 == g), "{:?}", w.fga.tuples().await);
+    // Deleting the project takes every grant on it; bob's domain grant stays.
+    let carol =
+        w.t.create("/v3/users", "user", json!({"name": "carol", "password": "pw", "domain_id": "default"})).await;
+    w.fga.seed(&[(&format!("user:{carol}"), "member", &format!("project:{p}"))]).await;
+    assert_eq!(w.t.admin(DELETE, &format!("/v3/projects/{p}"), None).await.status, StatusCode::NO_CONTENT);
+    let left = w.fga.tuples().await;
+    assert!(!left.iter().any(|t| t.2 == format!("project:{p}")), "{left:?}");
+    assert!(left.contains(&(format!("user:{bob}"), "member".into(), "domain:default".into())), "{left:?}");
+    assert!(left.contains(&(format!("user:{a}"), "viewer".into(), tp)), "not ours, never deleted");
+}
+
+/// A domain's delete takes the grants on it, on its projects and of its users and groups; a
+/// store that cannot answer refuses a delete, which then changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_delete_empties_its_part_of_the_store_or_is_refused() {
+    let w = World::new(&[]).await;
+    let member = w.role("member").await;
+    let d = w.t.create("/v3/domains", "domain", json!({"name": "d1"})).await;
+    let dp = w.t.create("/v3/projects", "project", json!({"name": "dp", "domain_id": d})).await;
+    let du = w.t.create("/v3/users", "user", json!({"name": "du", "password": "pw", "domain_id": d})).await;
+    let dg = w.t.create("/v3/groups", "group", json!({"name": "dg", "domain_id": d})).await;
+    for path in [
+        format!("/v3/domains/{d}/users/{du}/roles/{member}"),
+        format!("/v3/projects/{dp}/groups/{dg}/roles/{member}"),
+        format!("/v3/projects/{dp}/users/{}/roles/{member}", w.alice),
+        format!("/v3/projects/{}/users/{du}/roles/{member}", w.project),
+        w.grant_path(&member),
+    ] {
+        assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT, "{path}");
+    }
+    // Still enabled: raft refuses the delete, and the store keeps everything.
+    let before = w.fga.tuples().await;
+    assert_eq!(w.t.admin(DELETE, &format!("/v3/domains/{d}"), None).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(w.fga.tuples().await, before);
+    let off = json!({"domain": {"enabled": false}});
+    assert_eq!(w.t.admin(Method::PATCH, &format!("/v3/domains/{d}"), Some(off)).await.status, StatusCode::OK);
+    // A store outage refuses the delete: the domain is still there afterwards.
+    w.fga.fault(json!({"status": 503, "count": 100, "paths": ["read"]})).await;
+    let r = w.t.admin(DELETE, &format!("/v3/domains/{d}"), None).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(w.t.admin(GET, &format!("/v3/domains/{d}"), None).await.status, StatusCode::OK);
+    assert_eq!(w.fga.tuples().await, before);
+    w.fga.control(Method::POST, "reset", Some(json!({"faults": true}))).await;
+    assert_eq!(w.t.admin(DELETE, &format!("/v3/domains/{d}"), None).await.status, StatusCode::NO_CONTENT);
+    let left = w.fga.tuples().await;
+    for id in [&d, &dp, &du, &dg] {
+        assert!(!left.iter().any(|t| t.0.contains(id.as_str()) || t.2.contains(id.as_str())), "{id}: {left:?}");
+    }
+    let alice_p1 = (format!("user:{}", w.alice), "member".to_string(), format!("project:{}", w.project));
+    assert!(left.contains(&alice_p1), "outside the domain: kept {left:?}");
+}
+
+/// Rule (6): the whole listing, sorted by marker, sliced by `marker`, `limit` and
+/// `page_reverse`; walking the `next` links visits every assignment once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_page_by_marker_both_ways() {
+    let w = World::new(&[]).await;
+    let p = w.project.clone();
+    let mut users = Vec::new();
+    for i in 0..7 {
+        let body = json!({"name": format!("u{i}"), "password": "pw", "domain_id": "default"});
+        users.push(w.t.create("/v3/users", "user", body).await);
+    }
+    let (member, reader) = (w.role("member").await, w.role("reader").await);
+    for u in &users {
+        for role in [&member, &reader] {
+            let path = format!("/v3/projects/{p}/users/{u}/roles/{role}");
+            assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT);
+        }
+    }
+    let whole = w.listing(&format!("scope.project.id={p}")).await;
+    assert_eq!(rows(&whole.body).len(), 14);
+    assert!(whole.body["links"]["next"].is_null(), "{}", whole.body);
+    // Forward, 4 at a time, by the next links.
+    let (mut seen, mut url, mut pages) = (Vec::new(), Some(format!("scope.project.id={p}&limit=4")), 0);
+    while let Some(q) = url {
+        let r = w.listing(&q).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert!(rows(&r.body).len() <= 4);
+        seen.extend(rows(&r.body));
+        pages += 1;
+        url =
+            r.body["links"]["next"].as_str().map(|n| n.split_once('?').map(|(_, q)| q.to_string()).unwrap_or_default());
+    }
+    assert_eq!(pages, 4);
+    seen.sort();
+    assert_eq!(seen, rows(&whole.body), "every assignment once");
+    // Backward from the 13th assignment's marker: the 4 before it, in order, then the 4
+    // before those by the previous link.
+    let all = rows(&whole.body);
+    let cut = w.listing(&format!("scope.project.id={p}&limit=13")).await;
+    let marker = cut.body["links"]["next"].as_str().unwrap().rsplit_once("marker=").unwrap().1.to_string();
+    let r = w.listing(&format!("scope.project.id={p}&limit=4&page_reverse&marker={marker}")).await;
+    assert_eq!(rows(&r.body), all[8..12], "{}", r.body);
+    assert!(r.body["links"]["next"].is_null(), "{}", r.body);
+    let previous = r.body["links"]["previous"].as_str().unwrap_or_else(|| panic!("{}", r.body));
+    let r = w.listing(previous.split_once('?').unwrap().1).await;
+    assert_eq!(rows(&r.body), all[4..8], "{}", r.body);
+    assert_eq!(w.listing(&format!("scope.project.id={p}&limit=0")).await.status, StatusCode::BAD_REQUEST);
+}

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::mapping::RoleTable;
 use super::settings::{IdTransform, Kind, OpenFgaSettings};
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 
@@ -41,12 +42,12 @@ impl std::fmt::Display for Unmapped {
 impl<'a> Vocabulary<'a> {
     /// `roles` are every role the node knows. A mapping key is a role id, or failing that the
     /// name of a global role (so the bootstrap roles can be mapped before their ids exist).
-    pub fn new(settings: &'a OpenFgaSettings, roles: &[Role]) -> Self {
+    pub fn new(settings: &'a OpenFgaSettings, table: &RoleTable, roles: &[Role]) -> Self {
         let mut relation_of = BTreeMap::new();
         let mut roles_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for role in roles {
-            let by_name = || role.domain_id.is_none().then(|| settings.role_to_relation.get(&role.name)).flatten();
-            if let Some(rel) = settings.role_to_relation.get(&role.id).or_else(by_name) {
+            let by_name = || role.domain_id.is_none().then(|| table.get(&role.name)).flatten();
+            if let Some(rel) = table.get(&role.id).or_else(by_name) {
                 relation_of.insert(role.id.clone(), rel.clone());
                 roles_of.entry(rel.clone()).or_default().push(role.id.clone());
             }
@@ -239,7 +240,7 @@ mod tests {
     #[test]
     fn roles_map_by_id_then_by_a_global_roles_name() {
         let s = settings(&[]);
-        let v = Vocabulary::new(&s, &roles());
+        let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
         assert_eq!(v.relation("r-admin"), Ok("admin"));
         assert_eq!(v.relation("r-member"), Ok("member"), "by its name");
         assert_eq!(v.relation("r-local"), Err(Unmapped("r-local".into())), "a domain role's name does not count");
@@ -251,7 +252,7 @@ mod tests {
     #[test]
     fn grants_round_trip_through_every_spelling() {
         let s = settings(&[("kinds_user", "user, legacy_user"), ("id_transform", "uuid-dashes")]);
-        let v = Vocabulary::new(&s, &roles());
+        let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
         let id = "0123456789abcdef0123456789abcdef";
         let a = grant(ActorKind::User, id, Target::Project(id.into()), "r-admin");
         let c = v.canonical(&a).unwrap();
@@ -271,7 +272,7 @@ mod tests {
     #[test]
     fn tuples_that_are_not_ours_are_skipped() {
         let s = settings(&[]);
-        let v = Vocabulary::new(&s, &roles());
+        let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
         for (user, relation, object) in [
             ("user:u", "owner", "project:p"),
             ("group:g#owner", "admin", "project:p"),

@@ -41,6 +41,29 @@ pub async fn user_roles(core: &Core, user_id: &str, target: &Target) -> std::res
     }
 }
 
+/// The roles groups hold on a target (a virtual user's bound groups), from the node's
+/// assignment driver.
+pub async fn groups_roles(
+    core: &Core,
+    group_ids: &[String],
+    target: &Target,
+) -> std::result::Result<Vec<Role>, DriverError> {
+    match &core.fga {
+        Some(fga) => fga.roles_of_groups(&core.engine.read(), group_ids, target).await,
+        None => {
+            let view = core.engine.snapshot();
+            let mut roles = Vec::new();
+            for g in group_ids {
+                let f = Filter { group: Some(g.clone()), target: Some(target.clone()), ..Filter::default() };
+                for e in listing::list(&view, &f)? {
+                    roles.extend(view.role(&e.role_id)?);
+                }
+            }
+            Ok(roles)
+        }
+    }
+}
+
 /// Every target on which the user holds a role, from the node's assignment driver.
 pub async fn user_targets(core: &Core, user_id: &str) -> std::result::Result<BTreeSet<Target>, DriverError> {
     match &core.fga {

@@ -53,18 +53,25 @@ pub fn rule_roles_on(rule: &MappingRule, target: &Target) -> Vec<String> {
 }
 
 /// What a mapped principal holds on `target` through its mapping: the rule's roles there,
-/// the direct grants there of `groups` (a virtual user's bound groups), and every role
-/// those imply; only global roles that exist.
+/// the direct grants there of `groups` (a virtual user's bound groups; `group_grants` when
+/// the relationship store already answered for them), and every role those imply; only
+/// global roles that exist.
 pub fn roles_on(
     view: &impl Reader,
     rule: &MappingRule,
     groups: &[String],
+    group_grants: Option<Vec<String>>,
     target: &Target,
 ) -> idnode_storage::Result<BTreeSet<String>> {
     let mut ids = rule_roles_on(rule, target);
-    for g in groups {
-        let f = Filter { group: Some(g.clone()), target: Some(target.clone()), ..Filter::default() };
-        ids.extend(listing::list(view, &f)?.into_iter().map(|e| e.role_id));
+    match group_grants {
+        Some(granted) => ids.extend(granted),
+        None => {
+            for g in groups {
+                let f = Filter { group: Some(g.clone()), target: Some(target.clone()), ..Filter::default() };
+                ids.extend(listing::list(view, &f)?.into_iter().map(|e| e.role_id));
+            }
+        }
     }
     let mut out = BTreeSet::new();
     for id in listing::implied_closure(view, &ids)? {

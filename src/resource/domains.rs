@@ -16,6 +16,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{extra, new_id, Obj};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::Project;
@@ -162,6 +163,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
     let d = load(&node, &id)?;
     enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
     guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
+    forget_in(node.fga.as_deref(), Gone::of_project_delete(&node.engine.read(), &d)?).await?;
     node.propose(Command::DeleteProject { id: d.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

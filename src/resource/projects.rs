@@ -18,6 +18,7 @@ use crate::http::fields::{extra, new_id};
 use crate::http::listing::of_domain;
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
@@ -242,6 +243,7 @@ pub async fn update(
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let p = load(&node, &id)?;
     authorize_change(&node, &ctx, &p, ("identity:delete_project", "identity:delete_domain"), true)?;
+    forget_in(node.fga.as_deref(), Gone::of_project_delete(&node.engine.read(), &p)?).await?;
     node.propose(Command::DeleteProject { id: p.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

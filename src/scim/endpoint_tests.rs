@@ -683,3 +683,43 @@ async fn discovery_is_unauthenticated_and_advertises_what_is_supported() {
     assert_eq!(get(&format!("/Schemas/{USER_URN}")).await.body["name"], "User");
     assert_scim_error(&get("/Schemas/urn:nope").await, StatusCode::NOT_FOUND, None);
 }
+
+/// On the OpenFGA driver the store follows SCIM's lifecycle: deprovisioning a group clears its
+/// grants there at once (its memberships stay, a snapshot), and the purge takes the rest; a
+/// user's grants stay until its purge, so a user re-provisioned under its deterministic id
+/// finds none waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_store_driver_the_store_follows_deprovisioning_and_purge() {
+    let fga = crate::testkit::openfga::FgaServer::start(&[]);
+    let w = World::with(&fga.settings(&[])).await;
+    let u = w.create_user("ext-1", "babs").await;
+    let r = w.scim(Method::POST, "/Groups", Some(group("eng", &[&u]))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let g = r.body["id"].as_str().unwrap().to_string();
+    let roles = w.t.admin(Method::GET, "/v3/roles?name=member", None).await;
+    let member = roles.body["roles"][0]["id"].as_str().unwrap().to_string();
+    for path in [
+        format!("/v3/domains/{}/groups/{g}/roles/{member}", w.d),
+        format!("/v3/domains/{}/users/{u}/roles/{member}", w.d),
+    ] {
+        assert_eq!(w.t.admin(Method::PUT, &path, None).await.status, StatusCode::NO_CONTENT, "{path}");
+    }
+    let (user, group_set, group_obj) = (format!("user:{u}"), format!("group:{g}#member"), format!("group:{g}"));
+    fga.seed(&[(&user, "member", &group_obj)]).await;
+    let held = |tuples: &[(String, String, String)], who: &str| tuples.iter().filter(|t| t.0 == who).count();
+
+    assert_eq!(w.scim(Method::DELETE, &format!("/Groups/{g}"), None).await.status, StatusCode::NO_CONTENT);
+    let left = fga.tuples().await;
+    assert_eq!(held(&left, &group_set), 0, "the group's grants cleared at once: {left:?}");
+    assert!(left.contains(&(user.clone(), "member".into(), group_obj.clone())), "membership kept: {left:?}");
+    let purge = |kind: &str, id: &str| format!("/v4/scim-realms/{}/okta-scim/purge/{kind}/{id}", w.d);
+    assert_eq!(w.t.admin(Method::DELETE, &purge("group", &g), None).await.status, StatusCode::NO_CONTENT);
+    assert!(!fga.tuples().await.iter().any(|t| t.2 == group_obj), "purged: memberships gone too");
+
+    // A live user cannot be purged, and its grants stay through deprovisioning.
+    assert_eq!(w.t.admin(Method::DELETE, &purge("user", &u), None).await.status, StatusCode::CONFLICT);
+    assert_eq!(w.scim(Method::DELETE, &format!("/Users/{u}"), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(held(&fga.tuples().await, &user), 1, "kept until the purge");
+    assert_eq!(w.t.admin(Method::DELETE, &purge("user", &u), None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(held(&fga.tuples().await, &user), 0, "purged with the user");
+}

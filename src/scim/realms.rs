@@ -19,6 +19,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page_by;
 use crate::http::JsonBody;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, guard};
 use crate::providers::registry::{find, handle, text};
 use crate::state::providers::ProviderKind;
@@ -237,6 +238,7 @@ pub async fn purge(
         Kind::User => guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &keystone_id)?,
         Kind::Group => guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &keystone_id)?,
     }
+    forget_in(node.fga.as_deref(), Gone::of_scim_purge(&node.engine.read(), kind, &keystone_id)?).await?;
     let realm = RealmRef { domain_id, provider_id };
     let cmd = ScimCommand::Purge { realm, kind, id: keystone_id, deprovisioned_by: None };
     let gone: ScimResourceIndex = node.propose_as(cmd).await?;

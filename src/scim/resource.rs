@@ -18,6 +18,7 @@ use super::{patch, write};
 use crate::audit::event::Action;
 use crate::clock::now_micros;
 use crate::context::Core;
+use crate::openfga::forget::{forget_in, Gone};
 use crate::openfga::OpenFga;
 use crate::policy::guard;
 use crate::state::read::ScimReads;
@@ -216,6 +217,9 @@ fn may_change<R: Resource>(node: &Core, caller: &ScimCaller, id: &str, action: &
 
 pub async fn deprovision<R: Resource>(node: &Core, scim: &Scim, caller: &ScimCaller, id: &str) -> ScimResult<Response> {
     may_change::<R>(node, caller, id, "delete")?;
+    // A deprovisioned group's grants go at once; a user's stay until the purge.
+    let grants = (R::KIND == Kind::Group).then(|| Gone::group_grants(id));
+    forget_in(node.fga.as_deref(), grants).await?;
     let cmd =
         ScimCommand::Deprovision { realm: caller.realm_ref(), kind: R::KIND, id: id.to_string(), at: now_micros() };
     write::submit(node, scim, caller, R::KIND, Action::Disable, cmd).await?;

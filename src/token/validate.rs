@@ -90,9 +90,17 @@ pub enum TokenError {
     Storage(idnode_storage::StorageError),
     /// Validation needs the relationship store's roles of `holder` on `target`.
     NeedsRoles {
-        holder: String,
+        holder: Holder,
         target: Target,
     },
+}
+
+/// Whose roles the relationship store is asked for: a user's, or (for a virtual user) the
+/// groups its mapping rule binds it to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holder {
+    User(String),
+    Groups(Vec<String>),
 }
 
 /// Where validation takes a token's roles from.
@@ -102,7 +110,7 @@ enum RoleSource {
     /// The relationship store, not asked yet.
     Ask,
     /// The relationship store's answer for this holder and target.
-    Fetched { holder: String, target: Target, roles: Vec<Role> },
+    Fetched { holder: Holder, target: Target, roles: Vec<Role> },
 }
 
 impl From<idnode_storage::StorageError> for TokenError {
@@ -236,7 +244,11 @@ impl Tokens {
         }
         match self.compute_valid_token(token, &RoleSource::Ask) {
             Err(TokenError::NeedsRoles { holder, target }) => {
-                let roles = effective::user_roles(self, &holder, &target).await.map_err(DriverError::for_token)?;
+                let roles = match &holder {
+                    Holder::User(id) => effective::user_roles(self, id, &target).await,
+                    Holder::Groups(ids) => effective::groups_roles(self, ids, &target).await,
+                };
+                let roles = roles.map_err(DriverError::or_unavailable)?;
                 Ok(self.compute_valid_token(token, &RoleSource::Fetched { holder, target, roles }))
             }
             other => Ok(other),
@@ -310,13 +322,28 @@ impl Tokens {
         let mut roles = match &target {
             Some(t) if !payload.is_virtual() => match source {
                 RoleSource::Replicated => effective::roles_of_user(&view, holder, t)?,
-                RoleSource::Fetched { holder: h, target, roles } if h == holder && target == t => roles.clone(),
-                _ => return Err(TokenError::NeedsRoles { holder: holder.to_string(), target: t.clone() }),
+                RoleSource::Fetched { holder: Holder::User(h), target, roles } if h == holder && target == t => {
+                    roles.clone()
+                }
+                _ => {
+                    return Err(TokenError::NeedsRoles { holder: Holder::User(holder.to_string()), target: t.clone() })
+                }
             },
             _ => Vec::new(),
         };
         if let (Some(rule), Some(t)) = (&mapped_rule, &target) {
-            for id in mapped::roles_on(&view, rule, &bound_groups, t)? {
+            // The bound groups' grants: replicated, or the store's answer for exactly them.
+            let group_grants = match source {
+                RoleSource::Replicated => None,
+                _ if bound_groups.is_empty() => Some(Vec::new()),
+                RoleSource::Fetched { holder: Holder::Groups(g), target, roles }
+                    if *g == bound_groups && target == t =>
+                {
+                    Some(roles.iter().map(|r| r.id.clone()).collect())
+                }
+                _ => return Err(TokenError::NeedsRoles { holder: Holder::Groups(bound_groups), target: t.clone() }),
+            };
+            for id in mapped::roles_on(&view, rule, &bound_groups, group_grants, t)? {
                 if !roles.iter().any(|r| r.id == id) {
                     roles.extend(view.role(&id)?);
                 }
