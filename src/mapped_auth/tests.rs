@@ -310,7 +310,7 @@ async fn a_kubernetes_service_account_becomes_a_virtual_user_that_cannot_use_cre
     let token = subject(&r);
 
     // The shadow registry holds it; no user record does.
-    let uid = virtual_user_id(&instance, "system:serviceaccount:apps:web");
+    let uid = virtual_user_id(instance, "system:serviceaccount:apps:web");
     assert_eq!(r.body["token"]["user"]["id"], json!(uid));
     let rec: VirtualUserMetadata =
         t.node.engine.read().get_t(cf::SHADOW, &shadow_keys::record(&uid)).unwrap().expect("shadow record");
@@ -849,7 +849,7 @@ async fn on_the_store_driver_a_virtual_users_bound_groups_hold_the_stores_roles(
     let token = subject(&r);
     assert!(fga.calls("batch-check").await > 0);
     // Revoked in the store: the next validation no longer carries it.
-    assert_eq!(t.admin(Method::DELETE, &grant, None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(t.admin(Method::DELETE, grant, None).await.status, StatusCode::NO_CONTENT);
     let v = t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await;
     assert_eq!((v.status, role_names(&v)), (StatusCode::OK, vec!["reader".to_string()]), "{}", v.body);
     // A store that cannot answer: 503 at login, never a token short of the group's roles.
