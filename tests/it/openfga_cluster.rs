@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::json;
 
 use crate::support::{output_within, password_auth_body, Cluster};
@@ -101,6 +102,8 @@ async fn openstackclient_grants_and_revokes_in_the_store_for_every_node() {
     );
     assert_eq!(roles_everywhere(&c, "fga-user", "fga-proj").await, vec![None; 3], "revoked on every node");
 
+    listing_table_on_every_node(&c, &pw).await;
+
     // A store outage: scoped tokens get a clear 503, and /ready says why.
     fga.fault(json!({"status": 503, "count": 100000})).await;
     let body = password_auth_body("admin", &pw, "admin");
@@ -112,6 +115,47 @@ async fn openstackclient_grants_and_revokes_in_the_store_for_every_node() {
     fga.control(reqwest::Method::POST, "reset", Some(json!({"faults": true}))).await;
 
     smoke_with_the_deployments_duties(&c, follower, &fga, &map).await;
+}
+
+/// Every row of the spec's listing table, asked over HTTP of every node: the statuses and
+/// rows agree everywhere (the store is the one source), 501 exactly where the spec says.
+async fn listing_table_on_every_node(c: &Cluster, pw: &str) {
+    let (url, body) = (format!("{}/v3/auth/tokens", c.api(0)), password_auth_body("admin", pw, "admin"));
+    let token = c.http.post(&url, None, &body).await.expect("admin login").header("x-subject-token").expect("token");
+    let get = |i: usize, path: String| {
+        let (http, url, token) = (c.http.clone(), format!("{}{path}", c.api(i)), token.clone());
+        async move { http.get(&url, Some(&token)).await.expect("listing call") }
+    };
+    let first_id = |r: &crate::support::Resp, key: &str| r.json[key][0]["id"].as_str().expect("an id").to_string();
+    let user = first_id(&get(0, "/v3/users?name=fga-user".into()).await, "users");
+    let project = first_id(&get(0, "/v3/projects?name=fga-proj".into()).await, "projects");
+    let member = first_id(&get(0, "/v3/roles?name=member".into()).await, "roles");
+    let grant = format!("{}/v3/projects/{project}/users/{user}/roles/{member}", c.api(1));
+    let put = c.http.request(Method::PUT, &grant, Some(&token), &[], None).await.expect("grant");
+    assert_eq!(put.status.as_u16(), 204, "{}", put.text);
+    let rows = [
+        (format!("user.id={user}&scope.project.id={project}&role.id={member}&effective"), 200, 1),
+        (format!("user.id={user}&scope.project.id={project}&role.id={member}"), 200, 1),
+        (format!("user.id={user}&scope.project.id={project}&effective"), 200, 1),
+        (format!("user.id={user}&scope.project.id={project}"), 200, 1),
+        (format!("user.id={user}&effective"), 200, 1),
+        (format!("user.id={user}"), 501, 0),
+        (format!("scope.project.id={project}"), 200, 1),
+        (format!("scope.project.id={project}&role.id={member}&effective"), 200, 1),
+        (format!("role.id={member}"), 501, 0),
+        (format!("role.id={member}&effective"), 501, 0),
+        (String::new(), 501, 0),
+    ];
+    for (query, status, count) in rows {
+        for i in 0..c.nodes.len() {
+            let r = get(i, format!("/v3/role_assignments?{query}")).await;
+            assert_eq!(r.status.as_u16(), status, "node {i}, {query}: {}", r.text);
+            let listed = r.json["role_assignments"].as_array().map_or(0, Vec::len);
+            assert_eq!(listed, count, "node {i}, {query}: {}", r.text);
+        }
+    }
+    let del = c.http.request(Method::DELETE, &grant, Some(&token), &[], None).await.expect("revoke");
+    assert_eq!(del.status.as_u16(), 204, "{}", del.text);
 }
 
 /// The shared smoke session, every step of it, with `osc-with-sync.sh` as its CLI: the role
