@@ -206,7 +206,7 @@ impl OtlpSettings {
 /// rate in `[keystone]` where the spec names it, the janitor's retention in `[scim_resource]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScimSettings {
-    /// SCIM writes a realm's provider may make per minute, per node
+    /// SCIM writes a realm's provider may make per minute, across the cluster
     /// (`[keystone] scim_realm_write_rate_limit`, default 500); more get 429. 0: no limit.
     pub write_rate_limit: u32,
     /// Days a deprovisioned resource is kept before the janitor hard-deletes it

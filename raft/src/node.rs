@@ -273,6 +273,12 @@ impl RaftNode {
         })
     }
 
+    /// How many members (voters and learners) serve the cluster: what the cluster-wide rate
+    /// limits divide their figures by. At least 1 (a node that knows no membership yet).
+    pub fn member_count(&self) -> usize {
+        self.with_metrics(|m| m.membership_config.nodes().count()).max(1)
+    }
+
     pub fn is_leader(&self) -> bool {
         self.with_metrics(|m| m.state == ServerState::Leader && m.current_leader == Some(self.id))
     }

@@ -95,7 +95,7 @@ pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External
         }
     };
     if existing.is_none() {
-        mapped.creation_limit.check(&ext.provider.id)?;
+        mapped.creation_limit.check(&ext.provider.id, node.raft.member_count())?;
     }
     let user = User {
         id,
@@ -204,7 +204,7 @@ pub async fn ephemeral(node: &Core, mapped: &MappedAuth, live: &Live, m: &Matche
                 return Ok(crate::reads::mapped::as_user(old));
             }
             Some(_) => {}
-            None => mapped.creation_limit.check(&ext.provider.id)?,
+            None => mapped.creation_limit.check(&ext.provider.id, node.raft.member_count())?,
         }
         let upsert = Command::Shadow(ShadowCommand::Upsert { record: Box::new(record), at: now });
         let cmd = if creates.is_empty() { upsert } else { Command::All(creates.into_iter().chain([upsert]).collect()) };

@@ -217,3 +217,25 @@ async fn every_scim_write_leaves_one_audit_event_in_the_sink_across_a_restart() 
     let text = std::fs::read_to_string(&sink).unwrap();
     assert!(!text.contains("kscim_"), "no API key in the audit sink");
 }
+
+/// `scim_realm_write_rate_limit` is the cluster's figure: a provider whose writes spread over
+/// all three members stops at it (each member admits its third), not at three times it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_providers_writes_spread_over_every_member_stop_at_the_cluster_budget() {
+    let c = TestCluster::start(3, &[("keystone", "scim_realm_write_rate_limit", "6")]).await;
+    let leader = c.wait_leader().await;
+    let admin = c.admin_token(leader).await;
+    let (d, key) = realm(&c, &admin).await;
+    let mut statuses = Vec::new();
+    for i in 0..12 {
+        let body = Some(user(&format!("e{i}"), &format!("u{i}")));
+        let r = scim(&c, i % 3, &key, &d, Method::POST, "/Users", body).await;
+        if r.status == StatusCode::TOO_MANY_REQUESTS {
+            assert!(r.headers.get("retry-after").is_some(), "{:?}", r.headers);
+        }
+        statuses.push(r.status);
+    }
+    let created = statuses.iter().filter(|s| **s == StatusCode::CREATED).count();
+    let refused = statuses.iter().filter(|s| **s == StatusCode::TOO_MANY_REQUESTS).count();
+    assert_eq!((created, refused), (6, 6), "{statuses:?}");
+}

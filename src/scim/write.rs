@@ -1,6 +1,6 @@
 //! Every SCIM write goes through [`submit`]: the realm's write quota (`[keystone]
-//! scim_realm_write_rate_limit`, per provider and node: 429 over it), one raft command (apply
-//! decides uniqueness, ownership, `If-Match` and membership, so what it refuses wrote
+//! scim_realm_write_rate_limit`, per provider across the cluster: 429 over this member's
+//! share), one raft command (apply decides uniqueness, ownership, `If-Match` and membership, so what it refuses wrote
 //! nothing), and one audit event (spec, Events item 1) with the key's `client_id` as the
 //! initiator. A deprovisioning answers only once every reachable member applied it: the
 //! user's tokens are refused everywhere the moment DELETE returns.
@@ -20,7 +20,7 @@ pub async fn submit(
     action: Action,
     cmd: ScimCommand,
 ) -> ScimResult<ScimResourceIndex> {
-    scim.write_limit.check(&caller.realm.provider_id)?;
+    scim.write_limit.check(&caller.realm.provider_id, node.raft.member_count())?;
     let id = match &cmd {
         ScimCommand::PutUser { id, .. }
         | ScimCommand::PutGroup { id, .. }
