@@ -19,6 +19,8 @@ pub struct Metrics {
     pub tokens_issued: Family<Labels, Counter>,
     pub auth_attempts: Family<Labels, Counter>,
     pub rate_limited: Family<Labels, Counter>,
+    /// Every cache's series (`cache_metrics`).
+    pub caches: super::cache_metrics::CacheMetrics,
 }
 
 impl Metrics {
@@ -30,7 +32,9 @@ impl Metrics {
             tokens_issued: Family::default(),
             auth_attempts: Family::default(),
             rate_limited: Family::default(),
+            caches: Default::default(),
         };
+        m.caches.register(registry);
         registry.register("idnode_http_requests", "HTTP requests by method, route and status", m.http_requests.clone());
         registry.register("idnode_http_request_duration_seconds", "HTTP request latency", m.http_duration.clone());
         registry.register("idnode_token_validations", "Token validations by result", m.token_validations.clone());

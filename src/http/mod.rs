@@ -4,6 +4,7 @@
 //! features is in `serve`.
 
 pub mod body;
+pub mod cache_metrics;
 pub mod client_ip;
 pub mod docs;
 pub mod error;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::refusal::refused;
+use crate::http::cache_metrics::CacheStats;
 use crate::http::error::{ApiError, ApiResult};
 use crate::providers::jwks::read_capped;
 use crate::providers::outbound::Outbound;
@@ -41,6 +42,7 @@ pub struct DiscoveryCache {
     docs: Mutex<HashMap<String, Known>>,
     uses: std::sync::atomic::AtomicU64,
     max: usize,
+    stats: CacheStats,
 }
 
 pub fn unreachable(why: impl std::fmt::Display) -> ApiError {
@@ -55,7 +57,18 @@ fn endpoint_ok(u: &str) -> bool {
 impl DiscoveryCache {
     /// A cache of at most `max` issuers.
     pub fn new(max: usize) -> DiscoveryCache {
-        DiscoveryCache { docs: Mutex::new(HashMap::new()), uses: Default::default(), max: max.max(1) }
+        DiscoveryCache {
+            docs: Mutex::new(HashMap::new()),
+            uses: Default::default(),
+            max: max.max(1),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Reports hits, misses (a fetch was due) and what it holds (issuers, endpoint bytes).
+    pub fn observed(mut self, stats: CacheStats) -> Self {
+        self.stats = stats;
+        self
     }
 
     fn tick(&self) -> u64 {
@@ -92,10 +105,20 @@ impl DiscoveryCache {
             }
         }
         docs.insert(issuer.to_string(), Known { at: Instant::now(), used: self.tick(), doc });
+        let bytes = docs
+            .iter()
+            .map(|(i, k)| {
+                i.len()
+                    + k.doc
+                        .as_ref()
+                        .map_or(0, |d| d.issuer.len() + d.authorization_endpoint.len() + d.token_endpoint.len())
+            })
+            .sum();
+        self.stats.holds(docs.len(), bytes);
     }
 
     pub async fn get(&self, outbound: &Outbound, issuer: &str) -> ApiResult<Discovery> {
-        if let Some(answer) = self.cached(issuer) {
+        if let Some(answer) = self.stats.lookup(self.cached(issuer)) {
             return answer;
         }
         let fetched = fetch_discovery(outbound, issuer).await;

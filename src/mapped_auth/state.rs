@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::discovery::{DiscoveryCache, MAX_DISCOVERY_DOCS};
 use super::{limits, verified};
 use crate::config::{FederationSettings, ShadowRegistrySettings};
+use crate::http::cache_metrics::CacheMetrics;
 use crate::mapping::regex_cache::RegexCache;
 use crate::providers::jwks::{JwksCache, DEFAULT_REFETCH_INTERVAL, DEFAULT_TTL};
 use crate::providers::outbound::Outbound;
@@ -26,18 +27,23 @@ pub struct MappedAuth {
 }
 
 impl MappedAuth {
-    pub fn new(s: &ShadowRegistrySettings, f: &FederationSettings) -> anyhow::Result<MappedAuth> {
+    pub fn new(
+        s: &ShadowRegistrySettings,
+        f: &FederationSettings,
+        caches: &CacheMetrics,
+    ) -> anyhow::Result<MappedAuth> {
         let outbound =
             Arc::new(Outbound::new(f.allow_private_networks, f.outbound_rate_limit).map_err(|e| anyhow::anyhow!(e))?);
         Ok(MappedAuth {
-            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL, outbound.clone()),
+            jwks: JwksCache::new(DEFAULT_TTL, DEFAULT_REFETCH_INTERVAL, outbound.clone())
+                .observed(caches.stats("jwks")),
             outbound,
-            regexes: RegexCache::new(),
+            regexes: RegexCache::new().observed(caches.stats("regex")),
             regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
             auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
             creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
-            discovery: DiscoveryCache::new(MAX_DISCOVERY_DOCS),
-            verified: verified::VerifiedCache::default(),
+            discovery: DiscoveryCache::new(MAX_DISCOVERY_DOCS).observed(caches.stats("oidc_discovery")),
+            verified: verified::VerifiedCache::default().observed(caches.stats("verified_jwt")),
         })
     }
 

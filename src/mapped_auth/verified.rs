@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use crate::http::cache_metrics::CacheStats;
 use crate::providers::jwks::DEFAULT_TTL;
 use crate::providers::verify::{Claims, LEEWAY_SECS};
 use crate::state::providers::OidcProvider;
@@ -30,6 +31,7 @@ type Entries = HashMap<[u8; 32], (Instant, Arc<Claims>)>;
 #[derive(Default)]
 pub struct VerifiedCache {
     map: Mutex<Entries>,
+    stats: CacheStats,
 }
 
 fn key(provider_id: &str, idp: &OidcProvider, token: &str) -> [u8; 32] {
@@ -41,7 +43,18 @@ fn key(provider_id: &str, idp: &OidcProvider, token: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// Approximate bytes of verified claims: their names and string values.
+fn claims_bytes(c: &Claims) -> usize {
+    c.iter().map(|(k, v)| k.len() + v.as_str().map_or(16, str::len)).sum()
+}
+
 impl VerifiedCache {
+    /// Reports hits, misses and what it holds (entries; bytes: their keys, claims unsized).
+    pub fn observed(mut self, stats: CacheStats) -> Self {
+        self.stats = stats;
+        self
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -50,14 +63,15 @@ impl VerifiedCache {
     pub fn get(&self, provider_id: &str, idp: &OidcProvider, token: &str) -> Option<Arc<Claims>> {
         let k = key(provider_id, idp, token);
         let mut map = self.lock();
-        match map.get(&k) {
+        let found = match map.get(&k) {
             Some((until, claims)) if Instant::now() < *until => Some(claims.clone()),
             Some(_) => {
                 map.remove(&k);
                 None
             }
             None => None,
-        }
+        };
+        self.stats.lookup(found)
     }
 
     /// Remembers a verified token; `now` is unix seconds (its `exp` is compared with it).
@@ -73,6 +87,8 @@ impl VerifiedCache {
             map.clear();
         }
         map.insert(key(provider_id, idp, token), (Instant::now() + life, claims));
+        let bytes = map.values().map(|(_, c)| 32 + claims_bytes(c)).sum();
+        self.stats.holds(map.len(), bytes);
     }
 }
 

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use regex::{Regex, RegexBuilder};
 
+use crate::http::cache_metrics::CacheStats;
+
 /// The spec's deadline per match.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 /// The spec's cache size and the number of least recently used entries dropped on overflow.
@@ -72,6 +74,7 @@ pub struct RegexCache {
     inner: Mutex<Inner>,
     capacity: usize,
     evict: usize,
+    stats: CacheStats,
 }
 
 impl Default for RegexCache {
@@ -90,7 +93,14 @@ impl RegexCache {
             inner: Mutex::new(Inner { map: HashMap::new(), tick: 0 }),
             capacity: capacity.max(1),
             evict: evict.clamp(1, capacity.max(1)),
+            stats: CacheStats::default(),
         }
+    }
+
+    /// Reports hits, misses (a compilation) and what it holds (entries, pattern bytes).
+    pub fn observed(mut self, stats: CacheStats) -> Self {
+        self.stats = stats;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -114,9 +124,12 @@ impl RegexCache {
             let mut inner = self.lock();
             inner.tick += 1;
             let tick = inner.tick;
-            if let Some(e) = inner.map.get_mut(pattern) {
+            let hit = inner.map.get_mut(pattern).map(|e| {
                 e.last_used = tick;
-                return Ok(e.regex.clone());
+                e.regex.clone()
+            });
+            if let Some(regex) = self.stats.lookup(hit) {
+                return Ok(regex);
             }
         }
         // Compile outside the lock; two threads may compile the same pattern once each.
@@ -132,6 +145,7 @@ impl RegexCache {
         inner.tick += 1;
         let tick = inner.tick;
         inner.map.insert(pattern.to_owned(), Entry { regex: regex.clone(), last_used: tick });
+        self.stats.holds(inner.map.len(), inner.map.keys().map(String::len).sum());
         Ok(regex)
     }
 

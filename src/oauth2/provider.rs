@@ -22,7 +22,7 @@ pub struct Provider {
 }
 
 impl Provider {
-    pub fn new(per_second: u32, burst: u32) -> Self {
+    pub fn new(per_second: u32, burst: u32, caches: &crate::http::cache_metrics::CacheMetrics) -> Self {
         // One process-wide choice of JWT backend (RustCrypto: no C build); a second install
         // (tests building several nodes) is refused harmlessly.
         let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
@@ -31,14 +31,15 @@ impl Provider {
             governor::RateLimiter::keyed(governor::Quota::per_second(rate).allow_burst(burst))
         });
         Provider {
-            keys: AppliedCache::new(1024),
+            keys: AppliedCache::new(1024).observed(caches.stats("oauth2_signing_keys")),
             parsed_keys: Default::default(),
             metrics: OAuth2Metrics::default(),
             revoked: AppliedCache::with_budget(
                 revocations::CACHED_DOMAINS,
                 revocations::CACHED_BYTES,
                 revocations::footprint,
-            ),
+            )
+            .observed(caches.stats("oauth2_jti_revocations")),
             introspect_per_client,
         }
     }

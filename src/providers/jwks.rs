@@ -29,6 +29,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 
 use super::outbound::Outbound;
 use super::verify::VerifyError;
+use crate::http::cache_metrics::CacheStats;
 
 /// The largest key set accepted.
 pub const MAX_JWKS_BYTES: usize = 1024 * 1024;
@@ -149,6 +150,8 @@ impl KeySet {
 #[derive(Default)]
 struct Entry {
     set: Option<Arc<KeySet>>,
+    /// The size of the document the set was parsed from.
+    bytes: usize,
     fetched_at: Option<Instant>,
     /// The last fetch attempt (successful or not): the rate limit of refetches.
     attempted_at: Option<Instant>,
@@ -175,6 +178,7 @@ pub struct JwksCache {
     pub ttl: Duration,
     pub refetch_interval: Duration,
     pub max_uris: usize,
+    stats: CacheStats,
 }
 
 impl JwksCache {
@@ -186,7 +190,23 @@ impl JwksCache {
             ttl,
             refetch_interval,
             max_uris: MAX_URIS,
+            stats: CacheStats::default(),
         }
+    }
+
+    /// Reports hits (a fresh set answered), misses (a fetch was due) and what it holds.
+    pub fn observed(mut self, stats: CacheStats) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// Reports what the cache holds: the URIs and the documents fetched for them.
+    fn report(&self, slots: &HashMap<String, (u64, Arc<Slot>)>) {
+        let bytes: usize = slots
+            .iter()
+            .map(|(uri, (_, slot))| uri.len() + slot.entry.lock().unwrap_or_else(|p| p.into_inner()).bytes)
+            .sum();
+        self.stats.holds(slots.len(), bytes);
     }
 
     fn slot(&self, uri: &str) -> Arc<Slot> {
@@ -203,6 +223,7 @@ impl JwksCache {
         }
         let slot = Arc::new(Slot::default());
         slots.insert(uri.to_owned(), (now, slot.clone()));
+        self.report(&slots);
         slot
     }
 
@@ -240,7 +261,7 @@ impl JwksCache {
     /// nothing fresh is cached or the kid is unknown, at most once per `refetch_interval`.
     pub async fn key_set(&self, uri: &str, kid: Option<&str>) -> Result<Arc<KeySet>, VerifyError> {
         let slot = self.slot(uri);
-        if let Some(answer) = self.cached(&slot, kid) {
+        if let Some(answer) = self.stats.lookup(self.cached(&slot, kid)) {
             return answer;
         }
         let _fetching = slot.fetching.lock().await;
@@ -250,24 +271,30 @@ impl JwksCache {
         }
         let fetched = self.fetch(uri).await;
         let now = Instant::now();
-        let mut e = slot.entry.lock().unwrap_or_else(|p| p.into_inner());
-        e.attempted_at = Some(now);
-        match fetched {
-            Ok(set) => {
-                let set = Arc::new(set);
-                e.set = Some(set.clone());
-                e.fetched_at = Some(now);
-                e.last_error = None;
-                Ok(set)
+        let answer = {
+            let mut e = slot.entry.lock().unwrap_or_else(|p| p.into_inner());
+            e.attempted_at = Some(now);
+            match fetched {
+                Ok((set, bytes)) => {
+                    let set = Arc::new(set);
+                    e.set = Some(set.clone());
+                    e.bytes = bytes;
+                    e.fetched_at = Some(now);
+                    e.last_error = None;
+                    Ok(set)
+                }
+                Err(err) => {
+                    e.last_error = Some(err.clone());
+                    Err(err)
+                }
             }
-            Err(err) => {
-                e.last_error = Some(err.clone());
-                Err(err)
-            }
-        }
+        };
+        self.report(&self.slots.lock().unwrap_or_else(|p| p.into_inner()));
+        answer
     }
 
-    async fn fetch(&self, uri: &str) -> Result<KeySet, VerifyError> {
+    /// The key set at `uri` and the size of its document.
+    async fn fetch(&self, uri: &str) -> Result<(KeySet, usize), VerifyError> {
         let unavailable = |why: String| VerifyError::KeySetUnavailable(why);
         let client = self.outbound.client();
         let req = client.get(uri).header(reqwest::header::ACCEPT, "application/json, application/jwk-set+json");
@@ -276,7 +303,7 @@ impl JwksCache {
             return Err(unavailable(format!("the key set endpoint answered {}", resp.status())));
         }
         let body = read_capped(&mut resp, MAX_JWKS_BYTES).await.map_err(unavailable)?;
-        KeySet::parse(&body)
+        Ok((KeySet::parse(&body)?, body.len()))
     }
 }
 

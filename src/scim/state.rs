@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::caller;
 use crate::api_keys::simulate::Matched;
 use crate::config::ScimSettings;
+use crate::http::cache_metrics::CacheMetrics;
 use crate::mapped_auth::limits::PerProvider;
 use crate::token::AppliedCache;
 
@@ -19,11 +20,11 @@ pub struct Scim {
 }
 
 impl Scim {
-    pub fn new(s: &ScimSettings) -> Scim {
+    pub fn new(s: &ScimSettings, caches: &CacheMetrics) -> Scim {
         Scim {
             write_limit: PerProvider::new(s.write_rate_limit, "SCIM writes"),
-            grants: AppliedCache::new(1024),
-            callers: AppliedCache::new(1024),
+            grants: AppliedCache::new(1024).observed(caches.stats("scim_realm_grants")),
+            callers: AppliedCache::new(1024).observed(caches.stats("scim_api_key_resolution")),
         }
     }
 }

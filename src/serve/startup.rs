@@ -63,7 +63,8 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         cfg.keys_reseal_rate,
         &mut registry,
     );
-    let oauth2 = crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst);
+    let oauth2 =
+        crate::oauth2::Provider::new(cfg.oauth2.rate_limit_per_second, cfg.oauth2.rate_limit_burst, &metrics.caches);
     oauth2.metrics.register(&mut registry);
     let audit = crate::audit::Audit::start(crate::audit::AuditConfig {
         settings: cfg.audit.clone(),
@@ -72,8 +73,8 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         retry_max: crate::audit::RETRY_MAX,
     })?;
     audit.metrics().register(&mut registry);
-    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry, &cfg.federation)?;
-    let scim = crate::scim::Scim::new(&cfg.scim);
+    let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry, &cfg.federation, &metrics.caches)?;
+    let scim = crate::scim::Scim::new(&cfg.scim, &metrics.caches);
     let passkeys = crate::passkey::RelyingParty::new(&cfg.passkey)?;
     if let Some(why) = passkeys.disabled() {
         tracing::warn!("passkeys are off: {why}");

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::RwLock;
 
+use crate::http::cache_metrics::CacheStats;
+
 /// Approximate bytes an entry holds, key included.
 pub type SizeOf<K, V> = fn(&K, &V) -> usize;
 
@@ -21,6 +23,7 @@ pub struct AppliedCache<K, V> {
     capacity: usize,
     budget: usize,
     size_of: SizeOf<K, V>,
+    stats: CacheStats,
 }
 
 struct Inner<K, V> {
@@ -43,15 +46,22 @@ impl<K: Eq + Hash, V: Clone> AppliedCache<K, V> {
             capacity,
             budget,
             size_of,
+            stats: CacheStats::default(),
         }
     }
 
+    /// Reports hits, misses and what it holds into `stats`.
+    pub fn observed(mut self, stats: CacheStats) -> Self {
+        self.stats = stats;
+        self
+    }
+
     pub fn get(&self, key: &K, applied: u64) -> Option<V> {
-        let g = self.inner.read().ok()?;
-        if g.applied != applied {
-            return None;
-        }
-        g.entries.get(key).cloned()
+        let found = match self.inner.read() {
+            Ok(g) if g.applied == applied => g.entries.get(key).cloned(),
+            _ => None,
+        };
+        self.stats.lookup(found)
     }
 
     pub fn insert(&self, key: K, value: V, applied: u64) {
@@ -74,6 +84,7 @@ impl<K: Eq + Hash, V: Clone> AppliedCache<K, V> {
         }
         g.entries.insert(key, value);
         g.bytes += size;
+        self.stats.holds(g.entries.len(), g.bytes);
     }
 
     /// Approximate bytes held (as the size function counts them).

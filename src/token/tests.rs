@@ -105,3 +105,27 @@ async fn unknown_and_known_users_fail_the_same_way() {
     assert_eq!(known, unknown, "(status, body, log entries written) differ between a known and an unknown user");
     assert!(t.node.engine.read().user("-").unwrap().is_none());
 }
+
+/// The cache series are real: a second validation of the same token is a hit of the token
+/// validation cache, and the series show what the cache holds.
+#[tokio::test]
+async fn validation_cache_hits_misses_and_size_are_exported() {
+    let t = TestNode::start().await;
+    let series = |text: &str, name: &str| {
+        let line = format!("{name}{{cache=\"token_validation\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(line.as_str())).and_then(|v| v.parse::<f64>().ok()).unwrap_or(-1.0)
+    };
+    let before = t.node.metrics_text().unwrap();
+    let subject = t.token("admin", "secret", admin_scope()).await;
+    assert_eq!(validate(&t, &subject).await, StatusCode::OK);
+    assert_eq!(validate(&t, &subject).await, StatusCode::OK);
+    let after = t.node.metrics_text().unwrap();
+    assert!(series(&after, "idnode_cache_hits_total") > series(&before, "idnode_cache_hits_total"), "{after}");
+    assert!(series(&after, "idnode_cache_misses_total") > series(&before, "idnode_cache_misses_total"));
+    assert!(series(&after, "idnode_cache_entries") >= 1.0, "{after}");
+    assert!(series(&after, "idnode_cache_bytes") > 0.0, "{after}");
+    for cache in ["token_body", "catalog", "regex", "jwks", "oidc_discovery", "verified_jwt", "scim_api_key_resolution"]
+    {
+        assert!(after.contains(&format!("idnode_cache_hits_total{{cache=\"{cache}\"}}")), "{cache}: {after}");
+    }
+}

@@ -154,13 +154,16 @@ impl std::ops::Deref for Tokens {
 
 impl Tokens {
     pub fn new(core: Arc<Core>) -> Self {
+        let stats = |name| core.metrics.caches.stats(name);
         Tokens {
+            token_cache: AppliedCache::with_budget(100_000, TOKEN_CACHE_BYTES, footprint::valid_token)
+                .observed(stats("token_validation")),
+            ring_cache: AppliedCache::new(1).observed(stats("token_key_ring")),
+            token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body)
+                .observed(stats("token_body")),
+            rulesets: AppliedCache::new(1).observed(stats("mapping_rulesets")),
+            catalog_cache: AppliedCache::new(1).observed(stats("catalog")),
             core,
-            token_cache: AppliedCache::with_budget(100_000, TOKEN_CACHE_BYTES, footprint::valid_token),
-            ring_cache: AppliedCache::new(1),
-            token_bodies: AppliedCache::with_budget(100_000, TOKEN_BODIES_BYTES, footprint::token_body),
-            rulesets: AppliedCache::new(1),
-            catalog_cache: AppliedCache::new(1),
         }
     }
 
