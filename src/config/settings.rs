@@ -277,4 +277,40 @@ mod tests {
             assert!(!section.starts_with("port") && !section.starts_with("service"), "[{section}]");
         }
     }
+
+    /// Every `IDNODE_*` name in the Kubernetes example (its env entries, the variables its
+    /// script exports) is a key idnode reads, one of the variables that are not keys, or a
+    /// service link: the example never starts a node that warns about its own configuration.
+    #[test]
+    fn the_kubernetes_example_sets_only_known_variables() {
+        let defaults = Settings::default();
+        Config::from_settings(&defaults).unwrap();
+        let read = defaults.read.borrow();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cluster-examples/kubernetes");
+        let mut names = BTreeSet::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for (at, _) in text.match_indices("IDNODE_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
+        for want in ["IDNODE_INITIAL_CLUSTER", "IDNODE_NODE_ID", "IDNODE_KEK_FILE", "IDNODE_CLUSTER_SECRET"] {
+            assert!(names.contains(want), "{want} not found in {}: {names:?}", dir.display());
+        }
+        for name in &names {
+            let s = env(&[(name, "1")]);
+            let rest = &name["IDNODE_".len()..];
+            if NOT_SETTINGS.contains(&name.as_str()) || is_service_link(rest) {
+                assert!(s.values.is_empty(), "{name}");
+                continue;
+            }
+            for key in s.values.keys() {
+                assert!(read.contains(key), "{name} sets {key:?}, which idnode does not read");
+            }
+        }
+    }
 }
