@@ -16,6 +16,8 @@
 //!   snapshot installs) ends with identical replicas;
 //! * `key_rotation`: token, data and wrapping keys rotate online (SIGKILL mid-way included);
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
+//! * `kubernetes`: the Kubernetes example's manifests validate strictly (kubernetes-validate),
+//!   and a node in a pod's environment ignores the Service link variables;
 //! * `oauth2_clients`: the OAuth2/OIDC provider judged by authlib, PyJWT and headless Chromium;
 //! * `oauth2_cluster`: OAuth2 flows across a 3-node cluster (pages, code, refresh, revocation
 //!   and key rotation on different nodes), over HTTP only;
@@ -47,6 +49,7 @@ mod failover;
 mod fault_snapshot;
 mod kek_startup;
 mod key_rotation;
+mod kubernetes;
 mod oauth2_clients;
 mod oauth2_cluster;
 mod openapi;
