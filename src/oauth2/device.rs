@@ -34,8 +34,9 @@ use crate::state::read::OAuth2Reads;
 use crate::state::{Command, Reader};
 use crate::token::Tokens;
 
-/// The characters of user codes.
-pub const USER_CODE_ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/// The characters of user codes, the spec's: A-Z and 0-9 minus the look-alikes O, 0, I and 1
+/// (the spec's lowercase l never appears: codes are upper case).
+pub const USER_CODE_ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 pub const USER_CODE_LEN: usize = 8;
 
 /// RFC 8628 §3.2 device authorization response.
@@ -69,11 +70,12 @@ pub struct DeviceAuthorizationForm {
 pub fn new_user_code() -> String {
     let n = USER_CODE_ALPHABET.len();
     // Bytes at or above the largest multiple of the alphabet's size are dropped (no bias).
-    let limit = (256 / n * n) as u8;
+    // (Computed in usize: with 32 characters the limit is 256, every byte.)
+    let limit = 256 / n * n;
     let mut out = String::with_capacity(USER_CODE_LEN);
     while out.len() < USER_CODE_LEN {
         for b in idnode_keys::random_bytes::<32>() {
-            if b < limit && out.len() < USER_CODE_LEN {
+            if (b as usize) < limit && out.len() < USER_CODE_LEN {
                 out.push(USER_CODE_ALPHABET[b as usize % n] as char);
             }
         }
@@ -81,7 +83,8 @@ pub fn new_user_code() -> String {
     out
 }
 
-/// A typed user code normalized (upper case; dashes and spaces dropped), if it can be one.
+/// A typed user code normalized (upper case; dashes and spaces dropped), if it can be one: a
+/// look-alike outside the alphabet (O, 0, I, 1) is refused, never guessed.
 pub fn normalize_user_code(input: &str) -> Option<String> {
     if input.len() > 32 {
         return None;
@@ -288,22 +291,28 @@ mod tests {
 
     #[test]
     fn user_codes_use_the_unambiguous_alphabet_and_normalize() {
-        assert_eq!(USER_CODE_ALPHABET.len(), 31);
-        for c in b"O0IL1" {
-            assert!(!USER_CODE_ALPHABET.contains(c));
-        }
-        for _ in 0..200 {
+        let spec: Vec<u8> = (b'A'..=b'Z').chain(b'0'..=b'9').filter(|c| !b"O0I1".contains(c)).collect();
+        assert_eq!(USER_CODE_ALPHABET, &spec[..], "A-Z and 0-9 minus O, 0, I, 1");
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..500 {
             let c = new_user_code();
             assert_eq!(c.len(), 8);
             assert!(c.bytes().all(|b| USER_CODE_ALPHABET.contains(&b)), "{c}");
+            seen.extend(c.bytes());
             assert_eq!(normalize_user_code(&display_user_code(&c).to_lowercase()), Some(c.clone()));
         }
+        // 4,000 draws from 32 characters: every one shows up (a skipped one would be a bias).
+        assert_eq!(seen.len(), USER_CODE_ALPHABET.len());
         assert_eq!(display_user_code("WDJBMJHT"), "WDJB-MJHT");
         assert_eq!(normalize_user_code("wdjb-mjht").as_deref(), Some("WDJBMJHT"));
         assert_eq!(normalize_user_code(" WDJB MJHT ").as_deref(), Some("WDJBMJHT"));
         assert_eq!(normalize_user_code("WDJB-MJH"), None, "too short");
         assert_eq!(normalize_user_code("WDJB-MJH0"), None, "0 is not in the alphabet");
-        assert_eq!(normalize_user_code("wdjb-mjhl"), None, "l is not in the alphabet");
+        assert_eq!(normalize_user_code("wdjb-mjhl").as_deref(), Some("WDJBMJHL"), "a typed l is the code's L");
+        for look_alike in ["WDJB-MJHO", "WDJB-MJHI", "WDJB-MJH1", "wdjb-mjho", "wdjb-mjhi"] {
+            assert_eq!(normalize_user_code(look_alike), None, "{look_alike}");
+        }
+        assert_eq!(normalize_user_code("WDJB_MJHT"), None, "only dashes and spaces are dropped");
         assert_eq!(normalize_user_code("WDJB-MJHTT"), None, "too long");
     }
 }

@@ -1,5 +1,7 @@
 //! The token-exchange grant (RFC 8693): a live platform access token of the domain, exchanged
 //! by a client of the domain for one narrowed to `platform-apis:<service_type>` audiences.
+//! Each `audience` value is a platform service type as the spec writes it (`compute`); the
+//! `platform-apis:compute` form of the token's `aud` is accepted too.
 //! An exchange only narrows: the audiences stay within the subject token's, the token lives
 //! no longer than it, the earlier actors stay nested under the new one (§4.1), and it names
 //! the tokens it descends from, so revoking any of them (or their refresh family, `sid`,
@@ -32,6 +34,14 @@ fn within(aud: Option<&Value>, requested: &str) -> bool {
     }
 }
 
+/// The `aud` entry for one requested `audience`: a service type (`compute`, the spec's form)
+/// or the same already prefixed (`platform-apis:compute`), when it names an enabled catalog
+/// service; `None` otherwise.
+fn narrowed_audience(requested: &str, types: &[String]) -> Option<String> {
+    let service_type = requested.strip_prefix(PLATFORM_AUDIENCE).and_then(|t| t.strip_prefix(':')).unwrap_or(requested);
+    types.iter().any(|t| t == service_type).then(|| format!("{PLATFORM_AUDIENCE}:{service_type}"))
+}
+
 pub fn exchange(node: &Core, keys: &DomainKeys, client: &Client, form: &OAuthForm) -> OAuthResult<Value> {
     let subject_token = form.require("subject_token")?;
     if let Some(t) = form.get("subject_token_type") {
@@ -44,21 +54,23 @@ pub fn exchange(node: &Core, keys: &DomainKeys, client: &Client, form: &OAuthFor
     if claims.get("platform_context").is_none() {
         return Err(OAuthError::invalid_grant("Only platform access tokens can be exchanged."));
     }
-    let audiences: Vec<String> = form.all("audience").map(str::to_string).collect();
-    if audiences.is_empty() {
+    let requested: Vec<&str> = form.all("audience").collect();
+    if requested.is_empty() {
         return Err(OAuthError::invalid_request("The parameter audience is missing."));
     }
     let types: Vec<String> =
         node.engine.read().services()?.into_iter().filter(|s| s.enabled).map(|s| s.service_type).collect();
-    for a in &audiences {
-        let known = a.strip_prefix("platform-apis:").is_some_and(|t| types.iter().any(|x| x == t));
-        if !known {
-            return Err(OAuthError::invalid_target(format!(
-                "{a} is not platform-apis:<service type> of a catalog service."
-            )));
-        }
-        if !within(claims.get("aud"), a) {
+    let mut audiences: Vec<String> = Vec::with_capacity(requested.len());
+    for r in requested {
+        let Some(a) = narrowed_audience(r, &types) else {
+            return Err(OAuthError::invalid_target(format!("{r} is not the service type of a catalog service.")));
+        };
+        if !within(claims.get("aud"), &a) {
             return Err(OAuthError::invalid_target(format!("The subject token's audience does not include {a}.")));
+        }
+        // `compute` and `platform-apis:compute` name one audience: it is listed once.
+        if !audiences.contains(&a) {
+            audiences.push(a);
         }
     }
     let Some(subject_jti) = claims.get("jti").and_then(Value::as_str).map(str::to_string) else {
@@ -114,5 +126,17 @@ mod tests {
         assert!(!within(Some(&one), "platform-apis:image"));
         assert!(!within(Some(&json!("client-x")), "platform-apis:compute"));
         assert!(!within(None, "platform-apis:compute"));
+    }
+
+    #[test]
+    fn an_audience_is_a_service_type_or_the_same_prefixed() {
+        let types = vec!["compute".to_string(), "image".to_string()];
+        assert_eq!(narrowed_audience("compute", &types).as_deref(), Some("platform-apis:compute"));
+        assert_eq!(narrowed_audience("platform-apis:image", &types).as_deref(), Some("platform-apis:image"));
+        for unknown in
+            ["volumev3", "platform-apis:volumev3", "platform-apis", "platform-apis:", "", "platform-apiscompute"]
+        {
+            assert_eq!(narrowed_audience(unknown, &types), None, "{unknown:?}");
+        }
     }
 }

@@ -44,7 +44,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         ..RaftOptions::default()
     };
     let raft = RaftNode::start(opts, engine.clone(), app.clone()).await?;
-    // A directory that does not compile leaves the bundled defaults in force and fails /health.
+    // A directory that does not compile leaves the bundled defaults in force and fails /ready.
     let _ = crate::policy::global().configure(cfg.policy_directory.clone());
     let rate_limits = crate::http::ratelimit::RateLimits::new(
         cfg.auth_rate_limit_per_second,

@@ -70,6 +70,25 @@ async fn a_narrowed_token_cannot_be_exchanged_for_another_service() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audience_is_a_platform_service_type_as_the_spec_writes_it() {
+    let t = with_services().await;
+    let c = client_in(&t, D, json!({})).await;
+    let subject = platform_token(&t, &c).await;
+    let compute = exchanged(&t, &c, &subject, &["compute"]).await;
+    assert_eq!(claims(&compute)["aud"], json!(["platform-apis:compute"]));
+    // Both forms mix, and one audience named twice is listed once.
+    let both = exchanged(&t, &c, &subject, &["compute", "platform-apis:image", "platform-apis:compute"]).await;
+    assert_eq!(claims(&both)["aud"], json!(["platform-apis:compute", "platform-apis:image"]));
+    // Narrowing still holds in the bare form.
+    assert_eq!(claims(&exchanged(&t, &c, &compute, &["compute"]).await)["aud"], json!(["platform-apis:compute"]));
+    assert_error(&exchange(&t, &c, &compute, &["image"]).await, StatusCode::BAD_REQUEST, "invalid_target");
+    // A type the catalog does not hold, or the bare platform audience, is an unknown target.
+    for unknown in ["network", "platform-apis:network", "platform-apis"] {
+        assert_error(&exchange(&t, &c, &subject, &[unknown]).await, StatusCode::BAD_REQUEST, "invalid_target");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_exchange_nests_the_earlier_actor() {
     let t = with_services().await;
     let first = client_in(&t, D, json!({})).await;
