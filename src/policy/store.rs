@@ -54,6 +54,9 @@ pub struct PolicyMetrics {
     pub decisions: Family<Labels, Counter>,
     pub evaluation: Histogram,
     pub reloads: Family<Labels, Counter>,
+    /// The spec's dynamic-plugin load failures: an operator policy directory that did not
+    /// load (`plugin` = `policy_directory`), the only plugins idnode loads.
+    pub plugin_load_failures: Family<Labels, Counter>,
 }
 
 impl PolicyMetrics {
@@ -62,6 +65,11 @@ impl PolicyMetrics {
         registry.register("idnode_policy_decisions", "Policy decisions by action and result", self.decisions.clone());
         registry.register("idnode_policy_evaluation_seconds", "Policy evaluation latency", self.evaluation.clone());
         registry.register("idnode_policy_reloads", "Policy set loads by result", self.reloads.clone());
+        registry.register(
+            "idnode_plugin_load_failures",
+            "Dynamic plugins that failed to load, by plugin kind",
+            self.plugin_load_failures.clone(),
+        );
     }
 }
 
@@ -71,6 +79,7 @@ impl Default for PolicyMetrics {
             decisions: Family::default(),
             evaluation: Histogram::new(exponential_buckets(0.000_001, 2.5, 14)),
             reloads: Family::default(),
+            plugin_load_failures: Family::default(),
         }
     }
 }
@@ -176,6 +185,7 @@ impl PolicyStore {
                 tracing::error!("policy load failed, keeping the previous policy set: {e}");
                 *lock(&self.error) = Some(e.clone());
                 self.metrics.reloads.get_or_create(&labels(&[("result", "error")])).inc();
+                self.metrics.plugin_load_failures.get_or_create(&labels(&[("plugin", "policy_directory")])).inc();
                 Err(e)
             }
         }

@@ -238,6 +238,10 @@ fn overrides_replace_or_add_and_bad_ones_keep_the_previous_set() {
     // A directory that cannot be read is an error, not an empty override.
     let missing = store.configure(Some(dir.path().join("nope")));
     assert!(missing.is_err());
+    // Every refused load counted as a dynamic-plugin load failure (the spec's family).
+    let failures =
+        store.metrics.plugin_load_failures.get_or_create(&vec![("plugin", "policy_directory".to_string())]).get();
+    assert_eq!(failures, 3, "a syntax error, a missing rule, an unreadable directory");
 }
 
 /// `cargo test -p idnode --bins policy::tests::decision_cost -- --ignored --nocapture`
