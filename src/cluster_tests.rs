@@ -126,3 +126,66 @@ async fn follower_that_installed_a_snapshot_answers_like_the_others() {
         assert!(c.node(i).raft.readiness().ok, "node {} not ready: {:?}", i + 1, c.node(i).raft.readiness());
     }
 }
+
+/// A stored value that no longer opens on one node (a damaged disk, simulated by flipping one
+/// of its bytes) quarantines its column family there: that node refuses reads of it with 503,
+/// fails `/ready` and counts the partition, while the other nodes serve the same reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_value_that_does_not_open_quarantines_its_family_on_that_node_only() {
+    use tower::ServiceExt;
+    let c = TestCluster::start(3, &[]).await;
+    let leader = c.wait_leader().await;
+    let admin = c.admin_token(leader).await;
+    let user = c
+        .create(
+            leader,
+            &admin,
+            "/v3/users",
+            "user",
+            json!({"name": "victim", "domain_id": "default", "password": "pw"}),
+        )
+        .await;
+    let id = user["user"]["id"].as_str().unwrap().to_string();
+    let damaged = (leader + 1) % 3;
+    let mut tokens = Vec::new();
+    for i in 0..3 {
+        tokens.push(c.admin_token(i).await);
+    }
+    let path = format!("/v3/users/{id}");
+    let show = |i: usize| c.call(i, Method::GET, &path, Some(&tokens[i]), None);
+    for i in 0..3 {
+        assert_eq!(show(i).await.status, StatusCode::OK, "node {i} before");
+    }
+    let engine = c.node(damaged).engine.clone();
+    assert!(engine.flip_stored_byte(crate::state::cf::USERS, id.as_bytes()).unwrap(), "the user's stored value");
+
+    let r = show(damaged).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert!(!r.text.contains(&id), "no detail of the damage leaks: {}", r.text);
+    assert_eq!(engine.quarantined(), [crate::state::cf::USERS]);
+    // The whole family is refused from now on, not only the damaged value.
+    let r = c.call(damaged, Method::GET, "/v3/users", Some(&tokens[damaged]), None).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    for i in [leader, (leader + 2) % 3] {
+        assert_eq!(show(i).await.status, StatusCode::OK, "node {i} still serves");
+    }
+    let ready = |i: usize| {
+        let ops = crate::serve::ops::router(c.node(i).clone());
+        async move {
+            let req = axum::http::Request::get("/ready").body(axum::body::Body::empty()).unwrap();
+            let resp = ops.oneshot(req).await.unwrap();
+            let status = resp.status();
+            let body: Value =
+                serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+            (status, body)
+        }
+    };
+    let (status, body) = ready(damaged).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body["components"]["raft"]["message"].as_str().unwrap_or_default().contains("quarantined"), "{body}");
+    let metrics = c.node(damaged).metrics_text().unwrap();
+    assert!(metrics.contains("idnode_raft_quarantined_partitions 1"), "{metrics}");
+    let healthy = (leader + 2) % 3;
+    let metrics = c.node(healthy).metrics_text().unwrap();
+    assert!(metrics.contains("idnode_raft_quarantined_partitions 0"), "{metrics}");
+}

@@ -133,7 +133,12 @@ impl Collector for RaftCollector {
             "Snapshots received from a leader and installed since this process started",
             stats.snapshot_installs.load(Ordering::Relaxed),
         )?;
-        gauge(&mut enc, "idnode_raft_quarantined_partitions", "Partitions quarantined after a fault", 0)?;
+        gauge(
+            &mut enc,
+            "idnode_raft_quarantined_partitions",
+            "Column families quarantined on this node after a stored value failed to open",
+            int(node.engine().quarantined().len() as u64),
+        )?;
         let (differs, checks, last_index, mismatched) = {
             let s = node.standing.lock().unwrap_or_else(|p| p.into_inner());
             (s.differs.is_some(), s.checks_run, s.last_check_index, s.last_mismatched)

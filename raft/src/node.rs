@@ -254,6 +254,11 @@ impl RaftNode {
             r.ok = false;
             r.reasons.push(reason);
         }
+        let quarantined = self.engine.quarantined();
+        if !quarantined.is_empty() {
+            r.ok = false;
+            r.reasons.push(format!("quarantined column families: {}", quarantined.join(", ")));
+        }
         if self.sm_stats.installing.load(Ordering::Acquire) {
             r.ok = false;
             r.reasons.push("replacing its state with a snapshot from the leader".to_string());

@@ -129,7 +129,13 @@ impl From<ApplyError> for ApiError {
 
 impl From<idnode_storage::StorageError> for ApiError {
     fn from(e: idnode_storage::StorageError) -> Self {
-        ApiError::internal(e)
+        match e {
+            // This node's copy is damaged; another node's is not.
+            idnode_storage::StorageError::Quarantined(_) => {
+                ApiError::unavailable("This node cannot read part of its data at the moment; retry on another node.")
+            }
+            other => ApiError::internal(other),
+        }
     }
 }
 

@@ -22,6 +22,10 @@ pub struct Engine {
     /// Held by every write, and by a re-sealing step across its reads and its write, so a
     /// value re-sealed under a new data key never overwrites a newer write (`reseal`).
     pub(crate) write_lock: Mutex<()>,
+    /// Column families quarantined on this node: a stored value failed to open (tampered,
+    /// corrupted, sealed under a key this node does not hold). Nothing is read from them
+    /// again until the node is rebuilt (docs/operations.md, "Quarantine").
+    quarantined: RwLock<std::collections::BTreeSet<String>>,
 }
 
 /// RocksDB's memory, all column families together: cached table blocks and the memtables,
@@ -76,11 +80,38 @@ impl Engine {
             cfs: cfs.to_vec(),
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
+            quarantined: RwLock::new(Default::default()),
         })
     }
 
     pub fn keys(&self) -> &Arc<DataKeys> {
         &self.keys
+    }
+
+    /// The column families quarantined on this node, by name.
+    pub fn quarantined(&self) -> Vec<String> {
+        self.quarantined.read().map(|q| q.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Refuses a read of a quarantined family.
+    pub(crate) fn readable(&self, cf: &str) -> Result<()> {
+        match self.quarantined.read() {
+            Ok(q) if !q.contains(cf) => Ok(()),
+            _ => Err(StorageError::Quarantined(cf.to_string())),
+        }
+    }
+
+    /// Quarantines `cf` after one of its values failed to open: serving the rest of it could
+    /// answer from damaged state (a missing revocation, an altered grant).
+    pub(crate) fn quarantine(&self, cf: &str, why: &idnode_keys::KeyError) {
+        let mut q = self.quarantined.write().unwrap_or_else(|p| p.into_inner());
+        if q.insert(cf.to_string()) {
+            tracing::error!(
+                column_family = cf,
+                "a stored value could not be opened ({why}): the column family is quarantined on this node and \
+                 its reads answer 503; rebuild the node (docs/operations.md, \"Quarantine\")"
+            );
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -110,6 +141,20 @@ impl Engine {
     }
 
     /// Applies a batch atomically. `sync` waits for the write-ahead log to reach the disk.
+    /// Fault injection for the quarantine tests: flips one byte of the stored (sealed) value
+    /// at `key`, as a damaged disk would; false when there is no such value.
+    pub fn flip_stored_byte(&self, cf: &str, key: &[u8]) -> Result<bool> {
+        let handle = self.cf(cf)?;
+        let Some(mut sealed) = self.db.get_cf(&handle, key)? else { return Ok(false) };
+        if let Some(last) = sealed.last_mut() {
+            *last ^= 0x01;
+        }
+        let mut wb = WriteBatch::default();
+        wb.put_cf(&handle, key, sealed);
+        self.write_raw(wb, true)?;
+        Ok(true)
+    }
+
     pub fn write(&self, batch: Batch, sync: bool) -> Result<()> {
         let mut wb = WriteBatch::default();
         for ((cf, key), op) in batch.ops {

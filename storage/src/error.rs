@@ -10,6 +10,9 @@ pub enum StorageError {
     Codec(String),
     #[error("sealed value in {cf} could not be opened: {source}")]
     Unseal { cf: String, source: idnode_keys::KeyError },
+    /// Reads of the family are refused on this node: one of its stored values failed to open.
+    #[error("column family {0} is quarantined on this node: a stored value in it could not be opened")]
+    Quarantined(String),
     #[error("snapshot stream: {0}")]
     Stream(String),
     #[error("io: {0}")]

@@ -24,15 +24,22 @@ impl<'a> ReadView<'a> {
         o
     }
 
+    /// Opens a stored value; one that does not open quarantines its family.
     fn open(&self, cf: &str, key: &[u8], sealed: &[u8]) -> Result<Vec<u8>> {
-        self.engine
-            .keys()
-            .open(&value_ad(cf, key), sealed)
-            .map_err(|source| StorageError::Unseal { cf: cf.to_string(), source })
+        self.engine.keys().open(&value_ad(cf, key), sealed).map_err(|source| {
+            self.engine.quarantine(cf, &source);
+            StorageError::Quarantined(cf.to_string())
+        })
+    }
+
+    /// The family's handle, unless it is quarantined.
+    fn handle(&self, cf: &str) -> Result<std::sync::Arc<rocksdb::BoundColumnFamily<'a>>> {
+        self.engine.readable(cf)?;
+        self.engine.cf(cf)
     }
 
     pub fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let handle = self.engine.cf(cf)?;
+        let handle = self.handle(cf)?;
         match self.engine.db.get_cf_opt(&handle, key, &self.opts())? {
             Some(sealed) => Ok(Some(self.open(cf, key, &sealed)?)),
             None => Ok(None),
@@ -44,7 +51,7 @@ impl<'a> ReadView<'a> {
     }
 
     pub fn exists(&self, cf: &str, key: &[u8]) -> Result<bool> {
-        let handle = self.engine.cf(cf)?;
+        let handle = self.handle(cf)?;
         Ok(self.engine.db.get_pinned_cf_opt(&handle, key, &self.opts())?.is_some())
     }
 
@@ -62,7 +69,7 @@ impl<'a> ReadView<'a> {
     /// such as exports and digests stay flat in memory: they read around the block cache, so
     /// a walk neither grows the process nor evicts what the API reads).
     pub fn for_each(&self, cf: &str, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let handle = self.engine.cf(cf)?;
+        let handle = self.handle(cf)?;
         let mut opts = self.opts();
         opts.fill_cache(false);
         opts.set_readahead_size(1 << 20);
@@ -81,7 +88,7 @@ impl<'a> ReadView<'a> {
 
     /// Keys only (values not opened): for counting and for deletes.
     pub fn keys_with_prefix(&self, cf: &str, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
-        let handle = self.engine.cf(cf)?;
+        let handle = self.handle(cf)?;
         let mut out = Vec::new();
         for item in self.engine.db.iterator_cf_opt(&handle, self.opts(), IteratorMode::From(prefix, Direction::Forward))
         {
@@ -102,7 +109,7 @@ impl<'a> ReadView<'a> {
         limit: usize,
         keep: impl Fn(&[u8]) -> bool,
     ) -> Result<Vec<Pair>> {
-        let handle = self.engine.cf(cf)?;
+        let handle = self.handle(cf)?;
         let mode = match dir {
             Some(Direction::Reverse) => IteratorMode::End,
             _ => IteratorMode::From(start, Direction::Forward),
