@@ -39,6 +39,18 @@ pub const MEMORY_BUDGET_BYTES: usize = 32 << 20;
 pub const MEMTABLE_BUDGET_BYTES: usize = 16 << 20;
 const MEMTABLE_ARENA_BLOCK_BYTES: usize = 256 << 10;
 
+/// Where the quarantined families are recorded: beside the database directory (`db` →
+/// `db.quarantine`), so deleting the data directory to rebuild the node removes it too.
+fn quarantine_file(db: &Path) -> PathBuf {
+    db.with_extension("quarantine")
+}
+
+fn load_quarantine(file: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(file)
+        .map(|t| t.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 impl Engine {
     /// Opens (creating when missing) the database at `dir` with exactly `cfs`.
     pub fn open(dir: &Path, cfs: &[&'static str], keys: Arc<DataKeys>) -> Result<Engine> {
@@ -80,7 +92,7 @@ impl Engine {
             cfs: cfs.to_vec(),
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
-            quarantined: RwLock::new(Default::default()),
+            quarantined: RwLock::new(load_quarantine(&quarantine_file(dir))),
         })
     }
 
@@ -102,10 +114,19 @@ impl Engine {
     }
 
     /// Quarantines `cf` after one of its values failed to open: serving the rest of it could
-    /// answer from damaged state (a missing revocation, an altered grant).
+    /// answer from damaged state (a missing revocation, an altered grant). The verdict is kept
+    /// beside the database, so a restart does not serve the family again: only rebuilding
+    /// the node (a new data directory) lifts it.
     pub(crate) fn quarantine(&self, cf: &str, why: &idnode_keys::KeyError) {
         let mut q = self.quarantined.write().unwrap_or_else(|p| p.into_inner());
         if q.insert(cf.to_string()) {
+            let file = quarantine_file(&self.path);
+            let text: String = q.iter().map(|c| format!("{c}\n")).collect();
+            let tmp = file.with_extension("quarantine.tmp");
+            let saved = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &file));
+            if let Err(e) = saved {
+                tracing::error!(file = %file.display(), "the quarantine could not be recorded ({e}): a restart would forget it");
+            }
             tracing::error!(
                 column_family = cf,
                 "a stored value could not be opened ({why}): the column family is quarantined on this node and \

@@ -364,3 +364,28 @@ fn memtables_stay_within_the_memory_budget_under_a_write_burst() {
         }
     }
 }
+
+#[test]
+fn a_value_that_does_not_open_quarantines_its_family_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = open(dir.path());
+        let mut b = e.batch();
+        b.put("a", b"k1".to_vec(), b"v1");
+        b.put("a", b"k2".to_vec(), b"v2");
+        b.put("b", b"k1".to_vec(), b"v3");
+        e.write(b, true).unwrap();
+        assert!(e.flip_stored_byte("a", b"k1").unwrap());
+        assert!(!e.flip_stored_byte("a", b"absent").unwrap());
+        assert!(e.quarantined().is_empty(), "nothing read yet");
+        let err = e.read().get("a", b"k1").unwrap_err();
+        assert!(matches!(err, idnode_storage::StorageError::Quarantined(ref cf) if cf == "a"), "{err}");
+        assert!(e.read().get("a", b"k2").is_err(), "the whole family, intact values included");
+        assert!(e.read().scan_prefix("a", b"", 10).is_err());
+        assert_eq!(e.read().get("b", b"k1").unwrap().unwrap(), b"v3", "other families serve");
+        assert_eq!(e.quarantined(), ["a"]);
+    }
+    let e = open(dir.path());
+    assert_eq!(e.quarantined(), ["a"], "a restart does not lift it");
+    assert!(e.read().get("a", b"k2").is_err());
+}
