@@ -33,6 +33,7 @@ mod policy;
 mod providers;
 mod reads;
 mod resource;
+mod restrictions;
 mod rotation;
 mod scim;
 mod serve;

@@ -97,5 +97,6 @@ pub async fn authenticate(node: &Core, body: Option<&Value>) -> ApiResult<Proven
         delegation: Delegation::AppCred(cred.id),
         fixed_scope: Some(TokenScope::Project(cred.project_id)),
         expires_at: cred.expires_at,
+        restriction: None,
     })
 }

@@ -44,7 +44,7 @@ const METHODS: [&str; 6] = ["DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"];
 /// Delegated tokens manage no credentials; a restricted credential's token creates or deletes
 /// none (Keystone's rules).
 pub(crate) fn refuse_delegated(ctx: &ValidToken, managing: bool) -> ApiResult<()> {
-    ctx.refuse_virtual()?;
+    ctx.refuse_credential_creation()?;
     if ctx.payload.is_delegated() {
         return Err(ApiError::forbidden("You are not authorized to perform the requested action."));
     }

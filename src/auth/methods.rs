@@ -50,6 +50,7 @@ pub async fn authenticate(node: &Tokens, identity: &Value) -> ApiResult<Proven> 
                 }
                 p.fixed_scope = p.fixed_scope.or(step.fixed_scope);
                 p.expires_at = p.expires_at.or(step.expires_at);
+                p.restriction = p.restriction.or(step.restriction);
                 p
             }
             Some(_) => return Err(ApiError::unauthorized("Methods identify different users.")),
@@ -166,5 +167,7 @@ async fn token(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
     if vt.payload.mapped().is_some() {
         proven.delegation = vt.payload.delegation.clone();
     }
+    // A restricted token buys only restricted tokens (`super::restricted` decides which).
+    proven.restriction = vt.payload.restriction.clone();
     Ok(proven)
 }

@@ -4,6 +4,7 @@
 pub mod methods;
 pub mod projects;
 pub mod proven;
+mod restricted;
 pub mod schemas;
 pub mod scope;
 pub mod tokens;

@@ -17,10 +17,20 @@ pub struct Proven {
     pub fixed_scope: Option<TokenScope>,
     /// A limit the credential puts on the token's life (unix microseconds).
     pub expires_at: Option<i64>,
+    /// The token restriction the re-scoped token stood under (the new one stands under it too).
+    pub restriction: Option<String>,
 }
 
 impl Proven {
     pub fn of(user: User, methods: u8, parent: Option<TokenPayload>) -> Proven {
-        Proven { user, methods, parent, delegation: Delegation::None, fixed_scope: None, expires_at: None }
+        Proven {
+            user,
+            methods,
+            parent,
+            delegation: Delegation::None,
+            fixed_scope: None,
+            expires_at: None,
+            restriction: None,
+        }
     }
 }

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::schemas as s;
-use super::{methods, scope};
+use super::{methods, restricted, scope};
 use crate::clock::now_micros;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
@@ -159,6 +159,12 @@ async fn issue_token(
     let trust_scope = asked.as_ref().and_then(|s| s.get("OS-TRUST:trust"));
     let mut proven = proven;
     let mut user_id = proven.user.id.clone();
+    if proven.restriction.is_some() && (proven.fixed_scope.is_some() || trust_scope.is_some()) {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: a restricted token cannot be combined with \
+             an application credential or a trust.",
+        ));
+    }
     let scope = match (proven.fixed_scope.clone(), trust_scope) {
         (Some(_), _) if asked.is_some() => {
             return Err(ApiError::unauthorized(
@@ -173,7 +179,10 @@ async fn issue_token(
             proven.expires_at = granted.expires_at;
             granted.scope
         }
-        (None, None) => scope::requested(&node, asked.as_ref(), &proven.user).await?,
+        (None, None) => match &proven.restriction {
+            Some(id) => restricted::scope(&node, &proven, id, asked.as_ref()).await?,
+            None => scope::requested(&node, asked.as_ref(), &proven.user).await?,
+        },
     };
     let now = now_micros();
     let lifetime = node.cfg.token_expiration_s * 1_000_000;
@@ -192,7 +201,7 @@ async fn issue_token(
     }
     audit_ids.truncate(2);
     let payload = TokenPayload {
-        version: 2,
+        version: crate::token::PAYLOAD_VERSION,
         user_id,
         methods: proven.methods,
         scope,
@@ -200,6 +209,7 @@ async fn issue_token(
         expires_at,
         audit_ids,
         delegation: proven.delegation.clone(),
+        restriction: proven.restriction.clone(),
     };
     let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
     respond_with(&node, &payload, status, query_flag(q.get("nocatalog"))).await
@@ -246,7 +256,7 @@ pub(crate) async fn issue_unscoped(
 ) -> ApiResult<Response> {
     let now = now_micros();
     let payload = TokenPayload {
-        version: 2,
+        version: crate::token::PAYLOAD_VERSION,
         user_id: user.id.clone(),
         methods: method as u8,
         scope: TokenScope::Unscoped,
@@ -254,6 +264,7 @@ pub(crate) async fn issue_unscoped(
         expires_at: now + node.cfg.token_expiration_s * 1_000_000,
         audit_ids: vec![idnode_keys::random_bytes()],
         delegation: Delegation::None,
+        restriction: None,
     };
     respond_with(node, &payload, status, true).await
 }

@@ -74,7 +74,7 @@ pub async fn create(
     Call(node, ctx): Call,
     JsonBody(body): JsonBody<Body<s::CredentialCreateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    ctx.refuse_virtual()?;
+    ctx.refuse_credential_creation()?;
     let b = body.object()?.credential.envelope("credential")?;
     let cred_type = b.cred_type.name("type", 255)?;
     let blob = s::blob(&b.blob)?;
@@ -122,7 +122,7 @@ pub async fn update(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<Body<s::CredentialUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    ctx.refuse_virtual()?;
+    ctx.refuse_credential_creation()?;
     let b = body.object()?.credential.envelope("credential")?;
     let mut c = load_authorized(&node, &ctx, "identity:update_credential", &id)?;
     let before = c.clone();

@@ -87,7 +87,7 @@ pub async fn create(
     Path(user_id): Path<String>,
     JsonBody(body): JsonBody<Body<s::Ec2CredentialCreate>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    ctx.refuse_virtual()?;
+    ctx.refuse_credential_creation()?;
     enforce("identity:ec2_create_credential", &ctx, &owner_target(&user_id))?;
     require_user(&node, &user_id)?;
     guard::add_authenticator(&node.engine.read(), node.fga.as_deref(), &ctx, &user_id)?;

@@ -163,7 +163,7 @@ async fn issue_token(
     };
     once(&node, &replays, &request, until, now)?;
     let payload = TokenPayload {
-        version: 2,
+        version: crate::token::PAYLOAD_VERSION,
         user_id: user.id,
         methods: Method::Ec2Credential as u8,
         scope: TokenScope::Project(project.id),
@@ -171,6 +171,7 @@ async fn issue_token(
         expires_at: now + node.cfg.token_expiration_s * 1_000_000,
         audit_ids: vec![idnode_keys::random_bytes()],
         delegation: Delegation::None,
+        restriction: None,
     };
     let token = node.seal_token(&payload)?;
     // Validation checks what every later use will: user, domain, project enabled, roles held.

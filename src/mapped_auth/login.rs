@@ -102,10 +102,14 @@ pub async fn login(
         IdentityMode::Local => super::principal::local(node, mapped, &m, &ext).await?,
         IdentityMode::Ephemeral => super::principal::ephemeral(node, mapped, &live, &m, &ext).await?,
     };
-    let scope = crate::auth::scope::requested(node, scope, &user).await?;
+    let restriction = super::restricted::of_rule(node, &live.rs, &m.rule_name, &user)?;
+    let scope = match &restriction {
+        Some(r) => super::restricted::scope(node, r, scope, &user).await?,
+        None => crate::auth::scope::requested(node, scope, &user).await?,
+    };
     let now = now_micros();
     let payload = TokenPayload {
-        version: 2,
+        version: crate::token::PAYLOAD_VERSION,
         user_id: user.id.clone(),
         methods: Method::Mapped as u8,
         scope,
@@ -118,6 +122,7 @@ pub async fn login(
             ruleset_version: live.version.clone(),
             ephemeral: mode == IdentityMode::Ephemeral,
         }),
+        restriction: restriction.map(|r| r.id),
     };
     let token = node.seal_token(&payload)?;
     // Validation checks the scope (enabled, roles the mapping or the user holds) exactly as

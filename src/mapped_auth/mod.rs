@@ -8,7 +8,8 @@
 //! - `login`: evaluation, principal, scope and minting, shared by all of them;
 //! - `principal`: `local` (a real user, groups synced) and `ephemeral` (a virtual user in the
 //!   shadow registry) principals, written only when something changed;
-//! - `confine`: what a login may reach (whose user, which groups and roles);
+//! - `confine`: what a login may reach (whose user, which groups and roles); `restricted`: the
+//!   token restriction a rule names;
 //! - `rulesets`: the live rulesets a provider's login evaluates (what a mapped token is worth
 //!   at validation is the token layer's `token::rulesets`); `limits`: the per-provider rate
 //!   limits.
@@ -21,6 +22,7 @@ pub mod login;
 pub mod oidc;
 mod principal;
 mod refusal;
+mod restricted;
 pub mod rulesets;
 pub mod schemas;
 mod state;

@@ -98,7 +98,8 @@ fn prepare(node: &Core, ctx: &ValidToken, rs: &mut MappingRuleSet) -> ApiResult<
     validate::validate(rs)?;
     let view = node.engine.read();
     checks::tiers(&view, node.fga.as_deref(), ctx, rs)?;
-    checks::scim_realm(&view, rs)
+    checks::scim_realm(&view, rs)?;
+    checks::restrictions(&view, rs)
 }
 
 /// Stamps a fresh version and applies; answers once every reachable member has the change

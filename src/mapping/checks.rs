@@ -14,7 +14,8 @@
 //! `role_not_found`).
 //! And for everyone: a `provider_id` with an enabled SCIM realm (in the ruleset's domain; any,
 //! for a global ruleset) refuses `project` authorizations (422
-//! `scim_realm_project_authorization`): a realm's keys act on their domain only.
+//! `scim_realm_project_authorization`): a realm's keys act on their domain only; and a rule's
+//! `token_restriction_id` names an existing restriction of the ruleset's domain.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,7 +29,7 @@ use crate::policy::{guard, Persona};
 use crate::reads::listing;
 use crate::state::keys::ns;
 use crate::state::model::Target;
-use crate::state::read::ScimReads;
+use crate::state::read::{RestrictionReads, ScimReads};
 use crate::state::Reader;
 use crate::token::ValidToken;
 
@@ -78,6 +79,28 @@ pub fn scim_realm(r: &impl Reader, rs: &MappingRuleSet) -> ApiResult<()> {
                 ),
             )
             .into());
+        }
+    }
+    Ok(())
+}
+
+/// Every token restriction the rules name exists, and (for a ruleset of a domain) is that
+/// domain's: a restriction only narrows, but another domain's is not the writer's to use.
+pub fn restrictions(r: &impl Reader, rs: &MappingRuleSet) -> ApiResult<()> {
+    for rule in &rs.rules {
+        let Some(id) = &rule.token_restriction_id else { continue };
+        let Some(found) = r.token_restriction(id)? else {
+            return Err(MappingError::invalid(
+                "token_restriction_not_found",
+                format!("Rule {:?}: token restriction {id} does not exist.", rule.name),
+            )
+            .into());
+        };
+        if rs.domain_id.as_ref().is_some_and(|d| *d != found.domain_id) {
+            return Err(refuse(
+                "cross_domain_mapping",
+                format!("Rule {:?}: token restriction {id} belongs to another domain.", rule.name),
+            ));
         }
     }
     Ok(())

@@ -313,6 +313,7 @@ fn rule(name: &str, m: Match, user_name: &str) -> MappingRule {
         },
         authorizations: vec![],
         groups: vec![],
+        token_restriction_id: None,
     }
 }
 

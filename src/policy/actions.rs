@@ -237,6 +237,12 @@ pub const ACTIONS: &[&str] = &[
     "identity/passkey/register",
     "identity/passkey/list",
     "identity/passkey/delete",
+    // token_restriction.rego
+    "identity:token_restriction:list",
+    "identity:token_restriction:show",
+    "identity:token_restriction:create",
+    "identity:token_restriction:update",
+    "identity:token_restriction:delete",
 ];
 
 /// The Rego rule a policy name is decided by: `identity:get_project` ->

@@ -209,6 +209,36 @@ pub fn change_group_by_key(r: &impl Reader, store: Option<&OpenFga>, group_id: &
     Err(refuse("change a group that holds the admin or service role, a system role or a role on the admin project"))
 }
 
+/// Create, change or delete a token restriction (its old and its new form): one bound to a
+/// privileged user or to the admin project, or naming a role that is or implies `admin` or
+/// `service`, shapes what the cloud administrators' tokens carry, so it is theirs alone.
+pub fn change_restriction(
+    r: &impl Reader,
+    store: Option<&OpenFga>,
+    ctx: &ValidToken,
+    user_id: Option<&str>,
+    project_id: Option<&str>,
+    role_ids: &[String],
+) -> ApiResult<()> {
+    if cloud_admin(ctx) {
+        return Ok(());
+    }
+    if let Some(u) = user_id {
+        if privileged_user(r, store, u)? {
+            return Err(refuse(
+                "bind a token restriction to a user who holds the admin or service role or a system role",
+            ));
+        }
+    }
+    if project_id.is_some() && admin_project(r)?.as_deref() == project_id {
+        return Err(refuse("bind a token restriction to the admin project"));
+    }
+    if holds_guarded_role(r, role_ids)? {
+        return Err(refuse("name the admin or service role, or a role that implies one, in a token restriction"));
+    }
+    Ok(())
+}
+
 /// Create, change or delete a global object (an identity provider or mapping ruleset of no
 /// domain): global providers feed global rulesets, which may map logins to any domain, so a
 /// domain's own administrators (a domain-scoped admin in Keystone's mode included) never

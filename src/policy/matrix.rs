@@ -22,10 +22,12 @@
 //! `{self_token}` the caller's token (anonymous: the member's); `{member_token}`; `{uniq}` a
 //! fresh name; `{scratch_project_A}`, `{scratch_user_A}`, `{scratch_domain}` (disabled),
 //! `{scratch_token}`, `{scratch_client_A}`, `{scratch_client_B}` (OAuth2 clients),
-//! `{scratch_key_A}` (an API key): created by the admin just before the call, so allowed
+//! `{scratch_key_A}` (an API key), `{scratch_restriction_A}` (a token restriction of domain A):
+//! created by the admin just before the call, so allowed
 //! deletions do not disturb later rows. `{client_A}`, `{client_B}`: OAuth2 clients of domains
 //! A and B made by the admin with the fixtures; `{key_A}`, `{key_B}` API keys of domains A and
-//! B; their SCIM realms are `scim-a` and `scim-b`. Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`,
+//! B; their SCIM realms are `scim-a` and `scim-b`; `{restriction_A}`, `{restriction_B}` token
+//! restrictions of domains A and B. Provider registries (prefix `idp`, `k8s`, `td`): `{idp_A}`,
 //! `{idp_B}`, `{idp_global}` fixtures and `{scratch_idp_A}`, `{scratch_idp_B}`,
 //! `{scratch_idp_global}` made before the call, likewise for the others; `{cert}` a PEM
 //! certificate, escaped for a JSON string. Mapping rulesets: `{mapping_A}`, `{mapping_B}`,
@@ -312,6 +314,20 @@ const CASES: &[Case] = &[
     (Method::PUT, "/v4/api-keys/{key_A}?domain_id={dB}", Some(r#"{"api_key": {"enabled": false}}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::POST, "/v4/api-keys/{key_A}/revoke?domain_id={dB}", None,  [401, 403, 403, 403, 404, 404, 404, 404]),
     (Method::POST, "/v4/api-keys/simulate-access", Some(r#"{"client_id": "{key_A}", "domain_id": "{dB}"}"#), [401, 403, 403, 403, 404, 404, 404, 404]),
+    // Token restrictions: an admin, or a manager of the restriction's domain (without a
+    // `domain_id` a manager lists its own domain's). An unknown id is refused to whoever may
+    // not see every domain's, so a 404 tells no manager what exists elsewhere.
+    (Method::GET, "/v4/tokens/restrictions", None,                     [401, 403, 403, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v4/tokens/restrictions?domain_id={dA}", None,      [401, 403, 403, 200, 403, 200, 403, 200]),
+    (Method::POST, "/v4/tokens/restrictions", Some(r#"{"restriction": {"domain_id": "{dA}", "allow_renew": true, "allow_rescope": false, "roles": [{"id": "{role_reader}"}]}}"#), [401, 403, 403, 201, 403, 201, 403, 201]),
+    (Method::GET, "/v4/tokens/restrictions/{restriction_A}", None,     [401, 403, 403, 200, 403, 200, 403, 200]),
+    (Method::PUT, "/v4/tokens/restrictions/{restriction_A}", Some(r#"{"restriction": {"allow_renew": false}}"#), [401, 403, 403, 200, 403, 200, 403, 200]),
+    (Method::DELETE, "/v4/tokens/restrictions/{scratch_restriction_A}", None, [401, 403, 403, 204, 403, 204, 403, 204]),
+    (Method::GET, "/v4/tokens/restrictions/no-such-restriction", None, [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::GET, "/v4/tokens/restrictions?domain_id={dB}", None,      [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::POST, "/v4/tokens/restrictions", Some(r#"{"restriction": {"domain_id": "{dB}", "allow_renew": true, "allow_rescope": false, "roles": [{"id": "{role_reader}"}]}}"#), [401, 403, 403, 403, 201, 201, 201, 201]),
+    (Method::GET, "/v4/tokens/restrictions/{restriction_B}", None,     [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::PUT, "/v4/tokens/restrictions/{restriction_B}", Some(r#"{"restriction": {"allow_rescope": true}}"#), [401, 403, 403, 403, 200, 200, 200, 200]),
     // SCIM realms: an admin, or a manager of the realm's domain; `scim-a` is domain A's realm
     // (identity provider idp_A), `scim-b` domain B's. A realm is addressed under its domain:
     // another domain's path finds nothing, and a realm names only its domain's (or a global)
@@ -398,6 +414,10 @@ const GUARD_CASES: &[Case] = &[
     (Method::POST, "/v4/users/{admin_user}/passkeys/register_start", None, [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{admin_user}"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::POST, "/v3/users/{admin_user}/credentials/OS-EC2", Some(r#"{"tenant_id": "{admin_project}"}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    // Token restrictions naming `admin`: the cloud administrators' own, in any domain.
+    (Method::POST, "/v4/tokens/restrictions", Some(r#"{"restriction": {"domain_id": "{dA}", "allow_renew": true, "allow_rescope": false, "roles": [{"id": "{role_admin}"}]}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::POST, "/v4/tokens/restrictions", Some(r#"{"restriction": {"domain_id": "{dB}", "allow_renew": true, "allow_rescope": false, "roles": [{"id": "{role_admin}"}]}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::PUT, "/v4/tokens/restrictions/{restriction_B}", Some(r#"{"restriction": {"roles": [{"id": "{role_admin}"}]}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
     // Rulesets of domain A: the admin as the local identity (created, PUT, or mutated in),
     // another domain's ordinary user, the admin role, the privileged group by id and by name,
     // domain B's and a global identity provider as the source.
@@ -586,6 +606,16 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
             r.body["api_key"]["client_id"].as_str().unwrap().to_string()
         }
     };
+    let restriction = |domain: &str| {
+        let t = &t;
+        let body = json!({"restriction": {"domain_id": domain, "allow_renew": true, "allow_rescope": true,
+                                          "roles": [{"id": role_reader}]}});
+        async move {
+            let r = t.admin(Method::POST, "/v4/tokens/restrictions", Some(body)).await;
+            assert_eq!(r.status, StatusCode::CREATED, "token restriction: {}", r.body);
+            r.body["restriction"]["id"].as_str().unwrap().to_string()
+        }
+    };
     for (domain, handle, idp) in [(&d_a, "scim-a", &base["idp_A"]), (&d_b, "scim-b", &base["idp_B"])] {
         let realm =
             json!({"scim_realm": {"domain_id": domain, "provider_id": handle, "idp_id": idp, "display_name": handle}});
@@ -616,6 +646,8 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
         ("mapping_global".into(), mapping(MAPPING_GLOBAL).await),
         ("key_A".into(), api_key(&d_a).await),
         ("key_B".into(), api_key(&d_b).await),
+        ("restriction_A".into(), restriction(&d_a).await),
+        ("restriction_B".into(), restriction(&d_b).await),
         ("admin_user".into(), info.admin_user_id.clone()),
         ("admin_project".into(), info.admin_project_id.clone()),
     ]);
@@ -706,6 +738,9 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
             }
             if wants("scratch_key_A") {
                 vars.insert("scratch_key_A".into(), api_key(&d_a).await);
+            }
+            if wants("scratch_restriction_A") {
+                vars.insert("scratch_restriction_A".into(), restriction(&d_a).await);
             }
             if wants("granted_user_A") {
                 let id = t.create("/v3/users", "user", json!({"name": format!("g{n}"), "domain_id": d_a})).await;

@@ -7,6 +7,7 @@
 //! decide differently from the Rego semantics.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,6 +43,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("trust_domain.rego", include_str!("default/trust_domain.rego")),
     ("mapping.rego", include_str!("default/mapping.rego")),
     ("api_key.rego", include_str!("default/api_key.rego")),
+    ("token_restriction.rego", include_str!("default/token_restriction.rego")),
     ("scim_realm.rego", include_str!("default/scim_realm.rego")),
     ("scim_user.rego", include_str!("default/scim_user.rego")),
     ("scim_group.rego", include_str!("default/scim_group.rego")),
@@ -91,18 +93,48 @@ struct Compiled {
     files: Vec<String>,
 }
 
+/// Entry points per compiled chunk. Regorus' compiler gives every entry point a register of
+/// the program's main frame, and a frame holds 255: a policy set with more rules than that
+/// is compiled as several programs over the same policy, each answering its share.
+const ENTRIES_PER_CHUNK: usize = 128;
+
 #[derive(Clone)]
 pub(super) struct Program {
     policy: regorus::CompiledPolicy,
-    code: Arc<regorus::rvm::Program>,
+    chunks: Vec<Arc<regorus::rvm::Program>>,
+    /// Which chunk answers each entry point.
+    chunk_of: Arc<HashMap<String, usize>>,
 }
 
 impl Program {
-    pub(super) fn vm(&self) -> Result<RegoVM, String> {
-        let mut vm = RegoVM::new_with_policy(self.policy.clone());
-        vm.load_program(self.code.clone());
-        vm.set_data(regorus::Value::new_object()).map_err(|e| e.to_string())?;
-        Ok(vm)
+    pub(super) fn vm(&self) -> Result<Vms, String> {
+        let mut vms = Vec::with_capacity(self.chunks.len());
+        for code in &self.chunks {
+            let mut vm = RegoVM::new_with_policy(self.policy.clone());
+            vm.load_program(code.clone());
+            vm.set_data(regorus::Value::new_object()).map_err(|e| e.to_string())?;
+            vms.push(vm);
+        }
+        Ok(Vms { vms, chunk_of: self.chunk_of.clone() })
+    }
+}
+
+/// One VM per chunk of a [`Program`], used as one.
+pub(super) struct Vms {
+    vms: Vec<RegoVM>,
+    chunk_of: Arc<HashMap<String, usize>>,
+}
+
+impl Vms {
+    /// Decides the rule at `path` on `input`.
+    pub(super) fn execute(&mut self, path: &str, input: regorus::Value) -> Result<regorus::Value, String> {
+        let vm = self
+            .chunk_of
+            .get(path)
+            .and_then(|i| self.vms.get_mut(*i))
+            .ok_or_else(|| format!("no rule {path} in the policy set"))?;
+        vm.set_input(input);
+        vm.execute_entry_point_by_name(path).map_err(|e| e.to_string())
     }
 }
 
@@ -121,7 +153,7 @@ pub struct PolicyStore {
 struct Local {
     store: u64,
     generation: u64,
-    vm: RegoVM,
+    vm: Vms,
 }
 
 thread_local! {
@@ -244,8 +276,7 @@ impl PolicyStore {
                 }
             };
             let local = slot.insert(local);
-            local.vm.set_input(input.clone());
-            match local.vm.execute_entry_point_by_name(&path) {
+            match local.vm.execute(&path, input.clone()) {
                 Ok(v) => Ok(v == regorus::Value::Bool(true)),
                 Err(e) => Err(format!("no usable rule for {action}: {e}")),
             }
@@ -306,9 +337,15 @@ pub(super) fn compile(sources: &[(String, String)]) -> Result<Program, String> {
     let policy = engine.compile_with_entrypoint(&any.as_str().into()).map_err(|e| e.to_string())?;
     let entry_points: Vec<String> =
         policy.get_rules().keys().filter(|k| !k.starts_with("data.lib.")).cloned().collect();
-    let refs: Vec<&str> = entry_points.iter().map(String::as_str).collect();
-    let code = Compiler::compile_from_policy(&policy, &refs).map_err(|e| format!("compiling for the VM: {e}"))?;
-    let program = Program { policy, code };
+    let mut chunks = Vec::new();
+    let mut chunk_of = HashMap::new();
+    for (i, chunk) in entry_points.chunks(ENTRIES_PER_CHUNK).enumerate() {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let code = Compiler::compile_from_policy(&policy, &refs).map_err(|e| format!("compiling for the VM: {e}"))?;
+        chunks.push(code);
+        chunk_of.extend(chunk.iter().map(|e| (e.clone(), i)));
+    }
+    let program = Program { policy, chunks, chunk_of: Arc::new(chunk_of) };
     let mut vm = program.vm()?;
     for probe in probes() {
         let probe = regorus::Value::from(probe);
@@ -317,8 +354,7 @@ pub(super) fn compile(sources: &[(String, String)]) -> Result<Program, String> {
             let path = rule_path(action).ok_or_else(|| format!("{action} is not a policy name"))?;
             let interpreted =
                 engine.eval_rule(path.clone()).map_err(|e| format!("{action}: {}", e.to_string().trim()))?;
-            vm.set_input(probe.clone());
-            let executed = vm.execute_entry_point_by_name(&path).map_err(|e| format!("{action}: {e}"))?;
+            let executed = vm.execute(&path, probe.clone()).map_err(|e| format!("{action}: {e}"))?;
             if (interpreted == regorus::Value::Bool(true)) != (executed == regorus::Value::Bool(true)) {
                 return Err(format!(
                     "{action}: the compiled policy decides {executed} where the interpreter decides {interpreted}"

@@ -30,6 +30,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
             expires_at: i64::MAX,
             audit_ids: vec![],
             delegation: Delegation::None,
+            restriction: None,
         },
         user: User { created_at: 0, ..user("u1", "u", "d1") },
         user_domain: domain("d1"),
@@ -318,9 +319,8 @@ fn vm_agrees_with_interpreter() {
                 let doc = input::document(action, t, target);
                 let path = super::actions::rule_path(action).unwrap();
                 engine.set_input(doc.clone());
-                vm.set_input(doc);
                 let interpreted = engine.eval_rule(path.clone()).unwrap() == regorus::Value::Bool(true);
-                let executed = vm.execute_entry_point_by_name(&path).unwrap() == regorus::Value::Bool(true);
+                let executed = vm.execute(&path, doc).unwrap() == regorus::Value::Bool(true);
                 assert_eq!(executed, interpreted, "{action} for {:?} on {target}", t.payload.scope);
                 allowed += usize::from(executed);
             }
@@ -419,4 +419,22 @@ async fn authenticators_of_privileged_users_are_the_cloud_admins_or_their_own() 
     let r = t.admin(Method::PUT, &format!("/v3/domains/default/groups/{g}/roles/{admin_role}"), None).await;
     assert!(r.status.is_success(), "{}", r.body);
     assert!(guard::change_group_by_key(&t.node.engine.read(), None, &g).is_err());
+}
+
+/// A policy set with more rules than one VM program can hold entry points for (255) still
+/// compiles, and every rule, the last one included, answers from its chunk.
+#[test]
+fn a_set_with_hundreds_of_rules_compiles_and_decides() {
+    let mut sources = super::store::bundled_sources();
+    let extra: String = (0..300).map(|i| format!("r{i} if input.n == {i}\n")).collect();
+    sources.push(("extra.rego".into(), format!("package identity.extra\n\n{extra}")));
+    let program = super::store::compile(&sources).unwrap();
+    let mut vm = program.vm().unwrap();
+    for i in [0, 150, 299] {
+        let path = format!("data.identity.extra.r{i}");
+        assert_eq!(vm.execute(&path, regorus::Value::from(json!({"n": i}))).unwrap(), regorus::Value::Bool(true));
+        let other = regorus::Value::from(json!({"n": i + 1}));
+        assert_ne!(vm.execute(&path, other).unwrap(), regorus::Value::Bool(true));
+    }
+    assert!(vm.execute("data.identity.extra.missing", regorus::Value::from(json!({}))).is_err());
 }

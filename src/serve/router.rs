@@ -153,6 +153,7 @@ pub fn described() -> OpenApiRouter<AppState> {
         .merge(crate::api_keys::routes())
         .merge(crate::scim::routes())
         .merge(crate::passkey::routes())
+        .merge(crate::restrictions::routes())
 }
 
 /// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body

@@ -41,6 +41,8 @@ pub const API_KEYS: &str = "api_keys";
 pub const SCIM: &str = "scim";
 /// Passkeys and their pending ceremonies (`state::passkeys`).
 pub const PASSKEYS: &str = "passkeys";
+/// Token restrictions by id (`state::restrictions`).
+pub const RESTRICTIONS: &str = "restrictions";
 
 /// Column families of the identity state (the raft crate adds its own).
 pub const STATE_CFS: &[&str] = &[
@@ -64,4 +66,5 @@ pub const STATE_CFS: &[&str] = &[
     API_KEYS,
     SCIM,
     PASSKEYS,
+    RESTRICTIONS,
 ];

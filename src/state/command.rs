@@ -163,6 +163,8 @@ pub enum Command {
     MigrateDerivedUserIds {
         batch: u32,
     },
+    /// Token restrictions (see `state::restrictions`); command version 5.
+    Restrictions(super::restrictions::RestrictionCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -224,6 +226,7 @@ pub enum Applied {
     ApiKeys(super::api_keys::ApiKeyApplied),
     Scim(super::scim::ScimApplied),
     Passkeys(super::passkeys::PasskeyApplied),
+    Restrictions(super::restrictions::RestrictionApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

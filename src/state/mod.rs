@@ -19,6 +19,7 @@ pub mod passkeys;
 pub mod providers;
 pub mod read;
 pub mod reply;
+pub mod restrictions;
 pub mod ruleset;
 pub mod scim;
 pub mod shadow;

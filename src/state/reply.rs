@@ -12,6 +12,7 @@ use super::model::{Credential, Doc, Endpoint, Group, Project, Region, Role, Serv
 use super::oauth2::{Client, DevicePoll, OAuth2Applied, OAuth2Command, RefreshFamily, SigningKeys};
 use super::passkeys::{PasskeyApplied, PasskeyCommand, StoredPasskey};
 use super::providers::{Provider, ProviderApplied, ProviderCommand};
+use super::restrictions::{RestrictionApplied, RestrictionCommand, TokenRestriction};
 use super::scim::{ScimApplied, ScimCommand, ScimRealm, ScimResourceIndex};
 use super::shadow::{ShadowApplied, ShadowCommand, VirtualUserMetadata};
 
@@ -57,6 +58,7 @@ impl Applied {
             Applied::ApiKeys(_) => "ApiKeys",
             Applied::Scim(_) => "Scim",
             Applied::Passkeys(_) => "Passkeys",
+            Applied::Restrictions(_) => "Restrictions",
         }
     }
 }
@@ -165,6 +167,8 @@ reply! {
 
     PasskeyApplied { Applied::Passkeys(a) => a }
     StoredPasskey { Applied::Passkeys(PasskeyApplied::Passkey(p)) => *p }
+
+    TokenRestriction { Applied::Restrictions(RestrictionApplied::Restriction(r)) => *r }
 }
 
 /// A subsystem's command as the replicated [`Command`] that carries it, so a caller proposes
@@ -187,6 +191,7 @@ carried! {
     ApiKeyCommand => ApiKeys;
     ScimCommand => Scim;
     PasskeyCommand => Passkeys;
+    RestrictionCommand => Restrictions;
 }
 
 #[cfg(test)]

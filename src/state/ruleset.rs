@@ -104,6 +104,11 @@ pub struct MappingRule {
     pub authorizations: Vec<Authorization>,
     #[serde(default)]
     pub groups: Vec<GroupBinding>,
+    /// A token restriction (`/v4/tokens/restrictions`) of the ruleset's domain: the tokens
+    /// this rule mints stand under it (project-scoped, its roles only, renewal and re-scoping
+    /// as it allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_restriction_id: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]

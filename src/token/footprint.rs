@@ -99,7 +99,7 @@ mod tests {
     fn token_with_extra(extra: &str) -> ValidToken {
         ValidToken {
             payload: TokenPayload {
-                version: 2,
+                version: crate::token::PAYLOAD_VERSION,
                 user_id: "u1".into(),
                 methods: 1,
                 scope: TokenScope::Unscoped,
@@ -107,6 +107,7 @@ mod tests {
                 expires_at: i64::MAX,
                 audit_ids: vec![[0; 16]],
                 delegation: Delegation::None,
+                restriction: None,
             },
             user: User {
                 id: "u1".into(),

@@ -7,6 +7,7 @@ mod caller;
 pub mod footprint;
 mod payload;
 pub mod render;
+mod restriction;
 pub mod rulesets;
 pub mod sealed;
 #[cfg(test)]
@@ -15,7 +16,7 @@ mod validate;
 
 pub use cache::AppliedCache;
 pub use caller::{Call, Caller};
-pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope};
+pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope, PAYLOAD_VERSION};
 pub use render::render_token;
 pub use rulesets::MappingError;
 pub use validate::{Tokens, ValidToken};

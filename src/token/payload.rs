@@ -47,6 +47,9 @@ impl Method {
     }
 }
 
+/// The payload version new tokens carry: 3 added the token restriction.
+pub const PAYLOAD_VERSION: u8 = 3;
+
 /// What a token carries. Sealed with postcard + XChaCha20-Poly1305, so it is both compact
 /// and opaque; user ids are uuid hex, stored as 16 bytes when they parse as such.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +66,9 @@ pub struct TokenPayload {
     /// What the user delegated this token's authority through, if anything (payload
     /// version 2; older tokens decode with none).
     pub delegation: Delegation,
+    /// The token restriction it stands under (`state::restrictions`, payload version 3): its
+    /// scope and roles are narrowed to what the restriction allows while it exists.
+    pub restriction: Option<String>,
 }
 
 /// The credential a delegated token stands on; the token is valid only while it is.
@@ -89,9 +95,11 @@ pub struct MappedGrant {
     pub ephemeral: bool,
 }
 
-/// Payload version 1 (no delegation), still accepted until such tokens expire.
+/// The fields every payload version starts with: payload version 1 is exactly these. Postcard
+/// writes a nested struct as its fields in order, so a struct holding this one reads an older
+/// layout that continues with more fields.
 #[derive(Deserialize)]
-struct PayloadV1 {
+struct Base {
     version: u8,
     user_id: String,
     methods: u8,
@@ -101,25 +109,45 @@ struct PayloadV1 {
     audit_ids: Vec<[u8; 16]>,
 }
 
+/// Payload version 2: the delegation, no restriction.
+#[derive(Deserialize)]
+struct PayloadV2 {
+    base: Base,
+    delegation: Delegation,
+}
+
+impl Base {
+    fn with(self, delegation: Delegation) -> TokenPayload {
+        TokenPayload {
+            version: self.version,
+            user_id: self.user_id,
+            methods: self.methods,
+            scope: self.scope,
+            issued_at: self.issued_at,
+            expires_at: self.expires_at,
+            audit_ids: self.audit_ids,
+            delegation,
+            restriction: None,
+        }
+    }
+}
+
 impl TokenPayload {
-    /// Decodes either payload version.
+    /// Decodes any payload version, still accepted until such tokens expire (postcard is not
+    /// self-describing: each layout is tried newest first, and a newer one is longer, so an
+    /// older token never reads as newer).
     pub fn decode(bytes: &[u8]) -> Option<TokenPayload> {
         if let Ok(p) = postcard::from_bytes::<TokenPayload>(bytes) {
-            if p.version >= 2 {
+            if p.version >= 3 {
                 return Some(p);
             }
         }
-        let v1: PayloadV1 = postcard::from_bytes(bytes).ok()?;
-        Some(TokenPayload {
-            version: v1.version,
-            user_id: v1.user_id,
-            methods: v1.methods,
-            scope: v1.scope,
-            issued_at: v1.issued_at,
-            expires_at: v1.expires_at,
-            audit_ids: v1.audit_ids,
-            delegation: Delegation::None,
-        })
+        if let Ok(v2) = postcard::from_bytes::<PayloadV2>(bytes) {
+            if v2.base.version == 2 {
+                return Some(v2.base.with(v2.delegation));
+            }
+        }
+        Some(postcard::from_bytes::<Base>(bytes).ok()?.with(Delegation::None))
     }
 }
 
@@ -166,5 +194,45 @@ impl TokenPayload {
     pub fn audit_id_strings(&self) -> Vec<String> {
         use base64::Engine;
         self.audit_ids.iter().map(|a| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(a)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+
+    use super::*;
+
+    fn v3() -> TokenPayload {
+        TokenPayload {
+            version: PAYLOAD_VERSION,
+            user_id: "u".into(),
+            methods: Method::Mapped as u8,
+            scope: TokenScope::Project("p".into()),
+            issued_at: 1,
+            expires_at: 2,
+            audit_ids: vec![[7; 16]],
+            delegation: Delegation::Trust("t".into()),
+            restriction: Some("r".into()),
+        }
+    }
+
+    /// How the two older versions were written: the same fields, fewer of them.
+    #[derive(Serialize)]
+    struct OldV2(u8, String, u8, TokenScope, i64, i64, Vec<[u8; 16]>, Delegation);
+    #[derive(Serialize)]
+    struct OldV1(u8, String, u8, TokenScope, i64, i64, Vec<[u8; 16]>);
+
+    #[test]
+    fn every_payload_version_decodes_as_written() {
+        let p = v3();
+        assert_eq!(TokenPayload::decode(&postcard::to_allocvec(&p).unwrap()), Some(p.clone()));
+        let v2 = OldV2(2, "u".into(), p.methods, p.scope.clone(), 1, 2, p.audit_ids.clone(), p.delegation.clone());
+        let got = TokenPayload::decode(&postcard::to_allocvec(&v2).unwrap()).unwrap();
+        assert_eq!((got.version, &got.delegation, &got.restriction), (2, &p.delegation, &None));
+        let v1 = OldV1(1, "u".into(), p.methods, p.scope.clone(), 1, 2, p.audit_ids.clone());
+        let got = TokenPayload::decode(&postcard::to_allocvec(&v1).unwrap()).unwrap();
+        assert_eq!((got.version, &got.delegation, &got.user_id), (1, &Delegation::None, &p.user_id));
+        assert_eq!(TokenPayload::decode(b"\x03"), None);
     }
 }

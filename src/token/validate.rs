@@ -60,12 +60,20 @@ pub struct TokenAppCred {
 
 impl ValidToken {
     /// Spec, Authentication item 6: a virtual user (the principal of an `ephemeral` mapping
-    /// rule) uses no application credentials, credentials or trusts; 403 for it.
-    pub fn refuse_virtual(&self) -> ApiResult<()> {
+    /// rule) uses no application credentials, credentials or trusts; nor does a restricted
+    /// token create them (what it created would outlive the restriction and renew without
+    /// it); 403 for either.
+    pub fn refuse_credential_creation(&self) -> ApiResult<()> {
         if self.payload.is_virtual() {
             return Err(ApiError::forbidden(
                 "You are not authorized to perform the requested action: a virtual user (mapped workload) cannot \
                  use application credentials, credentials or trusts.",
+            ));
+        }
+        if self.payload.restriction.is_some() {
+            return Err(ApiError::forbidden(
+                "You are not authorized to perform the requested action: a restricted token cannot create \
+                 application credentials, credentials or trusts.",
             ));
         }
         Ok(())
@@ -384,6 +392,7 @@ impl Tokens {
             }
             None => None,
         };
+        super::restriction::narrow(&view, &payload, &mut roles)?.map_err(TokenError::Invalid)?;
         if target.is_some() && roles.is_empty() {
             return Err(missing("no roles on the scope any more"));
         }

@@ -40,7 +40,7 @@ const MAX_REDELEGATION: i64 = 3;
 
 /// Tokens from signed requests and application credentials manage no trusts.
 fn refuse_delegated(ctx: &ValidToken) -> ApiResult<()> {
-    ctx.refuse_virtual()?;
+    ctx.refuse_credential_creation()?;
     if ctx.payload.is_delegated() || ctx.payload.app_cred().is_some() {
         return Err(ApiError::forbidden(
             "You are not authorized to perform the requested action: Delegated tokens cannot manage trusts..",

@@ -177,5 +177,6 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     super::doc::remove_trusts_of(tx, &u.id)?;
     scim_ownership::forget(tx, super::super::scim::Kind::User, &u.id)?;
     super::passkeys::remove_for_user(tx, &u.id)?;
+    super::restrictions::forget_user(tx, &u.id)?;
     Ok(())
 }

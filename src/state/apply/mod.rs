@@ -20,6 +20,7 @@ mod passkeys;
 mod password;
 mod providers;
 mod resource;
+mod restrictions;
 mod role;
 mod scim;
 mod scim_ownership;
@@ -43,7 +44,7 @@ use fatal::Fatal;
 
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
-pub const COMMAND_VERSION: u32 = 4;
+pub const COMMAND_VERSION: u32 = 5;
 
 /// The identity state machine as the raft crate sees it.
 pub struct IdentityApp {
@@ -153,6 +154,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         }
         Command::Passkeys(c) => passkeys::apply(tx, c),
         Command::MigrateDerivedUserIds { batch } => derived_ids::migrate(tx, batch),
+        Command::Restrictions(c) => restrictions::apply(tx, c),
     }
 }
 
@@ -183,6 +185,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::Passkeys(_) => 3,
         Command::OAuth2(OAuth2Command::StartDeviceAt { .. } | OAuth2Command::ReplaceClient { .. }) => 4,
         Command::MigrateDerivedUserIds { .. } => 4,
+        Command::Restrictions(_) => 5,
         _ => idnode_raft::BASE_VERSION,
     }
 }

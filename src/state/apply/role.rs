@@ -75,6 +75,7 @@ pub fn delete(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
 /// Removes a role with its grants, its implication rules (either side) and its name.
 pub fn remove_role(tx: &mut Tx<'_>, r: &Role) -> Result<(), Fatal> {
     assignment::remove_for_role(tx, &r.id)?;
+    super::restrictions::forget_role(tx, &r.id)?;
     for (prior, implied) in tx.implied_rules()? {
         if prior == r.id || implied == r.id {
             tx.delete(cf::ROLES, keys::implied(&prior, &implied));
