@@ -4,6 +4,12 @@
 //! leader's breaks a tie); members that differ are named, told, and fail readiness until a
 //! later check finds them equal again. A member that skipped N (it installed a snapshot past
 //! it, or restarted) or did not answer is reported unavailable, not different.
+//!
+//! A member told it differs is also sent the reference's per-family digests at N (the
+//! checking node's own when it matches, else one matching member's): it quarantines each
+//! family whose digest differs, so it stops serving from it; only a rebuild lifts that.
+//! Without that detail (an older member holds the reference, the digests are forgotten) it
+//! only fails readiness, as before.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
@@ -13,13 +19,14 @@ use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::digests::DigestOutcome;
+use crate::digests::{CfDigest, DigestOutcome};
 use crate::wire::{LeaderReply, LeaderRequest};
 use crate::{ProposeError, RaftNode};
 
 pub const PATH_DIGEST: &str = "/cluster/digest";
 pub const PATH_CHECK: &str = "/cluster/check";
 pub const PATH_VERDICT: &str = "/cluster/verdict";
+pub const PATH_DIGEST_FAMILIES: &str = "/cluster/digest/families";
 
 /// "Your digest at `index`, waiting up to `wait_ms` for it."
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,18 +42,66 @@ pub struct DigestReply {
     pub outcome: Option<DigestOutcome>,
 }
 
+/// "Your per-family digests at `index`" (asked of a member whose digest is the reference,
+/// once its digest at `index` is known, so it does not wait).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FamiliesRequest {
+    pub index: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FamiliesReply {
+    /// `None`: this node holds no completed digest for that index.
+    pub families: Option<Vec<CfDigest>>,
+}
+
 /// "Run a check and report", sent to any node by `idnode cluster check`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckRequest {
     pub wait_ms: u64,
 }
 
-/// What the checking node tells each member that answered.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What the checking node tells each member that answered. Fields are only ever appended:
+/// an older member's postcard decode ignores the trailing ones, and a shorter verdict from an
+/// older checker is decoded as [`VerdictV1`] (see `decode_verdict`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Verdict {
     index: u64,
     reference: Option<String>,
     differs: bool,
+    /// For a member that differs: the reference's per-family digests at `index`, when the
+    /// checking node could get them.
+    families: Option<Vec<CfDigest>>,
+}
+
+/// The verdict as released before per-family digests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct VerdictV1 {
+    index: u64,
+    reference: Option<String>,
+    differs: bool,
+}
+
+fn decode_verdict(body: &[u8]) -> Result<Verdict, postcard::Error> {
+    postcard::from_bytes::<Verdict>(body).or_else(|e| {
+        let VerdictV1 { index, reference, differs } = postcard::from_bytes(body).map_err(|_| e)?;
+        Ok(Verdict { index, reference, differs, families: None })
+    })
+}
+
+/// The families whose digests differ between `own` and `reference` (one absent on either
+/// side counts as different), in name order.
+fn differing_families(own: &[CfDigest], reference: &[CfDigest]) -> Vec<String> {
+    let index =
+        |ds: &[CfDigest]| -> BTreeMap<String, String> { ds.iter().map(|d| (d.cf.clone(), d.digest.clone())).collect() };
+    let (own, reference) = (index(own), index(reference));
+    own.keys()
+        .chain(reference.keys())
+        .filter(|cf| own.get(*cf) != reference.get(*cf))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,12 +226,54 @@ impl RaftNode {
             .to_string();
         }
         let report = ConsistencyReport { index, reference, members: rows, mismatched };
-        self.announce(&report).await;
+        let families = self.reference_families(&report).await;
+        self.announce(&report, families).await;
         Ok(report)
     }
 
-    /// Tells every member that answered whether it differs (each one fails its own readiness).
-    async fn announce(&self, report: &ConsistencyReport) {
+    /// This node's per-family digests at `index`, for a member that holds the reference.
+    pub(crate) fn families_at(&self, req: FamiliesRequest) -> FamiliesReply {
+        FamiliesReply { families: self.digests.families(req.index) }
+    }
+
+    /// The reference's per-family digests, when some member differs: this node's own when
+    /// its digest is the reference, else the first matching member's that answers. `None`
+    /// when none can be had (a member without the route answers 404).
+    async fn reference_families(&self, report: &ConsistencyReport) -> Option<Vec<CfDigest>> {
+        if report.mismatched.is_empty() || report.reference.is_none() {
+            return None;
+        }
+        let matching = report.members.iter().filter(|m| m.status == "match");
+        // This node first: no call needed.
+        let (own, others): (Vec<&MemberDigest>, Vec<&MemberDigest>) = matching.partition(|m| m.id == self.id);
+        let req = FamiliesRequest { index: report.index };
+        if !own.is_empty() {
+            if let Some(f) = self.families_at(req.clone()).families {
+                return Some(f);
+            }
+        }
+        for m in others {
+            let answer =
+                self.client.call::<_, FamiliesReply>(&m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2)).await;
+            match answer {
+                Ok(FamiliesReply { families: Some(f) }) => return Some(f),
+                Ok(FamiliesReply { families: None }) => {
+                    tracing::debug!(member = m.id, index = report.index, "no per-family digests there")
+                }
+                Err(e) => tracing::debug!(member = m.id, error = %e, "no per-family digests from this member"),
+            }
+        }
+        tracing::warn!(
+            index = report.index,
+            "no member holding the reference digest gave its per-family digests: the differing members are not \
+             told which families to quarantine"
+        );
+        None
+    }
+
+    /// Tells every member that answered whether it differs (each one fails its own readiness);
+    /// the ones that differ also get the reference's per-family digests, if known.
+    async fn announce(&self, report: &ConsistencyReport, families: Option<Vec<CfDigest>>) {
         {
             let mut s = self.standing.lock().unwrap_or_else(|p| p.into_inner());
             s.checks_run += 1;
@@ -184,10 +281,12 @@ impl RaftNode {
             s.last_mismatched = report.mismatched.len();
         }
         let calls = report.members.iter().filter(|m| m.digest.is_some()).map(|m| {
+            let differs = report.mismatched.contains(&m.id);
             let v = Verdict {
                 index: report.index,
                 reference: report.reference.clone(),
-                differs: report.mismatched.contains(&m.id),
+                differs,
+                families: if differs { families.clone() } else { None },
             };
             async move {
                 if m.id == self.id {
@@ -203,26 +302,67 @@ impl RaftNode {
     }
 
     pub(crate) fn accept_verdict_bytes(&self, body: &[u8]) -> Result<(), String> {
-        let v: Verdict = postcard::from_bytes(body).map_err(|e| e.to_string())?;
+        let v = decode_verdict(body).map_err(|e| e.to_string())?;
         self.accept_verdict(v);
         Ok(())
     }
 
     fn accept_verdict(&self, v: Verdict) {
-        let mut s = self.standing.lock().unwrap_or_else(|p| p.into_inner());
         if v.differs {
-            let reason = match &v.reference {
+            let quarantined = self.quarantine_differing(&v);
+            let mut reason = match &v.reference {
                 Some(r) => format!("state digest at index {} differs from the cluster's ({})", v.index, short(r)),
                 None => format!("state digest at index {} disagrees with the other members'", v.index),
             };
+            if !quarantined.is_empty() {
+                reason.push_str(&format!("; quarantined: {}", quarantined.join(", ")));
+            }
+            let mut s = self.standing.lock().unwrap_or_else(|p| p.into_inner());
             if s.differs.is_none() {
                 tracing::error!(index = v.index, "consistency check: {reason}; this node's state has diverged");
             }
             s.differs = Some((v.index, reason));
-        } else if s.differs.as_ref().is_some_and(|(i, _)| *i < v.index) {
+            return;
+        }
+        let mut s = self.standing.lock().unwrap_or_else(|p| p.into_inner());
+        if s.differs.as_ref().is_some_and(|(i, _)| *i < v.index) {
             tracing::info!(index = v.index, "consistency check: state matches the cluster's again");
             s.differs = None;
         }
+    }
+
+    /// Quarantines each of this node's families whose digest at the verdict's checkpoint
+    /// differs from the reference's; returns their names. Nothing without both sides' detail
+    /// (the node then only fails readiness), and only families this node holds.
+    fn quarantine_differing(&self, v: &Verdict) -> Vec<String> {
+        let Some(reference) = &v.families else { return Vec::new() };
+        let Some(own) = self.digests.families(v.index) else {
+            tracing::warn!(
+                index = v.index,
+                "consistency check: this node no longer holds its per-family digests at that checkpoint; it cannot \
+                 tell which families differ"
+            );
+            return Vec::new();
+        };
+        let held = self.engine.column_families();
+        let mut quarantined = Vec::new();
+        for cf in differing_families(&own, reference) {
+            let Some(&cf) = held.iter().find(|h| **h == cf) else {
+                tracing::warn!(index = v.index, column_family = %cf, "consistency check: a differing family this node does not hold");
+                continue;
+            };
+            let theirs = reference.iter().find(|d| d.cf == cf).map_or("absent", |d| short(&d.digest));
+            let ours = own.iter().find(|d| d.cf == cf).map_or("absent", |d| short(&d.digest));
+            self.engine.quarantine_because(
+                cf,
+                &format_args!(
+                    "its digest at consistency checkpoint {} ({ours}) differs from the cluster's ({theirs})",
+                    v.index
+                ),
+            );
+            quarantined.push(cf.to_string());
+        }
+        quarantined
     }
 
     /// Why this node is known to differ from the cluster, if it is.
@@ -268,6 +408,37 @@ mod tests {
 
     fn m(pairs: &[(u64, &str)]) -> BTreeMap<u64, String> {
         pairs.iter().map(|(id, d)| (*id, d.to_string())).collect()
+    }
+
+    fn cf(name: &str, digest: &str) -> CfDigest {
+        CfDigest { cf: name.into(), digest: digest.into(), records: 1 }
+    }
+
+    #[test]
+    fn verdicts_decode_across_versions() {
+        let families = Some(vec![cf("kv", "aa"), cf("dedup", "bb")]);
+        let new = Verdict { index: 9, reference: Some("ref".into()), differs: true, families };
+        let bytes = postcard::to_allocvec(&new).unwrap();
+        assert_eq!(decode_verdict(&bytes).unwrap(), new);
+        // An older member reads the fields it knows and ignores the appended one.
+        let old: VerdictV1 = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!((old.index, old.reference.as_deref(), old.differs), (9, Some("ref"), true));
+        // An older checker's shorter verdict: no family detail.
+        let short = postcard::to_allocvec(&VerdictV1 { index: 4, reference: None, differs: true }).unwrap();
+        let v = decode_verdict(&short).unwrap();
+        assert_eq!(v, Verdict { index: 4, reference: None, differs: true, families: None });
+        let none = Verdict { families: None, ..new };
+        assert_eq!(decode_verdict(&postcard::to_allocvec(&none).unwrap()).unwrap(), none);
+        assert!(decode_verdict(&[0xff]).is_err(), "garbage is still refused");
+    }
+
+    #[test]
+    fn differing_families_count_absent_ones() {
+        let own = [cf("a", "1"), cf("b", "2"), cf("c", "3")];
+        assert!(differing_families(&own, &own).is_empty());
+        assert_eq!(differing_families(&own, &[cf("a", "1"), cf("b", "x"), cf("c", "3")]), ["b"]);
+        assert_eq!(differing_families(&own, &[cf("c", "3"), cf("d", "4"), cf("a", "1")]), ["b", "d"]);
+        assert_eq!(differing_families(&[], &own[..1]), ["a"]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The digests this node took at consistency checkpoints. The apply loop, right after it wrote
 //! a checkpoint entry, takes a RocksDB snapshot (so the digest covers exactly the state as of
-//! that entry) and hands the long hash to a blocking thread; applies go on meanwhile.
+//! that entry) and hands the long hash to a blocking thread; applies go on meanwhile. Each
+//! checkpoint also keeps every column family's own digest, so a check that finds this node
+//! different can tell which families differ (see `consistency.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -20,16 +22,33 @@ pub enum DigestOutcome {
     Failed(String),
 }
 
+/// One column family's digest at a checkpoint. Its own type, beside `DigestOutcome` rather
+/// than in it: that one's wire shape is fixed (postcard is not self-describing, and members
+/// of different versions exchange it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CfDigest {
+    pub cf: String,
+    pub digest: String,
+    pub records: u64,
+}
+
+/// What this node holds for one checkpoint.
+struct Taken {
+    outcome: DigestOutcome,
+    /// Every family's digest, when the digest was done.
+    families: Option<Vec<CfDigest>>,
+}
+
 #[derive(Default)]
 pub struct Digests {
-    taken: Mutex<BTreeMap<u64, DigestOutcome>>,
+    taken: Mutex<BTreeMap<u64, Taken>>,
     changed: Notify,
 }
 
 impl Digests {
-    fn set(&self, index: u64, outcome: DigestOutcome) {
+    fn set(&self, index: u64, outcome: DigestOutcome, families: Option<Vec<CfDigest>>) {
         let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
-        taken.insert(index, outcome);
+        taken.insert(index, Taken { outcome, families });
         while taken.len() > KEEP {
             taken.pop_first();
         }
@@ -38,24 +57,36 @@ impl Digests {
     }
 
     pub fn get(&self, index: u64) -> Option<DigestOutcome> {
-        self.taken.lock().unwrap_or_else(|p| p.into_inner()).get(&index).cloned()
+        self.taken.lock().unwrap_or_else(|p| p.into_inner()).get(&index).map(|t| t.outcome.clone())
+    }
+
+    /// Every family's digest at `index`, if this node completed the digest there.
+    pub(crate) fn families(&self, index: u64) -> Option<Vec<CfDigest>> {
+        self.taken.lock().unwrap_or_else(|p| p.into_inner()).get(&index).and_then(|t| t.families.clone())
     }
 
     /// Starts the digest of `cfs` as of now (the apply loop calls it right after writing the
     /// checkpoint entry `index`, holding the apply lock); returns once the view is taken.
     pub(crate) async fn capture(self: &Arc<Self>, index: u64, engine: Arc<Engine>, cfs: Vec<&'static str>) {
-        self.set(index, DigestOutcome::Pending);
+        self.set(index, DigestOutcome::Pending, None);
         let (taken, view_taken) = oneshot::channel::<()>();
         let digests = self.clone();
         tokio::task::spawn_blocking(move || {
             let view = engine.snapshot();
             let _ = taken.send(());
-            let outcome = match digest_view(&view, &cfs) {
-                Ok(d) => DigestOutcome::Done { digest: d.hex(), records: d.records },
-                Err(e) => DigestOutcome::Failed(e.to_string()),
+            let (outcome, families) = match digest_view(&view, &cfs) {
+                Ok(d) => {
+                    let families = d
+                        .families
+                        .iter()
+                        .map(|f| CfDigest { cf: f.cf.clone(), digest: f.hex(), records: f.records })
+                        .collect();
+                    (DigestOutcome::Done { digest: d.hex(), records: d.records }, Some(families))
+                }
+                Err(e) => (DigestOutcome::Failed(e.to_string()), None),
             };
             drop(view);
-            digests.set(index, outcome);
+            digests.set(index, outcome, families);
         });
         let _ = view_taken.await;
     }

@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
 use crate::auth;
-use crate::consistency::{CheckRequest, DigestRequest, PATH_CHECK, PATH_DIGEST, PATH_VERDICT};
+use crate::consistency::{
+    CheckRequest, DigestRequest, FamiliesRequest, PATH_CHECK, PATH_DIGEST, PATH_DIGEST_FAMILIES, PATH_VERDICT,
+};
 use crate::options::CHECK_MAX_WAIT;
 use crate::types::TypeConfig;
 use crate::wire::{
@@ -41,6 +43,7 @@ impl RaftNode {
             .route(PATH_ADMIN, post(admin))
             .route(PATH_APPLIED, post(applied))
             .route(PATH_DIGEST, post(digest))
+            .route(PATH_DIGEST_FAMILIES, post(digest_families))
             .route(PATH_CHECK, post(check))
             .route(PATH_VERDICT, post(verdict))
             .route(crate::version::PATH_VERSION, post(version))
@@ -158,6 +161,14 @@ async fn admin(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
 async fn digest(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match decode::<DigestRequest>(&body) {
         Ok(req) => reply(&node.digest_at(req).await),
+        Err(resp) => resp,
+    }
+}
+
+/// Per-family digests at a checkpoint (asked when another member's digest differs).
+async fn digest_families(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<FamiliesRequest>(&body) {
+        Ok(req) => reply(&node.families_at(req)),
         Err(resp) => resp,
     }
 }

@@ -23,7 +23,8 @@ pub struct Engine {
     /// value re-sealed under a new data key never overwrites a newer write (`reseal`).
     pub(crate) write_lock: Mutex<()>,
     /// Column families quarantined on this node: a stored value failed to open (tampered,
-    /// corrupted, sealed under a key this node does not hold). Nothing is read from them
+    /// corrupted, sealed under a key this node does not hold) or a consistency check found
+    /// the family's digest different from the cluster's. Nothing is read from them
     /// again until the node is rebuilt (docs/operations.md, "Quarantine").
     quarantined: RwLock<std::collections::BTreeSet<String>>,
 }
@@ -114,10 +115,16 @@ impl Engine {
     }
 
     /// Quarantines `cf` after one of its values failed to open: serving the rest of it could
-    /// answer from damaged state (a missing revocation, an altered grant). The verdict is kept
-    /// beside the database, so a restart does not serve the family again: only rebuilding
-    /// the node (a new data directory) lifts it.
+    /// answer from damaged state (a missing revocation, an altered grant).
     pub(crate) fn quarantine(&self, cf: &str, why: &idnode_keys::KeyError) {
+        self.quarantine_because(cf, &format_args!("a stored value could not be opened ({why})"));
+    }
+
+    /// Quarantines `cf` for `why` (a value that does not open, a digest that differs from
+    /// the cluster's): nothing is read from it on this node again. The verdict is kept beside
+    /// the database, so a restart does not serve the family again: only rebuilding the node
+    /// (a new data directory) lifts it. Logged once per family, at error.
+    pub fn quarantine_because(&self, cf: &str, why: &dyn std::fmt::Display) {
         let mut q = self.quarantined.write().unwrap_or_else(|p| p.into_inner());
         if q.insert(cf.to_string()) {
             let file = quarantine_file(&self.path);
@@ -129,8 +136,8 @@ impl Engine {
             }
             tracing::error!(
                 column_family = cf,
-                "a stored value could not be opened ({why}): the column family is quarantined on this node and \
-                 its reads answer 503; rebuild the node (docs/operations.md, \"Quarantine\")"
+                "{why}: the column family is quarantined on this node and its reads answer 503; rebuild the node \
+                 (docs/operations.md, \"Quarantine\")"
             );
         }
     }

@@ -15,7 +15,7 @@ mod view;
 
 pub use batch::Batch;
 pub use codec::{decode, encode};
-pub use digest::{digest_view, StateDigest};
+pub use digest::{digest_view, FamilyDigest, StateDigest};
 pub use engine::{Engine, MEMORY_BUDGET_BYTES, MEMTABLE_BUDGET_BYTES};
 pub use error::StorageError;
 pub use idnode_keys as keys;

@@ -388,4 +388,14 @@ fn a_value_that_does_not_open_quarantines_its_family_across_restarts() {
     let e = open(dir.path());
     assert_eq!(e.quarantined(), ["a"], "a restart does not lift it");
     assert!(e.read().get("a", b"k2").is_err());
+
+    // A family quarantined for another reason (its digest differs from the cluster's) is
+    // refused and recorded the same way.
+    e.quarantine_because("b", &"its digest at checkpoint 9 differs from the cluster's");
+    e.quarantine_because("b", &"again");
+    let err = e.read().get("b", b"k1").unwrap_err();
+    assert!(matches!(err, idnode_storage::StorageError::Quarantined(ref cf) if cf == "b"), "{err}");
+    drop(e);
+    let e = open(dir.path());
+    assert_eq!(e.quarantined(), ["a", "b"]);
 }

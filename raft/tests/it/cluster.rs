@@ -296,8 +296,9 @@ async fn consistency_check_names_the_member_that_differs() {
     assert!(report.consistent(), "{report:?}");
     assert_eq!(report.members.iter().filter(|m| m.digest == report.reference).count(), 3);
 
-    // Corrupt one follower's state behind raft's back: the next check names it, it alone
-    // turns unready and says so in its metrics.
+    // Corrupt one follower's state behind raft's back (a value sealed properly, so only the
+    // digest can tell): the next check names it, quarantines the family that differs there,
+    // and it alone turns unready and says so in its metrics.
     let victim = a_follower(&nodes, leader_id);
     let victim_id = victim.seat.id;
     let original = victim.get("k7").unwrap();
@@ -308,27 +309,43 @@ async fn consistency_check_names_the_member_that_differs() {
     assert_eq!(report.mismatched, vec![victim_id], "{report:?}");
     assert!(!report.consistent());
     let victim = by_id(&nodes, victim_id);
+    assert_eq!(victim.node.engine().quarantined(), [crate::app::KV], "only the family that differs");
+    let err = victim.node.engine().read().get(crate::app::KV, b"k7").unwrap_err();
+    assert!(matches!(err, idnode_raft::storage::StorageError::Quarantined(ref cf) if cf == crate::app::KV), "{err}");
     let ready = victim.node.readiness();
     assert!(!ready.ok && ready.reasons.iter().any(|r| r.contains("differs")), "{ready:?}");
+    assert!(ready.reasons.iter().any(|r| r.contains("quarantined column families: kv")), "{ready:?}");
     let mut registry = Registry::default();
     victim.node.register_metrics(&mut registry);
     let mut text = String::new();
     encode(&mut text, &registry).unwrap();
     assert!(text.contains("idnode_raft_consistency_mismatch 1"), "{text}");
+    assert!(text.contains("idnode_raft_quarantined_partitions 1"), "{text}");
     assert!(text.contains("idnode_raft_snapshot_installs_total "), "{text}");
     drop(registry);
     for n in nodes.iter().filter(|n| n.seat.id != victim_id) {
         assert!(n.node.readiness().ok, "node {} {:?}", n.seat.id, n.node.readiness());
+        assert!(n.node.engine().quarantined().is_empty(), "node {}", n.seat.id);
+        assert_eq!(n.get("k7"), Some(original.clone()), "node {} still serves", n.seat.id);
     }
 
-    // Repaired behind raft's back too, a later check clears it. (A write through raft would
-    // not do: its reply, the tampered previous value, lands in the dedup table.)
+    // Only a rebuild lifts a quarantine: even repaired behind raft's back, the victim does not
+    // match at a later check (its digest cannot read the quarantined family), stays unready,
+    // and the others stay ready.
     let mut b = victim.node.engine().batch();
     b.put(crate::app::KV, b"k7".to_vec(), &original);
     victim.node.engine().write(b, true).unwrap();
     let report = by_id(&nodes, leader_id).node.check_consistency(WAIT).await.unwrap();
-    assert!(report.consistent(), "{report:?}");
-    assert!(by_id(&nodes, victim_id).node.readiness().ok);
+    assert!(!report.consistent(), "{report:?}");
+    let row = report.members.iter().find(|m| m.id == victim_id).unwrap();
+    assert_ne!(row.status, "match", "{report:?}");
+    assert_eq!(report.members.iter().filter(|m| m.status == "match").count(), 2, "{report:?}");
+    let victim = by_id(&nodes, victim_id);
+    assert!(!victim.node.readiness().ok);
+    assert_eq!(victim.node.engine().quarantined(), [crate::app::KV]);
+    for n in nodes.iter().filter(|n| n.seat.id != victim_id) {
+        assert!(n.node.readiness().ok, "node {} {:?}", n.seat.id, n.node.readiness());
+    }
     for n in nodes {
         n.stop().await;
     }
