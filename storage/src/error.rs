@@ -11,7 +11,7 @@ pub enum StorageError {
     #[error("sealed value in {cf} could not be opened: {source}")]
     Unseal { cf: String, source: idnode_keys::KeyError },
     /// Reads of the family are refused on this node: one of its stored values failed to open.
-    #[error("column family {0} is quarantined on this node: a stored value in it could not be opened")]
+    #[error("column family {0} is quarantined on this node (its log says why: a value that did not open, or a digest that differed)")]
     Quarantined(String),
     #[error("snapshot stream: {0}")]
     Stream(String),
