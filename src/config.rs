@@ -56,6 +56,8 @@ pub struct Config {
     pub raft_snapshot_catchup: u64,
     /// Seconds between the leader's consistency checks; 0 turns them off.
     pub raft_consistency_check_interval_s: u64,
+    /// RocksDB's memory budget in MiB: its block cache and memtables together.
+    pub raft_storage_memory_mb: usize,
     /// Operator policy files (`*.rego`) replacing or extending the bundled ones.
     pub policy_directory: Option<PathBuf>,
     /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
@@ -446,6 +448,7 @@ impl Config {
             raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
             raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 50_000)?,
             raft_consistency_check_interval_s: s.parse("raft", "consistency_check_interval", 300)?,
+            raft_storage_memory_mb: s.parse("raft", "storage_memory_mb", idnode_storage::MEMORY_BUDGET_BYTES >> 20)?,
             policy_directory: s.get("policy", "directory").map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from),
             policy_admin_scope: s
                 .get("policy", "admin_scope")

@@ -7,6 +7,9 @@ pub mod inherited;
 pub mod role_assignments;
 pub mod roles;
 pub mod schemas;
+mod state;
+
+pub use state::Assignments;
 
 #[cfg(test)]
 mod inherit_tests;

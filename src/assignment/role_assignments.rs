@@ -3,15 +3,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::{Query, RawQuery};
-use axum::Json;
-use serde_json::{json, Value};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Query, RawQuery, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
 
 use super::schemas as s;
+use super::state::Assignments;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::query_flag;
-use crate::http::openapi::{errors as E, to_json, CollectionLinks};
+use crate::http::openapi::{errors as E, CollectionLinks};
 use crate::http::pages::{limit_of, with_marker};
 use crate::openfga::listing::{self as store_listing, Page as StorePage, Query as StoreQuery};
 use crate::openfga::OpenFga;
@@ -79,10 +84,11 @@ const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";
     responses((status = 200, description = "The matching role assignments.", body = s::RoleAssignmentList), E::BadRequest, E::Unauthorized, E::Forbidden,
               E::NotFound, E::Internal))]
 pub async fn list(
+    State(listings): State<Arc<Assignments>>,
     Call(node, ctx): Call,
     RawQuery(raw): RawQuery,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let subtree = q.contains_key("include_subtree") && query_flag(q.get("include_subtree"));
     let caller_domain = match &ctx.payload.scope {
         TokenScope::Domain(d) => Some(d.clone()),
@@ -92,6 +98,14 @@ pub async fn list(
         authorize_tree(&node, &ctx, q.get("scope.project.id"))?;
     } else {
         enforce("identity:list_role_assignments", &ctx, &json!({"domain_id": caller_domain}))?;
+    }
+    // Read before the state is: a body kept under this version is never older than it.
+    let applied = node.app.state_version();
+    let key = (raw.clone().unwrap_or_default(), caller_domain.clone());
+    if node.fga.is_none() {
+        if let Some(body) = listings.listings.get(&key, applied) {
+            return Ok(json_body(body));
+        }
     }
     let f = filter(&q, subtree)?;
     if let (true, Some(Target::Project(p)), false) = (f.effective, &f.target, f.inherited == Some(false)) {
@@ -141,7 +155,17 @@ pub async fn list(
         }
         _ => CollectionLinks::whole(self_),
     };
-    Ok(Json(to_json(&s::RoleAssignmentList { role_assignments, links })))
+    let body = Bytes::from(
+        serde_json::to_vec(&s::RoleAssignmentList { role_assignments, links }).map_err(ApiError::internal)?,
+    );
+    if node.fga.is_none() {
+        listings.listings.insert(key, body.clone(), applied);
+    }
+    Ok(json_body(body))
+}
+
+fn json_body(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Keeps what a domain-scoped caller may see: assignments on its domain and its projects.

@@ -328,3 +328,52 @@ async fn role_assignments_listing() {
     let ptok = t.token("alice", "pw", json!({"project": {"id": p}})).await;
     assert_eq!(t.call(GET, "/v3/role_assignments", Some(&ptok), None).await.status, StatusCode::FORBIDDEN);
 }
+
+/// A listing is answered from the node's cache until the state moves: the same bytes for the
+/// same query and caller's view, the change visible at once after a write, and a domain-scoped
+/// caller never served the cloud-wide answer kept for the admin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_are_cached_per_applied_state_and_per_view() {
+    let t = TestNode::start().await;
+    let d = t.create("/v3/domains", "domain", json!({"name": "lc"})).await;
+    let p = t.create("/v3/projects", "project", json!({"name": "lc-p", "domain_id": d})).await;
+    let u = t.create("/v3/users", "user", json!({"name": "lc-u", "domain_id": d, "password": "lc pass word"})).await;
+    let member = role_id(&t, "member").await;
+    let manager = role_id(&t, "manager").await;
+    assert_eq!(
+        t.admin(PUT, &format!("/v3/domains/{d}/users/{u}/roles/{manager}"), None).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let hits = |t: &TestNode| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &t.node.registry).unwrap();
+        text.lines()
+            .find(|l| l.starts_with("idnode_cache_hits_total{cache=\"role_assignment_listings\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .map_or(0, |n| n.parse::<u64>().unwrap())
+    };
+    let path = "/v3/role_assignments?effective&include_names";
+    let first = t.admin(GET, path, None).await;
+    let before = hits(&t);
+    let again = t.admin(GET, path, None).await;
+    assert_eq!(again.text, first.text);
+    assert_eq!(hits(&t), before + 1, "the second answer came from the cache");
+    // A domain-scoped manager asking the same sees its domain's only, not the cached answer.
+    let mgr = t.token_for_id(&u, "lc pass word", json!({"domain": {"id": d}})).await;
+    let theirs = t.call(GET, path, Some(&mgr), None).await;
+    assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.body);
+    assert_ne!(theirs.text, first.text);
+    assert!(theirs.body["role_assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["scope"]["domain"]["id"] == json!(d) || a["scope"]["project"]["domain"]["id"] == json!(d)));
+    // A grant changes the next answer at once.
+    assert_eq!(
+        t.admin(PUT, &format!("/v3/projects/{p}/users/{u}/roles/{member}"), None).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let after = t.admin(GET, path, None).await;
+    assert_ne!(after.text, first.text);
+    assert!(after.text.contains(&p), "the new grant is listed");
+}

@@ -30,7 +30,8 @@ pub(crate) fn open_engine(cfg: &Config) -> anyhow::Result<(Arc<Engine>, Kek)> {
     }
     let keys = Arc::new(DataKeys::open_or_create(&kek, &cfg.data_dir.join("keyring"))?);
     let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
-    Ok((Arc::new(Engine::open(&cfg.data_dir.join("db"), &cfs, keys)?), kek))
+    let budget = cfg.raft_storage_memory_mb.saturating_mul(1 << 20);
+    Ok((Arc::new(Engine::open_within(&cfg.data_dir.join("db"), &cfs, keys, budget)?), kek))
 }
 
 /// Refuses a data directory a restore did not finish.

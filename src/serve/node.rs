@@ -35,6 +35,8 @@ pub struct Node {
     pub scim: Arc<Scim>,
     /// The WebAuthn relying party (`passkey`), or why passkeys are off.
     pub passkeys: Arc<crate::passkey::ceremony::RelyingParty>,
+    /// Answered role-assignment listings (`assignment`).
+    pub assignments: Arc<crate::assignment::Assignments>,
 }
 
 impl std::ops::Deref for Node {
@@ -108,6 +110,12 @@ impl KeyChecks for Node {
 impl FromRef<AppState> for Arc<crate::oauth2::Provider> {
     fn from_ref(s: &AppState) -> Self {
         s.0.oauth2.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::assignment::Assignments> {
+    fn from_ref(s: &AppState) -> Self {
+        s.0.assignments.clone()
     }
 }
 

@@ -75,6 +75,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     audit.metrics().register(&mut registry);
     let mapped = crate::mapped_auth::MappedAuth::new(&cfg.shadow_registry, &cfg.federation, &metrics.caches)?;
     let scim = crate::scim::Scim::new(&cfg.scim, &metrics.caches);
+    let assignments = crate::assignment::Assignments::new(&metrics.caches);
     let passkeys = crate::passkey::RelyingParty::new(&cfg.passkey)?;
     if let Some(why) = passkeys.disabled() {
         tracing::warn!("passkeys are off: {why}");
@@ -114,6 +115,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         api_key_usage: Arc::default(),
         scim: Arc::new(scim),
         passkeys: Arc::new(passkeys),
+        assignments: Arc::new(assignments),
     }))
 }
 

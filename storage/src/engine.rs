@@ -29,15 +29,16 @@ pub struct Engine {
     quarantined: RwLock<std::collections::BTreeSet<String>>,
 }
 
-/// RocksDB's memory, all column families together: cached table blocks and the memtables,
-/// which are charged to the same cache, so this one figure bounds both.
+/// RocksDB's memory by default (`[raft] storage_memory_mb`), all column families together:
+/// cached table blocks and the memtables, which are charged to the same cache, so this one
+/// figure bounds both. Half of it is what the memtables may take before the oldest is
+/// flushed, so a burst of writes (a new member replaying the entries after its snapshot, a
+/// bulk import) moves memory by about that much, not by each family's own limit. Writers are
+/// not made to wait at the limit: with RocksDB's stall on, a snapshot-install test hung for
+/// good, every writer waiting for memory to be freed and no flush running (docs/decisions.md).
 pub const MEMORY_BUDGET_BYTES: usize = 32 << 20;
-/// The part of the budget the memtables may take before the oldest is flushed, so a burst of
-/// writes (a new member replaying the entries after its snapshot, a bulk import) moves memory
-/// by about this much, not by each family's own limit. Writers are not made to wait at the
-/// limit: with RocksDB's stall on, a snapshot-install test hung for good, every writer waiting
-/// for memory to be freed and no flush running (docs/decisions.md).
-pub const MEMTABLE_BUDGET_BYTES: usize = 16 << 20;
+/// The smallest budget a setting may give: the memtables of a few busy families need room.
+pub const MIN_MEMORY_BUDGET_BYTES: usize = 8 << 20;
 const MEMTABLE_ARENA_BLOCK_BYTES: usize = 256 << 10;
 
 /// Where the quarantined families are recorded: beside the database directory (`db` →
@@ -53,8 +54,16 @@ fn load_quarantine(file: &Path) -> std::collections::BTreeSet<String> {
 }
 
 impl Engine {
-    /// Opens (creating when missing) the database at `dir` with exactly `cfs`.
+    /// Opens (creating when missing) the database at `dir` with exactly `cfs`, within the
+    /// default memory budget.
     pub fn open(dir: &Path, cfs: &[&'static str], keys: Arc<DataKeys>) -> Result<Engine> {
+        Self::open_within(dir, cfs, keys, MEMORY_BUDGET_BYTES)
+    }
+
+    /// [`Engine::open`] with `budget` bytes for RocksDB's block cache and memtables together
+    /// (the memtables may take half of it); at least 8 MiB.
+    pub fn open_within(dir: &Path, cfs: &[&'static str], keys: Arc<DataKeys>, budget: usize) -> Result<Engine> {
+        let budget = budget.max(MIN_MEMORY_BUDGET_BYTES);
         std::fs::create_dir_all(dir)?;
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -66,12 +75,9 @@ impl Engine {
         // (32 MiB apiece), so a node that reads its whole state once (a snapshot install, a
         // consistency check) grew by the size of the state. Memtables are bounded the same
         // way: otherwise each family's may reach 64 MiB twice over before a flush.
-        let cache = rocksdb::Cache::new_lru_cache(MEMORY_BUDGET_BYTES);
-        let buffers = rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(
-            MEMTABLE_BUDGET_BYTES,
-            false,
-            cache.clone(),
-        );
+        let cache = rocksdb::Cache::new_lru_cache(budget);
+        let buffers =
+            rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(budget / 2, false, cache.clone());
         opts.set_write_buffer_manager(&buffers);
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&cache);

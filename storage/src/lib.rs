@@ -16,7 +16,7 @@ mod view;
 pub use batch::Batch;
 pub use codec::{decode, encode};
 pub use digest::{digest_view, FamilyDigest, StateDigest};
-pub use engine::{Engine, MEMORY_BUDGET_BYTES, MEMTABLE_BUDGET_BYTES};
+pub use engine::{Engine, MEMORY_BUDGET_BYTES, MIN_MEMORY_BUDGET_BYTES};
 pub use error::StorageError;
 pub use idnode_keys as keys;
 pub use ingest::Staged;

@@ -399,3 +399,29 @@ fn a_value_that_does_not_open_quarantines_its_family_across_restarts() {
     let e = open(dir.path());
     assert_eq!(e.quarantined(), ["a", "b"]);
 }
+
+/// A smaller budget (`[raft] storage_memory_mb`) holds the memtables to it under a burst:
+/// flushes start at half of it, and the peak is that plus what arrives while one runs.
+#[test]
+fn a_smaller_memory_budget_bounds_the_memtables_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let kek = Kek::from_base64("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").unwrap();
+    let keys = DataKeys::open_or_create(&kek, &dir.path().join("keyring")).unwrap();
+    let budget = idnode_storage::MIN_MEMORY_BUDGET_BYTES;
+    let e = Engine::open_within(&dir.path().join("db"), CFS, Arc::new(keys), budget).unwrap();
+    let value = vec![5u8; 4096];
+    let mut worst = 0u64;
+    for round in 0..8u32 {
+        let mut b = e.batch();
+        for i in 0..1024u32 {
+            b.put("a", format!("r{round:02}-{i:04}").into_bytes(), &value);
+        }
+        e.write(b, false).unwrap();
+        worst = worst.max(e.memory_usage().1);
+    }
+    // 32 MiB went through in 4 MiB batches; the default budget's memtables would have held
+    // 16 MiB of it before the first flush.
+    let bound = budget + (4 << 20);
+    assert!(worst <= bound as u64, "memtables peaked at {worst}, budget {budget}");
+    assert_eq!(e.read().get("a", b"r07-1023").unwrap().unwrap(), value);
+}
