@@ -250,6 +250,15 @@ fn rows() -> Vec<Row> {
         })
     };
     vec![
+        rps("discovery GET /v3 req/s (the HTTP floor)", "discovery", 0),
+        solo(
+            "token validation / discovery (share of the node's own HTTP floor; target ≥ 0.85)",
+            Box::new(|r: &SystemResult| {
+                let (v, d) = (r.cases.get("validate")?.rps, r.cases.get("discovery")?.rps);
+                (d > 0.0).then(|| v / d)
+            }),
+            2,
+        ),
         rps("token validation req/s (bench-user: direct role, with catalog)", "validate", 0),
         val("token validation p50 ms", case("validate", |w| w.p50_ms), 2),
         val("token validation p99 ms", case("validate", |w| w.p99_ms), 2),

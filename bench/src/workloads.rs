@@ -1,4 +1,5 @@
 //! The workloads, the same for every system and driven by the same wrk script:
+//!   discovery            GET  /v3 (no token): the HTTP floor the other reads are held to
 //!   validate             GET  /v3/auth/tokens, X-Subject-Token = bench-user (direct role), catalog
 //!   validate_admin       the same with the admin's own token as the subject
 //!   validate_rbac        the same with bench-rbac's token (roles through groups + implications)
@@ -38,6 +39,8 @@ pub async fn run(
     let get = |subject: &str| {
         vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone()), ("SUBJECT_TOKEN", subject.to_owned())]
     };
+    let floor = vec![("MODE", "get".to_owned())];
+    w.add(&mut cases, "discovery", &format!("{base}/v3"), &floor, pids).await?;
     let validate = get(&fx.subject);
     w.add(&mut cases, "validate", &format!("{base}{VALIDATE}"), &validate, pids).await?;
     if let Some(f) = follower {
