@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use store::PolicyStore;
 
 use crate::http::ApiError;
-use crate::token::ValidToken;
+use crate::token::{Memo, ValidToken};
 
 /// The node's policy set. One per process: `enforce` has no node at hand, and a process
 /// serves one node.
@@ -37,8 +37,19 @@ pub fn global() -> &'static PolicyStore {
 
 /// Decides `name` for the caller on `target` (a JSON object shaped like Keystone's policy
 /// target, e.g. `{"project": {"domain_id": …}}`). Unknown names are denied (and logged).
+/// The caller's token remembers the answer (`token::Memo`) for as long as it stands for this
+/// state.
 pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiError> {
-    if global().allowed(name, &input::document(name, ctx, target)) {
+    let key = Memo::key(name, target, global().generation());
+    let allowed = match ctx.decisions.get(&key) {
+        Some(allowed) => allowed,
+        None => {
+            let allowed = global().allowed(name, &input::document(name, ctx, target));
+            ctx.decisions.put(key, allowed);
+            allowed
+        }
+    };
+    if allowed {
         Ok(())
     } else {
         Err(ApiError::denied(name))

@@ -42,6 +42,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
         admin_scope: AdminScope::System,
         app_cred: None,
         trust: None,
+        decisions: Default::default(),
     }
 }
 

@@ -131,6 +131,7 @@ mod tests {
             admin_scope: crate::policy::admin_scope::AdminScope::default(),
             app_cred: None,
             trust: None,
+            decisions: Default::default(),
         }
     }
 

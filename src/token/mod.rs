@@ -5,6 +5,7 @@
 mod cache;
 mod caller;
 pub mod footprint;
+mod memo;
 mod payload;
 pub mod render;
 mod restriction;
@@ -16,6 +17,7 @@ mod validate;
 
 pub use cache::AppliedCache;
 pub use caller::{Call, Caller};
+pub use memo::Memo;
 pub use payload::{Delegation, MappedGrant, Method, TokenPayload, TokenScope, PAYLOAD_VERSION};
 pub use render::render_token;
 pub use rulesets::MappingError;

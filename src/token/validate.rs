@@ -37,6 +37,8 @@ pub struct ValidToken {
     pub app_cred: Option<TokenAppCred>,
     /// The trust the token was issued for.
     pub trust: Option<TokenTrust>,
+    /// Policy decisions made for this caller while it stands (`memo`).
+    pub decisions: super::memo::Memo,
 }
 
 /// What a token shows of its trust.
@@ -412,6 +414,7 @@ impl Tokens {
             admin_scope,
             app_cred,
             trust,
+            decisions: Default::default(),
         })
     }
 }
