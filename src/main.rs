@@ -63,20 +63,9 @@ fn load_config(cli_path: Option<PathBuf>, args: &NodeArgs) -> anyhow::Result<Con
     Config::from_settings(&settings)
 }
 
-/// argon2id allocates 19 MiB per hash. With glibc's adaptive mmap threshold those blocks end
-/// up in per-thread arenas and stay resident after a burst of logins (hundreds of MiB); a
-/// fixed threshold keeps large blocks in mmap, so they go back to the system when freed.
-fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: called once at startup, before any other thread exists; mallopt only changes
-    // allocator parameters.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
 fn main() -> std::process::ExitCode {
-    tune_allocator();
+    serve::allocator::tune();
+    idnode_keys::install_jwt_backend();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("IDNODE_LOG")

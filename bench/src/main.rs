@@ -11,6 +11,7 @@
 //!   create    POST /v3/projects      unique names (lua MODE=project)
 //!   oauth2_client_credentials  POST /v4/oauth2/default/token, client_credentials, HTTP Basic
 //!   oauth2_introspect          POST /v4/oauth2/default/introspect, a fixed access token
+//!   oauth2_introspect_unseen   the same over a pool of 20,000 tokens (each one not yet verified)
 //!                              (idnode only: the reference Keystone has no OAuth2 provider;
 //!                              form posts through bench/lua/form.lua, MODE=form)
 //!   mapped_jwt  POST /v4/federation/identity_providers/{idp}/jwt, an ES256 IdP JWT through a

@@ -4,7 +4,10 @@
 //!                              scope=platform:api, HTTP Basic client authentication
 //!   oauth2_introspect          POST /v4/oauth2/default/introspect, token=<an access token
 //!                              minted just before>, HTTP Basic of the same confidential client
-//! Both also run against a follower of the 3-node cluster.
+//!   oauth2_introspect_unseen   the same, each request with another token of a pool of
+//!                              UNSEEN_POOL tokens minted before the run: more than the node
+//!                              remembers verified (4,096), so each costs an ES256 verification
+//! The first two also run against a follower of the 3-node cluster.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +20,9 @@ use crate::api::call_retry;
 use crate::wrk::{Wrk, WrkResult};
 
 pub const DOMAIN: &str = "default";
+/// Tokens in the unseen-introspection pool: five times what a node remembers, so a token
+/// comes round again only long after the node forgot it.
+pub const UNSEEN_POOL: usize = 20_000;
 pub const CLIENT_CREDENTIALS_FORM: &str = "grant_type=client_credentials&scope=platform:api";
 
 pub fn token_path() -> String {
@@ -100,6 +106,7 @@ pub async fn run(
         "oauth2_client_credentials_follower",
         "oauth2_introspect",
         "oauth2_introspect_follower",
+        "oauth2_introspect_unseen",
     ];
     if !labels.iter().any(|l| w.wants(l)) {
         return Ok(cases);
@@ -131,6 +138,24 @@ pub async fn run(
         w.add(&mut cases, labels[3], &format!("{f}{}", introspect_path()), &intro, pids).await?;
         checked.push((f, "follower"));
     }
+    if w.wants(labels[4]) {
+        let pool = mint_pool(http, base, &c, UNSEEN_POOL).await?;
+        let file = w.out.join("introspect-pool.txt");
+        std::fs::write(&file, pool.join("\n") + "\n").with_context(|| format!("write {}", file.display()))?;
+        if !active(http, base, &c, &pool[pool.len() - 1]).await? {
+            bail!("a pool token is not active before the run");
+        }
+        let vars = vec![
+            ("MODE", "form_pool".to_owned()),
+            ("FORM_POOL_FILE", file.display().to_string()),
+            ("BASIC_AUTH", c.basic.clone()),
+        ];
+        w.add(&mut cases, labels[4], &format!("{base}{}", introspect_path()), &vars, pids).await?;
+        notes.push(format!(
+            "OAuth2 unseen introspection: a pool of {} distinct access tokens, each thread cycling from its own share",
+            pool.len()
+        ));
+    }
     let mut after = Vec::new();
     for (url, who) in checked {
         let ok = active(http, url, &c, &token).await?;
@@ -143,4 +168,10 @@ pub async fn run(
         after.join(", ")
     ));
     Ok(cases)
+}
+
+/// `n` access tokens of `c`, minted 32 at a time.
+async fn mint_pool(http: &Client, base: &str, c: &OAuth2Client, n: usize) -> Result<Vec<String>> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
+    stream::iter(0..n).map(|_| mint(http, base, c)).buffer_unordered(32).try_collect().await
 }

@@ -168,6 +168,7 @@ const CPU_ROWS: [&[&str]; 3] = [
         "oauth2_client_credentials_follower",
         "oauth2_introspect",
         "oauth2_introspect_follower",
+        "oauth2_introspect_unseen",
         "mapped_jwt",
         "scim_create",
         "scim_filter",
@@ -186,6 +187,7 @@ fn short(case: &str) -> &str {
         "oauth2_client_credentials_follower" => "client_credentials on a follower",
         "oauth2_introspect" => "introspect",
         "oauth2_introspect_follower" => "introspect on a follower",
+        "oauth2_introspect_unseen" => "introspect, tokens never seen",
         "mapped_jwt" => "mapped JWT login",
         "scim_create" => "SCIM user create",
         "scim_filter" => "SCIM filtered list",
@@ -316,6 +318,17 @@ fn rows() -> Vec<Row> {
         solo("OAuth2 introspection req/s (idnode only)", case("oauth2_introspect", |w| w.rps), 0),
         solo_lat("OAuth2 introspection p50 / p99 ms (idnode only)", "oauth2_introspect"),
         solo("OAuth2 introspections per server CPU-second (idnode only)", per_cpu_s("oauth2_introspect"), 0),
+        solo(
+            "OAuth2 introspection of tokens never seen req/s (idnode only; target ≥ 10,000)",
+            case("oauth2_introspect_unseen", |w| w.rps),
+            0,
+        ),
+        solo_lat("OAuth2 introspection of tokens never seen p50 / p99 ms (idnode only)", "oauth2_introspect_unseen"),
+        solo(
+            "OAuth2 introspections of tokens never seen per server CPU-second (idnode only)",
+            per_cpu_s("oauth2_introspect_unseen"),
+            0,
+        ),
         solo(
             "OAuth2 introspection on a follower req/s (idnode only)",
             case("oauth2_introspect_follower", |w| w.rps),

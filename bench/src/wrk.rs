@@ -100,9 +100,9 @@ impl Wrk {
         tag: &str,
     ) -> Result<String> {
         // the form.lua modes (form posts, bearer posts) run through the wrapper script
-        let form = vars
-            .iter()
-            .any(|(k, v)| *k == "MODE" && matches!(v.as_str(), "form" | "bearer" | "bearer_get" | "scim_user"));
+        let form = vars.iter().any(|(k, v)| {
+            *k == "MODE" && matches!(v.as_str(), "form" | "form_pool" | "bearer" | "bearer_get" | "scim_user")
+        });
         let mut cmd = tokio::process::Command::new("wrk");
         cmd.arg(format!("-t{}", self.threads))
             .arg(format!("-c{}", self.conns))

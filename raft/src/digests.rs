@@ -61,7 +61,7 @@ impl Digests {
     }
 
     /// Every family's digest at `index`, if this node completed the digest there.
-    pub(crate) fn families(&self, index: u64) -> Option<Vec<CfDigest>> {
+    pub fn families(&self, index: u64) -> Option<Vec<CfDigest>> {
         self.taken.lock().unwrap_or_else(|p| p.into_inner()).get(&index).and_then(|t| t.families.clone())
     }
 

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use futures::future::join_all;
 use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{BasicNode, ChangeMembers};
 
@@ -10,6 +11,19 @@ use crate::wire::{LeaderError, LeaderReply, LeaderRequest, LeaderResult};
 use crate::RaftNode;
 
 impl RaftNode {
+    /// A proposal into the log (with whatever else is waiting) once the application and the
+    /// cluster version admit it.
+    async fn propose_checked(&self, p: crate::types::Proposal) -> LeaderResult {
+        let checked = match self.app.check(&p.payload) {
+            Ok(need) => self.version_gate(need).await,
+            Err(e) => Err(e),
+        };
+        match checked {
+            Ok(()) => self.batcher.propose(p).await,
+            Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
+        }
+    }
+
     async fn write(&self, req: Request) -> LeaderResult {
         match self.raft.client_write(req).await {
             Ok(resp) => Ok(LeaderReply::Written { index: resp.log_id.index, reply: resp.data.0 }),
@@ -21,15 +35,21 @@ impl RaftNode {
     /// forwarded request never bounces between nodes.
     pub(crate) async fn execute(&self, req: LeaderRequest) -> LeaderResult {
         match req {
-            LeaderRequest::Propose(p) => {
-                let checked = match self.app.check(&p.payload) {
-                    Ok(need) => self.version_gate(need).await,
-                    Err(e) => Err(e),
-                };
-                match checked {
-                    Ok(()) => self.write(Request::App(p)).await,
-                    Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
+            LeaderRequest::Propose(p) => self.propose_checked(p).await,
+            LeaderRequest::ProposeMany(ps) => {
+                let results = join_all(ps.into_iter().map(|p| self.propose_checked(p))).await;
+                let mut out = Vec::with_capacity(results.len());
+                for r in results {
+                    match r {
+                        Ok(LeaderReply::Written { index, reply }) => out.push(Ok((index, reply))),
+                        Ok(other) => return Err(LeaderError::Fatal(format!("unexpected proposal outcome {other:?}"))),
+                        Err(LeaderError::Rejected(e)) => out.push(Err(e)),
+                        // Not leader, unavailable: the follower sends the whole group again
+                        // (the request ids make the written ones answer as they did).
+                        Err(e) => return Err(e),
+                    }
                 }
+                Ok(LeaderReply::WrittenMany(out))
             }
             LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
             LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
@@ -86,7 +106,7 @@ impl RaftNode {
     }
 }
 
-fn write_error(e: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> LeaderError {
+pub(crate) fn write_error(e: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> LeaderError {
     match e {
         RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => LeaderError::NotLeader(f.leader_id),
         RaftError::APIError(ClientWriteError::ChangeMembershipError(ChangeMembershipError::InProgress(p))) => {

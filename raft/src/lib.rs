@@ -9,6 +9,7 @@
 mod admin;
 mod auth;
 mod backup;
+mod batcher;
 mod client;
 mod consistency;
 mod dedup;
@@ -16,6 +17,7 @@ mod digests;
 mod election;
 mod error;
 mod forward;
+mod forward_batch;
 mod freshness;
 mod leader;
 mod log_store;
@@ -41,7 +43,7 @@ pub use backup::{
 };
 pub use client::ClientTls;
 pub use consistency::{ConsistencyReport, MemberDigest};
-pub use digests::{DigestOutcome, Digests};
+pub use digests::{CfDigest, DigestOutcome, Digests};
 pub use error::ProposeError;
 pub use freshness::Freshness;
 pub use idnode_storage as storage;
@@ -50,12 +52,14 @@ pub use node::RaftNode;
 pub use options::RaftOptions;
 pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
-pub use types::{Proposal, Reply, Request, TypeConfig};
+pub use types::{Proposal, Reply, Request, TypeConfig, BATCH_VERSION};
 pub use version::{MemberVersion, NodeVersion, BASE_VERSION};
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.
 pub const COLUMN_FAMILIES: &[&str] = &[schema::CF_LOG, schema::CF_META, schema::CF_DEDUP];
+/// The family of the dedup records (request id to outcome and log index) and the cluster version.
+pub const DEDUP_FAMILY: &str = schema::CF_DEDUP;
 
 /// The application's deterministic state machine.
 pub trait StateApp: Send + Sync + 'static {

@@ -54,6 +54,10 @@ pub struct RaftNode {
     pub(crate) sm: Arc<crate::state_machine::SmShared>,
     /// One catch-up at a time: callers that find the node stale wait for the same barrier.
     catching_up: tokio::sync::Mutex<()>,
+    /// Checked proposals on their way into the log, batched (group commit).
+    pub(crate) batcher: crate::batcher::Batcher,
+    /// Proposals a follower gathers for the leader (`forward_batch`).
+    pub(crate) forwards: crate::forward_batch::ForwardQueue,
 }
 
 impl RaftNode {
@@ -85,6 +89,8 @@ impl RaftNode {
             behind_pause: Duration::from_millis(2 * opts.election_timeout_max_ms),
         };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
+        let batcher = crate::batcher::Batcher::start(raft.clone(), engine.clone());
+        let (forwards, forward_rx) = crate::forward_batch::ForwardQueue::new();
         let node = Arc::new(RaftNode {
             id: opts.node_id,
             opts,
@@ -103,7 +109,10 @@ impl RaftNode {
             app,
             sm: sm_shared,
             catching_up: tokio::sync::Mutex::new(()),
+            batcher,
+            forwards,
         });
+        node.spawn_forward_groups(forward_rx);
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
         Ok(node)
@@ -139,8 +148,7 @@ impl RaftNode {
     ) -> Result<(u64, Vec<u8>), ProposeError> {
         self.proposals.inc();
         let deadline = Instant::now() + self.opts.forward_timeout;
-        let req = LeaderRequest::Propose(Proposal { request_id, payload });
-        match self.leader_call(req, deadline).await? {
+        match self.propose_on_leader(Proposal { request_id, payload }, deadline).await? {
             LeaderReply::Written { index, reply } => {
                 self.wait_applied(index, deadline).await?;
                 Ok((index, reply))

@@ -192,6 +192,29 @@ impl SmShared {
             .map_err(|e| fail(e.to_string()))?;
         Ok(Reply(out))
     }
+
+    /// A batch entry: each command applied and written as if it were an entry of its own,
+    /// in order; the last one's writes stay in `batch`, to land with the applied position.
+    /// A crash part-way leaves the position before the entry: applying it again finds the
+    /// commands already written in the dedup table and answers them as they were answered.
+    fn apply_batch(
+        &self,
+        log_id: &LogId,
+        proposals: Vec<Proposal>,
+        batch: &mut idnode_storage::Batch,
+    ) -> Result<Reply, StorageError> {
+        let fail = |e: String| -> StorageError { StorageIOError::apply(*log_id, any(e)).into() };
+        let count = proposals.len();
+        let mut replies = Vec::with_capacity(count);
+        for (i, p) in proposals.into_iter().enumerate() {
+            replies.push(self.apply_proposal(log_id, p, batch)?.0);
+            if i + 1 < count {
+                let done = std::mem::replace(batch, self.engine.batch());
+                self.engine.write(done, false).map_err(|e| fail(e.to_string()))?;
+            }
+        }
+        postcard::to_allocvec(&replies).map(Reply).map_err(|e| fail(e.to_string()))
+    }
 }
 
 /// What a snapshot (and a backup) carries: the app's column families plus the dedup table.
@@ -264,6 +287,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let reply = match entry.payload {
                 EntryPayload::Blank | EntryPayload::Normal(Request::Checkpoint) => Reply::default(),
                 EntryPayload::Normal(Request::App(p)) => shared.apply_proposal(&log_id, p, &mut batch)?,
+                EntryPayload::Normal(Request::Batch(ps)) => shared.apply_batch(&log_id, ps, &mut batch)?,
                 EntryPayload::Normal(Request::ClusterVersion(v)) => {
                     // A version this binary cannot apply stops the node, loudly, like an
                     // undecodable command: skipping it would let replicas diverge later.

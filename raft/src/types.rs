@@ -22,7 +22,15 @@ pub enum Request {
     /// Raises the cluster version (see `version`): proposed by the leader once every voter
     /// advertises a binary that applies it.
     ClusterVersion(u32),
+    /// Several application commands in one entry, applied in order exactly as consecutive
+    /// `App` entries would be (`batcher`): one log append and one fsync on every member for
+    /// all of them. Proposed only once the cluster version is at least [`BATCH_VERSION`].
+    Batch(Vec<Proposal>),
 }
+
+/// The cluster version from which the leader proposes `Request::Batch` entries (a binary
+/// that applies commands up to this version decodes them).
+pub const BATCH_VERSION: u32 = 6;
 
 /// The application's encoded outcome of one command.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

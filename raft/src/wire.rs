@@ -46,13 +46,23 @@ pub enum LeaderRequest {
     },
     /// Append a consistency checkpoint; answered with `Written`.
     Checkpoint,
+    /// Proposals a follower gathered while earlier ones were on their way (`forward_batch`),
+    /// answered with `WrittenMany`. Sent only once the cluster version is at least
+    /// `BATCH_VERSION` (an older leader would not decode it).
+    ProposeMany(Vec<Proposal>),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum LeaderReply {
-    Written { index: u64, reply: Vec<u8> },
+    Written {
+        index: u64,
+        reply: Vec<u8>,
+    },
     ReadIndex(u64),
     Done,
+    /// Each proposal's outcome, in order: written at an index with its reply, or refused
+    /// before it entered the log (why).
+    WrittenMany(Vec<Result<(u64, Vec<u8>), String>>),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! Assembly, the top floor: startup, the public router and its OpenAPI document, version
 //! discovery and the ops listener. Nothing below imports this module.
 
+pub mod allocator;
 pub mod discovery;
 pub mod engine;
 pub mod node;

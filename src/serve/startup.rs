@@ -29,6 +29,8 @@ use super::engine::{open_engine, refuse_unfinished_restore};
 /// Opens keys, storage and raft for the configured data directory.
 pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     refuse_unfinished_restore(&cfg.data_dir)?;
+    // main installs it; nodes the tests open get it here, before their first JWT.
+    idnode_keys::install_jwt_backend();
     let (engine, kek) = open_engine(&cfg)?;
     let app = IdentityApp::new(Vec::new());
     let opts = RaftOptions {
@@ -174,6 +176,7 @@ fn spawn_peer_server(node: &Node, tcp: TcpListener, tls: &ServerTls) {
 /// `idnode serve`.
 pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    crate::clock::watch_skew_file();
     let peer = bind(&cfg.peer_listen, "peer").await?;
     let api = bind(&cfg.listen, "API").await?;
     let ops = bind(&cfg.ops_listen, "ops").await?;
@@ -201,6 +204,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
     let reloader = tokio::spawn(reload_policy_on_sighup());
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
+    let trimmer = super::allocator::spawn_trimmer();
     let mut jobs = crate::jobs::spawn(&node.core);
     // Every node reports its own API key uses (not leader-gated: the uses are its own).
     jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.core.clone(), node.api_key_usage.clone())));
@@ -216,6 +220,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     bootstrapper.abort();
     reloader.abort();
     housekeeper.abort();
+    trimmer.abort();
     jobs.iter().for_each(|j| j.abort());
     if let Some(c) = checker {
         c.abort();

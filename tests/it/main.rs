@@ -47,6 +47,7 @@ mod container;
 mod escalation;
 mod failover;
 mod fault_snapshot;
+mod jepsen;
 mod kek_startup;
 mod key_rotation;
 mod kubernetes;

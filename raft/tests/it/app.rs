@@ -119,7 +119,8 @@ impl StateApp for KvApp {
     fn check(&self, payload: &[u8]) -> Result<u32, String> {
         match postcard::from_bytes::<Op>(payload) {
             Ok(Op::PutV2 { .. }) => Ok(2),
-            _ => Ok(1),
+            Ok(_) => Ok(1),
+            Err(e) => Err(format!("not an operation: {e}")),
         }
     }
 

@@ -2,6 +2,7 @@
 //! three-node clusters talking over real loopback HTTP.
 
 mod app;
+mod batch;
 mod cluster;
 mod conformance;
 mod harness;

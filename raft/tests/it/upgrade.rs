@@ -11,7 +11,7 @@ fn by_id(nodes: &[Running], id: u64) -> &Running {
     nodes.iter().find(|n| n.seat.id == id).unwrap()
 }
 
-async fn wait_cluster_version(nodes: &[Running], version: u32) {
+pub async fn wait_cluster_version(nodes: &[Running], version: u32) {
     let deadline = Instant::now() + WAIT;
     while !nodes.iter().all(|n| n.node.cluster_version() == version) {
         assert!(Instant::now() < deadline, "cluster version never reached {version} on every node");

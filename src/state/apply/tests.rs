@@ -209,6 +209,7 @@ fn a_user_patch_keeps_what_it_does_not_name() {
 }
 
 mod assignments;
+mod batch_property;
 mod effective_property;
 mod inherit_property;
 mod snapshot_property;

@@ -43,6 +43,16 @@ pub const CLI_TIMEOUT: Duration = Duration::from_secs(90);
 /// Bytes of each node log printed when a test fails.
 const LOG_TAIL_BYTES: u64 = 24 * 1024;
 
+/// `cmd` without the caller's `IDNODE_*` variables.
+fn without_idnode_env(mut cmd: Command) -> Command {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("IDNODE_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd
+}
+
 /// `n` random bytes from the kernel (no extra dependency needed).
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
@@ -296,14 +306,20 @@ pub struct Node {
     pub joins: bool,
     /// Stopped with SIGSTOP by [`Cluster::pause`] and not resumed yet.
     pub paused: bool,
+    /// The address its listeners bind (127.0.0.1 unless the node has a network of its own).
+    pub host: String,
+    /// The network namespace the process runs in (`ip netns exec`), if not the test's own.
+    pub netns: Option<String>,
+    /// Environment for this node only, after the cluster's.
+    pub env: Vec<(String, String)>,
 }
 
 impl Node {
     pub fn api(&self) -> String {
-        format!("http://127.0.0.1:{}", self.api_port)
+        format!("http://{}:{}", self.host, self.api_port)
     }
     pub fn ops(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ops_port)
+        format!("http://{}:{}", self.host, self.ops_port)
     }
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
@@ -440,17 +456,26 @@ impl Cluster {
     /// The idnode binary with none of the caller's `IDNODE_*` variables (they would be read
     /// as configuration).
     fn cli(&self) -> Command {
-        let mut cmd = Command::new(&self.bin);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("IDNODE_") {
-                cmd.env_remove(&k);
-            }
-        }
-        cmd
+        without_idnode_env(Command::new(&self.bin))
+    }
+
+    /// [`Cluster::cli`] run inside the network namespace `ns` (`ip netns exec` execs the
+    /// binary, so the child's pid is idnode's own and signals reach it).
+    fn cli_in(&self, ns: &str) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns]).arg(&self.bin);
+        without_idnode_env(cmd)
     }
 
     /// `n` members' directories, ports and keys, nothing started.
     fn prepare(n: usize, env: &[(&str, &str)]) -> Cluster {
+        Self::prepare_on(&vec![("127.0.0.1".to_string(), None); n], env)
+    }
+
+    /// One member per `(address, network namespace)` of `hosts`, prepared (directories, keys,
+    /// ports) but not started (the Jepsen-style campaign gives each member a network of its own).
+    pub fn prepare_on(hosts: &[(String, Option<String>)], env: &[(&str, &str)]) -> Cluster {
+        let n = hosts.len();
         assert!(n >= 1, "a cluster has at least one node");
         let dir = tempfile::Builder::new().prefix("idnode-it-").tempdir().expect("create temp dir");
         let root = dir.path().to_path_buf();
@@ -475,10 +500,13 @@ impl Cluster {
                 starts: 0,
                 joins: false,
                 paused: false,
+                host: hosts[i].0.clone(),
+                netns: hosts[i].1.clone(),
+                env: Vec::new(),
             });
         }
         let initial_cluster =
-            nodes.iter().map(|nd| format!("{}=127.0.0.1:{}", nd.id, nd.peer_port)).collect::<Vec<_>>().join(",");
+            nodes.iter().map(|nd| format!("{}={}:{}", nd.id, nd.host, nd.peer_port)).collect::<Vec<_>>().join(",");
         Cluster {
             dir: Some(dir),
             root,
@@ -515,6 +543,9 @@ impl Cluster {
             starts: 0,
             joins: true,
             paused: false,
+            host: "127.0.0.1".to_string(),
+            netns: None,
+            env: Vec::new(),
         });
         self.spawn_node(i);
         i
@@ -545,7 +576,7 @@ impl Cluster {
 
     /// Peer (raft and admin) address of node `i`, as `--endpoint` takes it.
     pub fn peer_addr(&self, i: usize) -> String {
-        format!("127.0.0.1:{}", self.nodes[i].peer_port)
+        format!("{}:{}", self.nodes[i].host, self.nodes[i].peer_port)
     }
 
     pub fn len(&self) -> usize {
@@ -567,7 +598,10 @@ impl Cluster {
         let admin_password = self.admin_password.clone();
         let initial_cluster = self.initial_cluster.clone();
         let extra_env = self.env.clone();
-        let mut cmd = self.cli();
+        let mut cmd = match &self.nodes[i].netns {
+            Some(ns) => self.cli_in(ns),
+            None => self.cli(),
+        };
         let node = &mut self.nodes[i];
         let (cluster_flag, cluster_value) = if node.joins {
             ("--initial-cluster-state", "existing".to_string())
@@ -587,11 +621,11 @@ impl Cluster {
             .arg("--data-dir")
             .arg(&node.data_dir)
             .arg("--listen")
-            .arg(format!("127.0.0.1:{}", node.api_port))
+            .arg(format!("{}:{}", node.host, node.api_port))
             .arg("--ops-listen")
-            .arg(format!("127.0.0.1:{}", node.ops_port))
+            .arg(format!("{}:{}", node.host, node.ops_port))
             .arg("--peer-listen")
-            .arg(format!("127.0.0.1:{}", node.peer_port))
+            .arg(format!("{}:{}", node.host, node.peer_port))
             .arg("--public-url")
             .arg(node.api())
             .env("IDNODE_CLUSTER_SECRET", &secret)
@@ -599,6 +633,7 @@ impl Cluster {
             .env("IDNODE_KEK", &node.kek_b64)
             .env("IDNODE_LOG", std::env::var("IDNODE_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()))
             .envs(extra_env)
+            .envs(node.env.clone())
             .env_remove("HTTP_PROXY")
             .env_remove("http_proxy")
             .env_remove("HTTPS_PROXY")

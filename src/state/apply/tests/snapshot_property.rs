@@ -25,14 +25,14 @@ use crate::state::model::*;
 const CASES: u64 = 24;
 const SECRET: &str = "property-cluster-secret";
 
-struct Replica {
+pub(super) struct Replica {
     _dir: tempfile::TempDir,
-    sm: StateMachine,
-    links: SmLinks,
+    pub(super) sm: StateMachine,
+    pub(super) links: SmLinks,
 }
 
 impl Replica {
-    fn new() -> Replica {
+    pub(super) fn new() -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
         // Each replica has its own data keys, as every node does.
@@ -42,11 +42,11 @@ impl Replica {
         Replica { _dir: dir, sm, links }
     }
 
-    async fn apply(&mut self, entries: &[Entry<TypeConfig>]) -> Vec<Reply> {
+    pub(super) async fn apply(&mut self, entries: &[Entry<TypeConfig>]) -> Vec<Reply> {
         self.sm.apply(entries.to_vec()).await.unwrap()
     }
 
-    async fn digest(&self, index: u64) -> String {
+    pub(super) async fn digest(&self, index: u64) -> String {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
         match self.links.digests.wait(index, deadline).await {
             Some(idnode_raft::DigestOutcome::Done { digest, .. }) => digest,
@@ -55,13 +55,13 @@ impl Replica {
     }
 }
 
-struct Log {
-    entries: Vec<Entry<TypeConfig>>,
-    rng: StdRng,
+pub(super) struct Log {
+    pub(super) entries: Vec<Entry<TypeConfig>>,
+    pub(super) rng: StdRng,
 }
 
 impl Log {
-    fn push(&mut self, req: Request) -> Entry<TypeConfig> {
+    pub(super) fn push(&mut self, req: Request) -> Entry<TypeConfig> {
         let index = self.entries.len() as u64 + 1;
         let e = Entry { log_id: LogId::new(CommittedLeaderId::new(1, 1), index), payload: EntryPayload::Normal(req) };
         self.entries.push(e.clone());
@@ -74,7 +74,7 @@ impl Log {
     }
 }
 
-fn bootstrap() -> Command {
+pub(super) fn bootstrap() -> Command {
     let role = |id: &str| Role {
         id: id.into(),
         name: id.into(),
@@ -114,7 +114,7 @@ fn bootstrap() -> Command {
 }
 
 /// A random command over small pools of ids and names, so collisions and misses are common.
-fn random_command(rng: &mut StdRng) -> Command {
+pub(super) fn random_command(rng: &mut StdRng) -> Command {
     let id = |rng: &mut StdRng, p: &str| format!("{p}{}", rng.gen_range(0..6));
     let name = |rng: &mut StdRng| ["admin", "Alice", "alice", "bob", "Carol", "dave"][rng.gen_range(0..6)].to_string();
     let domain = |rng: &mut StdRng| if rng.gen_bool(0.7) { "default".to_string() } else { "D1".to_string() };

@@ -1,0 +1,303 @@
+//! A Jepsen-style fault campaign over real network namespaces (issue 33, docs/reliability.md).
+//! Each member runs in a namespace of its own on a bridge the test builds (`net`); clients in
+//! the test's namespace send project creates, token issue/revoke/validate and password
+//! changes with logins through every member (`workload`) while a nemesis partitions, slows,
+//! drops, kills, pauses or skews one fault family after another (`nemesis`). Afterwards:
+//! every acknowledged create is on every member, no listing lost a project it showed, no
+//! revoked token or changed-away password was accepted after the change returned, each
+//! token's and user's history is linearizable as a register (`linear`, `checker`), and the
+//! members' state digests are equal. The history is kept as JSON beside the test binary's
+//! temporary files.
+//!
+//! `ci_sized_partition_campaign` runs two cycles of each family on three members; the full
+//! campaign (`IDNODE_JEPSEN_CYCLES`, default 100, on 3 and 5 members) is
+//! `cargo test --workspace --test it -- --ignored full_partition_campaign --nocapture`.
+
+mod checker;
+mod history;
+mod linear;
+mod nemesis;
+mod net;
+mod workload;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde_json::json;
+
+use crate::support::{agreement, random_hex, Cluster, Http};
+use history::{History, Outcome};
+use nemesis::Family;
+use net::Net;
+use workload::Ctx;
+
+/// One family's figures over all its cycles.
+#[derive(Default, Debug)]
+struct Row {
+    cycles: usize,
+    /// Longest time from a heal to the next acknowledged write (ms).
+    recovery_ms: u64,
+    /// Longest time from the fault to a minority member's first 503 (ms), when there was one.
+    minority_503_ms: Option<u64>,
+    /// Minority members that never answered 503 while the fault lasted.
+    minority_never_503: usize,
+}
+
+pub struct Report {
+    pub members: usize,
+    pub acked_creates: usize,
+    pub lost: Vec<String>,
+    pub regressions: Vec<(usize, String)>,
+    pub stale: Vec<String>,
+    pub nonlinear: Vec<String>,
+    pub ops: usize,
+    pub history: PathBuf,
+    rows: BTreeMap<Family, Row>,
+}
+
+impl Report {
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "{} members: {} operations, {} acknowledged creates, {} lost, {} listing regressions, {} stale accepts, {} non-linearizable keys (history: {})\n\n| nemesis | cycles | writes again after heal (max ms) | minority 503 after (max ms) | minority never 503 |\n|---|---:|---:|---:|---:|\n",
+            self.members,
+            self.ops,
+            self.acked_creates,
+            self.lost.len(),
+            self.regressions.len(),
+            self.stale.len(),
+            self.nonlinear.len(),
+            self.history.display()
+        );
+        for (f, r) in &self.rows {
+            let m = r.minority_503_ms.map_or("—".to_string(), |v| v.to_string());
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                f.name(),
+                r.cycles,
+                r.recovery_ms,
+                m,
+                r.minority_never_503
+            ));
+        }
+        s
+    }
+}
+
+/// Milliseconds of one fault, and of healthy running before it.
+struct Pace {
+    fault: Duration,
+    before: Duration,
+}
+
+async fn create_user(c: &Cluster, admin: &str, name: &str, password: &str) -> String {
+    let body = json!({"user": {"name": name, "password": password, "domain_id": "default"}});
+    let r = c.post_retry(0, "/v3/users", admin, &body, Duration::from_secs(60)).await;
+    r.json["user"]["id"].as_str().expect("a user id").to_string()
+}
+
+/// Time until a create through some member is acknowledged (each try bounded at 1 s).
+async fn writes_again(c: &Cluster, http: &Http, admin: &str, run: &str, cycle: usize) -> Duration {
+    let started = Instant::now();
+    let mut k = 0;
+    loop {
+        let i = k % c.len();
+        k += 1;
+        let body = json!({"project": {"name": format!("jp-{run}-probe-{cycle}-{k}"), "domain_id": "default"}});
+        if let Ok(r) = http.post(&format!("{}/v3/projects", c.api(i)), Some(admin), &body).await {
+            if r.status.is_success() {
+                return started.elapsed();
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no write acknowledged within 60 s of a heal");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Validates `admin` on `member` until it answers 503; the time that took from `from`.
+async fn first_503(api: String, admin: String, from: Instant, within: Duration) -> Option<u64> {
+    let http = Http::new(Duration::from_secs(5));
+    while from.elapsed() < within {
+        if let Ok(r) = http.validate_token(&api, &admin, &admin).await {
+            if r.status == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+                return Some(from.elapsed().as_millis() as u64);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+async fn campaign(members: usize, cycles: usize, pace: Pace, seed: u64) -> Report {
+    let net = Arc::new(Net::build(members));
+    let run = random_hex(4);
+    let skew_dir = tempfile::tempdir().expect("temp dir");
+    let skew: Vec<PathBuf> = (0..members).map(|i| skew_dir.path().join(format!("skew-{i}"))).collect();
+    let mut c = Cluster::prepare_on(&net.hosts(), &[("IDNODE_AUTH_RATE_LIMIT_PER_SECOND", "0")]);
+    for (i, path) in skew.iter().enumerate() {
+        std::fs::write(path, "0").unwrap();
+        c.nodes[i].env.push(("IDNODE_FAULT_CLOCK_SKEW_FILE".into(), path.display().to_string()));
+    }
+    for i in 0..members {
+        c.spawn_node(i);
+    }
+    let deadline = Instant::now() + crate::support::READY_TIMEOUT;
+    for i in 0..members {
+        c.wait_ready(i, deadline).await;
+    }
+    c.wait_leader(Duration::from_secs(30)).await;
+    let admin = c.admin_token(0).await;
+    let token_pw = format!("Tok-{run}-pw");
+    let token_user = create_user(&c, &admin, &format!("jp-{run}-tok"), &token_pw).await;
+    let history = Arc::new(History::new());
+    let regressions = Arc::new(Mutex::new(Vec::new()));
+    let http = Http::new(Duration::from_secs(3));
+    let apis: Arc<Vec<String>> = Arc::new((0..members).map(|i| c.api(i)).collect());
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rows: BTreeMap<Family, Row> = BTreeMap::new();
+    let mut first_passwords = BTreeMap::new();
+
+    for cycle in 0..cycles {
+        for family in Family::ALL {
+            let pw = format!("Pw-{run}-{cycle}-{family:?}-0");
+            let pw_user = create_user(&c, &admin, &format!("jp-{run}-pw-{cycle}-{family:?}"), &pw).await;
+            first_passwords.insert(pw_user.clone(), pw.clone());
+            let ctx = Ctx {
+                apis: apis.clone(),
+                http: http.clone(),
+                admin: admin.clone(),
+                history: history.clone(),
+                stop: Arc::new(AtomicBool::new(false)),
+                run: run.clone(),
+                regressions: regressions.clone(),
+            };
+            let clients = vec![
+                tokio::spawn(workload::creator(ctx.clone(), 0)),
+                tokio::spawn(workload::creator(ctx.clone(), 1)),
+                tokio::spawn(workload::lister(ctx.clone(), 2)),
+                tokio::spawn(workload::tokens(ctx.clone(), 3, token_user.clone(), token_pw.clone())),
+                tokio::spawn(workload::passwords(ctx.clone(), 4, pw_user, pw)),
+            ];
+            tokio::time::sleep(pace.before).await;
+            let leader = c.wait_leader(Duration::from_secs(30)).await;
+            let applied = nemesis::start(family, &mut c, &net, &skew, leader, &mut rng);
+            let at = Instant::now();
+            history.event(format!("start {}: {}", family.name(), applied.what));
+            let probes: Vec<_> = applied
+                .minority
+                .iter()
+                .map(|&m| tokio::spawn(first_503(c.api(m), admin.clone(), at, pace.fault)))
+                .collect();
+            tokio::time::sleep(pace.fault).await;
+            let minority = applied.minority.clone();
+            nemesis::stop(applied, &mut c, &net);
+            history.event(format!("stop {}", family.name()));
+            let recovery = writes_again(&c, &http, &admin, &run, cycle).await;
+            let row = rows.entry(family).or_default();
+            row.cycles += 1;
+            row.recovery_ms = row.recovery_ms.max(recovery.as_millis() as u64);
+            for (p, m) in probes.into_iter().zip(minority) {
+                match p.await.expect("probe") {
+                    Some(ms) => row.minority_503_ms = Some(row.minority_503_ms.unwrap_or(0).max(ms)),
+                    None => {
+                        eprintln!("cycle {cycle}, {}: member {m} never answered 503", family.name());
+                        row.minority_never_503 += 1;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            ctx.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for client in clients {
+                client.await.expect("a client task");
+            }
+            // A killed member must be back before the next fault.
+            let deadline = Instant::now() + crate::support::READY_TIMEOUT;
+            for i in 0..members {
+                c.wait_ready(i, deadline).await;
+            }
+        }
+    }
+
+    // Settle, then judge.
+    net.heal();
+    c.heal().await;
+    c.wait_leader(Duration::from_secs(30)).await;
+    c.wait_applied_converged(&(0..members).collect::<Vec<_>>(), Duration::from_secs(60)).await;
+    let ops = history.ops();
+    let acked: BTreeSet<String> =
+        ops.iter().filter(|o| o.f == "create" && matches!(o.outcome, Outcome::Ok(_))).map(|o| o.key.clone()).collect();
+    let mut lost = Vec::new();
+    for i in 0..members {
+        let listed = c.list_names(i, &admin, "/v3/projects?domain_id=default", "projects").await;
+        for name in acked.difference(&listed) {
+            lost.push(format!("{name}@{i}"));
+        }
+    }
+    let mut stale = checker::stale_token_accepts(&ops);
+    stale.extend(checker::stale_password_accepts(&ops));
+    let mut nonlinear = checker::token_nonlinear(&ops);
+    nonlinear.extend(checker::password_nonlinear(&ops, &first_passwords));
+    agreement::assert_check_consistent(&c, 0).await;
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jepsen-{members}-{run}.json"));
+    history.write_json(&path);
+    let regressions = regressions.lock().unwrap().clone();
+    Report {
+        members,
+        acked_creates: acked.len(),
+        lost,
+        regressions,
+        stale,
+        nonlinear,
+        ops: ops.len(),
+        history: path,
+        rows,
+    }
+}
+
+fn judge(r: &Report, recovery_limit_ms: u64) {
+    eprintln!("{}", r.table());
+    assert!(r.lost.is_empty(), "acknowledged creates missing: {:?}", r.lost);
+    assert!(r.regressions.is_empty(), "listings lost projects they had shown: {:?}", r.regressions);
+    assert!(r.stale.is_empty(), "stale accepts: {:?}", r.stale);
+    assert!(r.nonlinear.is_empty(), "histories no register explains: {:?} (see {})", r.nonlinear, r.history.display());
+    assert!(r.acked_creates > 0, "no create was acknowledged at all");
+    for (f, row) in &r.rows {
+        assert!(
+            row.recovery_ms <= recovery_limit_ms,
+            "{}: writes came back {} ms after a heal",
+            f.name(),
+            row.recovery_ms
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ci_sized_partition_campaign() {
+    if let Some(why) = Net::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // 4 s faults: a minority member's lease lapses after the minimum election timeout, and it
+    // then tries a read barrier for up to 3 s before it answers 503.
+    let r = campaign(3, 2, Pace { fault: Duration::from_secs(4), before: Duration::from_millis(300) }, 33).await;
+    // A debug build on a shared 2-core CI host: the 3 s target is the release campaign's.
+    judge(&r, 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the full campaign: hours; run it by name"]
+async fn full_partition_campaign() {
+    if let Some(why) = Net::unavailable() {
+        panic!("the campaign cannot run here: {why}");
+    }
+    let cycles = std::env::var("IDNODE_JEPSEN_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    for members in [3, 5] {
+        let pace = Pace { fault: Duration::from_secs(5), before: Duration::from_millis(500) };
+        let r = campaign(members, cycles, pace, members as u64).await;
+        judge(&r, 3_000);
+    }
+}
