@@ -175,13 +175,16 @@ async fn campaign(members: usize, cycles: usize, pace: Pace, seed: u64) -> Repor
                 run: run.clone(),
                 regressions: regressions.clone(),
             };
-            let clients = vec![
-                tokio::spawn(workload::creator(ctx.clone(), 0)),
-                tokio::spawn(workload::creator(ctx.clone(), 1)),
-                tokio::spawn(workload::lister(ctx.clone(), 2)),
-                tokio::spawn(workload::tokens(ctx.clone(), 3, token_user.clone(), token_pw.clone())),
-                tokio::spawn(workload::passwords(ctx.clone(), 4, pw_user, pw)),
-            ];
+            let mut clients: Vec<_> =
+                (0..members).map(|m| tokio::spawn(workload::creator(ctx.clone(), m, m))).collect();
+            clients.push(tokio::spawn(workload::lister(ctx.clone(), members)));
+            clients.push(tokio::spawn(workload::tokens(
+                ctx.clone(),
+                members + 1,
+                token_user.clone(),
+                token_pw.clone(),
+            )));
+            clients.push(tokio::spawn(workload::passwords(ctx.clone(), members + 2, pw_user, pw)));
             tokio::time::sleep(pace.before).await;
             let leader = c.wait_leader(Duration::from_secs(30)).await;
             let applied = nemesis::start(family, &mut c, &net, &skew, leader, &mut rng);

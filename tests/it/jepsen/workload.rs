@@ -82,11 +82,11 @@ fn write_outcome(r: &Result<Resp, String>) -> Outcome {
     }
 }
 
-/// Creates projects `jp-<run>-<client>-<n>` through each member in turn.
-pub async fn creator(ctx: Ctx, client: usize) {
+/// Creates projects `jp-<run>-<client>-<n>` through `member` (one creator per member, so a
+/// member that cannot answer holds up only its own creator).
+pub async fn creator(ctx: Ctx, client: usize, member: usize) {
     let mut n = 0u64;
     while !ctx.stopped() {
-        let member = (client + n as usize) % ctx.apis.len();
         let name = format!("jp-{}-{client}-{n}", ctx.run);
         let body = json!({"project": {"name": name, "domain_id": "default"}});
         let at = ctx.history.now();
