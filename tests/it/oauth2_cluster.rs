@@ -20,18 +20,15 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::support::agreement::assert_check_consistent;
+use crate::support::oauth_pages::{code_flow, form, get_page, pkce, Answer, REDIRECT_URI};
 use crate::support::{output_within_async, random_hex, Cluster, CLI_TIMEOUT, POLL};
 
 /// Bound on one whole test (a 3-node start included).
 const TEST_TIMEOUT: Duration = Duration::from_secs(120);
-/// The redirect URI of the browser client; never contacted (the 303 is not followed).
-const REDIRECT_URI: &str = "http://127.0.0.1:9/cb";
 const DOMAIN: &str = "default";
 
 /// Runs `test` and fails when it outlives [`TEST_TIMEOUT`] (the cluster it owns is dropped and
@@ -69,24 +66,8 @@ struct Provider {
     web: reqwest::Client,
 }
 
-/// One answer of [`Provider::form`] / [`Provider::get_page`].
-struct Answer {
-    status: StatusCode,
-    location: Option<String>,
-    set_cookie: Option<String>,
-    text: String,
-    json: Value,
-}
-
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_else(|| panic!("not a string: {v}"))
-}
-
-/// `(verifier, S256 challenge)` of a fresh PKCE pair (RFC 7636 §4.1-4.2).
-fn pkce() -> (String, String) {
-    let verifier = random_hex(32);
-    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    (verifier, challenge)
 }
 
 /// The claims of a JWT, unverified (to read `jti`, `kid`-independent fields).
@@ -98,26 +79,6 @@ fn claims(jwt: &str) -> Value {
 
 fn kid(jwt: &str) -> String {
     jsonwebtoken::decode_header(jwt).unwrap_or_else(|e| panic!("JWT header: {e}")).kid.expect("a kid")
-}
-
-fn unescape(v: &str) -> String {
-    v.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-}
-
-/// A page's form: its action and hidden inputs.
-fn page_form(html: &str) -> (String, Vec<(String, String)>) {
-    let action = regex::Regex::new(r#"<form method="post" action="([^"]+)">"#).expect("regex");
-    let hidden = regex::Regex::new(r#"<input type="hidden" name="([^"]+)" value="([^"]*)">"#).expect("regex");
-    let found = action.captures(html).unwrap_or_else(|| panic!("no form in the page:\n{html}"));
-    // The first form only, as a browser posts one form (the login page has a second, the
-    // passkey button's).
-    let start = found.get(0).map_or(0, |m| m.end());
-    let form = &html[start..html[start..].find("</form>").map_or(html.len(), |e| start + e)];
-    let action = found[1].to_string();
-    let fields: Vec<(String, String)> =
-        hidden.captures_iter(form).map(|c| (c[1].to_string(), unescape(&c[2]))).collect();
-    assert!(fields.iter().any(|(k, _)| k == "page_state"), "no page_state in the form:\n{html}");
-    (unescape(&action), fields)
 }
 
 impl Provider {
@@ -138,30 +99,13 @@ impl Provider {
         format!("{}/v4/oauth2/{DOMAIN}/{what}", self.c.api(i))
     }
 
-    async fn answer(resp: reqwest::Response) -> Answer {
-        let status = resp.status();
-        let header = |name| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let (location, set_cookie) = (header(LOCATION), header(SET_COOKIE));
-        let text = resp.text().await.expect("response body");
-        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer { status, location, set_cookie, text, json }
-    }
-
     async fn get_page(&self, url: &str, cookie: Option<&str>) -> Answer {
-        let mut req = self.web.get(url);
-        if let Some(c) = cookie {
-            req = req.header(COOKIE, c);
-        }
-        Self::answer(req.send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"))).await
+        get_page(&self.web, url, cookie).await
     }
 
     /// A form post (`application/x-www-form-urlencoded`).
     async fn form(&self, url: &str, cookie: Option<&str>, fields: &[(&str, &str)]) -> Answer {
-        let mut req = self.web.post(url).form(fields);
-        if let Some(c) = cookie {
-            req = req.header(COOKIE, c);
-        }
-        Self::answer(req.send().await.unwrap_or_else(|e| panic!("POST {url}: {e}"))).await
+        form(&self.web, url, cookie, fields).await
     }
 
     /// `POST` with the admin token to node 1; asserts 201.
@@ -235,43 +179,8 @@ impl Provider {
     /// The authorization code flow's pages: `/authorize` and the login post on node `login`,
     /// the consent post (approve) on node `consent`. Returns the code from the final 303.
     async fn code(&self, login: usize, consent: usize, cl: &OClient, user: &User, challenge: &str) -> String {
-        let state = random_hex(8);
-        let mut url = url::Url::parse(&self.oauth(login, "authorize")).expect("authorize URL");
-        url.query_pairs_mut()
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &cl.id)
-            .append_pair("redirect_uri", REDIRECT_URI)
-            .append_pair("scope", "openid profile")
-            .append_pair("state", &state)
-            .append_pair("nonce", "n-0S6_WzA2Mj")
-            .append_pair("code_challenge", challenge)
-            .append_pair("code_challenge_method", "S256");
-        let page = self.get_page(url.as_str(), None).await;
-        assert_eq!(page.status, StatusCode::OK, "GET /authorize on node {}: {}", login + 1, page.text);
-        let set_cookie = page.set_cookie.unwrap_or_else(|| panic!("/authorize set no CSRF cookie"));
-        // `name=value; Path=…; HttpOnly; …` → `name=value`
-        let cookie = set_cookie.split(';').next().expect("cookie pair").trim().to_string();
-
-        let (action, hidden) = page_form(&page.text);
-        let mut fields: Vec<(&str, &str)> = hidden.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        fields.extend([("username", user.name.as_str()), ("password", user.password.as_str())]);
-        let url = format!("{}{action}", self.c.api(login));
-        let page = self.form(&url, Some(&cookie), &fields).await;
-        assert_eq!(page.status, StatusCode::OK, "login post on node {}: {}", login + 1, page.text);
-        assert!(page.text.contains(r#"name="decision" value="approve""#), "not the consent page:\n{}", page.text);
-
-        let (action, hidden) = page_form(&page.text);
-        let mut fields: Vec<(&str, &str)> = hidden.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        fields.push(("decision", "approve"));
-        let url = format!("{}{action}", self.c.api(consent));
-        let done = self.form(&url, Some(&cookie), &fields).await;
-        assert_eq!(done.status, StatusCode::SEE_OTHER, "consent post on node {}: {}", consent + 1, done.text);
-        let location = done.location.expect("the consent post's Location");
-        assert!(location.starts_with(REDIRECT_URI), "redirected elsewhere: {location}");
-        let back = url::Url::parse(&location).expect("Location URL");
-        let q: std::collections::HashMap<String, String> = back.query_pairs().into_owned().collect();
-        assert_eq!(q.get("state"), Some(&state), "state comes back: {location}");
-        q.get("code").unwrap_or_else(|| panic!("no code in {location}")).clone()
+        let (login, consent) = (self.c.api(login), self.c.api(consent));
+        code_flow(&self.web, (&login, &consent), DOMAIN, &cl.id, (&user.name, &user.password), challenge).await
     }
 
     /// The code flow (pages on nodes `login`/`consent`), redeemed on node `redeem`; returns the

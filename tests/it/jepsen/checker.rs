@@ -51,6 +51,21 @@ pub fn stale_password_accepts(ops: &[Op]) -> Vec<String> {
         .collect()
 }
 
+/// Introspections that called a refresh token active after its rotation returned: `family@member`.
+pub fn stale_refresh_accepts(ops: &[Op]) -> Vec<String> {
+    let mut rotated: BTreeMap<&str, u64> = BTreeMap::new();
+    for o in ops.iter().filter(|o| o.f == "rotate" && matches!(o.outcome, Outcome::Ok(_))) {
+        if let Some(old) = o.arg.as_deref() {
+            rotated.insert(old, o.complete_us);
+        }
+    }
+    ops.iter()
+        .filter(|o| o.f == "introspect" && o.outcome == Outcome::Ok(Some("active".into())))
+        .filter(|o| o.arg.as_deref().and_then(|t| rotated.get(t)).is_some_and(|&at| o.invoke_us > at))
+        .map(|o| format!("{}@{}", o.key, o.member))
+        .collect()
+}
+
 fn timed(o: &Op, op: RegOp) -> Timed {
     let complete = match o.outcome {
         Outcome::Info(_) => None,
@@ -113,6 +128,19 @@ mod tests {
         bad.push(op("validate", "t", None, 8, 9, valid("valid")));
         assert_eq!(stale_token_accepts(&bad), vec!["t@1".to_string()]);
         assert_eq!(token_nonlinear(&bad), vec!["t".to_string()]);
+    }
+
+    #[test]
+    fn a_rotated_away_refresh_token_called_active_is_found() {
+        let good = [
+            op("rotate", "f", Some("r0"), 0, 5, Outcome::Ok(Some("r1".into()))),
+            op("introspect", "f", Some("r0"), 1, 2, valid("active")), // during the rotation
+            op("introspect", "f", Some("r0"), 6, 7, valid("inactive")),
+        ];
+        assert!(stale_refresh_accepts(&good).is_empty());
+        let mut bad = good.to_vec();
+        bad.push(op("introspect", "f", Some("r0"), 8, 9, valid("active")));
+        assert_eq!(stale_refresh_accepts(&bad), vec!["f@1".to_string()]);
     }
 
     #[test]

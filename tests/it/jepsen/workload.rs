@@ -23,6 +23,8 @@ pub struct Ctx {
     pub history: Arc<History>,
     pub stop: Arc<AtomicBool>,
     pub run: String,
+    /// This cycle's tag, so names stay unique from one cycle to the next.
+    pub cycle: String,
     /// Listings that lost a project they had shown (member, the project): must stay empty.
     pub regressions: Arc<Mutex<Vec<(usize, String)>>>,
 }
@@ -82,12 +84,12 @@ fn write_outcome(r: &Result<Resp, String>) -> Outcome {
     }
 }
 
-/// Creates projects `jp-<run>-<client>-<n>` through `member` (one creator per member, so a
+/// Creates projects `jp-<run>-<cycle>-<client>-<n>` through `member` (one creator per member, so a
 /// member that cannot answer holds up only its own creator).
 pub async fn creator(ctx: Ctx, client: usize, member: usize) {
     let mut n = 0u64;
     while !ctx.stopped() {
-        let name = format!("jp-{}-{client}-{n}", ctx.run);
+        let name = format!("jp-{}-{}-{client}-{n}", ctx.run, ctx.cycle);
         let body = json!({"project": {"name": name, "domain_id": "default"}});
         let at = ctx.history.now();
         let r = ctx.send(member, Method::POST, "/v3/projects", Some(&ctx.admin), &[], Some(&body)).await;
@@ -146,7 +148,7 @@ pub async fn tokens(ctx: Ctx, client: usize, user_id: String, password: String) 
     while !ctx.stopped() {
         let members = ctx.apis.len();
         let (a, b) = (n % members, (n + 1) % members);
-        let key = format!("t{client}-{n}");
+        let key = format!("t{client}-{}-{n}", ctx.cycle);
         n += 1;
         let at = ctx.history.now();
         let r =
@@ -213,8 +215,16 @@ pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) 
         for original in candidates.clone() {
             let body = json!({"user": {"original_password": original, "password": new}});
             let at = ctx.history.now();
-            let r =
-                ctx.send(member, Method::POST, &format!("/v3/users/{user_id}/password"), None, &[], Some(&body)).await;
+            let r = ctx
+                .send(
+                    member,
+                    Method::POST,
+                    &format!("/v3/users/{user_id}/password"),
+                    Some(&ctx.admin),
+                    &[],
+                    Some(&body),
+                )
+                .await;
             outcome = ctx.record((client, member), "set_password", &user_id, Some(new.clone()), at, write_outcome(&r));
             recorded += 1;
             tried = Some(original);
@@ -239,7 +249,7 @@ pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) 
                 let r =
                     ctx.send(m, Method::POST, "/v3/auth/tokens", None, &[], Some(&password_login(&user_id, pw))).await;
                 let outcome = match &r {
-                    Ok(r) if r.status == StatusCode::CREATED => Outcome::Ok(Some("yes".into())),
+                    Ok(r) if r.status.is_success() => Outcome::Ok(Some("yes".into())),
                     Ok(r) if r.status == StatusCode::UNAUTHORIZED => Outcome::Ok(Some("no".into())),
                     Ok(r) => Outcome::Info(r.status.to_string()),
                     Err(e) => Outcome::Info(e.clone()),
@@ -256,4 +266,77 @@ pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) 
             }
         }
     }
+}
+
+/// A confidential browser client of the default domain's provider, and a client that does not
+/// follow redirects (the code flow's pages).
+pub struct OAuth {
+    pub web: reqwest::Client,
+    pub client_id: String,
+    pub secret: String,
+}
+
+/// Rotates one refresh-token family through each member in turn (`rotate` ops, the token
+/// presented as the argument) and introspects the rotated-away token on every member
+/// (`introspect` ops: `active` or `inactive`). A rotation that did not surely happen ends the
+/// family for this cycle (presenting its token again would be a reuse, which revokes it).
+pub async fn refreshes(ctx: Ctx, client: usize, oauth: Arc<OAuth>, family: String, first: String) {
+    let mut current = first;
+    let mut n = 0usize;
+    while !ctx.stopped() {
+        let members = ctx.apis.len();
+        let member = n % members;
+        n += 1;
+        let fields = [
+            ("client_id", oauth.client_id.as_str()),
+            ("client_secret", oauth.secret.as_str()),
+            ("grant_type", "refresh_token"),
+            ("refresh_token", current.as_str()),
+        ];
+        let at = ctx.history.now();
+        let r = oauth_post(&oauth, &ctx.apis[member], "token", &fields).await;
+        let outcome = match &r {
+            Ok((StatusCode::OK, v)) => Outcome::Ok(v["refresh_token"].as_str().map(String::from)),
+            Ok((s, v)) if s.is_client_error() => Outcome::Fail(format!("{s} {v}")),
+            Ok((s, _)) => Outcome::Info(s.to_string()),
+            Err(e) => Outcome::Info(e.clone()),
+        };
+        ctx.record((client, member), "rotate", &family, Some(current.clone()), at, outcome.clone());
+        let Outcome::Ok(Some(next)) = outcome else {
+            while !ctx.stopped() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            return;
+        };
+        let old = std::mem::replace(&mut current, next);
+        for m in 0..members {
+            let fields = [
+                ("client_id", oauth.client_id.as_str()),
+                ("client_secret", oauth.secret.as_str()),
+                ("token", old.as_str()),
+                ("token_type_hint", "refresh_token"),
+            ];
+            let at = ctx.history.now();
+            let outcome = match oauth_post(&oauth, &ctx.apis[m], "introspect", &fields).await {
+                Ok((StatusCode::OK, v)) if v["active"] == json!(true) => Outcome::Ok(Some("active".into())),
+                Ok((StatusCode::OK, _)) => Outcome::Ok(Some("inactive".into())),
+                Ok((s, _)) => Outcome::Info(s.to_string()),
+                Err(e) => Outcome::Info(e),
+            };
+            ctx.record((client, m), "introspect", &family, Some(old.clone()), at, outcome);
+        }
+    }
+}
+
+async fn oauth_post(
+    oauth: &OAuth,
+    api: &str,
+    what: &str,
+    fields: &[(&str, &str)],
+) -> Result<(StatusCode, Value), String> {
+    let url = format!("{api}/v4/oauth2/default/{what}");
+    let r = oauth.web.post(&url).form(fields).send().await.map_err(|e| e.to_string())?;
+    let status = r.status();
+    let text = r.text().await.map_err(|e| e.to_string())?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
 }

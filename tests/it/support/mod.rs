@@ -16,6 +16,7 @@ pub mod agreement;
 /// The listings every replica must agree on, as the in-process tests have them.
 #[path = "../../../src/testkit/listings.rs"]
 pub mod listings;
+pub mod oauth_pages;
 /// The SCIM realm set-up bodies the in-process tests use as well.
 #[path = "../../../src/testkit/scim_setup.rs"]
 pub mod scim_setup;
