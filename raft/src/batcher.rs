@@ -37,14 +37,7 @@ impl Batcher {
             let slots = Arc::new(Semaphore::new(IN_FLIGHT));
             loop {
                 let Ok(slot) = slots.clone().acquire_owned().await else { return };
-                let Some(first) = rx.recv().await else { return };
-                let mut items = vec![first];
-                while items.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(p) => items.push(p),
-                        Err(_) => break,
-                    }
-                }
+                let Some(items) = gather(&mut rx, MAX_BATCH, usize::MAX, |_| 0).await else { return };
                 let (raft, engine) = (raft.clone(), engine.clone());
                 tokio::spawn(async move {
                     write(&raft, &engine, items).await;
@@ -63,6 +56,30 @@ impl Batcher {
         }
         rx.await.unwrap_or_else(|_| Err(LeaderError::Unavailable("the proposal writer dropped the proposal".into())))
     }
+}
+
+/// The next item of `rx` (None once it is closed) with whatever else is already waiting, up to
+/// `max` items or until their `weight` reaches `max_weight`: group commit's batches and a
+/// follower's forwarded groups.
+pub(crate) async fn gather<T>(
+    rx: &mut mpsc::UnboundedReceiver<T>,
+    max: usize,
+    max_weight: usize,
+    weight: impl Fn(&T) -> usize,
+) -> Option<Vec<T>> {
+    let first = rx.recv().await?;
+    let mut total = weight(&first);
+    let mut items = vec![first];
+    while items.len() < max && total < max_weight {
+        match rx.try_recv() {
+            Ok(item) => {
+                total += weight(&item);
+                items.push(item);
+            }
+            Err(_) => break,
+        }
+    }
+    Some(items)
 }
 
 async fn write(raft: &Raft, engine: &Engine, items: Vec<Pending>) {

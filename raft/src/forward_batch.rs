@@ -9,6 +9,7 @@ use futures::future::join_all;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
 
+use crate::batcher::gather;
 use crate::types::{Proposal, BATCH_VERSION};
 use crate::wire::{LeaderReply, LeaderRequest};
 use crate::{ProposeError, RaftNode};
@@ -57,18 +58,8 @@ impl RaftNode {
             let slots = Arc::new(Semaphore::new(IN_FLIGHT));
             loop {
                 let Ok(slot) = slots.clone().acquire_owned().await else { return };
-                let Some(first) = rx.recv().await else { return };
-                let mut bytes = first.proposal.payload.len();
-                let mut group = vec![first];
-                while group.len() < MAX_GROUP && bytes < MAX_GROUP_BYTES {
-                    match rx.try_recv() {
-                        Ok(w) => {
-                            bytes += w.proposal.payload.len();
-                            group.push(w);
-                        }
-                        Err(_) => break,
-                    }
-                }
+                let weight = |w: &Waiting| w.proposal.payload.len();
+                let Some(group) = gather(&mut rx, MAX_GROUP, MAX_GROUP_BYTES, weight).await else { return };
                 let Some(node) = weak.upgrade() else { return };
                 tokio::spawn(async move {
                     node.forward_group(group).await;

@@ -24,7 +24,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::agreement::assert_check_consistent;
-use crate::support::oauth_pages::{code_flow, form, get_page, pkce, Answer, REDIRECT_URI};
+use crate::support::oauth_pages::{self, code_flow, form, get_page, pkce, Answer, REDIRECT_URI};
 use crate::support::{output_within_async, random_hex, Cluster, CLI_TIMEOUT, POLL};
 
 /// Bound on one whole test (a 3-node start included).
@@ -86,12 +86,7 @@ impl Provider {
         let c = if env.is_empty() { Cluster::start(3).await } else { Cluster::start_with_env(3, env).await };
         c.wait_leader(Duration::from_secs(30)).await;
         let admin = c.admin_token(0).await;
-        let web = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("reqwest client");
+        let web = oauth_pages::page_client(Duration::from_secs(10));
         Provider { c, admin, web }
     }
 

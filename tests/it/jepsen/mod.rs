@@ -112,12 +112,7 @@ async fn register_web_client(c: &Cluster, admin: &str) -> workload::OAuth {
         "grant_types": ["authorization_code", "refresh_token"], "redirect_uris": [oauth_pages::REDIRECT_URI],
         "allowed_scopes": ["openid", "profile"], "require_pkce": true}});
     let r = c.post_retry(0, "/v4/oauth2/default/clients", admin, &spec, Duration::from_secs(60)).await;
-    let web = reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(3))
-        .build()
-        .expect("reqwest client");
+    let web = oauth_pages::page_client(Duration::from_secs(3));
     workload::OAuth {
         web,
         client_id: r.json["oauth2_client"]["client_id"].as_str().expect("client_id").to_string(),

@@ -24,6 +24,16 @@ pub struct Answer {
     pub json: Value,
 }
 
+/// A client for the pages: no proxy, no redirect followed, each request bounded by `timeout`.
+pub fn page_client(timeout: std::time::Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .build()
+        .expect("reqwest client")
+}
+
 async fn answer(resp: reqwest::Response) -> Answer {
     let status = resp.status();
     let header = |name| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
