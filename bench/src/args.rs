@@ -61,6 +61,16 @@ pub struct Args {
     /// Requests of each kind per driver in the OpenFGA benchmark.
     #[arg(long, default_value_t = 200)]
     pub fga_rounds: usize,
+    /// Run the growing-state benchmark instead: the create rate from an empty state to
+    /// `--fill-projects` (see `fill.rs`).
+    #[arg(long)]
+    pub fill: bool,
+    /// Projects the growing-state benchmark ends with.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub fill_projects: u32,
+    /// Creates per measured window of the growing-state benchmark.
+    #[arg(long, default_value_t = 50_000)]
+    pub fill_window: u32,
     /// Projects in the state the backup and restore figures move.
     #[arg(long, default_value_t = 100_000)]
     pub ops_projects: u32,

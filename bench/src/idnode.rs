@@ -9,7 +9,7 @@ use crate::args::Args;
 use crate::cluster::{IdCluster, READY_TIMEOUT};
 use crate::fixture::{describe, fixture};
 use crate::oauth2;
-use crate::probe::{drain, host_busy_pct, rss_kib};
+use crate::probe::{drain, host_busy_pct, rss_kib, settled_rss_kib};
 use crate::report::SystemResult;
 use crate::util::progress;
 use crate::workloads;
@@ -54,6 +54,7 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         let scim = crate::scim::run(&w, &c.http, &c.nodes[leader].api, &fx.admin, &pids, &mut res.notes).await?;
         res.cases.extend(scim);
         res.load_rss_kib = Some(c.pids().iter().filter_map(|p| rss_kib(*p)).sum());
+        res.settled_rss_kib = Some(settled_rss_kib(&c.pids()).await);
         res.notes.push(freshness_note(&c).await);
 
         if n == 1 {

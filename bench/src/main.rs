@@ -31,6 +31,7 @@ mod api;
 mod args;
 mod cluster;
 mod fga;
+mod fill;
 mod fixture;
 mod idnode;
 mod mapped;
@@ -105,6 +106,8 @@ async fn main() -> Result<()> {
     // and prints its own table.
     let special = if args.ops {
         Some("ops")
+    } else if args.fill {
+        Some("fill")
     } else if args.fga {
         Some("fga")
     } else if args.passkey {
@@ -119,6 +122,7 @@ async fn main() -> Result<()> {
         let table = match name {
             "ops" => ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?,
             "fga" => fga::bench_fga(&bin, &out, args.fga_rounds).await?,
+            "fill" => fill::bench_fill(&bin, &out, args.fill_projects, args.fill_window).await?,
             _ => passkey::bench_passkey(&bin, &out, args.passkey_rounds).await?,
         };
         std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;

@@ -14,24 +14,16 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use futures::stream::{self, StreamExt};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::api::{call, call_retry, http_client, password_body};
+use crate::api::{call, http_client};
 use crate::cluster::{IdCluster, READY_TIMEOUT};
+use crate::fill::admin_token;
 use crate::util::progress;
 
 /// Longest one write may take to be acknowledged after a kill before the run gives up.
 const FAILOVER_GIVE_UP: Duration = Duration::from_secs(30);
-/// Concurrent creates while filling the state for the backup figures.
-const FILL_CONCURRENCY: usize = 16;
-
-async fn admin_token(c: &IdCluster, i: usize) -> Result<String> {
-    let body = password_body("admin", &c.admin_password, "admin");
-    let r = call_retry(&c.http, Method::POST, &format!("{}/v3/auth/tokens", c.nodes[i].api), None, Some(&body)).await?;
-    r.subject_token.with_context(|| format!("admin token: {} {}", r.status, r.text))
-}
 
 /// The nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -82,33 +74,6 @@ async fn failover(c: &mut IdCluster, kills: u32) -> Result<Vec<f64>> {
     Ok(times)
 }
 
-/// Creates `n` projects through `api`, `FILL_CONCURRENCY` at a time.
-async fn fill(c: &IdCluster, i: usize, n: u32) -> Result<()> {
-    let token = admin_token(c, i).await?;
-    let url = format!("{}/v3/projects", c.nodes[i].api);
-    let started = Instant::now();
-    let results: Vec<Result<()>> = stream::iter(0..n)
-        .map(|j| {
-            let (http, url, token) = (c.http.clone(), url.clone(), token.clone());
-            async move {
-                let body = json!({"project": {"name": format!("bk-{j}"), "domain_id": "default",
-                    "description": "a project of the backup benchmark's state"}});
-                let r = call_retry(&http, Method::POST, &url, Some(&token), Some(&body)).await?;
-                if r.status != StatusCode::CREATED && r.status != StatusCode::CONFLICT {
-                    bail!("create project {j}: {} {}", r.status, r.text);
-                }
-                if j > 0 && j % 10_000 == 0 {
-                    progress(format!("  {j} projects ({:.0}/s)", f64::from(j) / started.elapsed().as_secs_f64()));
-                }
-                Ok(())
-            }
-        })
-        .buffer_unordered(FILL_CONCURRENCY)
-        .collect()
-        .await;
-    results.into_iter().collect()
-}
-
 /// Runs `idnode ARGS` with the cluster secret (and `env`), returning its JSON summary.
 async fn cli(c: &IdCluster, args: &[&str], env: &[(&str, &str)]) -> Result<Value> {
     let mut cmd = tokio::process::Command::new(&c.bin);
@@ -136,7 +101,7 @@ async fn backup_restore(c: &IdCluster, dir: &Path, projects: u32) -> Result<(Val
     let leader = c.leader().await?;
     let follower = (leader + 1) % c.nodes.len();
     progress(format!("  filling the state with {projects} projects"));
-    fill(c, leader, projects).await?;
+    crate::fill::fill(c, leader, (0, projects), 10_000).await?;
     let file = dir.join("state.backup");
     let _ = std::fs::remove_file(&file);
     let file_s = file.display().to_string();

@@ -59,6 +59,14 @@ pub async fn host_busy_pct(secs: u64) -> Option<f64> {
 
 /// Waits (at most 60 s) until the processes stop burning CPU, so requests wrk left queued do not
 /// bleed into the next case (the same idea as the reference bench.sh's `drain`).
+/// RSS of `pids` once the load's leftovers are gone: the processes drained, then one more
+/// period of the node's heap trimming (5 s) and a second.
+pub async fn settled_rss_kib(pids: &[u32]) -> u64 {
+    drain(pids).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    pids.iter().filter_map(|p| rss_kib(*p)).sum()
+}
+
 pub async fn drain(pids: &[u32]) {
     let total = |pids: &[u32]| pids.iter().filter_map(|p| cpu_ticks(*p)).sum::<u64>();
     let deadline = Instant::now() + Duration::from_secs(60);

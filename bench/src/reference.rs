@@ -90,6 +90,7 @@ pub async fn bench_reference(
         res.idle_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
         res.cases = workloads::run(&wrk.in_dir(&dir), KEYSTONE_BASE, None, &fx, &pids).await?;
         res.load_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
+        res.settled_rss_kib = Some(crate::probe::settled_rss_kib(&keystone_pids()).await);
         Ok::<(), anyhow::Error>(())
     }
     .await;

@@ -13,6 +13,8 @@ pub struct SystemResult {
     pub cases: BTreeMap<&'static str, WrkResult>,
     pub idle_rss_kib: Option<u64>,
     pub load_rss_kib: Option<u64>,
+    /// RSS after load once drained and settled (`probe::settled_rss_kib`), KiB.
+    pub settled_rss_kib: Option<u64>,
     pub cold_start_s: Option<f64>,
     pub restart_s: Option<f64>,
     /// RSS right after the cold start, before the fixture was created, KiB
@@ -342,6 +344,11 @@ fn rows() -> Vec<Row> {
         ),
         val("idle RSS MiB after the fixture (all processes)", Box::new(move |r: &SystemResult| mib(r.idle_rss_kib)), 1),
         val("RSS after load MiB (all processes)", Box::new(move |r: &SystemResult| mib(r.load_rss_kib)), 1),
+        val(
+            "RSS after load, drained and settled 6 s MiB (all processes)",
+            Box::new(move |r: &SystemResult| mib(r.settled_rss_kib)),
+            1,
+        ),
         val(
             "RSS right after start MiB (before the fixture)",
             Box::new(move |r: &SystemResult| mib(r.start_rss_kib)),

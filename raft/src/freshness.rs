@@ -101,12 +101,24 @@ impl Freshness {
         self.heard(Some(Stamp { epoch: self.epoch, micros: self.micros(started) }), commit);
     }
 
-    /// Follower: (heard a leader within the window, the highest commit index heard of).
-    pub fn follower_contact(&self) -> (bool, u64) {
+    /// The staleness allowed: the minimum election timeout.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// Follower: (how long since it last certainly heard a leader, `None` if it never did; the
+    /// highest commit index heard of).
+    pub fn follower_silence(&self) -> (Option<Duration>, u64) {
         let h = lock(&self.heard);
         let now = self.micros(Instant::now());
-        let window = u64::try_from(self.window.as_micros()).unwrap_or(u64::MAX);
-        (h.at_micros.is_some_and(|at| now.saturating_sub(at) < window), h.commit)
+        (h.at_micros.map(|at| Duration::from_micros(now.saturating_sub(at))), h.commit)
+    }
+
+    /// Follower: (heard a leader within the window, the highest commit index heard of).
+    #[cfg(test)]
+    pub fn follower_contact(&self) -> (bool, u64) {
+        let (silence, commit) = self.follower_silence();
+        (silence.is_some_and(|s| s < self.window), commit)
     }
 
     /// Follower: heard a leader within the window and applied all it said was committed.
@@ -132,16 +144,32 @@ impl Freshness {
         }
     }
 
-    /// Leader: together with itself, a quorum of `voters` accepted an append sent within the
-    /// window.
-    pub fn leader_fresh(&self, me: u64, voters: &[u64]) -> bool {
+    /// Leader: how long since a quorum of `voters`, itself included, last accepted an append
+    /// (the age of the quorum's oldest latest acknowledgement); `None` if no quorum ever did or
+    /// it is no voter.
+    pub fn leader_silence(&self, me: u64, voters: &[u64]) -> Option<Duration> {
+        if !voters.contains(&me) {
+            return None;
+        }
         let now = Instant::now();
         let acks = lock(&self.acks);
-        let recent = voters
+        let mut ages: Vec<Option<Duration>> = voters
             .iter()
-            .filter(|v| **v == me || acks.get(v).is_some_and(|sent| now.saturating_duration_since(*sent) < self.window))
-            .count();
-        voters.contains(&me) && recent > voters.len() / 2
+            .map(|v| match v {
+                v if *v == me => Some(Duration::ZERO),
+                v => acks.get(v).map(|sent| now.saturating_duration_since(*sent)),
+            })
+            .collect();
+        // `None` (never) sorts first: put it last.
+        ages.sort_by_key(|a| a.map_or((1, Duration::ZERO), |d| (0, d)));
+        ages.get(voters.len() / 2).copied().flatten()
+    }
+
+    /// Leader: together with itself, a quorum of `voters` accepted an append sent within the
+    /// window.
+    #[cfg(test)]
+    pub fn leader_fresh(&self, me: u64, voters: &[u64]) -> bool {
+        self.leader_silence(me, voters).is_some_and(|s| s < self.window)
     }
 
     pub fn barriers_run(&self) -> u64 {
@@ -174,6 +202,7 @@ mod tests {
         f.barrier_passed(Instant::now(), 9);
         assert!(!f.follower_fresh(8));
         assert!(f.follower_fresh(9));
+        assert!(f.follower_silence().0.is_some_and(|s| s < WINDOW));
     }
 
     #[test]
@@ -187,8 +216,12 @@ mod tests {
         f.replied(2, sent, f.stamp(), true);
         assert!(f.leader_fresh(1, &[1, 2, 3]));
         assert!(!f.leader_fresh(1, &[1, 2, 3, 4, 5]));
+        assert!(f.leader_silence(1, &[1, 2, 3]).is_some_and(|s| s < WINDOW));
+        assert_eq!(f.leader_silence(4, &[1, 2, 3]), None, "no voter has no quorum");
+        assert_eq!(f.leader_silence(1, &[1, 2, 3, 4, 5]), None, "a quorum never acknowledged");
         std::thread::sleep(WINDOW + Duration::from_millis(20));
         assert!(!f.leader_fresh(1, &[1, 2, 3]));
+        assert!(f.leader_silence(1, &[1, 2, 3]).is_some_and(|s| s > WINDOW));
         assert_eq!(f.echo_for(2).map(|s| s.epoch), Some(f.stamp().epoch));
     }
 }

@@ -26,6 +26,7 @@ mod network;
 mod node;
 mod options;
 mod peer_api;
+mod recent_log;
 mod schema;
 mod snapshot;
 mod state_machine;
@@ -53,7 +54,7 @@ pub use options::RaftOptions;
 pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
 pub use types::{Proposal, Reply, Request, TypeConfig, BATCH_VERSION};
-pub use version::{MemberVersion, NodeVersion, BASE_VERSION};
+pub use version::{applied_cluster_version, MemberVersion, NodeVersion, BASE_VERSION};
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.

@@ -7,11 +7,12 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use idnode_storage::{decode, Engine};
+use idnode_storage::{decode, encode, Engine};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, RaftLogId, RaftLogReader, StorageIOError};
 
 use crate::error::any;
+use crate::recent_log::RecentEntries;
 use crate::schema::{log_index, log_key, CF_LOG, CF_META, KEY_COMMITTED, KEY_PURGED, KEY_VOTE};
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
@@ -21,11 +22,13 @@ pub struct LogStore {
     engine: Arc<Engine>,
     /// Last committed index seen (for status and metrics without asking raft core).
     committed: Arc<AtomicU64>,
+    /// The newest entries, decoded, shared by every clone (replication and apply read them).
+    recent: Arc<RecentEntries>,
 }
 
 impl LogStore {
     pub fn new(engine: Arc<Engine>) -> Self {
-        LogStore { engine, committed: Arc::new(AtomicU64::new(0)) }
+        LogStore { engine, committed: Arc::new(AtomicU64::new(0)), recent: Arc::default() }
     }
 
     /// Shares the committed index cell with the node (status reads it without locking).
@@ -99,6 +102,9 @@ impl RaftLogReader<TypeConfig> for LogStore {
         if end.is_some_and(|e| e <= start) {
             return Ok(Vec::new());
         }
+        if let Some(entries) = self.recent.get(start, end) {
+            return Ok(entries);
+        }
         let end_key = end.map(log_key);
         let pairs = self
             .engine
@@ -154,13 +160,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let mut batch = self.engine.batch();
+        let mut written = Vec::new();
         for entry in entries {
             let index = entry.get_log_id().index;
-            batch.put_t(CF_LOG, log_key(index), &entry).map_err(|e| StorageIOError::write_logs(any(e)))?;
+            let bytes = encode(&entry).map_err(|e| StorageIOError::write_logs(any(e)))?;
+            batch.put(CF_LOG, log_key(index), &bytes);
+            written.push((entry, bytes.len()));
         }
         // Synced: the flush callback is the promise that the entries are on disk.
         match self.engine.write(batch, true) {
             Ok(()) => {
+                self.recent.appended(written);
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }
@@ -175,6 +185,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         if let Some(last) = self.last_entry_id()? {
             if last.index >= log_id.index {
+                self.recent.truncated(log_id.index);
                 // Synced: conflicting entries must not reappear after a crash.
                 self.delete_range(log_id.index, last.index, None, true)?;
             }
@@ -185,6 +196,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let from = self.first_index()?.unwrap_or(log_id.index);
         let from = from.min(log_id.index);
+        self.recent.purged(log_id.index);
         // Not synced: a purge lost in a crash only leaves entries the snapshot already covers.
         self.delete_range(from, log_id.index, Some(&log_id), false)
     }

@@ -180,34 +180,53 @@ impl RaftNode {
     /// (or, leading, a quorum heard it) within the minimum election timeout, and it applied
     /// everything it knows to be committed.
     pub fn fresh(&self) -> bool {
-        let (contact, needed) = self.standing_now();
-        contact && self.applied_index() >= needed
+        let (silence, needed) = self.standing_now();
+        silence.is_some_and(|s| s < self.freshness.window()) && self.applied_index() >= needed
     }
 
-    /// (recent contact with a leader or, leading, with a quorum; the index to have applied).
-    fn standing_now(&self) -> (bool, u64) {
+    /// (how long since this node last certainly heard a leader or, leading, a quorum heard
+    /// it, `None` if never; the index to have applied).
+    fn standing_now(&self) -> (Option<Duration>, u64) {
         let committed = self.committed.load(Ordering::Acquire);
         self.with_metrics(|m| {
             if m.state == ServerState::Leader && m.current_leader == Some(self.id) {
                 let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
-                (self.freshness.leader_fresh(self.id, &voters), committed)
+                (self.freshness.leader_silence(self.id, &voters), committed)
             } else {
-                let (contact, heard) = self.freshness.follower_contact();
-                (contact, committed.max(heard))
+                let (silence, heard) = self.freshness.follower_silence();
+                (silence, committed.max(heard))
             }
         })
+    }
+
+    /// How long a node may go without word from a leader (or, leading, from a quorum) and
+    /// still try to catch up before answering: the maximum election timeout, when the members
+    /// start electing a new leader (`election`). A node still silent then is cut off or in an
+    /// election, and it answers 503 at once rather than after a barrier's wait.
+    fn silence_limit(&self) -> Duration {
+        Duration::from_millis(self.opts.election_timeout_max_ms)
     }
 
     /// Makes sure this node does not answer from the past: a node in recent contact with the
     /// leader only waits to apply what it knows is committed; one that may have missed
     /// entries (see [`RaftNode::fresh`]) catches up through a read barrier first. Err when it
-    /// cannot within `limit` (cut off from the leader): the caller answers 503.
+    /// cannot within `limit`, nor before it has been silent for [`Self::silence_limit`] since
+    /// it last heard a leader (cut off): the caller answers 503.
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
-        let deadline = Instant::now() + limit;
-        let (contact, needed) = self.standing_now();
-        if contact {
-            return self.wait_applied(needed, deadline).await;
+        let (silence, needed) = self.standing_now();
+        if silence.is_some_and(|s| s < self.freshness.window()) {
+            return self.wait_applied(needed, Instant::now() + limit).await;
         }
+        // A node that never heard a leader (just started, or its cluster is still electing the
+        // first one) waits the whole limit: it has no silence to judge by.
+        let limit = match silence {
+            Some(silence) => limit.min(self.silence_limit().saturating_sub(silence)),
+            None => limit,
+        };
+        if limit.is_zero() {
+            return Err(ProposeError::NoLeader);
+        }
+        let deadline = Instant::now() + limit;
         let _turn = match tokio::time::timeout(limit, self.catching_up.lock()).await {
             Ok(guard) => guard,
             Err(_) => return Err(ProposeError::Timeout),

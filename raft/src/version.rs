@@ -59,6 +59,12 @@ pub(crate) fn stored(engine: &Engine, batch: Option<&Batch>) -> Result<u32, Stri
     Ok(v.unwrap_or(BASE_VERSION))
 }
 
+/// The cluster version an entry applies under: what apply branches on when a command's
+/// outcome changed between versions, so every replica switches at the same log index.
+pub fn applied_cluster_version(engine: &Engine, batch: &Batch) -> Result<u32, String> {
+    stored(engine, Some(batch))
+}
+
 /// Applies a `ClusterVersion` entry: raises the version, or stops this member (Err) when it
 /// cannot apply what the cluster moved to.
 pub(crate) fn apply(engine: &Engine, batch: &mut Batch, wanted: u32, supported: u32) -> Result<(), String> {

@@ -200,6 +200,12 @@ async fn issue_token(
         expires_at = expires_at.min(limit);
     }
     audit_ids.truncate(2);
+    let user_cutoff = if user_id == proven.user.id {
+        proven.user.tokens_valid_after
+    } else {
+        // A trust's token acts for the trustor: its cut-off is the trustor's.
+        crate::state::Reader::user(&node.engine.read(), &user_id)?.map_or(0, |u| u.tokens_valid_after)
+    };
     let payload = TokenPayload {
         version: crate::token::PAYLOAD_VERSION,
         user_id,
@@ -210,6 +216,7 @@ async fn issue_token(
         audit_ids,
         delegation: proven.delegation.clone(),
         restriction: proven.restriction.clone(),
+        user_cutoff: Some(user_cutoff),
     };
     let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
     respond_with(&node, &payload, status, query_flag(q.get("nocatalog"))).await
@@ -265,6 +272,7 @@ pub(crate) async fn issue_unscoped(
         audit_ids: vec![idnode_keys::random_bytes()],
         delegation: Delegation::None,
         restriction: None,
+        user_cutoff: Some(user.tokens_valid_after),
     };
     respond_with(node, &payload, status, true).await
 }

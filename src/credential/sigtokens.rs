@@ -172,6 +172,7 @@ async fn issue_token(
         audit_ids: vec![idnode_keys::random_bytes()],
         delegation: Delegation::None,
         restriction: None,
+        user_cutoff: Some(user.tokens_valid_after),
     };
     let token = node.seal_token(&payload)?;
     // Validation checks what every later use will: user, domain, project enabled, roles held.

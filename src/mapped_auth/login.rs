@@ -123,6 +123,7 @@ pub async fn login(
             ephemeral: mode == IdentityMode::Ephemeral,
         }),
         restriction: restriction.map(|r| r.id),
+        user_cutoff: Some(user.tokens_valid_after),
     };
     let token = node.seal_token(&payload)?;
     // Validation checks the scope (enabled, roles the mapping or the user holds) exactly as

@@ -7,6 +7,10 @@
 //! carry their issue time in microseconds too (claim [`ISSUED_US`]), and a refresh family's id
 //! begins with it (stored families have no field for it). Tokens and families from before this
 //! fall back to their issue second, which only errs on the side of refusing.
+//!
+//! Newer tokens also carry the cut-off their issuer read with the user (claim [`SEEN_US`]; a
+//! family's id holds it after the time), which decides without trusting the members' clocks
+//! ([`crate::state::cutoff`]).
 
 use serde_json::Value;
 
@@ -16,8 +20,13 @@ use crate::state::oauth2::RefreshFamily;
 /// The access-token claim holding its issue time in microseconds.
 pub const ISSUED_US: &str = "iat_us";
 
-/// Hex digits of the issue time at the start of a family id.
+/// The access-token claim holding the user's cut-off as the issuer read it, in microseconds.
+pub const SEEN_US: &str = "cutoff_us";
+
+/// Hex digits of the issue time at the start of a family id, and of the seen cut-off after it.
 const FAMILY_TIME_DIGITS: usize = 16;
+/// A family id with a seen cut-off: time, cut-off, random part.
+const FAMILY_ID_WITH_SEEN: usize = 2 * FAMILY_TIME_DIGITS + 32;
 
 /// When an access token was issued, in microseconds.
 pub fn token_issued_us(claims: &Value) -> i64 {
@@ -27,14 +36,21 @@ pub fn token_issued_us(claims: &Value) -> i64 {
     }
 }
 
-/// A new refresh family's id: its issue time (microseconds, hex) and a random part.
-pub fn new_family_id(now_us: i64) -> String {
-    format!("{:0width$x}{}", now_us.max(0), uuid::Uuid::new_v4().simple(), width = FAMILY_TIME_DIGITS)
+/// A new refresh family's id: its issue time and the user's cut-off the issuer read
+/// (microseconds, hex), and a random part.
+pub fn new_family_id(now_us: i64, seen_us: i64) -> String {
+    format!(
+        "{:0width$x}{:0width$x}{}",
+        now_us.max(0),
+        seen_us.max(0),
+        uuid::Uuid::new_v4().simple(),
+        width = FAMILY_TIME_DIGITS
+    )
 }
 
 /// When a refresh family was issued, in microseconds.
 pub fn family_issued_us(f: &RefreshFamily) -> i64 {
-    let from_id = (f.id.len() == FAMILY_TIME_DIGITS + 32)
+    let from_id = matches!(f.id.len(), FAMILY_ID_WITH_SEEN | 48)
         .then(|| f.id.get(..FAMILY_TIME_DIGITS))
         .flatten()
         .and_then(|hex| i64::from_str_radix(hex, 16).ok())
@@ -44,9 +60,23 @@ pub fn family_issued_us(f: &RefreshFamily) -> i64 {
     from_id.unwrap_or_else(|| f.created_at.saturating_mul(1_000_000))
 }
 
-/// Whether something issued at `issued_us` predates the user's token cut-off.
-pub fn cut_off(user: &User, issued_us: i64) -> bool {
-    issued_us < user.tokens_valid_after
+/// The user's cut-off a family's issuer read, for families whose id holds it.
+fn family_seen_us(f: &RefreshFamily) -> Option<i64> {
+    (f.id.len() == FAMILY_ID_WITH_SEEN)
+        .then(|| f.id.get(FAMILY_TIME_DIGITS..2 * FAMILY_TIME_DIGITS))
+        .flatten()
+        .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+}
+
+/// Whether the user's cut-off ends this access token.
+pub fn token_cut_off(user: &User, claims: &Value, cluster_version: u32) -> bool {
+    let seen = claims.get(SEEN_US).and_then(Value::as_i64);
+    crate::state::cut_off(user, token_issued_us(claims), seen, cluster_version)
+}
+
+/// Whether the user's cut-off ends this refresh family.
+pub fn family_cut_off(user: &User, f: &RefreshFamily, cluster_version: u32) -> bool {
+    crate::state::cut_off(user, family_issued_us(f), family_seen_us(f), cluster_version)
 }
 
 #[cfg(test)]
@@ -72,13 +102,19 @@ mod tests {
     #[test]
     fn family_ids_carry_their_issue_time_and_old_ones_fall_back_to_the_second() {
         let us = 1_700_000_000_123_456;
-        let id = new_family_id(us);
+        let id = new_family_id(us, 42);
         assert!(id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric()));
         assert_eq!(family_issued_us(&family(id.clone(), us / 1_000_000)), us);
+        assert_eq!(family_seen_us(&family(id.clone(), us / 1_000_000)), Some(42));
         // An id whose time disagrees with the record's second is not believed.
         assert_eq!(family_issued_us(&family(id, 5)), 5_000_000);
         let old = uuid::Uuid::new_v4().simple().to_string();
-        assert_eq!(family_issued_us(&family(old, 7)), 7_000_000);
+        assert_eq!(family_issued_us(&family(old.clone(), 7)), 7_000_000);
+        assert_eq!(family_seen_us(&family(old, 7)), None);
+        // The first ids with a time and no seen cut-off.
+        let timed = format!("{:016x}{}", us, uuid::Uuid::new_v4().simple());
+        assert_eq!(family_issued_us(&family(timed.clone(), us / 1_000_000)), us);
+        assert_eq!(family_seen_us(&family(timed, us / 1_000_000)), None);
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub fn live_access_claims(node: &Core, keys: &DomainKeys, domain_id: &str, token
     let subject_ok = match read.oauth2_client(domain_id, sub)? {
         Some(c) => c.enabled,
         None => read.user(sub)?.is_some_and(|u| {
-            u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::token_issued_us(&claims))
+            u.enabled && u.domain_id == domain_id && !cutoff::token_cut_off(&u, &claims, node.raft.cluster_version())
         }),
     };
     let domain_ok = read.domain(domain_id)?.is_some_and(|d| d.enabled);
@@ -75,9 +75,9 @@ pub fn live_refresh_family(node: &Core, domain_id: &str, token: &str) -> OAuthRe
         return Ok(None);
     };
     let hash = keyed_hash(node, REFRESH, secret)?;
-    let user_ok = read
-        .user(&f.user_id)?
-        .is_some_and(|u| u.enabled && u.domain_id == domain_id && !cutoff::cut_off(&u, cutoff::family_issued_us(&f)));
+    let user_ok = read.user(&f.user_id)?.is_some_and(|u| {
+        u.enabled && u.domain_id == domain_id && !cutoff::family_cut_off(&u, &f, node.raft.cluster_version())
+    });
     Ok((f.domain_id == domain_id && user_ok && f.live(now_secs()) && same_hash(&f.current, &hash)).then_some(f))
 }
 

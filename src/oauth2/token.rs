@@ -148,7 +148,7 @@ fn live_user(node: &Core, domain_id: &str, user_id: &str) -> OAuthResult<User> {
 fn new_family(
     node: &Core,
     client: &Client,
-    user_id: &str,
+    user: &User,
     scopes: &[String],
     auth_time: i64,
 ) -> OAuthResult<Option<(RefreshFamily, String)>> {
@@ -156,14 +156,14 @@ fn new_family(
         return Ok(None);
     }
     let now_us = crate::clock::now_micros();
-    let id = super::cutoff::new_family_id(now_us);
+    let id = super::cutoff::new_family_id(now_us, user.tokens_valid_after);
     let secret = new_secret();
     let at = now_us / 1_000_000;
     let family = RefreshFamily {
         id: id.clone(),
         domain_id: client.domain_id.clone(),
         client_id: client.client_id.clone(),
-        user_id: user_id.to_string(),
+        user_id: user.id.clone(),
         scopes: scopes.to_vec(),
         auth_time,
         created_at: at,
@@ -205,7 +205,7 @@ fn user_tokens(
     nonce: Option<&str>,
 ) -> OAuthResult<UserTokens> {
     let Grant { node, keys, iss, client, .. } = g;
-    let family = new_family(node, client, &user.id, granted, auth_time)?;
+    let family = new_family(node, client, user, granted, auth_time)?;
     let family_id = family.as_ref().map(|(f, _)| f.id.as_str());
     let subject = Subject::User { user, auth_time };
     let minted = mint(node, keys, iss, client, &subject, granted, nonce, family_id, None)?;
@@ -348,7 +348,7 @@ async fn refresh(g: Grant<'_>) -> OAuthResult<Value> {
     };
     let user = live_user(node, &client.domain_id, &family.user_id)?;
     // The refresh is applied here, and so is every password change or disable before it.
-    if super::cutoff::cut_off(&user, super::cutoff::family_issued_us(&family)) {
+    if super::cutoff::family_cut_off(&user, &family, node.raft.cluster_version()) {
         let cmd =
             OAuth2Command::RevokeFamily { family_id: family.id, client_id: client.client_id.clone(), at: now_secs() };
         decide_everywhere::<OAuth2Applied>(node, cmd).await?;

@@ -98,9 +98,9 @@ pub fn mint(
     let now = now_us / 1_000_000;
     let exp = now + node.cfg.oauth2.access_token_lifetime_s;
     let jti = new_jti();
-    let sub = match subject {
-        Subject::User { user, .. } => user.id.clone(),
-        Subject::Client => client.client_id.clone(),
+    let (sub, seen_us) = match subject {
+        Subject::User { user, .. } => (user.id.clone(), Some(user.tokens_valid_after)),
+        Subject::Client => (client.client_id.clone(), None),
     };
     let platform = matches!(subject, Subject::Client) || scopes::has(granted, PLATFORM);
     let mut claims = Map::new();
@@ -112,6 +112,9 @@ pub fn mint(
     claims.insert("nbf".into(), json!(now));
     claims.insert("jti".into(), json!(jti));
     claims.insert(super::cutoff::ISSUED_US.into(), json!(now_us));
+    if let Some(seen) = seen_us {
+        claims.insert(super::cutoff::SEEN_US.into(), json!(seen));
+    }
     claims.insert("scope".into(), json!(granted.join(" ")));
     claims.insert("token_use".into(), json!("access"));
     if let Some(f) = family_id {

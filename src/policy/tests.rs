@@ -31,6 +31,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
             audit_ids: vec![],
             delegation: Delegation::None,
             restriction: None,
+            user_cutoff: None,
         },
         user: User { created_at: 0, ..user("u1", "u", "d1") },
         user_domain: domain("d1"),

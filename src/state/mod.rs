@@ -9,6 +9,7 @@ pub mod api_keys;
 pub mod apply;
 pub mod cf;
 pub mod command;
+pub mod cutoff;
 pub mod derived_ids;
 pub mod index_key;
 pub mod keys;
@@ -25,5 +26,6 @@ pub mod scim;
 pub mod shadow;
 
 pub use command::{Applied, ApplyError, Command};
+pub use cutoff::cut_off;
 pub use read::Reader;
 pub use reply::Reply;

@@ -108,6 +108,7 @@ mod tests {
                 audit_ids: vec![[0; 16]],
                 delegation: Delegation::None,
                 restriction: None,
+                user_cutoff: None,
             },
             user: User {
                 id: "u1".into(),

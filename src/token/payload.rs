@@ -47,8 +47,8 @@ impl Method {
     }
 }
 
-/// The payload version new tokens carry: 3 added the token restriction.
-pub const PAYLOAD_VERSION: u8 = 3;
+/// The payload version new tokens carry: 3 added the token restriction, 4 the user's cut-off.
+pub const PAYLOAD_VERSION: u8 = 4;
 
 /// What a token carries. Sealed with postcard + XChaCha20-Poly1305, so it is both compact
 /// and opaque; user ids are uuid hex, stored as 16 bytes when they parse as such.
@@ -69,6 +69,11 @@ pub struct TokenPayload {
     /// The token restriction it stands under (`state::restrictions`, payload version 3): its
     /// scope and roles are narrowed to what the restriction allows while it exists.
     pub restriction: Option<String>,
+    /// The user's `tokens_valid_after` as the issuer read it with the credential it checked
+    /// (payload version 4; older tokens decode with `None`). While it is still the user's, no
+    /// password change or disable came after the token, whatever the members' clocks say
+    /// (`state::apply::cutoff`).
+    pub user_cutoff: Option<i64>,
 }
 
 /// The credential a delegated token stands on; the token is valid only while it is.
@@ -116,6 +121,14 @@ struct PayloadV2 {
     delegation: Delegation,
 }
 
+/// Payload version 3: the restriction, no cut-off.
+#[derive(Deserialize)]
+struct PayloadV3 {
+    base: Base,
+    delegation: Delegation,
+    restriction: Option<String>,
+}
+
 impl Base {
     fn with(self, delegation: Delegation) -> TokenPayload {
         TokenPayload {
@@ -128,6 +141,7 @@ impl Base {
             audit_ids: self.audit_ids,
             delegation,
             restriction: None,
+            user_cutoff: None,
         }
     }
 }
@@ -138,8 +152,13 @@ impl TokenPayload {
     /// older token never reads as newer).
     pub fn decode(bytes: &[u8]) -> Option<TokenPayload> {
         if let Ok(p) = postcard::from_bytes::<TokenPayload>(bytes) {
-            if p.version >= 3 {
+            if p.version >= 4 {
                 return Some(p);
+            }
+        }
+        if let Ok(v3) = postcard::from_bytes::<PayloadV3>(bytes) {
+            if v3.base.version == 3 {
+                return Some(TokenPayload { restriction: v3.restriction, ..v3.base.with(v3.delegation) });
             }
         }
         if let Ok(v2) = postcard::from_bytes::<PayloadV2>(bytes) {
@@ -203,7 +222,7 @@ mod tests {
 
     use super::*;
 
-    fn v3() -> TokenPayload {
+    fn v4() -> TokenPayload {
         TokenPayload {
             version: PAYLOAD_VERSION,
             user_id: "u".into(),
@@ -214,10 +233,13 @@ mod tests {
             audit_ids: vec![[7; 16]],
             delegation: Delegation::Trust("t".into()),
             restriction: Some("r".into()),
+            user_cutoff: Some(5),
         }
     }
 
-    /// How the two older versions were written: the same fields, fewer of them.
+    /// How the three older versions were written: the same fields, fewer of them.
+    #[derive(Serialize)]
+    struct OldV3(u8, String, u8, TokenScope, i64, i64, Vec<[u8; 16]>, Delegation, Option<String>);
     #[derive(Serialize)]
     struct OldV2(u8, String, u8, TokenScope, i64, i64, Vec<[u8; 16]>, Delegation);
     #[derive(Serialize)]
@@ -225,8 +247,29 @@ mod tests {
 
     #[test]
     fn every_payload_version_decodes_as_written() {
-        let p = v3();
-        assert_eq!(TokenPayload::decode(&postcard::to_allocvec(&p).unwrap()), Some(p.clone()));
+        let p = v4();
+        let bytes = postcard::to_allocvec(&p).unwrap();
+        assert_eq!(TokenPayload::decode(&bytes), Some(p.clone()));
+        // A member still on payload version 3 reads a version 4 token's leading fields alike.
+        let as_v3 = postcard::from_bytes::<PayloadV3>(&bytes).unwrap();
+        assert_eq!((as_v3.base.version, as_v3.restriction), (4, p.restriction.clone()));
+        let v3 =
+            OldV3(3, "u".into(), p.methods, p.scope.clone(), 1, 2, p.audit_ids.clone(), p.delegation.clone(), None);
+        let got = TokenPayload::decode(&postcard::to_allocvec(&v3).unwrap()).unwrap();
+        assert_eq!((got.version, &got.delegation, got.user_cutoff), (3, &p.delegation, None));
+        let v3 = OldV3(
+            3,
+            "u".into(),
+            p.methods,
+            p.scope.clone(),
+            1,
+            2,
+            p.audit_ids.clone(),
+            p.delegation.clone(),
+            p.restriction.clone(),
+        );
+        let got = TokenPayload::decode(&postcard::to_allocvec(&v3).unwrap()).unwrap();
+        assert_eq!((got.restriction, got.user_cutoff), (p.restriction.clone(), None));
         let v2 = OldV2(2, "u".into(), p.methods, p.scope.clone(), 1, 2, p.audit_ids.clone(), p.delegation.clone());
         let got = TokenPayload::decode(&postcard::to_allocvec(&v2).unwrap()).unwrap();
         assert_eq!((got.version, &got.delegation, &got.restriction), (2, &p.delegation, &None));

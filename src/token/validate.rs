@@ -296,7 +296,7 @@ impl Tokens {
         if !user.enabled {
             return Err(TokenError::Invalid("user disabled"));
         }
-        if payload.issued_at < user.tokens_valid_after {
+        if crate::state::cut_off(&user, payload.issued_at, payload.user_cutoff, self.raft.cluster_version()) {
             return Err(TokenError::Invalid("issued before the user's tokens were revoked"));
         }
         let user_domain =

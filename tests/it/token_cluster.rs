@@ -167,3 +167,111 @@ async fn user_changes_hold_on_every_node_once_acknowledged() {
         }
     }
 }
+
+/// Waits until every member applies cluster version `at_least` (raised by the leader once
+/// every voter runs a binary that applies it).
+async fn wait_cluster_version(cluster: &Cluster, at_least: f64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut all = true;
+        for i in 0..cluster.len() {
+            all &= cluster.metric(i, "idnode_cluster_version").await.is_some_and(|v| v >= at_least);
+        }
+        if all {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the cluster version did not reach {at_least}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The members' clocks disagree by minutes (one runs 300 s ahead, then 300 s behind): a
+/// password change still ends every token issued before it, on every member, whichever member
+/// issued the token or proposed the change; and the new password's tokens work everywhere at
+/// once. Judged by the cut-off each token saw, not by clocks (docs/reliability.md, "Clock
+/// jumps"); with issue times alone the first check lets the old token live and the second
+/// refuses the new login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_changes_hold_whatever_the_members_clocks_say() {
+    let skew_dir = tempfile::tempdir().expect("temp dir");
+    let mut cluster = Cluster::prepare(3, &[]);
+    let skew = cluster.skewable_clocks(skew_dir.path());
+    for i in 0..3 {
+        cluster.spawn_node(i);
+    }
+    let deadline = std::time::Instant::now() + crate::support::READY_TIMEOUT;
+    for i in 0..3 {
+        cluster.wait_ready(i, deadline).await;
+    }
+    cluster.wait_leader(Duration::from_secs(30)).await;
+    wait_cluster_version(&cluster, 7.0).await;
+    let http = &cluster.http;
+    let admin = cluster.admin_token(0).await;
+    let body = serde_json::json!({"user": {"name": "skewed", "domain_id": "default", "password": "pw-0"}});
+    let r = http.post(&format!("{}/v3/users", cluster.api(0)), Some(&admin), &body).await.expect("create user");
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let id = r.json["user"]["id"].as_str().expect("id").to_string();
+    let set_clock = |node: usize, secs: i64| {
+        std::fs::write(&skew[node], secs.to_string()).expect("skew file");
+    };
+    let login = |node: usize, pw: &'static str| {
+        let id = id.clone();
+        let cluster = &cluster;
+        async move {
+            let body = serde_json::json!({"auth": {"identity": {"methods": ["password"],
+                "password": {"user": {"id": id, "password": pw}}}}});
+            cluster.http.post(&format!("{}/v3/auth/tokens", cluster.api(node)), None, &body).await.expect("login")
+        }
+    };
+    let change = |node: usize, pw: &'static str| {
+        let (id, admin) = (id.clone(), admin.clone());
+        let cluster = &cluster;
+        async move {
+            let patch = serde_json::json!({"user": {"password": pw}});
+            let r = on_user(cluster, node, &admin, reqwest::Method::PATCH, &id, Some(&patch)).await;
+            assert_eq!(r.status, StatusCode::OK, "password change through node {}: {}", node + 1, r.text);
+        }
+    };
+    let valid_everywhere = |token: String, want: StatusCode, what: &'static str| {
+        let (cluster, admin) = (&cluster, admin.clone());
+        async move {
+            for node in 0..3 {
+                let r = validate(cluster, node, &admin, &token).await;
+                assert_eq!(r.status, want, "{what}: node {}: {}", node + 1, r.text);
+            }
+        }
+    };
+    let fresh_tokens = |pw: &'static str, what: &'static str| async move {
+        for node in 0..3 {
+            let r = login(node, pw).await;
+            assert!(r.status.is_success(), "{what}: login on node {}: {}", node + 1, r.text);
+            valid_everywhere(r.header("X-Subject-Token").expect("token"), StatusCode::OK, what).await;
+        }
+    };
+
+    // A token from the member whose clock runs ahead, then a change through a member on time.
+    set_clock(2, 300);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = login(2, "pw-0").await;
+    assert!(r.status.is_success(), "{}", r.text);
+    let early = r.header("X-Subject-Token").expect("token");
+    change(0, "pw-1").await;
+    valid_everywhere(early, StatusCode::NOT_FOUND, "a token from the clock ahead outlived the change").await;
+    fresh_tokens("pw-1", "after a change through a member on time").await;
+
+    // A change proposed by the member ahead: the members on time issue working tokens at once.
+    let r = login(0, "pw-1").await;
+    let before = r.header("X-Subject-Token").expect("token");
+    change(2, "pw-2").await;
+    valid_everywhere(before, StatusCode::NOT_FOUND, "a token outlived a change from the clock ahead").await;
+    fresh_tokens("pw-2", "after a change through the member ahead").await;
+
+    // The same member now runs behind: its change still ends the tokens issued before it.
+    set_clock(2, -300);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = login(1, "pw-2").await;
+    let before = r.header("X-Subject-Token").expect("token");
+    change(2, "pw-3").await;
+    valid_everywhere(before, StatusCode::NOT_FOUND, "a token outlived a change from the clock behind").await;
+    fresh_tokens("pw-3", "after a change through the member behind").await;
+}

@@ -2,6 +2,7 @@
 
 use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult, UserPatch};
+use super::super::cutoff::Cutoff;
 use super::super::keys::ns;
 use super::super::model::{ActorKind, DocKind, User, MAX_EXTRA_BYTES};
 use super::super::read::reader::Reader;
@@ -48,9 +49,10 @@ pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
     if let Some(name) = p.name {
         u.name = name;
     }
+    let cut = Cutoff::at(tx, p.now)?;
     if let Some(enabled) = p.enabled {
         if !enabled && u.enabled {
-            u.tokens_valid_after = u.tokens_valid_after.max(p.now);
+            cut.apply(&mut u);
         }
         u.enabled = enabled;
     }
@@ -65,7 +67,7 @@ pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
     }
     if let Some(h) = p.password_hash {
         u.password_hash = h;
-        u.tokens_valid_after = u.tokens_valid_after.max(p.now);
+        cut.apply(&mut u);
     }
     if let Some(set) = p.extra {
         u.extra = merge_objects(&u.extra, &set);
@@ -141,7 +143,7 @@ pub fn change_password(
         return Ok(Err(ApplyError::Conflict("The password was changed concurrently; retry.".into())));
     }
     u.password_hash = Some(new_hash);
-    u.tokens_valid_after = u.tokens_valid_after.max(now);
+    Cutoff::at(tx, now)?.apply(&mut u);
     tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
     Ok(Ok(Applied::Done))
 }

@@ -45,7 +45,9 @@ use fatal::Fatal;
 /// The highest command version this binary applies (see `idnode_raft`'s `version` module and
 /// docs/operations.md, "Rolling upgrades").
 /// Version 6 adds no command: it is the raft layer's batched entries (`idnode_raft::BATCH_VERSION`).
-pub const COMMAND_VERSION: u32 = 6;
+/// Version 7 adds none either: from it every token cut-off moves forward (`cutoff`).
+pub const COMMAND_VERSION: u32 = 7;
+const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 
 /// The identity state machine as the raft crate sees it.

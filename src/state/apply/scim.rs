@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::cutoff::Cutoff;
 use super::super::keys::ns as names;
 use super::super::model::{Group, User};
 use super::super::providers::{keys as provider_keys, ProviderKind};
@@ -146,13 +147,13 @@ fn set_extra(extra: &mut Map<String, Value>, key: &str, value: &Option<Option<St
 }
 
 /// The stored user with `f` written over it (`at`: unix microseconds).
-fn merge_user(u: &mut User, f: &UserFields, at: i64) {
+fn merge_user(u: &mut User, f: &UserFields, cut: Cutoff) {
     if let Some(n) = &f.user_name {
         u.name = n.clone();
     }
     if let Some(active) = f.active {
         if !active && u.enabled {
-            u.tokens_valid_after = u.tokens_valid_after.max(at);
+            cut.apply(u);
         }
         u.enabled = active;
     }
@@ -250,7 +251,7 @@ fn put_user(
                 tokens_valid_after: 0,
                 federated: Vec::new(),
             };
-            merge_user(&mut u, &f, at);
+            merge_user(&mut u, &f, Cutoff::at(tx, at)?);
             refuse_on!(identity::create(tx, u));
             tx.put(cf::SCIM, keys::owned(d, &realm.provider_id, Kind::User, id), &())?;
             stored(tx, new_index(realm, Kind::User, id, Some(ext), at))
@@ -267,7 +268,7 @@ fn put_user(
                 refuse_on!(set_external_id(tx, Kind::User, d, id, idx.external_id.as_deref(), Some(ext)));
                 idx.external_id = Some(ext.clone());
             }
-            merge_user(&mut u, &f, at);
+            merge_user(&mut u, &f, Cutoff::at(tx, at)?);
             refuse_on!(identity::update(tx, u));
             idx.version += 1;
             idx.updated_at = seconds(at);
@@ -374,7 +375,7 @@ fn deprovision(tx: &mut Tx<'_>, realm: &RealmRef, kind: Kind, id: &str, at: i64)
         Kind::User => {
             let Some(mut u) = tx.user(id)? else { return Ok(Err(gone(kind, id))) };
             u.enabled = false;
-            u.tokens_valid_after = u.tokens_valid_after.max(at);
+            Cutoff::at(tx, at)?.apply(&mut u);
             tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
         }
         Kind::Group => super::assignment::remove_for_actor(tx, super::super::model::ActorKind::Group, id)?,

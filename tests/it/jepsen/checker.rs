@@ -21,6 +21,15 @@ pub fn stale_token_accepts(ops: &[Op]) -> Vec<String> {
         .collect()
 }
 
+/// Tokens from logins that completed before a password change was sent, accepted after the
+/// change returned (the workload validates them only then): `user@member (issuer)`.
+pub fn stale_session_accepts(ops: &[Op]) -> Vec<String> {
+    ops.iter()
+        .filter(|o| o.f == "session" && o.outcome == Outcome::Ok(Some("valid".into())))
+        .map(|o| format!("{}@{} ({})", o.key, o.member, o.arg.as_deref().unwrap_or("?")))
+        .collect()
+}
+
 /// Logins with a password after a change away from it returned: `user@member`. (Every
 /// password the workload sets is new, so "away" means any later change; the register check
 /// below judges the concurrent cases.)
@@ -158,5 +167,14 @@ mod tests {
         bad.push(op("login", "u", Some("p0"), 10, 11, valid("yes")));
         assert_eq!(stale_password_accepts(&bad), vec!["u@1".to_string()]);
         assert_eq!(password_nonlinear(&bad, &first), vec!["u".to_string()]);
+    }
+
+    #[test]
+    fn a_session_token_accepted_after_the_change_is_found() {
+        let by = Some("issued by member 2");
+        let good = [op("session", "u", by, 5, 6, valid("invalid"))];
+        assert!(stale_session_accepts(&good).is_empty());
+        let bad = [good[0].clone(), op("session", "u", by, 7, 8, valid("valid"))];
+        assert_eq!(stale_session_accepts(&bad), vec!["u@1 (issued by member 2)".to_string()]);
     }
 }

@@ -186,6 +186,18 @@ pub async fn tokens(ctx: Ctx, client: usize, user_id: String, password: String) 
 }
 
 async fn validate(ctx: &Ctx, client: usize, member: usize, key: &str, token: &str) {
+    validate_as(ctx, (client, member), "validate", key, None, token).await;
+}
+
+/// Validates `token` on `member`, recorded as an `f` operation: `valid` or `invalid`.
+async fn validate_as(
+    ctx: &Ctx,
+    (client, member): (usize, usize),
+    f: &'static str,
+    key: &str,
+    arg: Option<String>,
+    token: &str,
+) {
     let at = ctx.history.now();
     let r =
         ctx.send(member, Method::GET, "/v3/auth/tokens", Some(&ctx.admin), &[("X-Subject-Token", token)], None).await;
@@ -195,7 +207,7 @@ async fn validate(ctx: &Ctx, client: usize, member: usize, key: &str, token: &st
         Ok(r) => Outcome::Info(r.status.to_string()),
         Err(e) => Outcome::Info(e.clone()),
     };
-    ctx.record((client, member), "validate", key, None, at, outcome);
+    ctx.record((client, member), f, key, arg, at, outcome);
 }
 
 /// Changes `user`'s password again and again through each member in turn, and tries the
@@ -203,6 +215,9 @@ async fn validate(ctx: &Ctx, client: usize, member: usize, key: &str, token: &st
 pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) {
     // Passwords that may be the current one (more than one after a change of unknown outcome).
     let mut candidates = vec![first];
+    // Tokens from the last round's logins (the member that issued each): every one of them
+    // was issued before the next change was sent, so a change that returns ends them all.
+    let mut sessions: Vec<(String, usize)> = Vec::new();
     let mut n = 0usize;
     let mut recorded = 0usize;
     while !ctx.stopped() {
@@ -232,10 +247,18 @@ pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) 
                 break;
             }
         }
+        let changed = matches!(outcome, Outcome::Ok(_));
         match outcome {
             Outcome::Ok(_) => candidates = vec![new.clone()],
             Outcome::Info(_) => candidates.insert(0, new.clone()),
             Outcome::Fail(_) => {}
+        }
+        for (token, issuer) in std::mem::take(&mut sessions).into_iter().filter(|_| changed) {
+            for m in 0..members {
+                let issued = Some(format!("issued by member {issuer}"));
+                validate_as(&ctx, (client, m), "session", &user_id, issued, &token).await;
+                recorded += 1;
+            }
         }
         let mut probes: Vec<String> = candidates.clone();
         if let Some(old) = tried {
@@ -248,6 +271,11 @@ pub async fn passwords(ctx: Ctx, client: usize, user_id: String, first: String) 
                 let at = ctx.history.now();
                 let r =
                     ctx.send(m, Method::POST, "/v3/auth/tokens", None, &[], Some(&password_login(&user_id, pw))).await;
+                if let Some(token) =
+                    r.as_ref().ok().filter(|r| r.status.is_success()).and_then(|r| r.header("X-Subject-Token"))
+                {
+                    sessions.push((token, m));
+                }
                 let outcome = match &r {
                     Ok(r) if r.status.is_success() => Outcome::Ok(Some("yes".into())),
                     Ok(r) if r.status == StatusCode::UNAUTHORIZED => Outcome::Ok(Some("no".into())),

@@ -468,8 +468,21 @@ impl Cluster {
         without_idnode_env(cmd)
     }
 
+    /// Gives every prepared member a fault-injection clock (`IDNODE_FAULT_CLOCK_SKEW_FILE`):
+    /// one file each in `dir`, holding the seconds its wall clock runs ahead (0 for now).
+    pub fn skewable_clocks(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let path = dir.join(format!("skew-{i}"));
+            std::fs::write(&path, "0").expect("write a skew file");
+            node.env.push(("IDNODE_FAULT_CLOCK_SKEW_FILE".into(), path.display().to_string()));
+            files.push(path);
+        }
+        files
+    }
+
     /// `n` members' directories, ports and keys, nothing started.
-    fn prepare(n: usize, env: &[(&str, &str)]) -> Cluster {
+    pub fn prepare(n: usize, env: &[(&str, &str)]) -> Cluster {
         Self::prepare_on(&vec![("127.0.0.1".to_string(), None); n], env)
     }
 
