@@ -21,7 +21,9 @@ pub(crate) struct World {
 impl World {
     pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(dir.path(), STATE_CFS, Arc::new(DataKeys::ephemeral())).unwrap();
+        // The raft families too: apply reads the replicated cluster version there.
+        let cfs: Vec<&'static str> = idnode_raft::COLUMN_FAMILIES.iter().chain(STATE_CFS).copied().collect();
+        let engine = Engine::open(dir.path(), &cfs, Arc::new(DataKeys::ephemeral())).unwrap();
         // The cluster's index key, as bootstrap would have installed it.
         let mut batch = engine.batch();
         crate::state::index_key::put(&mut batch, &IndexKey::generate());
