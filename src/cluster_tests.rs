@@ -62,7 +62,11 @@ async fn ids(c: &TestCluster, i: usize, token: &str, path: &str, key: &str) -> B
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn follower_that_installed_a_snapshot_answers_like_the_others() {
-    let settings = [("raft", "snapshot_logs_since_last", "30"), ("raft", "snapshot_catchup_entries", "5")];
+    let settings = [
+        ("raft", "snapshot_logs_since_last", "30"),
+        ("raft", "snapshot_log_ratio", "0"),
+        ("raft", "snapshot_catchup_entries", "5"),
+    ];
     let mut c = TestCluster::start(3, &settings).await;
     let leader = c.wait_leader().await;
     let token = c.admin_token(leader).await;

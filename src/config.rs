@@ -50,6 +50,9 @@ pub struct Config {
     pub raft_election_min_ms: u64,
     pub raft_election_max_ms: u64,
     pub raft_snapshot_logs: u64,
+    /// Log bytes since the last snapshot, as a share of that snapshot's size, before the next
+    /// (raft/src/snapshot_policy.rs): snapshot work per write stays flat as the state grows.
+    pub raft_snapshot_log_ratio: f64,
     /// Log entries kept behind a snapshot, so a lagging follower catches up from the log and a
     /// member receiving a snapshot still finds the entries after it when the install ends (a
     /// newer snapshot built meanwhile would otherwise purge them and send it a second one).
@@ -446,6 +449,7 @@ impl Config {
             raft_election_min_ms: s.parse("raft", "election_timeout_min_ms", 500)?,
             raft_election_max_ms: s.parse("raft", "election_timeout_max_ms", 1000)?,
             raft_snapshot_logs: s.parse("raft", "snapshot_logs_since_last", 10000)?,
+            raft_snapshot_log_ratio: s.parse("raft", "snapshot_log_ratio", 0.5)?,
             raft_snapshot_catchup: s.parse("raft", "snapshot_catchup_entries", 50_000)?,
             raft_consistency_check_interval_s: s.parse("raft", "consistency_check_interval", 300)?,
             raft_storage_memory_mb: s.parse("raft", "storage_memory_mb", idnode_storage::MEMORY_BUDGET_BYTES >> 20)?,
@@ -493,6 +497,9 @@ impl Config {
         }
         if self.token_max_active_keys < 2 {
             bail!("[token] max_active_keys must be at least 2 (a staged and a primary key)");
+        }
+        if !(self.raft_snapshot_log_ratio.is_finite() && (0.0..=100.0).contains(&self.raft_snapshot_log_ratio)) {
+            bail!("[raft] snapshot_log_ratio must be a number from 0 to 100");
         }
         if self.api_request_timeout_s == 0 || self.api_max_concurrent_requests == 0 {
             bail!("[api] request_timeout_s and max_concurrent_requests must be positive");
@@ -586,6 +593,16 @@ mod tests {
         assert_eq!((c.api_request_timeout_s, c.api_max_concurrent_requests), (30, 1024));
         s.apply_env([("IDNODE_API_REQUEST_TIMEOUT_S".to_string(), "0".to_string())].into_iter());
         assert!(Config::from_settings(&s).is_err(), "a zero timeout would refuse every request");
+    }
+
+    #[test]
+    fn the_snapshot_log_ratio_is_a_share_of_the_state() {
+        let mut s = Settings::default();
+        assert_eq!(Config::from_settings(&s).unwrap().raft_snapshot_log_ratio, 0.5);
+        for (value, ok) in [("0", true), ("2.5", true), ("-1", false), ("NaN", false), ("inf", false), ("x", false)] {
+            s.set("raft", "snapshot_log_ratio", value);
+            assert_eq!(Config::from_settings(&s).is_ok(), ok, "{value}");
+        }
     }
 
     #[test]

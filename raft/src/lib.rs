@@ -29,6 +29,7 @@ mod peer_api;
 mod recent_log;
 mod schema;
 mod snapshot;
+mod snapshot_policy;
 mod state_machine;
 mod status;
 mod types;

@@ -14,6 +14,7 @@ use openraft::{LogState, RaftLogId, RaftLogReader, StorageIOError};
 use crate::error::any;
 use crate::recent_log::RecentEntries;
 use crate::schema::{log_index, log_key, CF_LOG, CF_META, KEY_COMMITTED, KEY_PURGED, KEY_VOTE};
+use crate::snapshot_policy::LogVolume;
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 /// Log storage handle; cheap to clone (the reader is a clone too: RocksDB serves both).
@@ -24,16 +25,23 @@ pub struct LogStore {
     committed: Arc<AtomicU64>,
     /// The newest entries, decoded, shared by every clone (replication and apply read them).
     recent: Arc<RecentEntries>,
+    /// What has been appended, for the snapshot policy's estimate of the log's size.
+    volume: Arc<LogVolume>,
 }
 
 impl LogStore {
     pub fn new(engine: Arc<Engine>) -> Self {
-        LogStore { engine, committed: Arc::new(AtomicU64::new(0)), recent: Arc::default() }
+        LogStore { engine, committed: Arc::new(AtomicU64::new(0)), recent: Arc::default(), volume: Arc::default() }
     }
 
     /// Shares the committed index cell with the node (status reads it without locking).
     pub(crate) fn committed_cell(&self) -> Arc<AtomicU64> {
         self.committed.clone()
+    }
+
+    /// Shares the appended-volume counters with the snapshot policy.
+    pub(crate) fn volume(&self) -> Arc<LogVolume> {
+        self.volume.clone()
     }
 
     fn meta<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StorageError> {
@@ -170,6 +178,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Synced: the flush callback is the promise that the entries are on disk.
         match self.engine.write(batch, true) {
             Ok(()) => {
+                self.volume.appended(written.len() as u64, written.iter().map(|(_, n)| *n as u64).sum());
                 self.recent.appended(written);
                 callback.log_io_completed(Ok(()));
                 Ok(())

@@ -76,6 +76,7 @@ impl RaftNode {
         let client = PeerClient::new(cred.clone(), opts.peer_tls.as_ref())?;
         let log = LogStore::new(engine.clone());
         let committed = log.committed_cell();
+        let log_volume = log.volume();
         let links = SmLinks::new(opts.cluster_secret.as_deref());
         let (sm_stats, digests) = (links.stats.clone(), links.digests.clone());
         let sm = StateMachine::new(engine.clone(), app.clone(), links)?;
@@ -115,6 +116,7 @@ impl RaftNode {
         node.spawn_forward_groups(forward_rx);
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
+        node.spawn_snapshot_policy(log_volume);
         Ok(node)
     }
 

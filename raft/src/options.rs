@@ -24,8 +24,11 @@ pub struct RaftOptions {
     pub heartbeat_ms: u64,
     pub election_timeout_min_ms: u64,
     pub election_timeout_max_ms: u64,
-    /// Entries since the last snapshot that trigger a new one.
+    /// Entries since the last snapshot before a new one may be built.
     pub snapshot_logs_since_last: u64,
+    /// Log bytes since the last snapshot, as a share of its size, that make the next one due
+    /// (`snapshot_policy`); 0 leaves `snapshot_logs_since_last` alone to decide.
+    pub snapshot_log_ratio: f64,
     /// Entries kept in the log behind a snapshot (so slightly lagging peers avoid a snapshot).
     pub max_in_snapshot_log_to_keep: u64,
     /// Bound on forwarding a request to the leader, retries included.
@@ -45,6 +48,7 @@ impl Default for RaftOptions {
             election_timeout_min_ms: 300,
             election_timeout_max_ms: 600,
             snapshot_logs_since_last: 5000,
+            snapshot_log_ratio: 0.0,
             max_in_snapshot_log_to_keep: 1000,
             forward_timeout: Duration::from_secs(5),
             peer_tls: None,
@@ -63,6 +67,13 @@ impl RaftOptions {
             + PEER_TIMEOUT_SLACK
     }
 
+    pub(crate) fn snapshot_policy(&self) -> crate::snapshot_policy::SnapshotPolicy {
+        crate::snapshot_policy::SnapshotPolicy {
+            min_entries: self.snapshot_logs_since_last,
+            log_ratio: self.snapshot_log_ratio.max(0.0),
+        }
+    }
+
     pub(crate) fn raft_config(&self) -> anyhow::Result<openraft::Config> {
         let config = openraft::Config {
             cluster_name: "idnode".to_string(),
@@ -71,7 +82,8 @@ impl RaftOptions {
             election_timeout_max: self.election_timeout_max_ms,
             install_snapshot_timeout: INSTALL_SNAPSHOT_TIMEOUT.as_millis() as u64,
             snapshot_max_chunk_size: 1 << 20,
-            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_logs_since_last),
+            // `snapshot_policy.rs` decides when a snapshot is due.
+            snapshot_policy: openraft::SnapshotPolicy::Never,
             max_in_snapshot_log_to_keep: self.max_in_snapshot_log_to_keep,
             ..Default::default()
         };

@@ -175,8 +175,18 @@ pub(crate) fn install_file(shared: &SmShared, record: &SnapshotRecord) -> Result
     position.map_err(|e| write_err(Some(meta), e))?;
     done.delete(CF_META, KEY_INSTALLING);
     let staging = started.elapsed();
+    // The current snapshot changes with the state, under its lock: a build of our own that
+    // finishes meanwhile (it exported an older position) must not be recorded over this one,
+    // or the log purged behind this one would leave the recorded snapshot short of it.
+    let mut current = shared.current.lock().unwrap_or_else(|p| p.into_inner());
     shared.stats.installing.store(true, std::sync::atomic::Ordering::Release);
     let imported = engine.commit_import(staged, done);
+    if imported.is_ok() {
+        if let Some(old) = current.replace(record.clone()).filter(|old| old.file != record.file) {
+            shared.remove_file(&old);
+        }
+    }
+    drop(current);
     // The dedup table was replaced: its pruning scans from the start once more.
     shared.dedup_floor.reset();
     shared.stats.installing.store(false, std::sync::atomic::Ordering::Release);

@@ -16,7 +16,8 @@ use crate::dedup;
 use crate::digests::Digests;
 use crate::error::any;
 use crate::schema::{
-    CF_DEDUP, CF_META, KEY_APPLIED, KEY_INSTALLING, KEY_LEGACY_SNAPSHOT, KEY_MEMBERSHIP, KEY_PURGED, KEY_SNAPSHOT,
+    CF_DEDUP, CF_LOG, CF_META, KEY_APPLIED, KEY_INSTALLING, KEY_LEGACY_SNAPSHOT, KEY_MEMBERSHIP, KEY_PURGED,
+    KEY_SNAPSHOT,
 };
 use crate::snapshot::{snapshot_dir, unix_now, SnapshotBuilder, SnapshotKey, SnapshotRecord};
 use crate::types::{Entry, LogId, Membership, Proposal, Reply, Request, SnapshotMeta, StorageError, TypeConfig};
@@ -75,7 +76,8 @@ pub struct SmShared {
     pub(crate) snapshot_cfs: Vec<&'static str>,
     /// Serialises applies, snapshot exports and installs (an export must match its position).
     pub(crate) apply_lock: Arc<tokio::sync::Mutex<()>>,
-    current: Mutex<Option<SnapshotRecord>>,
+    /// The snapshot openraft sends; replaced only with what is persisted, under this lock.
+    pub(crate) current: Mutex<Option<SnapshotRecord>>,
     /// The file a snapshot from the leader is being written to.
     receiving: Mutex<Option<PathBuf>>,
     pub(crate) stats: Arc<SmStats>,
@@ -106,7 +108,7 @@ impl SmShared {
 
     /// Removes a snapshot's file unless it is the current one (a reader that opened it keeps
     /// reading: the file lives until it is closed).
-    fn remove_file(&self, record: &SnapshotRecord) {
+    pub(crate) fn remove_file(&self, record: &SnapshotRecord) {
         let _ = std::fs::remove_file(snapshot_dir(&self.engine).join(&record.file));
     }
 
@@ -120,6 +122,46 @@ impl SmShared {
     fn note_snapshot(&self, record: &SnapshotRecord) {
         self.stats.snapshot_size.store(record.size, Ordering::Relaxed);
         self.stats.snapshot_created_at.store(record.created_at, Ordering::Relaxed);
+    }
+
+    /// The oldest position a snapshot may have at startup: openraft refuses to start with the
+    /// log purged beyond its snapshot. That is the last purged entry, or the applied position
+    /// when the log ends before it (a received snapshot installed, the log behind it not yet
+    /// dropped: openraft drops it at startup). A snapshot older than that is rebuilt at the
+    /// applied position.
+    ///
+    /// openraft 0.9 purges the log behind a received snapshot without waiting for the state
+    /// machine to install it; a member killed in between holds a log purged beyond what it
+    /// applied (and no snapshot that covers it). What it applied it holds, so the purge mark
+    /// comes back to the applied position: the leader then sends the rest, or the snapshot.
+    fn snapshot_floor(&self, purged: Option<LogId>) -> Result<Option<LogId>, StorageError> {
+        let read = self.engine.read();
+        let applied: Option<LogId> =
+            read.get_t::<Option<LogId>>(CF_META, KEY_APPLIED).map_err(|e| StorageIOError::read(any(e)))?.flatten();
+        let last_log = match read.last(CF_LOG).map_err(|e| StorageIOError::read_logs(any(e)))? {
+            Some((_, v)) => {
+                Some(*idnode_storage::decode::<Entry>(&v).map_err(|e| StorageIOError::read_logs(any(e)))?.get_log_id())
+            }
+            None => None,
+        };
+        let mut purged = purged;
+        if purged > applied && last_log <= purged {
+            tracing::warn!(
+                purged = ?purged,
+                applied = ?applied,
+                "the log was purged beyond the applied state by a snapshot install cut short; \
+                 the leader sends this member what it lacks"
+            );
+            let mut batch = self.engine.batch();
+            match &applied {
+                Some(a) => batch.put_t(CF_META, KEY_PURGED, a).map_err(|e| StorageIOError::write_logs(any(e)))?,
+                None => batch.delete(CF_META, KEY_PURGED),
+            }
+            self.engine.write(batch, true).map_err(|e| StorageIOError::write_logs(any(e)))?;
+            purged = applied;
+        }
+        let hole = if last_log.max(purged) < applied { applied } else { None };
+        Ok(purged.max(hole))
     }
 
     /// Startup: finishes a snapshot install that was cut short, makes sure a usable snapshot
@@ -142,17 +184,19 @@ impl SmShared {
                 )
             })?;
         }
-        let usable = read(KEY_SNAPSHOT)?.filter(|r| {
-            let on_disk = std::fs::metadata(dir.join(&r.file)).map(|m| m.len()).ok();
-            r.key_check == self.snapshot_key.check() && on_disk == Some(r.size)
-        });
         let purged: Option<LogId> =
             self.engine.read().get_t(CF_META, KEY_PURGED).map_err(|e| StorageIOError::read_logs(any(e)))?;
+        // Where openraft will find the log to begin; the snapshot must reach it.
+        let floor = self.snapshot_floor(purged)?;
+        let usable = read(KEY_SNAPSHOT)?.filter(|r| {
+            let on_disk = std::fs::metadata(dir.join(&r.file)).map(|m| m.len()).ok();
+            r.key_check == self.snapshot_key.check() && on_disk == Some(r.size) && r.meta.last_log_id >= floor
+        });
         let record = match usable {
             Some(r) => Some(r),
             // openraft sends the current snapshot to a peer that needs purged entries: one
             // must exist (a changed cluster secret, a restored backup, an older binary's).
-            None if purged.is_some() => Some(crate::snapshot::build(self, ())?),
+            None if floor.is_some() => Some(crate::snapshot::build(self, ())?),
             None => None,
         };
         if let Some(r) = &record {
@@ -383,11 +427,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         })
         .await
         .map_err(|e| fail(e.to_string()))??;
+        // `install_file` made it the current snapshot.
         self.shared.note_snapshot(&installed);
         self.shared.stats.snapshot_installs.fetch_add(1, Ordering::Relaxed);
-        if let Some(old) = self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).replace(installed) {
-            self.shared.remove_file(&old);
-        }
         self.shared.app.installed_snapshot(&self.shared.engine);
         Ok(())
     }

@@ -41,6 +41,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         election_timeout_min_ms: cfg.raft_election_min_ms,
         election_timeout_max_ms: cfg.raft_election_max_ms,
         snapshot_logs_since_last: cfg.raft_snapshot_logs,
+        snapshot_log_ratio: cfg.raft_snapshot_log_ratio,
         max_in_snapshot_log_to_keep: cfg.raft_snapshot_catchup,
         peer_tls: cfg.peer_tls.as_ref().map(|t| t.client()).transpose()?,
         ..RaftOptions::default()

@@ -53,6 +53,16 @@ fn load_quarantine(file: &Path) -> std::collections::BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// How tables are laid out, for the database and for the files a snapshot install stages.
+/// Bloom filters (10 bits a key, about 1 % false positives): most point reads on the write
+/// path are for keys that do not exist (a name's uniqueness, a request's dedup entry), and
+/// without a filter each searched every level's index and a data block.
+pub(crate) fn table_format() -> rocksdb::BlockBasedOptions {
+    let mut table = rocksdb::BlockBasedOptions::default();
+    table.set_bloom_filter(10.0, false);
+    table
+}
+
 impl Engine {
     /// Opens (creating when missing) the database at `dir` with exactly `cfs`, within the
     /// default memory budget.
@@ -79,7 +89,7 @@ impl Engine {
         let buffers =
             rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(budget / 2, false, cache.clone());
         opts.set_write_buffer_manager(&buffers);
-        let mut table = rocksdb::BlockBasedOptions::default();
+        let mut table = table_format();
         table.set_block_cache(&cache);
         let descriptors = cfs.iter().map(|name| {
             let mut o = Options::default();

@@ -41,6 +41,7 @@ impl Drop for Staged {
 fn table_options() -> Options {
     let mut o = Options::default();
     o.set_compression_type(rocksdb::DBCompressionType::None);
+    o.set_block_based_table_factory(&crate::engine::table_format());
     o
 }
 

@@ -71,6 +71,7 @@ async fn write_round(c: &Cluster, i: usize, token: &str, tag: &str) -> Round {
 async fn a_follower_that_installed_a_snapshot_answers_like_the_others() {
     let env = [
         ("IDNODE_RAFT_SNAPSHOT_LOGS_SINCE_LAST", "40"),
+        ("IDNODE_RAFT_SNAPSHOT_LOG_RATIO", "0"),
         ("IDNODE_RAFT_SNAPSHOT_CATCHUP_ENTRIES", "5"),
         // the leader's periodic check runs too; its verdicts feed the mismatch gauge
         ("IDNODE_RAFT_CONSISTENCY_CHECK_INTERVAL", "2"),

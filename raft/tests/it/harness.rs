@@ -45,6 +45,7 @@ pub fn options(id: u64, addr: SocketAddr, snapshot_every: u64) -> RaftOptions {
         election_timeout_min_ms: 300,
         election_timeout_max_ms: 600,
         snapshot_logs_since_last: snapshot_every,
+        snapshot_log_ratio: 0.0,
         max_in_snapshot_log_to_keep: 0,
         forward_timeout: Duration::from_secs(10),
         peer_tls: None,
