@@ -370,17 +370,23 @@ impl RaftNode {
         self.standing.lock().unwrap_or_else(|p| p.into_inner()).differs.as_ref().map(|(_, r)| r.clone())
     }
 
-    /// Runs a check every `interval` while this node leads (a follower's loop idles).
+    /// Runs a check every `interval` while this node leads (a follower's loop idles), or
+    /// less often when checks take long (`check_pause`).
     pub fn spawn_consistency_checks(self: &Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
         let node: Weak<RaftNode> = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut pause = interval;
             loop {
-                tokio::time::sleep(interval).await;
+                tokio::time::sleep(pause).await;
                 let Some(node) = node.upgrade() else { return };
                 if !node.is_leader() {
+                    pause = interval;
                     continue;
                 }
-                match node.check_consistency(CHECK_WAIT).await {
+                let started = tokio::time::Instant::now();
+                let outcome = node.check_consistency(CHECK_WAIT).await;
+                pause = check_pause(interval, started.elapsed());
+                match outcome {
                     Ok(r) if r.consistent() => tracing::debug!(index = r.index, "consistency check: all members agree"),
                     Ok(r) if !r.mismatched.is_empty() => tracing::error!(
                         index = r.index,
@@ -397,6 +403,17 @@ impl RaftNode {
 
 /// How long the periodic check waits for members' digests.
 const CHECK_WAIT: Duration = Duration::from_secs(30);
+/// A periodic check digests the whole state on every member, so at a fixed interval its
+/// share of the members' time would grow with the state (as fixed-interval snapshots did):
+/// the pause after a check is at least this many times the check's duration.
+const CHECK_DUTY_FACTOR: u32 = 50;
+/// The longest pause the duty factor may set.
+const CHECK_MAX_PAUSE: Duration = Duration::from_secs(3600);
+
+/// The pause before the next periodic check, after one that took `took`.
+fn check_pause(interval: Duration, took: Duration) -> Duration {
+    interval.max((took * CHECK_DUTY_FACTOR).min(CHECK_MAX_PAUSE))
+}
 
 fn short(digest: &str) -> &str {
     digest.get(..12).unwrap_or(digest)
@@ -412,6 +429,15 @@ mod tests {
 
     fn cf(name: &str, digest: &str) -> CfDigest {
         CfDigest { cf: name.into(), digest: digest.into(), records: 1 }
+    }
+
+    #[test]
+    fn checks_that_take_long_come_less_often_within_bounds() {
+        let five_min = Duration::from_secs(300);
+        assert_eq!(check_pause(five_min, Duration::from_millis(40)), five_min);
+        assert_eq!(check_pause(five_min, Duration::from_secs(20)), Duration::from_secs(1000));
+        assert_eq!(check_pause(five_min, Duration::from_secs(600)), CHECK_MAX_PAUSE);
+        assert_eq!(check_pause(Duration::from_secs(7200), Duration::from_secs(600)), Duration::from_secs(7200));
     }
 
     #[test]
