@@ -31,6 +31,8 @@ pub(crate) type Metrics = openraft::RaftMetrics<u64, BasicNode>;
 
 /// Grace for the local apply after a write committed right at the deadline.
 const APPLY_GRACE: Duration = Duration::from_millis(200);
+/// How often a node waiting to apply looks whether it has been cut off meanwhile.
+const SILENCE_POLL: Duration = Duration::from_millis(100);
 
 pub struct RaftNode {
     pub(crate) id: u64,
@@ -217,7 +219,7 @@ impl RaftNode {
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
         let (silence, needed) = self.standing_now();
         if silence.is_some_and(|s| s < self.freshness.window()) {
-            return self.wait_applied(needed, Instant::now() + limit).await;
+            return self.wait_applied_while_heard(needed, Instant::now() + limit).await;
         }
         // A node that never heard a leader (just started, or its cluster is still electing the
         // first one) waits the whole limit: it has no silence to judge by.
@@ -341,6 +343,24 @@ impl RaftNode {
     }
 
     /// Waits until this node applied `index` (read-your-writes), bounded by `deadline`.
+    /// [`Self::wait_applied`] for a node in contact with the leader, which gives up (503)
+    /// once the node has gone [`Self::silence_limit`] without word from a leader: committed
+    /// entries it has heard of may never reach it across a cut made meanwhile, and waiting out
+    /// the caller's whole limit kept a cut-off member from answering for seconds.
+    async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
+        loop {
+            let step = (Instant::now() + SILENCE_POLL).min(deadline);
+            match self.wait_applied(index, step).await {
+                Err(ProposeError::Timeout) if Instant::now() < deadline => {
+                    if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
+                        return Err(ProposeError::NoLeader);
+                    }
+                }
+                done => return done,
+            }
+        }
+    }
+
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
         if self.applied_index() >= index {
             return Ok(());
