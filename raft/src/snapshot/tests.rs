@@ -197,22 +197,28 @@ fn startup_replaces_a_snapshot_no_peer_could_open_and_removes_stray_files() {
     assert_eq!(stored(&e, KEY_SNAPSHOT).unwrap().file, now.file);
 }
 
+/// A member that built a snapshot at 30, then applied up to `applied` with its log purged to
+/// `purged` and the old snapshot still recorded, started again.
+fn restarted_with(root: &Path, applied: LogId, purged: LogId) -> (Arc<Engine>, StateMachine) {
+    let keys = Arc::new(DataKeys::ephemeral());
+    let e = engine(&root.join("n"), &keys);
+    fill(&e, "k-", 100, Some(log_id(1, 30)));
+    let old = build(&state_machine(&e, "secret").shared(), ()).unwrap();
+    fill(&e, "m-", 10, Some(applied));
+    let mut b = e.batch();
+    b.put_t(CF_META, KEY_SNAPSHOT, &old).unwrap();
+    b.put_t(CF_META, KEY_PURGED, &purged).unwrap();
+    e.write(b, true).unwrap();
+    let sm = state_machine(&e, "secret");
+    (e, sm)
+}
+
 #[test]
 fn a_log_purged_beyond_the_applied_state_comes_back_to_it_with_a_snapshot_that_covers_it() {
     let root = tempfile::tempdir().unwrap();
-    let keys = Arc::new(DataKeys::ephemeral());
-    let e = engine(&root.path().join("n"), &keys);
-    fill(&e, "k-", 100, Some(log_id(1, 30)));
-    let old = build(&state_machine(&e, "secret").shared(), ()).unwrap();
     // Applied up to 40, then a received snapshot at 60 purged the log before it was installed
     // (openraft 0.9 does not wait for the install) and the process died.
-    fill(&e, "m-", 10, Some(log_id(1, 40)));
-    let mut b = e.batch();
-    b.put_t(CF_META, KEY_SNAPSHOT, &old).unwrap();
-    b.put_t(CF_META, KEY_PURGED, &log_id(1, 60)).unwrap();
-    e.write(b, true).unwrap();
-
-    let _sm = state_machine(&e, "secret");
+    let (e, _sm) = restarted_with(root.path(), log_id(1, 40), log_id(1, 60));
     let purged: Option<LogId> = e.read().get_t(CF_META, KEY_PURGED).unwrap();
     assert_eq!(purged, Some(log_id(1, 40)), "the purge mark is what this member applied");
     let now = stored(&e, KEY_SNAPSHOT).unwrap();
@@ -222,19 +228,9 @@ fn a_log_purged_beyond_the_applied_state_comes_back_to_it_with_a_snapshot_that_c
 #[test]
 fn a_snapshot_behind_an_installed_one_is_rebuilt_at_the_applied_position() {
     let root = tempfile::tempdir().unwrap();
-    let keys = Arc::new(DataKeys::ephemeral());
-    let e = engine(&root.path().join("n"), &keys);
-    fill(&e, "k-", 100, Some(log_id(1, 30)));
-    let old = build(&state_machine(&e, "secret").shared(), ()).unwrap();
     // A received snapshot at 60 was installed, but the record names an older build of our
     // own, and the log (purged to 20) ends before the applied position.
-    fill(&e, "m-", 10, Some(log_id(1, 60)));
-    let mut b = e.batch();
-    b.put_t(CF_META, KEY_SNAPSHOT, &old).unwrap();
-    b.put_t(CF_META, KEY_PURGED, &log_id(1, 20)).unwrap();
-    e.write(b, true).unwrap();
-
-    let _sm = state_machine(&e, "secret");
+    let (e, _sm) = restarted_with(root.path(), log_id(1, 60), log_id(1, 20));
     assert_eq!(stored(&e, KEY_SNAPSHOT).unwrap().meta.last_log_id, Some(log_id(1, 60)));
     let purged: Option<LogId> = e.read().get_t(CF_META, KEY_PURGED).unwrap();
     assert_eq!(purged, Some(log_id(1, 20)), "a purge behind the applied state stays");
