@@ -10,6 +10,10 @@
 //!   the follower's clock, so no clocks are compared across machines). A request that sat in a
 //!   socket buffer while the process was stopped carries an echo from before the pause, so it
 //!   cannot make the node look fresh after it.
+//! - A leader vouches only for as long as it is fresh itself: it moves the echo back by its
+//!   own quorum silence and sends none once that reaches the window. A leader cut off from
+//!   its quorum together with some followers (five members split 2/3) would otherwise keep
+//!   them fresh while the other side elects a leader and revokes.
 //! - A leader counts the appends a quorum accepted, by the instant it sent them: followers
 //!   refuse to vote for anyone else for the leader lease after accepting one, so no other
 //!   leader can have committed anything since.
@@ -55,6 +59,8 @@ pub struct Freshness {
     acks: Mutex<HashMap<u64, Instant>>,
     /// Leader side, per member: the latest stamp it replied with (echoed in the next append).
     echoes: Mutex<HashMap<u64, Stamp>>,
+    /// This node's id and the voters of the membership it last saw (`set_membership`).
+    membership: Mutex<(u64, Vec<u64>)>,
     /// Read barriers this gate ran, for the metrics.
     pub(crate) barriers: AtomicU64,
 }
@@ -72,6 +78,7 @@ impl Freshness {
             heard: Mutex::new(Heard::default()),
             acks: Mutex::new(HashMap::new()),
             echoes: Mutex::new(HashMap::new()),
+            membership: Mutex::new((0, Vec::new())),
             barriers: AtomicU64::new(0),
         }
     }
@@ -128,9 +135,22 @@ impl Freshness {
         contact && applied >= commit
     }
 
-    /// Leader side: the stamp to echo to `target` in the next append.
+    /// The membership the leader side judges its quorum by: this node `me` and the `voters`.
+    pub fn set_membership(&self, me: u64, voters: Vec<u64>) {
+        *lock(&self.membership) = (me, voters);
+    }
+
+    /// Leader side: the stamp to echo to `target` in the next append, moved back by how long
+    /// this leader has gone without a quorum's acknowledgement, so the follower's lease ends
+    /// no later than the leader's own; none once that silence reached the window.
     pub fn echo_for(&self, target: u64) -> Option<Stamp> {
-        lock(&self.echoes).get(&target).copied()
+        let silence = {
+            let m = lock(&self.membership);
+            self.leader_silence(m.0, &m.1)
+        }
+        .filter(|s| *s < self.window)?;
+        let back = u64::try_from(silence.as_micros()).unwrap_or(u64::MAX);
+        lock(&self.echoes).get(&target).map(|s| Stamp { epoch: s.epoch, micros: s.micros.saturating_sub(back) })
     }
 
     /// Leader side: `target` replied to an append sent at `sent` with `stamp`; `accepted`
@@ -222,6 +242,33 @@ mod tests {
         std::thread::sleep(WINDOW + Duration::from_millis(20));
         assert!(!f.leader_fresh(1, &[1, 2, 3]));
         assert!(f.leader_silence(1, &[1, 2, 3]).is_some_and(|s| s > WINDOW));
-        assert_eq!(f.echo_for(2).map(|s| s.epoch), Some(f.stamp().epoch));
+    }
+
+    #[test]
+    fn a_leader_vouches_only_while_a_quorum_hears_it() {
+        let leader = Freshness::new(WINDOW);
+        let follower = Freshness::new(WINDOW);
+        leader.set_membership(1, vec![1, 2, 3, 4, 5]);
+        // Member 2 replied, but only it: no quorum of five, so nothing to vouch with.
+        leader.replied(2, Instant::now(), follower.stamp(), true);
+        assert_eq!(leader.echo_for(2), None);
+        let sent = Instant::now();
+        leader.replied(3, sent, Freshness::new(WINDOW).stamp(), true);
+        let echo = leader.echo_for(2).expect("a quorum acknowledged");
+        follower.heard(Some(echo), 1);
+        assert!(follower.follower_fresh(1));
+        // Cut off from 3, 4 and 5 with member 2 alone: 2 still hears it, but the echo is moved
+        // back by the leader's quorum silence, so 2's lease ends with the leader's.
+        std::thread::sleep(WINDOW / 2);
+        leader.replied(2, Instant::now(), follower.stamp(), true);
+        let moved = leader.echo_for(2).expect("still within the window");
+        follower.heard(Some(moved), 1);
+        let (silence, _) = follower.follower_silence();
+        assert!(silence.is_some_and(|s| s >= WINDOW / 2), "{silence:?}");
+        std::thread::sleep(WINDOW / 2 + Duration::from_millis(20));
+        leader.replied(2, Instant::now(), follower.stamp(), true);
+        assert_eq!(leader.echo_for(2), None, "the leader's own lease lapsed");
+        assert!(!follower.follower_fresh(1));
+        assert!(!leader.leader_fresh(1, &[1, 2, 3, 4, 5]));
     }
 }

@@ -115,6 +115,7 @@ impl RaftNode {
             batcher,
             forwards,
         });
+        node.spawn_membership_watch();
         node.spawn_forward_groups(forward_rx);
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
@@ -240,6 +241,26 @@ impl RaftNode {
         }
         self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
         self.barrier_within(deadline.saturating_duration_since(Instant::now())).await
+    }
+
+    /// Keeps the freshness gate's view of the voters current: a leader vouches for its
+    /// followers only while a quorum of them hears it.
+    fn spawn_membership_watch(&self) {
+        let mut rx = self.raft.metrics();
+        let (freshness, me) = (self.freshness.clone(), self.id);
+        tokio::spawn(async move {
+            let mut seen: Option<Vec<u64>> = None;
+            loop {
+                let voters: Vec<u64> = rx.borrow_and_update().membership_config.membership().voter_ids().collect();
+                if seen.as_ref() != Some(&voters) {
+                    freshness.set_membership(me, voters.clone());
+                    seen = Some(voters);
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     /// Adds a learner (returns once the membership change committed, not once it caught up).

@@ -20,6 +20,9 @@ pub enum Family {
     Partition,
     /// The leader alone on one side.
     IsolateLeader,
+    /// The leader and one follower cut off from the rest (five members or more): the follower
+    /// still hears a leader that lost its quorum.
+    LeaderWithFollower,
     /// The leader's packets to the others lost; theirs to it still arrive.
     OneWay,
     /// Two sides that cannot talk, joined by one member that talks to both.
@@ -39,9 +42,10 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Partition,
         Family::IsolateLeader,
+        Family::LeaderWithFollower,
         Family::OneWay,
         Family::Bridge,
         Family::Flap,
@@ -56,6 +60,7 @@ impl Family {
         match self {
             Family::Partition => "partition (majority/minority)",
             Family::IsolateLeader => "isolate the leader",
+            Family::LeaderWithFollower => "the leader and a follower cut off",
             Family::OneWay => "one-way (leader's sends lost)",
             Family::Bridge => "bridge",
             Family::Flap => "flapping partitions",
@@ -65,6 +70,18 @@ impl Family {
             Family::Pause => "SIGSTOP one member",
             Family::Clock => "clock jump on one member",
         }
+    }
+
+    /// Whether the family means anything on `members` members: with three, the leader and a
+    /// follower are a majority.
+    pub fn applies(self, members: usize) -> bool {
+        self != Family::LeaderWithFollower || members >= 5
+    }
+
+    /// The partition families: the faults that leave a member without a leader's quorum.
+    pub fn partitions() -> impl Iterator<Item = Family> {
+        [Family::Partition, Family::IsolateLeader, Family::LeaderWithFollower, Family::OneWay, Family::Bridge]
+            .into_iter()
     }
 }
 
@@ -104,6 +121,12 @@ pub fn start(f: Family, c: &mut Cluster, net: &Arc<Net>, skew: &[PathBuf], leade
         Family::IsolateLeader => {
             net.partition(&[vec![leader], others.clone()]);
             (format!("[{leader}] | {others:?}"), vec![leader], Undo::Net)
+        }
+        Family::LeaderWithFollower => {
+            let follower = *others.choose(rng).expect("another member");
+            let rest: Vec<usize> = others.iter().copied().filter(|&o| o != follower).collect();
+            net.partition(&[vec![leader, follower], rest.clone()]);
+            (format!("[{leader}, {follower}] | {rest:?}"), vec![leader, follower], Undo::Net)
         }
         Family::OneWay => {
             for &o in &others {
