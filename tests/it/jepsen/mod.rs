@@ -13,7 +13,8 @@
 //! `ci_sized_partition_campaign` runs two cycles of each family on three members and one of
 //! each partition family on five; the full
 //! campaign (`IDNODE_JEPSEN_CYCLES`, default 100, on `IDNODE_JEPSEN_MEMBERS`, default 3,5,
-//! with `IDNODE_JEPSEN_FAULT_MS`, default 5000, faults) is
+//! with `IDNODE_JEPSEN_FAULT_MS`, default 5000, faults; `IDNODE_JEPSEN_MINUTES` bounds each
+//! size's run: no cycle starts after it) is
 //! `cargo test --workspace --test it -- --ignored full_partition_campaign --nocapture`.
 
 mod checker;
@@ -99,6 +100,8 @@ impl Report {
 struct Pace {
     fault: Duration,
     before: Duration,
+    /// No cycle starts once this has passed since the campaign began.
+    budget: Option<Duration>,
 }
 
 async fn create_user(c: &Cluster, admin: &str, name: &str, password: &str) -> String {
@@ -183,6 +186,8 @@ async fn first_503(api: String, admin: String, from: Instant, within: Duration) 
     None
 }
 
+/// Runs `cycles` cycles of `families` on `members` members (fewer if `budget` runs out first:
+/// no cycle starts after it), then judges the history.
 async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace, seed: u64) -> Report {
     let net = Arc::new(Net::build(members));
     let run = random_hex(4);
@@ -208,9 +213,19 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
     let mut rng = StdRng::seed_from_u64(seed);
     let mut rows: BTreeMap<Family, Row> = BTreeMap::new();
     let mut first_passwords = BTreeMap::new();
+    let mut domains = Vec::new();
+    let began = Instant::now();
 
-    for cycle in 0..cycles {
+    'cycles: for cycle in 0..cycles {
         for &family in families.iter().filter(|f| f.applies(members)) {
+            if pace.budget.is_some_and(|b| began.elapsed() >= b) {
+                eprintln!("{members} members: the time budget ran out in cycle {cycle}");
+                break 'cycles;
+            }
+            let domain = json!({"domain": {"name": format!("jp-{run}-d{cycle}-{family:?}")}});
+            let r = c.post_retry(0, "/v3/domains", &admin, &domain, Duration::from_secs(60)).await;
+            let domain_id = r.json["domain"]["id"].as_str().expect("a domain id").to_string();
+            domains.push(domain_id.clone());
             let pw = format!("Pw-{run}-{cycle}-{family:?}-0");
             let pw_user = create_user(&c, &admin, &format!("jp-{run}-pw-{cycle}-{family:?}"), &pw).await;
             first_passwords.insert(pw_user.clone(), pw.clone());
@@ -222,6 +237,7 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
                 stop: Arc::new(AtomicBool::new(false)),
                 run: run.clone(),
                 cycle: format!("{cycle}{family:?}"),
+                domain_id,
                 regressions: regressions.clone(),
             };
             let family_key = format!("f{cycle}-{family:?}");
@@ -305,7 +321,10 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
         ops.iter().filter(|o| o.f == "create" && matches!(o.outcome, Outcome::Ok(_))).map(|o| o.key.clone()).collect();
     let mut lost = Vec::new();
     for i in 0..members {
-        let listed = c.list_names(i, &admin, "/v3/projects?domain_id=default", "projects").await;
+        let mut listed = BTreeSet::new();
+        for d in &domains {
+            listed.extend(c.list_names(i, &admin, &format!("/v3/projects?domain_id={d}"), "projects").await);
+        }
         for name in acked.difference(&listed) {
             lost.push(format!("{name}@{i}"));
         }
@@ -372,7 +391,7 @@ async fn ci_sized_partition_campaign() {
     }
     // 4 s faults: a minority member's lease lapses after the minimum election timeout, and it
     // answers 503 once it has been silent for one election more (`RaftNode::ensure_fresh`).
-    let pace = || Pace { fault: Duration::from_secs(4), before: Duration::from_millis(300) };
+    let pace = || Pace { fault: Duration::from_secs(4), before: Duration::from_millis(300), budget: None };
 
     // Five members split 2/3 the ways three cannot be: a follower cut off with the old leader.
     let families: Vec<Family> = Family::partitions().collect();
@@ -388,12 +407,14 @@ async fn full_partition_campaign() {
     }
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let cycles = env("IDNODE_JEPSEN_CYCLES").map_or(100, |v| v.parse().expect("IDNODE_JEPSEN_CYCLES: a count"));
+    let budget = env("IDNODE_JEPSEN_MINUTES")
+        .map(|v| Duration::from_secs(60 * v.parse::<u64>().expect("IDNODE_JEPSEN_MINUTES: minutes")));
     let fault_ms = env("IDNODE_JEPSEN_FAULT_MS").map_or(5_000, |v| v.parse().expect("IDNODE_JEPSEN_FAULT_MS: ms"));
     let sizes: Vec<usize> = env("IDNODE_JEPSEN_MEMBERS").map_or(vec![3, 5], |v| {
         v.split(',').map(|m| m.trim().parse().expect("IDNODE_JEPSEN_MEMBERS: sizes such as 3,5")).collect()
     });
     for members in sizes {
-        let pace = Pace { fault: Duration::from_millis(fault_ms), before: Duration::from_millis(500) };
+        let pace = Pace { fault: Duration::from_millis(fault_ms), before: Duration::from_millis(500), budget };
         let r = campaign(members, &Family::ALL, cycles, pace, members as u64).await;
         judge(&r, 3_000, MINORITY_503_MS);
     }

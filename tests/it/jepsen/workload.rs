@@ -25,6 +25,9 @@ pub struct Ctx {
     pub run: String,
     /// This cycle's tag, so names stay unique from one cycle to the next.
     pub cycle: String,
+    /// The domain this cycle's projects go to: one per cycle, so a listing costs the same in
+    /// the hundredth cycle as in the first.
+    pub domain_id: String,
     /// Listings that lost a project they had shown (member, the project): must stay empty.
     pub regressions: Arc<Mutex<Vec<(usize, String)>>>,
 }
@@ -90,7 +93,7 @@ pub async fn creator(ctx: Ctx, client: usize, member: usize) {
     let mut n = 0u64;
     while !ctx.stopped() {
         let name = format!("jp-{}-{}-{client}-{n}", ctx.run, ctx.cycle);
-        let body = json!({"project": {"name": name, "domain_id": "default"}});
+        let body = json!({"project": {"name": name, "domain_id": ctx.domain_id}});
         let at = ctx.history.now();
         let r = ctx.send(member, Method::POST, "/v3/projects", Some(&ctx.admin), &[], Some(&body)).await;
         ctx.record((client, member), "create", &name, None, at, write_outcome(&r));
@@ -109,7 +112,8 @@ pub async fn lister(ctx: Ctx, client: usize) {
         let member = k % ctx.apis.len();
         k += 1;
         let at = ctx.history.now();
-        let r = ctx.send(member, Method::GET, "/v3/projects?domain_id=default", Some(&ctx.admin), &[], None).await;
+        let url = format!("/v3/projects?domain_id={}", ctx.domain_id);
+        let r = ctx.send(member, Method::GET, &url, Some(&ctx.admin), &[], None).await;
         let outcome = match &r {
             Ok(r) if r.status == StatusCode::OK => {
                 let names: BTreeSet<String> = r.json["projects"]
