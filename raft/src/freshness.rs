@@ -114,11 +114,25 @@ impl Freshness {
     }
 
     /// Follower: (how long since it last certainly heard a leader, `None` if it never did; the
-    /// highest commit index heard of).
+    /// highest commit index heard of). A former leader counts its own quorum's last
+    /// acknowledgement as word from a leader: one that stepped down never heard an echo, and
+    /// would otherwise be taken for a node that just started (and wait out a whole barrier
+    /// instead of answering 503 once cut off).
     pub fn follower_silence(&self) -> (Option<Duration>, u64) {
-        let h = lock(&self.heard);
-        let now = self.micros(Instant::now());
-        (h.at_micros.map(|at| Duration::from_micros(now.saturating_sub(at))), h.commit)
+        let (heard, commit) = {
+            let h = lock(&self.heard);
+            let now = self.micros(Instant::now());
+            (h.at_micros.map(|at| Duration::from_micros(now.saturating_sub(at))), h.commit)
+        };
+        let led = {
+            let m = lock(&self.membership);
+            self.leader_silence(m.0, &m.1)
+        };
+        let silence = match (heard, led) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (silence, commit)
     }
 
     /// Follower: (heard a leader within the window, the highest commit index heard of).
@@ -270,5 +284,20 @@ mod tests {
         assert_eq!(leader.echo_for(2), None, "the leader's own lease lapsed");
         assert!(!follower.follower_fresh(1));
         assert!(!leader.leader_fresh(1, &[1, 2, 3, 4, 5]));
+    }
+
+    #[test]
+    fn a_leader_that_stepped_down_counts_its_quorum_contact_as_word_from_a_leader() {
+        let f = Freshness::new(WINDOW);
+        assert_eq!(f.follower_silence().0, None, "a node that just started heard nobody");
+        f.set_membership(1, vec![1, 2, 3]);
+        f.replied(2, Instant::now(), Freshness::new(WINDOW).stamp(), true);
+        // Now a follower (a higher term arrived) that never heard an echo.
+        let (silence, _) = f.follower_silence();
+        assert!(silence.is_some_and(|s| s < WINDOW), "{silence:?}");
+        std::thread::sleep(WINDOW + Duration::from_millis(20));
+        assert!(f.follower_silence().0.is_some_and(|s| s > WINDOW), "the silence grows from there");
+        f.heard(Some(f.stamp()), 3);
+        assert!(f.follower_fresh(3), "a new leader's echo counts as before");
     }
 }
