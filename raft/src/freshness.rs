@@ -124,11 +124,7 @@ impl Freshness {
             let now = self.micros(Instant::now());
             (h.at_micros.map(|at| Duration::from_micros(now.saturating_sub(at))), h.commit)
         };
-        let led = {
-            let m = lock(&self.membership);
-            self.leader_silence(m.0, &m.1)
-        };
-        let silence = match (heard, led) {
+        let silence = match (heard, self.own_quorum_silence()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -149,6 +145,12 @@ impl Freshness {
         contact && applied >= commit
     }
 
+    /// [`Self::leader_silence`] for this node in the membership it last saw.
+    fn own_quorum_silence(&self) -> Option<Duration> {
+        let m = lock(&self.membership);
+        self.leader_silence(m.0, &m.1)
+    }
+
     /// The membership the leader side judges its quorum by: this node `me` and the `voters`.
     pub fn set_membership(&self, me: u64, voters: Vec<u64>) {
         *lock(&self.membership) = (me, voters);
@@ -158,11 +160,7 @@ impl Freshness {
     /// this leader has gone without a quorum's acknowledgement, so the follower's lease ends
     /// no later than the leader's own; none once that silence reached the window.
     pub fn echo_for(&self, target: u64) -> Option<Stamp> {
-        let silence = {
-            let m = lock(&self.membership);
-            self.leader_silence(m.0, &m.1)
-        }
-        .filter(|s| *s < self.window)?;
+        let silence = self.own_quorum_silence().filter(|s| *s < self.window)?;
         let back = u64::try_from(silence.as_micros()).unwrap_or(u64::MAX);
         lock(&self.echoes).get(&target).map(|s| Stamp { epoch: s.epoch, micros: s.micros.saturating_sub(back) })
     }
