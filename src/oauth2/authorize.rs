@@ -238,6 +238,22 @@ fn valid_challenge(c: &str) -> bool {
     c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// Refuses a sign-in that a password change or a disable ended since (a signed-in page stays
+/// usable for minutes): the user signs in again.
+pub(super) fn still_signed_in(node: &Core, login: &Login) -> PageResult<()> {
+    let ended = node
+        .engine
+        .read()
+        .user(&login.user_id)?
+        .is_some_and(|u| super::cutoff::sign_in_cut_off(&u, login.auth_time, Some(login.cutoff_us)));
+    if ended {
+        return Err(PageError::bad_request(
+            "Your password changed or your account was disabled after you signed in; start again from the application.",
+        ));
+    }
+    Ok(())
+}
+
 /// The request of `GET /authorize`, validated: the client and redirect URI (errors are
 /// pages), then the rest (errors are redirects to the client).
 fn validate(node: &Core, domain_id: &str, raw_query: &str) -> PageResult<Result<(AuthRequest, Client), Response>> {
@@ -403,7 +419,7 @@ pub(super) async fn signed_in_as(
     user: &User,
 ) -> PageResult {
     let at = now_secs();
-    let login = Login { user_id: user.id.clone(), auth_time: at };
+    let login = Login { user_id: user.id.clone(), auth_time: at, cutoff_us: user.tokens_valid_after };
     st.login = Some(login.clone());
     st.exp = at + page_state::LIFETIME_S;
     let skip = client.pre_authorized
@@ -500,9 +516,11 @@ pub async fn authorize_consent(
 /// Draws a code for an approved request, replicates it (with the consent to remember) and
 /// sends the browser back to the client with it.
 async fn issue(node: &Core, domain_id: &str, req: &AuthRequest, login: &Login, consent: Option<Consent>) -> PageResult {
+    still_signed_in(node, login)?;
     let mut attempt = 0;
     loop {
-        let code = new_secret();
+        // The token endpoint checks the cut-off in the code again when it is redeemed.
+        let code = super::cutoff::new_code(login.cutoff_us, &new_secret());
         let hash = keyed_hash(node, CODE, &code)?;
         let record = AuthCode {
             domain_id: domain_id.to_string(),

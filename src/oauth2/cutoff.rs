@@ -79,6 +79,40 @@ pub fn family_cut_off(user: &User, f: &RefreshFamily, cluster_version: u32) -> b
     crate::state::cut_off(user, family_issued_us(f), family_seen_us(f), cluster_version)
 }
 
+/// Hex digits of the user's cut-off at the start of an authorization code.
+const CODE_SEEN_DIGITS: usize = FAMILY_TIME_DIGITS;
+/// Length of the random part of an authorization code (`secrets::new_secret`: 32 bytes, base64url).
+const CODE_SECRET_LEN: usize = 43;
+
+/// An authorization code: the user's cut-off its sign-in read (hex), then the secret. The code
+/// is found by the keyed hash of all of it, so the cut-off in it cannot be altered.
+pub fn new_code(seen_us: i64, secret: &str) -> String {
+    format!("{:0width$x}{secret}", seen_us.max(0), width = CODE_SEEN_DIGITS)
+}
+
+/// The user's cut-off an authorization code's sign-in read, for codes that carry it.
+pub fn code_seen_us(code: &str) -> Option<i64> {
+    (code.len() == CODE_SEEN_DIGITS + CODE_SECRET_LEN)
+        .then(|| code.get(..CODE_SEEN_DIGITS))
+        .flatten()
+        .and_then(|hex| i64::from_str_radix(hex, 16).ok())
+}
+
+/// Whether the user's cut-off ends what a sign-in on the pages led to (a consent, an
+/// authorization code, a device approval): a password change or a disable after the sign-in
+/// must not let it mint tokens. `seen` is the cut-off the sign-in read; without it (a device
+/// approval keeps only the sign-in's second) the clocks of the member that signed the user in
+/// and of the one that moved the cut-off decide, and a sign-in in the same second as a change
+/// counts as before it: the user signs in again rather than a stale approval standing. Unlike
+/// tokens, the seen cut-off decides at any cluster version: below the strict one a change may
+/// leave the cut-off where it was, and then the sign-in stands, as it did before codes carried it.
+pub fn sign_in_cut_off(user: &User, auth_time: i64, seen: Option<i64>) -> bool {
+    match seen {
+        Some(seen) => seen < user.tokens_valid_after,
+        None => auth_time.saturating_mul(1_000_000) < user.tokens_valid_after,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +155,27 @@ mod tests {
     fn token_times_prefer_microseconds() {
         assert_eq!(token_issued_us(&serde_json::json!({"iat": 3, ISSUED_US: 3_500_000})), 3_500_000);
         assert_eq!(token_issued_us(&serde_json::json!({"iat": 3})), 3_000_000);
+    }
+
+    #[test]
+    fn codes_carry_the_cut_off_their_sign_in_read() {
+        let secret = crate::oauth2::secrets::new_secret();
+        assert_eq!(secret.len(), CODE_SECRET_LEN);
+        let code = new_code(1_700_000_000_123_456, &secret);
+        assert_eq!(code_seen_us(&code), Some(1_700_000_000_123_456));
+        assert_eq!(code_seen_us(&secret), None);
+        assert_eq!(code_seen_us(&format!("zz{}", &code[2..])), None);
+    }
+
+    #[test]
+    fn a_sign_in_is_ended_by_a_later_cut_off_only() {
+        let mut u = crate::testkit::fixtures::user("u", "u", "d");
+        u.tokens_valid_after = 10_500_000;
+        // The cut-off it read is older than the user's: a change came after the sign-in.
+        assert!(sign_in_cut_off(&u, 20, Some(10_499_999)));
+        assert!(!sign_in_cut_off(&u, 5, Some(10_500_000)));
+        // Only the second: a sign-in in the change's second falls with it, a later one stands.
+        assert!(sign_in_cut_off(&u, 10, None));
+        assert!(!sign_in_cut_off(&u, 11, None));
     }
 }

@@ -262,6 +262,9 @@ pub async fn device_consent(
     let user_code = device_flow(&st)?;
     let login = az::signed_in(&st)?;
     let approve = az::decision(&form)?;
+    if approve {
+        az::still_signed_in(&node, &login)?;
+    }
     let grant = pending_grant(&node, &domain_id, &user_code)?.ok_or_else(code_gone)?;
     let consent = match (approve, get(&form, "remember")) {
         (true, Some("on")) => {

@@ -56,6 +56,9 @@ pub enum Flow {
 pub struct Login {
     pub user_id: String,
     pub auth_time: i64,
+    /// The user's `tokens_valid_after` when the password or passkey was checked: a change
+    /// after it ends the sign-in (`cutoff::sign_in_cut_off`).
+    pub cutoff_us: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,7 +192,7 @@ mod tests {
             exp,
             csrf: "c".repeat(43),
             flow: Flow::Device { user_code: "ABCDEFGH".into() },
-            login: Some(Login { user_id: "u".into(), auth_time: 5 }),
+            login: Some(Login { user_id: "u".into(), auth_time: 5, cutoff_us: 7 }),
         }
     }
 

@@ -113,7 +113,7 @@ pub async fn device_login(
         }));
     };
     let at = now_secs();
-    st.login = Some(Login { user_id: user.id.clone(), auth_time: at });
+    st.login = Some(Login { user_id: user.id.clone(), auth_time: at, cutoff_us: user.tokens_valid_after });
     st.exp = at + page_state::LIFETIME_S;
     let sealed = page_state::seal(&node, &st)?;
     let action = format!("{}/device/consent", base_path(&node, &domain_id));

@@ -250,6 +250,10 @@ fn refused(e: crate::http::ApiError) -> OAuthError {
     }
 }
 
+/// A code or device approval whose sign-in a password change or a disable ended.
+const SIGNED_IN_BEFORE_CHANGE: &str =
+    "The user's password changed or the user was disabled after signing in; sign in again.";
+
 async fn authorization_code(g: Grant<'_>) -> OAuthResult<Value> {
     let Grant { node, client, form, .. } = g;
     let unknown = "The authorization code is invalid or expired.";
@@ -276,6 +280,11 @@ async fn authorization_code(g: Grant<'_>) -> OAuthResult<Value> {
         (None, None) => {}
     }
     let user = live_user(node, &client.domain_id, &stored.user_id)?;
+    // This node is fresh: a password change or disable that returned before now is applied here.
+    let seen = form.get("code").and_then(super::cutoff::code_seen_us);
+    if super::cutoff::sign_in_cut_off(&user, stored.auth_time, seen) {
+        return Err(OAuthError::invalid_grant(SIGNED_IN_BEFORE_CHANGE));
+    }
     let minted = user_tokens(g, (&user, stored.auth_time), &stored.scopes, stored.nonce.as_deref())?;
     let cmd = OAuth2Command::RedeemCode {
         hash,
@@ -370,7 +379,12 @@ async fn device_code(g: Grant<'_>) -> OAuthResult<Value> {
     // returned only if the poll redeems the approved grant.
     let approved = match &grant.status {
         DeviceStatus::Approved { user_id, auth_time } => {
-            Some((live_user(node, &client.domain_id, user_id)?, *auth_time))
+            let user = live_user(node, &client.domain_id, user_id)?;
+            // An approval keeps only its sign-in's second (no cut-off): the clocks decide.
+            if super::cutoff::sign_in_cut_off(&user, *auth_time, None) {
+                return Err(OAuthError::invalid_grant(SIGNED_IN_BEFORE_CHANGE));
+            }
+            Some((user, *auth_time))
         }
         _ => None,
     };

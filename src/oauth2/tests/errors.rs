@@ -17,7 +17,7 @@ use crate::oauth2::secrets::{self, keyed_hash};
 use crate::oauth2::tokens;
 use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, DeviceGrant, DeviceStatus, Issued, OAuth2Command, RefreshFamily};
-use crate::state::Command;
+use crate::state::{Command, Reader};
 use crate::testkit::{send_content, Reply, TestNode};
 
 pub(super) const D: &str = "default";
@@ -185,7 +185,9 @@ pub(super) fn code_command(
     challenge: Option<&str>,
     expires_at: i64,
 ) -> (String, Command) {
-    let code = secrets::new_secret();
+    // As `/authorize` draws it: with the user's cut-off as the sign-in read it.
+    let seen = node.engine.read().user(user_id).unwrap().map_or(0, |u| u.tokens_valid_after);
+    let code = crate::oauth2::cutoff::new_code(seen, &secrets::new_secret());
     let hash = keyed_hash(node, secrets::CODE, &code).unwrap();
     let record = AuthCode {
         domain_id: domain.to_string(),

@@ -7,3 +7,4 @@ mod errors;
 mod exchange;
 mod hardening;
 mod pages;
+mod sign_in_cutoff;

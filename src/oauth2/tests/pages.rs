@@ -13,12 +13,12 @@ use crate::state::cf;
 use crate::state::oauth2::{keys, AuthCode, Consent, DeviceGrant, DeviceStatus};
 use crate::testkit::{Reply, TestNode};
 
-const D: &str = "default";
-const CB: &str = "https://app.example/cb";
+pub(super) const D: &str = "default";
+pub(super) const CB: &str = "https://app.example/cb";
 const CHALLENGE: &str = "zY3dLN7IOx58P_4ckFRohSQVPpiKxfSo4ju7_lQKixI";
-const PW: &str = "alice password 1";
+pub(super) const PW: &str = "alice password 1";
 
-fn form(pairs: &[(&str, &str)]) -> String {
+pub(super) fn form(pairs: &[(&str, &str)]) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     for (k, v) in pairs {
         s.append_pair(k, v);
@@ -31,26 +31,26 @@ fn header(r: &Reply, name: &str) -> String {
 }
 
 /// The hidden page_state of a page.
-fn page_state(r: &Reply) -> String {
+pub(super) fn page_state(r: &Reply) -> String {
     let re = Regex::new(r#"name="page_state" value="([^"]*)""#).unwrap();
     re.captures(&r.text).unwrap_or_else(|| panic!("no page_state in {}", r.text))[1].to_string()
 }
 
 /// `name=value` of the CSRF cookie the page set.
-fn cookie(r: &Reply) -> String {
+pub(super) fn cookie(r: &Reply) -> String {
     let c = header(r, "set-cookie");
     c.split(';').next().unwrap_or_else(|| panic!("no cookie: {c}")).to_string()
 }
 
 /// Query parameters of a redirect.
-fn location(r: &Reply) -> (String, Vec<(String, String)>) {
+pub(super) fn location(r: &Reply) -> (String, Vec<(String, String)>) {
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.text);
     let loc = url::Url::parse(&header(r, "location")).unwrap();
     let base = format!("{}://{}{}", loc.scheme(), loc.host_str().unwrap(), loc.path());
     (base, loc.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
 }
 
-fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
     pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
@@ -80,12 +80,12 @@ fn assert_page_headers(r: &Reply) {
 }
 
 /// A user of the default domain.
-async fn user(t: &TestNode, name: &str) -> String {
+pub(super) async fn user(t: &TestNode, name: &str) -> String {
     t.create("/v3/users", "user", json!({"name": name, "domain_id": D, "password": PW})).await
 }
 
 /// A client of the default domain; returns its id.
-async fn client(t: &TestNode, fields: Value) -> String {
+pub(super) async fn client(t: &TestNode, fields: Value) -> String {
     let mut body = json!({"name": "App <One>", "confidential": false, "grant_types": ["authorization_code"],
         "redirect_uris": [CB], "allowed_scopes": ["openid", "profile", "email", "platform:api"]});
     for (k, v) in fields.as_object().unwrap() {
@@ -96,7 +96,7 @@ async fn client(t: &TestNode, fields: Value) -> String {
     r.body["oauth2_client"]["client_id"].as_str().unwrap().to_string()
 }
 
-fn authorize_url(client_id: &str, extra: &[(&str, &str)]) -> String {
+pub(super) fn authorize_url(client_id: &str, extra: &[(&str, &str)]) -> String {
     let mut pairs = vec![
         ("response_type", "code"),
         ("client_id", client_id),
@@ -116,15 +116,20 @@ fn authorize_url(client_id: &str, extra: &[(&str, &str)]) -> String {
 
 /// GET /authorize, then the login post; returns the login post's reply and the cookie.
 async fn sign_in(t: &TestNode, url: &str, username: &str) -> (Reply, String) {
+    sign_in_with(t, url, username, PW).await
+}
+
+/// [`sign_in`] with another password.
+pub(super) async fn sign_in_with(t: &TestNode, url: &str, username: &str, password: &str) -> (Reply, String) {
     let page = send(t, Method::GET, url, &[], None).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
     let c = cookie(&page);
-    let body = form(&[("page_state", &page_state(&page)), ("username", username), ("password", PW)]);
+    let body = form(&[("page_state", &page_state(&page)), ("username", username), ("password", password)]);
     let r = send(t, Method::POST, &format!("/v4/oauth2/{D}/authorize/login"), &[("cookie", &c)], Some(&body)).await;
     (r, c)
 }
 
-async fn decide(t: &TestNode, consent_page: &Reply, c: &str, decision: &str, remember: bool) -> Reply {
+pub(super) async fn decide(t: &TestNode, consent_page: &Reply, c: &str, decision: &str, remember: bool) -> Reply {
     let st = page_state(consent_page);
     let mut pairs = vec![("page_state", st.as_str()), ("decision", decision)];
     if remember {
@@ -133,7 +138,7 @@ async fn decide(t: &TestNode, consent_page: &Reply, c: &str, decision: &str, rem
     send(t, Method::POST, &format!("/v4/oauth2/{D}/authorize/consent"), &[("cookie", c)], Some(&form(&pairs))).await
 }
 
-fn stored_code(t: &TestNode, code: &str) -> AuthCode {
+pub(super) fn stored_code(t: &TestNode, code: &str) -> AuthCode {
     let hash = keyed_hash(&t.node, secrets::CODE, code).unwrap();
     t.node.engine.read().get_t::<AuthCode>(cf::OAUTH2, &keys::code(&hash)).unwrap().expect("stored code")
 }
@@ -356,7 +361,7 @@ async fn form_posts_need_the_matching_csrf_cookie_and_an_intact_state() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
-async fn device_start(t: &TestNode, client_id: &str, scope: Option<&str>) -> Reply {
+pub(super) async fn device_start(t: &TestNode, client_id: &str, scope: Option<&str>) -> Reply {
     let mut pairs = vec![("client_id", client_id)];
     if let Some(s) = scope {
         pairs.push(("scope", s));
@@ -557,7 +562,7 @@ async fn application_credential_tokens_cannot_manage_consents() {
 }
 
 /// The PKCE verifier whose S256 challenge is [`CHALLENGE`].
-const VERIFIER: &str = "dBjftJeZ4CVP-mJ92K9CaUuv9kF4i1rKZ0ryFfxRh2w";
+pub(super) const VERIFIER: &str = "dBjftJeZ4CVP-mJ92K9CaUuv9kF4i1rKZ0ryFfxRh2w";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codes_and_approved_device_grants_redeem_at_the_token_endpoint() {
