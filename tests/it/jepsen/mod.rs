@@ -53,7 +53,13 @@ struct Row {
     minority_503_ms: Option<u64>,
     /// Minority members that never answered 503 while the fault lasted.
     minority_never_503: usize,
+    /// Heals after which a member acknowledged no write within [`NO_WRITE_LIMIT`] (the
+    /// campaign stops there and judges what it has).
+    no_write_after_heal: usize,
 }
+
+/// How long after a heal a member may take to acknowledge a write before the campaign gives up.
+const NO_WRITE_LIMIT: Duration = Duration::from_secs(60);
 
 pub struct Report {
     pub members: usize,
@@ -145,7 +151,15 @@ async fn first_refresh_token(c: &Cluster, oauth: &workload::OAuth, user: (&str, 
 /// After a heal: (the time until some member acknowledged a create, the time until every
 /// member acknowledged one of its own). Each member is asked on its own, at once, each try
 /// bounded by the client's timeout.
-async fn writes_again(c: &Cluster, http: &Http, admin: &str, run: &str, cycle: usize) -> (Duration, Duration) {
+/// The time from a heal to the first acknowledged write, and until every member acknowledged
+/// one; or which member acknowledged none within [`NO_WRITE_LIMIT`].
+async fn writes_again(
+    c: &Cluster,
+    http: &Http,
+    admin: &str,
+    run: &str,
+    cycle: usize,
+) -> Result<(Duration, Duration), String> {
     let started = Instant::now();
     let probes = (0..c.len()).map(|i| {
         let (api, http) = (c.api(i), http.clone());
@@ -153,23 +167,24 @@ async fn writes_again(c: &Cluster, http: &Http, admin: &str, run: &str, cycle: u
             for k in 0.. {
                 let body =
                     json!({"project": {"name": format!("jp-{run}-probe-{cycle}-{i}-{k}"), "domain_id": "default"}});
-                if let Ok(r) = http.post(&format!("{api}/v3/projects"), Some(admin), &body).await {
-                    if r.status.is_success() {
-                        break;
-                    }
+                let last = match http.post(&format!("{api}/v3/projects"), Some(admin), &body).await {
+                    Ok(r) if r.status.is_success() => return Ok(started.elapsed()),
+                    Ok(r) => format!("{} {}", r.status, r.text),
+                    Err(e) => e.to_string(),
+                };
+                if started.elapsed() >= NO_WRITE_LIMIT {
+                    return Err(format!(
+                        "member {i} acknowledged no write within 60 s of a heal (last answer: {last})"
+                    ));
                 }
-                assert!(
-                    started.elapsed() < Duration::from_secs(60),
-                    "member {i} acknowledged no write within 60 s of a heal"
-                );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            started.elapsed()
+            unreachable!("the probe loop returns")
         }
     });
-    let times = futures::future::join_all(probes).await;
+    let times: Vec<Duration> = futures::future::join_all(probes).await.into_iter().collect::<Result<_, _>>()?;
     let first = times.iter().copied().min().unwrap_or_default();
-    (first, times.into_iter().max().unwrap_or_default())
+    Ok((first, times.into_iter().max().unwrap_or_default()))
 }
 
 /// Validates `admin` on `member` until it answers 503; the time that took from `from`.
@@ -202,7 +217,7 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
         c.wait_ready(i, deadline).await;
     }
     c.wait_leader(Duration::from_secs(30)).await;
-    let admin = c.admin_token(0).await;
+    let mut admin = c.admin_token(0).await;
     let token_pw = format!("Tok-{run}-pw");
     let token_user = create_user(&c, &admin, &format!("jp-{run}-tok"), &token_pw).await;
     let oauth = Arc::new(register_web_client(&c, &admin).await);
@@ -222,6 +237,8 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
                 eprintln!("{members} members: the time budget ran out in cycle {cycle}");
                 break 'cycles;
             }
+            // Tokens live an hour: a campaign outlives any one of them.
+            admin = c.admin_token(0).await;
             let domain = json!({"domain": {"name": format!("jp-{run}-d{cycle}-{family:?}")}});
             let r = c.post_retry(0, "/v3/domains", &admin, &domain, Duration::from_secs(60)).await;
             let domain_id = r.json["domain"]["id"].as_str().expect("a domain id").to_string();
@@ -273,9 +290,21 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
             let minority = applied.minority.clone();
             nemesis::stop(applied, &mut c, &net);
             history.event(format!("stop {}", family.name()));
-            let (recovery, every_member) = writes_again(&c, &http, &admin, &run, cycle).await;
+            let again = writes_again(&c, &http, &admin, &run, cycle).await;
             let row = rows.entry(family).or_default();
             row.cycles += 1;
+            let (recovery, every_member) = match again {
+                Ok(times) => times,
+                Err(why) => {
+                    eprintln!("{members} members, cycle {cycle}, {}: {why}; the campaign stops here", family.name());
+                    row.no_write_after_heal += 1;
+                    ctx.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    for client in clients {
+                        client.await.expect("a client task");
+                    }
+                    break 'cycles;
+                }
+            };
             row.recovery_ms = row.recovery_ms.max(recovery.as_millis() as u64);
             row.every_member_ms = row.every_member_ms.max(every_member.as_millis() as u64);
             let mut this_cycle = None;
@@ -311,11 +340,15 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
         }
     }
 
+    // The history first: settling may fail when the campaign stopped on a stuck cluster.
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jepsen-{members}-{run}.json"));
+    history.write_json(&path);
     // Settle, then judge.
     net.heal();
     c.heal().await;
     c.wait_leader(Duration::from_secs(30)).await;
     c.wait_applied_converged(&(0..members).collect::<Vec<_>>(), Duration::from_secs(60)).await;
+    let admin = c.admin_token(0).await;
     let ops = history.ops();
     let acked: BTreeSet<String> =
         ops.iter().filter(|o| o.f == "create" && matches!(o.outcome, Outcome::Ok(_))).map(|o| o.key.clone()).collect();
@@ -336,7 +369,6 @@ async fn campaign(members: usize, families: &[Family], cycles: usize, pace: Pace
     let mut nonlinear = checker::token_nonlinear(&ops);
     nonlinear.extend(checker::password_nonlinear(&ops, &first_passwords));
     agreement::assert_check_consistent(&c, 0).await;
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jepsen-{members}-{run}.json"));
     history.write_json(&path);
     let regressions = regressions.lock().unwrap().clone();
     Report {
@@ -374,6 +406,7 @@ fn judge(r: &Report, recovery_limit_ms: u64, minority_limit_ms: u64) {
             row.recovery_ms
         );
         assert_eq!(row.minority_never_503, 0, "{}: a minority member never answered 503", f.name());
+        assert_eq!(row.no_write_after_heal, 0, "{}: a member acknowledged no write after a heal", f.name());
         assert!(
             row.minority_503_ms.is_none_or(|ms| ms <= minority_limit_ms),
             "{}: a minority member answered 503 only {:?} ms after the cut",
