@@ -2,6 +2,7 @@
 //! (proposals, read barriers, membership changes) with forwarding to the leader.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,6 +61,8 @@ pub struct RaftNode {
     pub(crate) batcher: crate::batcher::Batcher,
     /// Proposals a follower gathers for the leader (`forward_batch`).
     pub(crate) forwards: crate::forward_batch::ForwardQueue,
+    /// Followers' credential checks waiting for a read index (`read_index`).
+    pub(crate) read_indexes: crate::read_index::ReadIndexQueue,
 }
 
 impl RaftNode {
@@ -94,6 +97,7 @@ impl RaftNode {
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
         let batcher = crate::batcher::Batcher::start(raft.clone(), engine.clone());
         let (forwards, forward_rx) = crate::forward_batch::ForwardQueue::new();
+        let (read_indexes, read_index_rx) = crate::read_index::ReadIndexQueue::new();
         let node = Arc::new(RaftNode {
             id: opts.node_id,
             opts,
@@ -114,9 +118,11 @@ impl RaftNode {
             catching_up: tokio::sync::Mutex::new(()),
             batcher,
             forwards,
+            read_indexes,
         });
         node.spawn_membership_watch();
         node.spawn_forward_groups(forward_rx);
+        node.spawn_read_index_rounds(read_index_rx);
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
         node.spawn_snapshot_policy(log_volume);
@@ -204,6 +210,24 @@ impl RaftNode {
         })
     }
 
+    /// The leader's commit index when it may vouch for it from its lease, as it does for its
+    /// own credential checks: a quorum accepted its appends within the window (so no other
+    /// leader can have committed since), and it applied an entry of its own term (so it knows of
+    /// every commit before it). `None`: confirm with a quorum instead (`get_read_log_id`).
+    pub(crate) fn leased_commit(&self) -> Option<u64> {
+        let committed = self.committed.load(Ordering::Acquire);
+        self.with_metrics(|m| {
+            let leading = m.state == ServerState::Leader && m.current_leader == Some(self.id);
+            let own_term = m.last_applied.is_some_and(|l| l.leader_id.term == m.current_term);
+            if !leading || !own_term {
+                return None;
+            }
+            let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
+            let silence = self.freshness.leader_silence(self.id, &voters)?;
+            (silence < self.freshness.window()).then_some(committed)
+        })
+    }
+
     /// How long a node may go without word from a leader (or, leading, from a quorum) and
     /// still try to catch up before answering: the maximum election timeout, when the members
     /// start electing a new leader (`election`). A node still silent then is cut off or in an
@@ -217,10 +241,21 @@ impl RaftNode {
     /// entries (see [`RaftNode::fresh`]) catches up through a read barrier first. Err when it
     /// cannot within `limit`, nor before it has been silent for [`Self::silence_limit`] since
     /// it last heard a leader (cut off): the caller answers 503.
+    ///
+    /// A follower in contact also takes a read index (`read_index`): what it heard of the
+    /// leader's commit point may be a heartbeat old, and a change another member already
+    /// shows must not be missing here. The leader answers from its lease.
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
         let (silence, needed) = self.standing_now();
         if silence.is_some_and(|s| s < self.freshness.window()) {
-            return self.wait_applied_while_heard(needed, Instant::now() + limit).await;
+            let deadline = Instant::now() + limit;
+            if self.is_leader() {
+                return self.wait_applied_while_heard(needed, deadline).await;
+            }
+            let started = Instant::now();
+            let index = self.while_heard(self.read_index(deadline)).await?;
+            self.freshness.barrier_passed(started, index);
+            return self.wait_applied_while_heard(index.max(needed), deadline).await;
         }
         // A node that never heard a leader (just started, or its cluster is still electing the
         // first one) waits the whole limit: it has no silence to judge by.
@@ -369,16 +404,23 @@ impl RaftNode {
     /// entries it has heard of may never reach it across a cut made meanwhile, and waiting out
     /// the caller's whole limit kept a cut-off member from answering for seconds.
     async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
-        loop {
-            let step = (Instant::now() + SILENCE_POLL).min(deadline);
-            match self.wait_applied(index, step).await {
-                Err(ProposeError::Timeout) if Instant::now() < deadline => {
-                    if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
-                        return Err(ProposeError::NoLeader);
-                    }
+        self.while_heard(self.wait_applied(index, deadline)).await
+    }
+
+    /// Runs `work` unless this node goes [`Self::silence_limit`] without word from a leader
+    /// first (then `NoLeader`: the caller answers 503 rather than wait out its whole limit).
+    async fn while_heard<T>(&self, work: impl Future<Output = Result<T, ProposeError>>) -> Result<T, ProposeError> {
+        let cut_off = async {
+            loop {
+                tokio::time::sleep(SILENCE_POLL).await;
+                if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
+                    return;
                 }
-                done => return done,
             }
+        };
+        tokio::select! {
+            done = work => done,
+            () = cut_off => Err(ProposeError::NoLeader),
         }
     }
 
