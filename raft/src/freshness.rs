@@ -102,10 +102,13 @@ impl Freshness {
         }
     }
 
-    /// A read barrier that started at `started` brought this node to the leader's commit
-    /// point `commit` as of then.
-    pub fn barrier_passed(&self, started: Instant, commit: u64) {
-        self.heard(Some(Stamp { epoch: self.epoch, micros: self.micros(started) }), commit);
+    /// A read index named the leader's commit point `commit`. That is no word from a leader in
+    /// the lease's sense: the leader may have answered from its own lease, which vouches for no
+    /// instant later than its quorum's last acknowledgement. Counting the barrier's start as
+    /// contact kept a follower cut off together with the old leader answering for half a
+    /// second longer than the election timeout (the campaign's five-member 2/3 split).
+    pub fn barrier_passed(&self, commit: u64) {
+        self.heard(None, commit);
     }
 
     /// The staleness allowed: the minimum election timeout.
@@ -231,8 +234,10 @@ mod tests {
         let other_life = Stamp { epoch: s.epoch.wrapping_add(1), micros: u64::MAX };
         f.heard(Some(other_life), 7);
         assert!(!f.follower_fresh(7), "an echo from a previous process is ignored");
-        f.barrier_passed(Instant::now(), 9);
-        assert!(!f.follower_fresh(8));
+        f.barrier_passed(9);
+        assert!(!f.follower_fresh(9), "a read index is no contact with the leader");
+        f.heard(Some(f.stamp()), 0);
+        assert!(!f.follower_fresh(8), "the commit point the read index named still counts");
         assert!(f.follower_fresh(9));
         assert!(f.follower_silence().0.is_some_and(|s| s < WINDOW));
     }

@@ -168,8 +168,9 @@ impl RaftNode {
         }
     }
 
-    /// Linearizable read barrier: the leader confirms its leadership with a quorum and names
-    /// its commit point; this node then waits until it has applied that far.
+    /// Linearizable read barrier: the leader names its commit point, from its lease or after
+    /// confirming its leadership with a quorum (`read_index_here`); this node then waits until
+    /// it has applied that far.
     pub async fn linearizable_barrier(&self) -> Result<(), ProposeError> {
         self.barrier_within(self.opts.forward_timeout).await
     }
@@ -180,7 +181,7 @@ impl RaftNode {
         match self.leader_call(LeaderRequest::ReadIndex, deadline).await? {
             LeaderReply::ReadIndex(index) => {
                 self.wait_applied(index, deadline).await?;
-                self.freshness.barrier_passed(started, index);
+                self.freshness.barrier_passed(index);
                 Ok(())
             }
             other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
@@ -252,9 +253,8 @@ impl RaftNode {
             if self.is_leader() {
                 return self.wait_applied_while_heard(needed, deadline).await;
             }
-            let started = Instant::now();
             let index = self.while_heard(self.read_index(deadline)).await?;
-            self.freshness.barrier_passed(started, index);
+            self.freshness.barrier_passed(index);
             return self.wait_applied_while_heard(index.max(needed), deadline).await;
         }
         // A node that never heard a leader (just started, or its cluster is still electing the
