@@ -19,10 +19,11 @@
 //!   leader can have committed anything since.
 //!
 //! Either way "recently" is within the minimum election timeout, and the applied index must
-//! have reached the highest commit index heard of. A successful read barrier refreshes the
-//! same state. The bound on staleness is that timeout plus the time the revoking side waits
-//! for every reachable member to apply (see `wait_cluster_applied`): a node that did not
-//! confirm in time is not fresh again before it has heard the leader after the revocation.
+//! have reached the highest commit index heard of. A read index raises that index but is no
+//! contact (`barrier_passed`). Being fresh decides whether a node may ask at all, not what it
+//! answers from: a follower's check still takes a read index (`read_index`), so it sees every
+//! change another member already showed. A node out of contact answers 503 rather than wait
+//! out a leader it cannot reach.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

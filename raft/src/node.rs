@@ -55,8 +55,6 @@ pub struct RaftNode {
     pub(crate) app: Arc<dyn StateApp>,
     /// The state machine's shared half (apply lock, snapshot column families).
     pub(crate) sm: Arc<crate::state_machine::SmShared>,
-    /// One catch-up at a time: callers that find the node stale wait for the same barrier.
-    catching_up: tokio::sync::Mutex<()>,
     /// Checked proposals on their way into the log, batched (group commit).
     pub(crate) batcher: crate::batcher::Batcher,
     /// Proposals a follower gathers for the leader (`forward_batch`).
@@ -115,7 +113,6 @@ impl RaftNode {
             contact,
             app,
             sm: sm_shared,
-            catching_up: tokio::sync::Mutex::new(()),
             batcher,
             forwards,
             read_indexes,
@@ -172,20 +169,11 @@ impl RaftNode {
     /// confirming its leadership with a quorum (`read_index_here`); this node then waits until
     /// it has applied that far.
     pub async fn linearizable_barrier(&self) -> Result<(), ProposeError> {
-        self.barrier_within(self.opts.forward_timeout).await
-    }
-
-    async fn barrier_within(&self, limit: Duration) -> Result<(), ProposeError> {
-        let started = Instant::now();
-        let deadline = started + limit;
-        match self.leader_call(LeaderRequest::ReadIndex, deadline).await? {
-            LeaderReply::ReadIndex(index) => {
-                self.wait_applied(index, deadline).await?;
-                self.freshness.barrier_passed(index);
-                Ok(())
-            }
-            other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
-        }
+        let deadline = Instant::now() + self.opts.forward_timeout;
+        let index = self.read_index(deadline).await?;
+        self.wait_applied(index, deadline).await?;
+        self.freshness.barrier_passed(index);
+        Ok(())
     }
 
     /// Whether this node may answer from its own state (see `freshness`): it heard a leader
@@ -237,28 +225,29 @@ impl RaftNode {
         Duration::from_millis(self.opts.election_timeout_max_ms)
     }
 
-    /// Makes sure this node does not answer from the past: a node in recent contact with the
-    /// leader only waits to apply what it knows is committed; one that may have missed
-    /// entries (see [`RaftNode::fresh`]) catches up through a read barrier first. Err when it
-    /// cannot within `limit`, nor before it has been silent for [`Self::silence_limit`] since
-    /// it last heard a leader (cut off): the caller answers 503.
-    ///
-    /// A follower in contact also takes a read index (`read_index`): what it heard of the
-    /// leader's commit point may be a heartbeat old, and a change another member already
-    /// shows must not be missing here. The leader answers from its lease.
+    /// Makes sure this node does not answer from the past. A leader within its lease only
+    /// waits to apply its commit index. Any other node takes a read index (`read_index`): a
+    /// follower in contact learns of a commit up to a heartbeat late, and a change another
+    /// member already shows must not be missing here; a leader just elected may not yet know
+    /// what the previous one committed. Err when that cannot finish within `limit`, nor before
+    /// the node has been silent for [`Self::silence_limit`] since it last heard a leader (cut
+    /// off): the caller answers 503.
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
         let (silence, needed) = self.standing_now();
-        if silence.is_some_and(|s| s < self.freshness.window()) {
-            let deadline = Instant::now() + limit;
-            if self.is_leader() {
-                return self.wait_applied_while_heard(needed, deadline).await;
+        let in_contact = silence.is_some_and(|s| s < self.freshness.window());
+        if in_contact {
+            if let Some(committed) = self.leased_commit() {
+                return self.wait_applied_while_heard(committed.max(needed), Instant::now() + limit).await;
             }
+            let deadline = Instant::now() + limit;
             let index = self.while_heard(self.read_index(deadline)).await?;
             self.freshness.barrier_passed(index);
             return self.wait_applied_while_heard(index.max(needed), deadline).await;
         }
-        // A node that never heard a leader (just started, or its cluster is still electing the
-        // first one) waits the whole limit: it has no silence to judge by.
+        // Out of contact (see [`RaftNode::fresh`]): a node that never heard a leader (just
+        // started, or its cluster is still electing the first one) waits the whole limit, as
+        // it has no silence to judge by; one that heard a leader gives up once its silence
+        // reaches the limit.
         let limit = match silence {
             Some(silence) => limit.min(self.silence_limit().saturating_sub(silence)),
             None => limit,
@@ -266,16 +255,14 @@ impl RaftNode {
         if limit.is_zero() {
             return Err(ProposeError::NoLeader);
         }
+        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + limit;
-        let _turn = match tokio::time::timeout(limit, self.catching_up.lock()).await {
-            Ok(guard) => guard,
+        let index = match tokio::time::timeout(limit, self.read_index(deadline)).await {
+            Ok(index) => index?,
             Err(_) => return Err(ProposeError::Timeout),
         };
-        if self.fresh() {
-            return Ok(());
-        }
-        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
-        self.barrier_within(deadline.saturating_duration_since(Instant::now())).await
+        self.freshness.barrier_passed(index);
+        self.wait_applied(index.max(needed), deadline).await
     }
 
     /// Keeps the freshness gate's view of the voters current: a leader vouches for its
@@ -404,6 +391,9 @@ impl RaftNode {
     /// entries it has heard of may never reach it across a cut made meanwhile, and waiting out
     /// the caller's whole limit kept a cut-off member from answering for seconds.
     async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
+        if self.applied_index() >= index {
+            return Ok(());
+        }
         self.while_heard(self.wait_applied(index, deadline)).await
     }
 
