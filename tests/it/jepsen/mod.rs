@@ -22,7 +22,6 @@ mod history;
 mod linear;
 mod nemesis;
 mod net;
-mod read_index;
 mod workload;
 
 use std::collections::{BTreeMap, BTreeSet};
