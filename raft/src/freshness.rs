@@ -19,10 +19,11 @@
 //!   leader can have committed anything since.
 //!
 //! Either way "recently" is within the minimum election timeout, and the applied index must
-//! have reached the highest commit index heard of. A successful read barrier refreshes the
-//! same state. The bound on staleness is that timeout plus the time the revoking side waits
-//! for every reachable member to apply (see `wait_cluster_applied`): a node that did not
-//! confirm in time is not fresh again before it has heard the leader after the revocation.
+//! have reached the highest commit index heard of. A read index raises that index but is no
+//! contact (`barrier_passed`). Being fresh decides whether a node may ask at all, not what it
+//! answers from: a follower's check still takes a read index (`read_index`), so it sees every
+//! change another member already showed. A node out of contact answers 503 rather than wait
+//! out a leader it cannot reach.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,10 +103,13 @@ impl Freshness {
         }
     }
 
-    /// A read barrier that started at `started` brought this node to the leader's commit
-    /// point `commit` as of then.
-    pub fn barrier_passed(&self, started: Instant, commit: u64) {
-        self.heard(Some(Stamp { epoch: self.epoch, micros: self.micros(started) }), commit);
+    /// A read index named the leader's commit point `commit`. That is no word from a leader in
+    /// the lease's sense: the leader may have answered from its own lease, which vouches for no
+    /// instant later than its quorum's last acknowledgement. Counting the barrier's start as
+    /// contact kept a follower cut off together with the old leader answering for half a
+    /// second longer than the election timeout (the campaign's five-member 2/3 split).
+    pub fn barrier_passed(&self, commit: u64) {
+        self.heard(None, commit);
     }
 
     /// The staleness allowed: the minimum election timeout.
@@ -231,8 +235,10 @@ mod tests {
         let other_life = Stamp { epoch: s.epoch.wrapping_add(1), micros: u64::MAX };
         f.heard(Some(other_life), 7);
         assert!(!f.follower_fresh(7), "an echo from a previous process is ignored");
-        f.barrier_passed(Instant::now(), 9);
-        assert!(!f.follower_fresh(8));
+        f.barrier_passed(9);
+        assert!(!f.follower_fresh(9), "a read index is no contact with the leader");
+        f.heard(Some(f.stamp()), 0);
+        assert!(!f.follower_fresh(8), "the commit point the read index named still counts");
         assert!(f.follower_fresh(9));
         assert!(f.follower_silence().0.is_some_and(|s| s < WINDOW));
     }

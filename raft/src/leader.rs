@@ -24,6 +24,24 @@ impl RaftNode {
         }
     }
 
+    /// The commit point a read must reach: from the lease when it holds (`leased_commit`),
+    /// else confirmed with a quorum.
+    async fn read_index_here(&self) -> LeaderResult {
+        if let Some(index) = self.leased_commit() {
+            return Ok(LeaderReply::ReadIndex(index));
+        }
+        match self.raft.get_read_log_id().await {
+            Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                Err(LeaderError::NotLeader(f.leader_id))
+            }
+            Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e))) => {
+                Err(LeaderError::Unavailable(e.to_string()))
+            }
+            Err(RaftError::Fatal(e)) => Err(LeaderError::Fatal(e.to_string())),
+        }
+    }
+
     async fn write(&self, req: Request) -> LeaderResult {
         match self.raft.client_write(req).await {
             Ok(resp) => Ok(LeaderReply::Written { index: resp.log_id.index, reply: resp.data.0 }),
@@ -52,16 +70,7 @@ impl RaftNode {
                 Ok(LeaderReply::WrittenMany(out))
             }
             LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
-            LeaderRequest::ReadIndex => match self.raft.get_read_log_id().await {
-                Ok((read, _)) => Ok(LeaderReply::ReadIndex(read.map_or(0, |l| l.index))),
-                Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
-                    Err(LeaderError::NotLeader(f.leader_id))
-                }
-                Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e))) => {
-                    Err(LeaderError::Unavailable(e.to_string()))
-                }
-                Err(RaftError::Fatal(e)) => Err(LeaderError::Fatal(e.to_string())),
-            },
+            LeaderRequest::ReadIndex => self.read_index_here().await,
             LeaderRequest::AddLearner { id, addr } => {
                 let res = self.raft.add_learner(id, BasicNode { addr }, false).await;
                 res.map(|_| LeaderReply::Done).map_err(write_error)

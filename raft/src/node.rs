@@ -2,6 +2,7 @@
 //! (proposals, read barriers, membership changes) with forwarding to the leader.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,12 +55,12 @@ pub struct RaftNode {
     pub(crate) app: Arc<dyn StateApp>,
     /// The state machine's shared half (apply lock, snapshot column families).
     pub(crate) sm: Arc<crate::state_machine::SmShared>,
-    /// One catch-up at a time: callers that find the node stale wait for the same barrier.
-    catching_up: tokio::sync::Mutex<()>,
     /// Checked proposals on their way into the log, batched (group commit).
     pub(crate) batcher: crate::batcher::Batcher,
     /// Proposals a follower gathers for the leader (`forward_batch`).
     pub(crate) forwards: crate::forward_batch::ForwardQueue,
+    /// Followers' credential checks waiting for a read index (`read_index`).
+    pub(crate) read_indexes: crate::read_index::ReadIndexQueue,
 }
 
 impl RaftNode {
@@ -94,6 +95,7 @@ impl RaftNode {
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
         let batcher = crate::batcher::Batcher::start(raft.clone(), engine.clone());
         let (forwards, forward_rx) = crate::forward_batch::ForwardQueue::new();
+        let (read_indexes, read_index_rx) = crate::read_index::ReadIndexQueue::new();
         let node = Arc::new(RaftNode {
             id: opts.node_id,
             opts,
@@ -111,12 +113,13 @@ impl RaftNode {
             contact,
             app,
             sm: sm_shared,
-            catching_up: tokio::sync::Mutex::new(()),
             batcher,
             forwards,
+            read_indexes,
         });
         node.spawn_membership_watch();
         node.spawn_forward_groups(forward_rx);
+        node.spawn_read_index_rounds(read_index_rx);
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
         node.spawn_snapshot_policy(log_volume);
@@ -162,23 +165,15 @@ impl RaftNode {
         }
     }
 
-    /// Linearizable read barrier: the leader confirms its leadership with a quorum and names
-    /// its commit point; this node then waits until it has applied that far.
+    /// Linearizable read barrier: the leader names its commit point, from its lease or after
+    /// confirming its leadership with a quorum (`read_index_here`); this node then waits until
+    /// it has applied that far.
     pub async fn linearizable_barrier(&self) -> Result<(), ProposeError> {
-        self.barrier_within(self.opts.forward_timeout).await
-    }
-
-    async fn barrier_within(&self, limit: Duration) -> Result<(), ProposeError> {
-        let started = Instant::now();
-        let deadline = started + limit;
-        match self.leader_call(LeaderRequest::ReadIndex, deadline).await? {
-            LeaderReply::ReadIndex(index) => {
-                self.wait_applied(index, deadline).await?;
-                self.freshness.barrier_passed(started, index);
-                Ok(())
-            }
-            other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
-        }
+        let deadline = Instant::now() + self.opts.forward_timeout;
+        let index = self.read_index(deadline).await?;
+        self.wait_applied(index, deadline).await?;
+        self.freshness.barrier_passed(index);
+        Ok(())
     }
 
     /// Whether this node may answer from its own state (see `freshness`): it heard a leader
@@ -204,6 +199,24 @@ impl RaftNode {
         })
     }
 
+    /// The leader's commit index when it may vouch for it from its lease, as it does for its
+    /// own credential checks: a quorum accepted its appends within the window (so no other
+    /// leader can have committed since), and it applied an entry of its own term (so it knows of
+    /// every commit before it). `None`: confirm with a quorum instead (`get_read_log_id`).
+    pub(crate) fn leased_commit(&self) -> Option<u64> {
+        let committed = self.committed.load(Ordering::Acquire);
+        self.with_metrics(|m| {
+            let leading = m.state == ServerState::Leader && m.current_leader == Some(self.id);
+            let own_term = m.last_applied.is_some_and(|l| l.leader_id.term == m.current_term);
+            if !leading || !own_term {
+                return None;
+            }
+            let voters: Vec<u64> = m.membership_config.membership().voter_ids().collect();
+            let silence = self.freshness.leader_silence(self.id, &voters)?;
+            (silence < self.freshness.window()).then_some(committed)
+        })
+    }
+
     /// How long a node may go without word from a leader (or, leading, from a quorum) and
     /// still try to catch up before answering: the maximum election timeout, when the members
     /// start electing a new leader (`election`). A node still silent then is cut off or in an
@@ -212,18 +225,29 @@ impl RaftNode {
         Duration::from_millis(self.opts.election_timeout_max_ms)
     }
 
-    /// Makes sure this node does not answer from the past: a node in recent contact with the
-    /// leader only waits to apply what it knows is committed; one that may have missed
-    /// entries (see [`RaftNode::fresh`]) catches up through a read barrier first. Err when it
-    /// cannot within `limit`, nor before it has been silent for [`Self::silence_limit`] since
-    /// it last heard a leader (cut off): the caller answers 503.
+    /// Makes sure this node does not answer from the past. A leader within its lease only
+    /// waits to apply its commit index. Any other node takes a read index (`read_index`): a
+    /// follower in contact learns of a commit up to a heartbeat late, and a change another
+    /// member already shows must not be missing here; a leader just elected may not yet know
+    /// what the previous one committed. Err when that cannot finish within `limit`, nor before
+    /// the node has been silent for [`Self::silence_limit`] since it last heard a leader (cut
+    /// off): the caller answers 503.
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
         let (silence, needed) = self.standing_now();
-        if silence.is_some_and(|s| s < self.freshness.window()) {
-            return self.wait_applied_while_heard(needed, Instant::now() + limit).await;
+        let in_contact = silence.is_some_and(|s| s < self.freshness.window());
+        if in_contact {
+            if let Some(committed) = self.leased_commit() {
+                return self.wait_applied_while_heard(committed.max(needed), Instant::now() + limit).await;
+            }
+            let deadline = Instant::now() + limit;
+            let index = self.while_heard(self.read_index(deadline)).await?;
+            self.freshness.barrier_passed(index);
+            return self.wait_applied_while_heard(index.max(needed), deadline).await;
         }
-        // A node that never heard a leader (just started, or its cluster is still electing the
-        // first one) waits the whole limit: it has no silence to judge by.
+        // Out of contact (see [`RaftNode::fresh`]): a node that never heard a leader (just
+        // started, or its cluster is still electing the first one) waits the whole limit, as
+        // it has no silence to judge by; one that heard a leader gives up once its silence
+        // reaches the limit.
         let limit = match silence {
             Some(silence) => limit.min(self.silence_limit().saturating_sub(silence)),
             None => limit,
@@ -231,16 +255,14 @@ impl RaftNode {
         if limit.is_zero() {
             return Err(ProposeError::NoLeader);
         }
+        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + limit;
-        let _turn = match tokio::time::timeout(limit, self.catching_up.lock()).await {
-            Ok(guard) => guard,
+        let index = match tokio::time::timeout(limit, self.read_index(deadline)).await {
+            Ok(index) => index?,
             Err(_) => return Err(ProposeError::Timeout),
         };
-        if self.fresh() {
-            return Ok(());
-        }
-        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
-        self.barrier_within(deadline.saturating_duration_since(Instant::now())).await
+        self.freshness.barrier_passed(index);
+        self.wait_applied(index.max(needed), deadline).await
     }
 
     /// Keeps the freshness gate's view of the voters current: a leader vouches for its
@@ -369,16 +391,26 @@ impl RaftNode {
     /// entries it has heard of may never reach it across a cut made meanwhile, and waiting out
     /// the caller's whole limit kept a cut-off member from answering for seconds.
     async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
-        loop {
-            let step = (Instant::now() + SILENCE_POLL).min(deadline);
-            match self.wait_applied(index, step).await {
-                Err(ProposeError::Timeout) if Instant::now() < deadline => {
-                    if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
-                        return Err(ProposeError::NoLeader);
-                    }
+        if self.applied_index() >= index {
+            return Ok(());
+        }
+        self.while_heard(self.wait_applied(index, deadline)).await
+    }
+
+    /// Runs `work` unless this node goes [`Self::silence_limit`] without word from a leader
+    /// first (then `NoLeader`: the caller answers 503 rather than wait out its whole limit).
+    async fn while_heard<T>(&self, work: impl Future<Output = Result<T, ProposeError>>) -> Result<T, ProposeError> {
+        let cut_off = async {
+            loop {
+                tokio::time::sleep(SILENCE_POLL).await;
+                if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
+                    return;
                 }
-                done => return done,
             }
+        };
+        tokio::select! {
+            done = work => done,
+            () = cut_off => Err(ProposeError::NoLeader),
         }
     }
 

@@ -22,6 +22,7 @@ mod history;
 mod linear;
 mod nemesis;
 mod net;
+mod read_index;
 mod workload;
 
 use std::collections::{BTreeMap, BTreeSet};
