@@ -23,7 +23,8 @@
 //! contact (`barrier_passed`). Being fresh decides whether a node may ask at all, not what it
 //! answers from: a follower's check still takes a read index (`read_index`), so it sees every
 //! change another member already showed. A node out of contact answers 503 rather than wait
-//! out a leader it cannot reach.
+//! out a leader it cannot reach; one that still reaches a quorum of voters waits for the
+//! leader they elect (`reach`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

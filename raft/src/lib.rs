@@ -26,6 +26,7 @@ mod network;
 mod node;
 mod options;
 mod peer_api;
+mod reach;
 mod read_index;
 mod recent_log;
 mod schema;

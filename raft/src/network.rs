@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::client::{CallError, PeerClient};
 use crate::election::Contact;
 use crate::freshness::Freshness;
+use crate::reach::Reach;
 use crate::types::TypeConfig;
 use crate::wire::{StampedAppend, StampedReply, PATH_APPEND_STAMPED, PATH_SNAPSHOT, PATH_VOTE};
 
@@ -23,6 +24,7 @@ pub struct Network {
     pub(crate) client: PeerClient,
     pub(crate) freshness: Arc<Freshness>,
     pub(crate) contact: Arc<Contact>,
+    pub(crate) reach: Arc<Reach>,
     /// How long a member that learned its log is behind stays out of elections.
     pub(crate) behind_pause: Duration,
 }
@@ -37,6 +39,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             freshness: self.freshness.clone(),
             contact: self.contact.clone(),
+            reach: self.reach.clone(),
             behind_pause: self.behind_pause,
         }
     }
@@ -48,6 +51,7 @@ pub struct PeerConnection {
     addr: String,
     freshness: Arc<Freshness>,
     contact: Arc<Contact>,
+    reach: Arc<Reach>,
     behind_pause: Duration,
 }
 
@@ -79,6 +83,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         let req = StampedAppend { echo: self.freshness.echo_for(self.target), rpc };
         match self.client.call::<_, StampedReply>(&self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl()).await {
             Ok(StampedReply { stamp, result }) => {
+                self.reach.answered(self.target);
                 let accepted = matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_)));
                 self.freshness.replied(self.target, sent, stamp, accepted);
                 result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
@@ -98,6 +103,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 
     async fn vote(&mut self, rpc: VoteRequest<u64>, option: RPCOption) -> RpcResult<VoteResponse<u64>, Infallible> {
         let resp: VoteResponse<u64> = self.rpc(PATH_VOTE, &rpc, option.hard_ttl()).await?;
+        self.reach.answered(self.target);
         if !resp.vote_granted && resp.last_log_id > rpc.last_log_id {
             self.contact.behind(self.behind_pause);
         }

@@ -61,6 +61,8 @@ pub struct RaftNode {
     pub(crate) forwards: crate::forward_batch::ForwardQueue,
     /// Followers' credential checks waiting for a read index (`read_index`).
     pub(crate) read_indexes: crate::read_index::ReadIndexQueue,
+    /// Which voters answered this member lately (`reach`).
+    pub(crate) reach: Arc<crate::reach::Reach>,
 }
 
 impl RaftNode {
@@ -86,10 +88,12 @@ impl RaftNode {
         let sm_shared = sm.shared();
         let freshness = Arc::new(Freshness::new(Duration::from_millis(opts.election_timeout_min_ms)));
         let contact = Arc::new(crate::election::Contact::default());
+        let reach = Arc::new(crate::reach::Reach::default());
         let network = Network {
             client: client.clone(),
             freshness: freshness.clone(),
             contact: contact.clone(),
+            reach: reach.clone(),
             behind_pause: Duration::from_millis(2 * opts.election_timeout_max_ms),
         };
         let raft = Raft::new(opts.node_id, config, network, log, sm).await?;
@@ -116,10 +120,12 @@ impl RaftNode {
             batcher,
             forwards,
             read_indexes,
+            reach,
         });
         node.spawn_membership_watch();
         node.spawn_forward_groups(forward_rx);
         node.spawn_read_index_rounds(read_index_rx);
+        node.spawn_reach_probes();
         node.spawn_version_upgrades();
         node.spawn_fast_elections();
         node.spawn_snapshot_policy(log_volume);
@@ -186,7 +192,7 @@ impl RaftNode {
 
     /// (how long since this node last certainly heard a leader or, leading, a quorum heard
     /// it, `None` if never; the index to have applied).
-    fn standing_now(&self) -> (Option<Duration>, u64) {
+    pub(crate) fn standing_now(&self) -> (Option<Duration>, u64) {
         let committed = self.committed.load(Ordering::Acquire);
         self.with_metrics(|m| {
             if m.state == ServerState::Leader && m.current_leader == Some(self.id) {
@@ -219,50 +225,49 @@ impl RaftNode {
 
     /// How long a node may go without word from a leader (or, leading, from a quorum) and
     /// still try to catch up before answering: the maximum election timeout, when the members
-    /// start electing a new leader (`election`). A node still silent then is cut off or in an
-    /// election, and it answers 503 at once rather than after a barrier's wait.
+    /// start electing a new leader (`election`). A node still silent then answers 503 at once
+    /// rather than after a barrier's wait, unless it can reach a quorum (`cut_off`).
     fn silence_limit(&self) -> Duration {
         Duration::from_millis(self.opts.election_timeout_max_ms)
+    }
+
+    /// Whether a waiting credential check should give up (503): this node has been silent for
+    /// [`Self::silence_limit`] and cannot reach a quorum of voters either (`reach`). A member
+    /// that can is on the side that elects the next leader, and waits for it (within the
+    /// check's limit) as a write through it does.
+    fn cut_off(&self) -> bool {
+        self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) && !self.quorum_in_reach()
     }
 
     /// Makes sure this node does not answer from the past. A leader within its lease only
     /// waits to apply its commit index. Any other node takes a read index (`read_index`): a
     /// follower in contact learns of a commit up to a heartbeat late, and a change another
     /// member already shows must not be missing here; a leader just elected may not yet know
-    /// what the previous one committed. Err when that cannot finish within `limit`, nor before
-    /// the node has been silent for [`Self::silence_limit`] since it last heard a leader (cut
-    /// off): the caller answers 503.
+    /// what the previous one committed. Err when that cannot finish within `limit`, or once the
+    /// node is cut off (`cut_off`): the caller answers 503.
     pub async fn ensure_fresh(&self, limit: Duration) -> Result<(), ProposeError> {
         let (silence, needed) = self.standing_now();
+        let deadline = Instant::now() + limit;
         let in_contact = silence.is_some_and(|s| s < self.freshness.window());
         if in_contact {
             if let Some(committed) = self.leased_commit() {
-                return self.wait_applied_while_heard(committed.max(needed), Instant::now() + limit).await;
+                return self.wait_applied_while_heard(committed.max(needed), deadline).await;
             }
-            let deadline = Instant::now() + limit;
-            let index = self.while_heard(self.read_index(deadline)).await?;
-            self.freshness.barrier_passed(index);
-            return self.wait_applied_while_heard(index.max(needed), deadline).await;
+        } else {
+            self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
         }
-        // Out of contact (see [`RaftNode::fresh`]): a node that never heard a leader (just
-        // started, or its cluster is still electing the first one) waits the whole limit, as
-        // it has no silence to judge by; one that heard a leader gives up once its silence
-        // reaches the limit.
-        let limit = match silence {
-            Some(silence) => limit.min(self.silence_limit().saturating_sub(silence)),
-            None => limit,
-        };
-        if limit.is_zero() {
-            return Err(ProposeError::NoLeader);
-        }
-        self.freshness.barriers.fetch_add(1, Ordering::Relaxed);
-        let deadline = Instant::now() + limit;
-        let index = match tokio::time::timeout(limit, self.read_index(deadline)).await {
-            Ok(index) => index?,
-            Err(_) => return Err(ProposeError::Timeout),
+        let index = match silence {
+            // Never heard a leader (just started, or its cluster is still electing the first
+            // one): it has no silence to judge by, and waits the whole limit.
+            None => self.read_index(deadline).await?,
+            Some(_) => self.while_heard(self.read_index(deadline)).await?,
         };
         self.freshness.barrier_passed(index);
-        self.wait_applied(index.max(needed), deadline).await
+        if in_contact {
+            self.wait_applied_while_heard(index.max(needed), deadline).await
+        } else {
+            self.wait_applied(index.max(needed), deadline).await
+        }
     }
 
     /// Keeps the freshness gate's view of the voters current: a leader vouches for its
@@ -397,13 +402,16 @@ impl RaftNode {
         self.while_heard(self.wait_applied(index, deadline)).await
     }
 
-    /// Runs `work` unless this node goes [`Self::silence_limit`] without word from a leader
-    /// first (then `NoLeader`: the caller answers 503 rather than wait out its whole limit).
+    /// Runs `work` unless this node is cut off first (`cut_off`; then `NoLeader`: the caller
+    /// answers 503 rather than wait out its whole limit).
     async fn while_heard<T>(&self, work: impl Future<Output = Result<T, ProposeError>>) -> Result<T, ProposeError> {
+        if self.cut_off() {
+            return Err(ProposeError::NoLeader);
+        }
         let cut_off = async {
             loop {
                 tokio::time::sleep(SILENCE_POLL).await;
-                if self.standing_now().0.is_none_or(|s| s >= self.silence_limit()) {
+                if self.cut_off() {
                     return;
                 }
             }

@@ -23,6 +23,13 @@ use crate::{ProposeError, RaftNode};
 /// cores validated 3652 tokens/s on a follower against 4889 with one (the peer calls cost CPU
 /// the checks need; docs/benchmarks.md).
 const IN_FLIGHT: usize = 1;
+/// A request out this long is taken for stuck (sent to a leader that froze, or across a cut
+/// that has since healed): the next group goes out anyway, without a slot, rather than wait
+/// out the stuck one's deadline (seconds) behind it. A loaded leader answers well within this.
+const STUCK_AFTER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// See [`RaftNode::read_index`].
+const WAITER_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A check waiting for the next read index.
 pub(crate) struct Waiter {
@@ -49,7 +56,13 @@ impl RaftNode {
         if let Err(mpsc::error::SendError(w)) = self.read_indexes.tx.send(Waiter { deadline, reply }) {
             return self.ask_read_index(w.deadline).await;
         }
-        rx.await.unwrap_or(Err(ProposeError::Timeout))
+        // The group's own call ends by the latest deadline in it; a check that joined a group
+        // with a later one stops waiting at its own (the grace lets the call's own answer,
+        // such as "no leader", win the race at the common deadline).
+        match tokio::time::timeout_at(deadline + WAITER_GRACE, rx).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) | Err(_) => Err(ProposeError::Timeout),
+        }
     }
 
     /// Gathers whoever is waiting into the next request once a slot is free; ends when the node
@@ -59,8 +72,12 @@ impl RaftNode {
         tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(IN_FLIGHT));
             loop {
-                let Ok(slot) = slots.clone().acquire_owned().await else { return };
                 let Some(first) = rx.recv().await else { return };
+                let slot = match tokio::time::timeout(STUCK_AFTER, slots.clone().acquire_owned()).await {
+                    Ok(Ok(slot)) => Some(slot),
+                    Ok(Err(_)) => return,
+                    Err(_) => None,
+                };
                 let mut group = vec![first];
                 while let Ok(w) = rx.try_recv() {
                     group.push(w);
