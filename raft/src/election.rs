@@ -13,7 +13,9 @@
 //! again after another random delay while no leader appears: every try takes a higher term,
 //! so the up-to-date member wins the round after a lagging member's refused try. A member that
 //! learned from a refusal that its log is behind steps back for two lease lengths (as openraft
-//! does) so it does not keep outbidding the members that can win.
+//! does) so it does not keep outbidding the members that can win. A process that stood still
+//! (its own timer fired half a lease late) stays out of elections for a lease: its silence
+//! spans its own stall. openraft's own election timer is off; this watcher is the only one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -103,36 +105,61 @@ fn random(min: Duration, spread: Duration) -> Duration {
 }
 
 impl RaftNode {
-    /// Starts the watcher described in the module documentation.
+    /// Starts the watcher described in the module documentation, and turns openraft's own
+    /// election timer off: that timer measured silence across a stall of this process too, and
+    /// on a resume it raced the watcher's stall check (a third of the rounds of
+    /// `failover::a_follower_resumed_after_a_pause_does_not_unseat_the_leader` still lost the
+    /// leader's term with it on). The watcher elects in every case that timer did.
     pub(crate) fn spawn_fast_elections(self: &Arc<Self>) {
+        self.raft.runtime_config().elect(false);
         let weak: Weak<RaftNode> = Arc::downgrade(self);
         let lease = Duration::from_millis(self.opts.election_timeout_max_ms);
         let tick = Duration::from_millis((self.opts.heartbeat_ms / 2).clamp(10, 50));
         tokio::spawn(async move {
+            let started = Instant::now();
             let mut next_try: Option<Instant> = None;
+            let mut last_tick = started;
+            let mut quiet_until: Option<Instant> = None;
             loop {
                 tokio::time::sleep(tick).await;
+                let now = Instant::now();
+                let late = now.saturating_duration_since(last_tick).saturating_sub(tick);
+                last_tick = now;
                 let Some(node) = weak.upgrade() else { return };
+                if late >= lease / 2 {
+                    // This process stood still (SIGSTOP, a paused VM): the silence it sees spans
+                    // its own stall, not the leader's. Campaigning at once took a new term, and
+                    // the healthy leader stepped down at its next append here, costing the
+                    // cluster an election (five-member SIGSTOP cycles, docs/reliability.md).
+                    // A lease gives the leader's next append time to arrive.
+                    tracing::info!(stalled_ms = late.as_millis(), "this process stood still: no election for a lease");
+                    quiet_until = Some(now + lease);
+                    next_try = None;
+                }
+                if quiet_until.is_some_and(|until| now < until) {
+                    continue;
+                }
+                quiet_until = None;
                 let (voter, leading, voters) = node.with_metrics(|m| {
                     let voters = m.membership_config.membership().voter_ids().count();
                     let voter = m.membership_config.membership().voter_ids().any(|v| v == m.id);
                     (voter, m.state == ServerState::Leader, voters)
                 });
-                let silence = node.contact.silence();
-                if !voter || leading || voters < 2 || silence.is_none_or(|s| s < lease) {
+                // Never heard a leader since this process started: silent since the start.
+                let silence = node.contact.silence().unwrap_or_else(|| now.saturating_duration_since(started));
+                // A sole voter has no one to wait for (openraft elected it on every tick).
+                if !voter || leading || (voters > 1 && silence < lease) {
                     next_try = None;
                     continue;
                 }
-                let now = Instant::now();
-                let due = *next_try.get_or_insert_with(|| now + random(FIRST_DELAY_MIN, FIRST_DELAY_SPREAD));
+                let first_delay =
+                    if voters == 1 { Duration::ZERO } else { random(FIRST_DELAY_MIN, FIRST_DELAY_SPREAD) };
+                let due = *next_try.get_or_insert_with(|| now + first_delay);
                 if now < due || node.contact.knows_itself_behind() {
                     continue;
                 }
                 next_try = Some(now + random(RETRY_MIN, RETRY_SPREAD));
-                tracing::info!(
-                    silence_ms = silence.map_or(0, |s| s.as_millis()),
-                    "no leader heard: starting an election"
-                );
+                tracing::info!(silence_ms = silence.as_millis(), "no leader heard: starting an election");
                 if let Err(e) = node.raft.trigger().elect().await {
                     tracing::warn!(error = %e, "could not start an election");
                 }

@@ -38,3 +38,32 @@ async fn a_write_through_a_follower_during_an_election_goes_to_the_new_leader_at
     eprintln!("writes during an election acknowledged after {took:?}");
     assert!(took.iter().all(|t| *t < WITHIN), "a write waited for the frozen leader: {took:?}");
 }
+
+/// A follower stopped for longer than an election timeout and then resumed has heard nothing
+/// for that long by its own clock, but the leader never went away. It must not campaign on that
+/// silence: a new term there made the healthy leader step down at its next append, and the
+/// cluster wrote nothing until the next election (up to 3 s after five-member SIGSTOP heals,
+/// docs/reliability.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_resumed_after_a_pause_does_not_unseat_the_leader() {
+    let mut c = Cluster::start(3).await;
+    let term = |text: Option<String>| {
+        text.and_then(|t| crate::support::metric_value(&t, "idnode_raft_current_term")).map(|v| v as u64)
+    };
+    let mut unseated = Vec::new();
+    for round in 0..3 {
+        let leader = c.wait_leader(Duration::from_secs(30)).await;
+        c.wait_applied_converged(&[0, 1, 2], Duration::from_secs(30)).await;
+        let before = term(c.metrics_text(leader).await).expect("the leader's term");
+        let follower = (leader + 1 + round % 2) % 3;
+        c.pause(follower);
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        c.resume(follower);
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        let after = term(c.metrics_text(leader).await);
+        if after != Some(before) || c.wait_leader(Duration::from_secs(30)).await != leader {
+            unseated.push((round, before, after));
+        }
+    }
+    assert!(unseated.is_empty(), "a resumed follower cost the leader its term: {unseated:?}");
+}

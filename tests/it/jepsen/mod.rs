@@ -13,7 +13,8 @@
 //! `ci_sized_partition_campaign` runs two cycles of each family on three members and one of
 //! each partition family on five; the full
 //! campaign (`IDNODE_JEPSEN_CYCLES`, default 100, on `IDNODE_JEPSEN_MEMBERS`, default 3,5,
-//! with `IDNODE_JEPSEN_FAULT_MS`, default 5000, faults; `IDNODE_JEPSEN_MINUTES` bounds each
+//! with `IDNODE_JEPSEN_FAULT_MS`, default 5000, faults; `IDNODE_JEPSEN_FAMILIES` picks families
+//! by name, such as `Pause,Kill`; `IDNODE_JEPSEN_MINUTES` bounds each
 //! size's run: no cycle starts after it) is
 //! `cargo test --workspace --test it -- --ignored full_partition_campaign --nocapture`.
 
@@ -449,9 +450,15 @@ async fn full_partition_campaign() {
     let sizes: Vec<usize> = env("IDNODE_JEPSEN_MEMBERS").map_or(vec![3, 5], |v| {
         v.split(',').map(|m| m.trim().parse().expect("IDNODE_JEPSEN_MEMBERS: sizes such as 3,5")).collect()
     });
+    // A subset by name (`Pause,Kill`), to chase one family's figures.
+    let families: Vec<Family> = env("IDNODE_JEPSEN_FAMILIES").map_or(Family::ALL.to_vec(), |v| {
+        let names: Vec<String> = v.split(',').map(|n| n.trim().to_ascii_lowercase()).collect();
+        Family::ALL.iter().copied().filter(|f| names.contains(&format!("{f:?}").to_ascii_lowercase())).collect()
+    });
+    assert!(!families.is_empty(), "IDNODE_JEPSEN_FAMILIES names no family (Partition, Pause, ...)");
     for members in sizes {
         let pace = Pace { fault: Duration::from_millis(fault_ms), before: Duration::from_millis(500), budget };
-        let r = campaign(members, &Family::ALL, cycles, pace, members as u64).await;
+        let r = campaign(members, &families, cycles, pace, members as u64).await;
         judge(&r, 3_000, MINORITY_503_MS);
     }
 }
