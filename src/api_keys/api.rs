@@ -157,6 +157,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<ApiKeyCreated>)> {
     let b = b.api_key;
     authorize("create", &ctx, &b.domain_id)?;
+    ctx.refuse_confined("create API keys")?;
     let provider_id = handle(b.provider_id)?;
     let now = crate::clock::now_secs();
     let expires_at = chrono::DateTime::parse_from_rfc3339(&b.expires_at)

@@ -51,6 +51,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     let system = Persona { ctx: &ctx }.cloud_reader();
     let list_target = if system { json!({}) } else { json!({"credential": {"user_id": ctx.user.id}}) };
     enforce("identity:list_credentials", &ctx, &list_target)?;
+    ctx.refuse_secret_read()?;
     let view = node.engine.snapshot();
     let owner = q.get("user_id").cloned().or_else(|| (!system).then(|| ctx.user.id.clone()));
     let creds: Vec<Credential> = match &owner {
@@ -106,6 +107,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The credential's id.")),
     responses((status = 200, description = "The credential.", body = s::CredentialEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    ctx.refuse_secret_read()?;
     let c = load_authorized(&node, &ctx, "identity:get_credential", &id)?;
     Ok(Json(json!({"credential": credential_json(&c, &node.cfg.public_base())})))
 }

@@ -63,6 +63,7 @@ fn load_authorized(
     responses((status = 200, description = "The user's signature credentials.", body = s::Ec2CredentialList), E::Read))]
 pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
     enforce("identity:ec2_list_credentials", &ctx, &json!({"user_id": user_id}))?;
+    ctx.refuse_secret_read()?;
     require_user(&node, &user_id)?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
@@ -114,6 +115,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The user's id."), ("access" = String, Path, description = "The plaintext access key.")),
     responses((status = 200, description = "The signature credential.", body = s::Ec2CredentialEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path((user_id, access)): Path<(String, String)>) -> ApiResult<Json<Value>> {
+    ctx.refuse_secret_read()?;
     let c = load_authorized(&node, &ctx, "identity:ec2_get_credential", &user_id, &access)?;
     Ok(Json(json!({"credential": ec2_json(&c, &node.cfg.public_base())})))
 }

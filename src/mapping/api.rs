@@ -60,6 +60,13 @@ fn authorize(action: &str, ctx: &ValidToken, domain_id: Option<&str>) -> ApiResu
     enforce(action, ctx, &json!({"mapping": {"domain_id": domain_id}}))
 }
 
+/// [`authorize`] for a write. A ruleset decides which restriction a login's tokens carry, so a
+/// confined token (`token::confined`) never writes one: it could drop its own restriction.
+fn authorize_change(action: &str, ctx: &ValidToken, domain_id: Option<&str>) -> ApiResult<()> {
+    authorize(action, ctx, domain_id)?;
+    ctx.refuse_confined("change mapping rulesets")
+}
+
 fn not_found(id: &str) -> ApiError {
     MappingError::new(404, "mapping_not_found", format!("Could not find mapping: {id}.")).into()
 }
@@ -161,7 +168,7 @@ pub async fn create(
         )
         .into());
     }
-    authorize("identity/mapping/create", &ctx, rs.domain_id.as_deref())?;
+    authorize_change("identity/mapping/create", &ctx, rs.domain_id.as_deref())?;
     let id = rs.mapping_id.get_or_insert_with(|| uuid::Uuid::new_v4().simple().to_string()).clone();
     valid_id(&id)?;
     prepare(&node, &ctx, &mut rs)?;
@@ -188,7 +195,7 @@ pub async fn put(
     JsonBody(b): JsonBody<MappingEnvelope>,
 ) -> ApiResult<Json<Value>> {
     let before = load(&node, &id)?;
-    authorize("identity/mapping/update", &ctx, before.domain_id.as_deref())?;
+    authorize_change("identity/mapping/update", &ctx, before.domain_id.as_deref())?;
     let mut rs = b.mapping;
     if rs.mapping_id.as_ref().is_some_and(|m| *m != id) {
         return Err(ApiError::bad_request("Invalid input for field 'mapping_id': it must be the path's."));
@@ -221,7 +228,7 @@ pub async fn mutate_rules(
     JsonBody(b): JsonBody<MutateBody>,
 ) -> ApiResult<Json<Value>> {
     let before = load(&node, &id)?;
-    authorize("identity/mapping/update", &ctx, before.domain_id.as_deref())?;
+    authorize_change("identity/mapping/update", &ctx, before.domain_id.as_deref())?;
     if is_system(&before) {
         return Err(immutable(&id));
     }
@@ -236,7 +243,7 @@ pub async fn mutate_rules(
     responses((status = 204, description = "Deleted (system mappings too)."), E::Remove))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let rs = load(&node, &id)?;
-    authorize("identity/mapping/delete", &ctx, rs.domain_id.as_deref())?;
+    authorize_change("identity/mapping/delete", &ctx, rs.domain_id.as_deref())?;
     guard::change_global(&ctx, rs.domain_id.as_deref(), "delete a global mapping ruleset")?;
     let (index, _) = node.propose_at(Command::Mapping(MappingCommand::Delete { id })).await?;
     node.wait_cluster_applied(index).await;

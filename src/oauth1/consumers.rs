@@ -51,6 +51,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.consumer.envelope("consumer")?;
     enforce("identity:create_consumer", &ctx, &json!({}))?;
+    ctx.refuse_confined("create OAuth1 consumers")?;
     if b.secret.is_present() {
         return Err(ApiError::bad_request("Invalid input for field/attribute secret: the server chooses secrets."));
     }

@@ -11,4 +11,4 @@ pub mod signed;
 pub mod tokens;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

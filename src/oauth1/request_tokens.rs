@@ -47,8 +47,10 @@ pub fn request_token_not_found() -> ApiError {
 }
 
 /// Tokens that carry a delegation (application credentials here) cannot mint or manage
-/// another, independent delegation (Keystone's rule).
+/// another, independent delegation (Keystone's rule); nor can a confined token (restricted,
+/// or a virtual user's), whose access token would hold roles without its narrowing.
 pub fn refuse_delegated(ctx: &ValidToken, what: &str) -> ApiResult<()> {
+    ctx.refuse_confined(what)?;
     if ctx.payload.is_delegated() || ctx.payload.app_cred().is_some() {
         return Err(ApiError::forbidden(format!("Cannot {what} with a token issued via delegation.")));
     }

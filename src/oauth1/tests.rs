@@ -20,7 +20,7 @@ fn esc(s: &str) -> String {
 }
 
 /// tempest's `_generate_params_with_signature` + `_generate_oauth_header`.
-fn oauth_header(
+pub(crate) fn oauth_header(
     uri: &str,
     consumer: (&str, &str),
     token: Option<(&str, &str)>,
@@ -58,7 +58,7 @@ fn oauth_header(
     format!("OAuth {}", parts.join(", "))
 }
 
-fn form(r: &Reply) -> HashMap<String, String> {
+pub(crate) fn form(r: &Reply) -> HashMap<String, String> {
     r.text.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 

@@ -295,6 +295,9 @@ pub fn render(node: &Core, c: &Client) -> s::Client {
     }
 }
 
+/// What a confined token may not do here (`token::confined`): a client's secret is a credential.
+const CLIENT_SECRETS: &str = "create OAuth2 clients or their secrets";
+
 fn authorize(action: &str, ctx: &ValidToken, domain_id: &str) -> ApiResult<()> {
     enforce(action, ctx, &json!({"oauth2_client": {"domain_id": domain_id}}))
 }
@@ -356,6 +359,7 @@ pub async fn create(
     JsonBody(b): JsonBody<ClientEnvelope>,
 ) -> ApiResult<(StatusCode, Json<s::ClientCreated>)> {
     authorize("identity/oauth2_client/create", &ctx, &domain_id)?;
+    ctx.refuse_confined(CLIENT_SECRETS)?;
     domain_exists(&node, &domain_id)?;
     let at = now_secs();
     let fresh = Client {
@@ -437,6 +441,7 @@ pub async fn rotate_secret(
     Path((domain_id, client_id)): Path<(String, String)>,
 ) -> ApiResult<Json<s::ClientSecret>> {
     authorize("identity/oauth2_client/update", &ctx, &domain_id)?;
+    ctx.refuse_confined(CLIENT_SECRETS)?;
     let before = load(&node, &domain_id, &client_id)?;
     if !before.confidential {
         return Err(bad("confidential", "a public client has no secret."));

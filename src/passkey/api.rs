@@ -74,6 +74,7 @@ pub async fn finish(
 /// not manage passkeys (a passkey is a way to sign in as the user).
 fn owner(node: &Core, action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<User> {
     enforce(&format!("identity/passkey/{action}"), ctx, &json!({"user": {"id": user_id}}))?;
+    ctx.refuse_confined("manage passkeys")?;
     if ctx.payload.delegation != Delegation::None {
         return Err(ApiError::forbidden("Passkeys cannot be managed with a delegated token."));
     }

@@ -450,7 +450,7 @@ const MUTATION: &str = r#"{"mutations": [{"operation": "insert", "rule": {"name"
 /// A new credential answering no challenge the node issued.
 const ATTESTATION: &str = r#"{"id": "AA", "rawId": "AA", "type": "public-key", "response": {"attestationObject": "AA", "clientDataJSON": "e30"}}"#;
 
-fn fill(template: &str, vars: &HashMap<String, String>) -> String {
+pub(super) fn fill(template: &str, vars: &HashMap<String, String>) -> String {
     vars.iter().fold(template.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
 }
 
@@ -488,7 +488,7 @@ struct Caller {
 
 /// One request with a JSON body, or a form body (`form:` prefix), from the fixed client address
 /// the test node's other calls use.
-async fn send(t: &TestNode, method: Method, path: &str, token: Option<&str>, body: Option<String>) -> Reply {
+pub(super) async fn send(t: &TestNode, method: Method, path: &str, token: Option<&str>, body: Option<String>) -> Reply {
     let Some(form) = body.as_deref().and_then(|b| b.strip_prefix("form:")) else {
         let body = body.map(|b| serde_json::from_str(&b).unwrap_or_else(|e| panic!("{path}: body {b}: {e}")));
         return t.call(method, path, token, body).await;

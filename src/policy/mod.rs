@@ -14,6 +14,8 @@ pub mod guard;
 mod input;
 #[cfg(test)]
 mod matrix;
+#[cfg(test)]
+mod matrix_confined;
 mod persona;
 mod store;
 #[cfg(test)]

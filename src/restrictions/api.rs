@@ -26,6 +26,9 @@ use crate::state::Reader;
 use crate::token::{Call, ValidToken};
 
 const MAX_ID: usize = 64;
+/// A confined token (`token::confined`) changes no restriction: not the one it carries, which
+/// it would widen, nor another, which a ruleset could then hand it.
+const RESHAPE: &str = "change token restrictions";
 const MAX_ROLES: usize = 100;
 
 fn bad(field: &str, why: &str) -> ApiError {
@@ -96,6 +99,30 @@ fn named(node: &Core, ctx: &ValidToken, action: &str, id: &str) -> ApiResult<Tok
     found.ok_or_else(|| ApiError::not_found("token restriction", id))
 }
 
+/// The user, project and roles `r` names, each of its domain (a role may also be global), or
+/// one answer, 404, for whatever is not: unknown, of another domain, or privileged there. A
+/// manager thus learns nothing about other domains from a refusal (apply, which is the
+/// authority, still checks the same against the state the write lands in). Runs before the
+/// guard rails, whose 403 then concerns only the caller's own domain.
+fn within_domain(view: &impl Reader, r: &TokenRestriction) -> ApiResult<()> {
+    if let Some(uid) = &r.user_id {
+        if !view.user(uid)?.is_some_and(|u| u.domain_id == r.domain_id) {
+            return Err(ApiError::not_found("user", uid));
+        }
+    }
+    if let Some(pid) = &r.project_id {
+        if !view.project(pid)?.is_some_and(|p| !p.is_domain && p.domain_id == r.domain_id) {
+            return Err(ApiError::not_found("project", pid));
+        }
+    }
+    for rid in &r.role_ids {
+        if !view.role(rid)?.is_some_and(|role| role.domain_id.as_ref().is_none_or(|d| *d == r.domain_id)) {
+            return Err(ApiError::not_found("role", rid));
+        }
+    }
+    Ok(())
+}
+
 fn guarded(node: &Core, ctx: &ValidToken, r: &TokenRestriction) -> ApiResult<()> {
     let view = node.engine.read();
     guard::change_restriction(
@@ -150,6 +177,7 @@ pub async fn create(
     let b = b.restriction;
     let domain_id = id_field("domain_id", Some(b.domain_id))?.unwrap_or_default();
     authorize("create", &ctx, Some(&domain_id))?;
+    ctx.refuse_confined(RESHAPE)?;
     let r = TokenRestriction {
         id: uuid::Uuid::new_v4().simple().to_string(),
         domain_id,
@@ -159,6 +187,7 @@ pub async fn create(
         allow_rescope: b.allow_rescope,
         role_ids: role_ids(&node.engine.read(), b.roles)?,
     };
+    within_domain(&node.engine.read(), &r)?;
     guarded(&node, &ctx, &r)?;
     let r = write(&node, RestrictionCommand::Put { restriction: Box::new(r), create: true }).await?;
     Ok((StatusCode::CREATED, one(&node, &r)?))
@@ -181,6 +210,7 @@ pub async fn update(
     JsonBody(b): JsonBody<UpdateEnvelope>,
 ) -> ApiResult<Json<RestrictionOne>> {
     let mut r = named(&node, &ctx, "update", &id)?;
+    ctx.refuse_confined(RESHAPE)?;
     guarded(&node, &ctx, &r)?;
     let b = b.restriction;
     if let Some(v) = b.user_id {
@@ -194,6 +224,7 @@ pub async fn update(
     if let Some(roles) = b.roles {
         r.role_ids = role_ids(&node.engine.read(), roles)?;
     }
+    within_domain(&node.engine.read(), &r)?;
     guarded(&node, &ctx, &r)?;
     let r = write(&node, RestrictionCommand::Put { restriction: Box::new(r), create: false }).await?;
     one(&node, &r)
@@ -204,6 +235,7 @@ pub async fn update(
     responses((status = 204, description = "Deleted; its tokens stop validating on every node once this answers."), E::Remove))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let r = named(&node, &ctx, "delete", &id)?;
+    ctx.refuse_confined(RESHAPE)?;
     guarded(&node, &ctx, &r)?;
     let (index, ()) = node.propose_at_as(RestrictionCommand::Delete { id, domain_id: r.domain_id }).await?;
     node.wait_cluster_applied(index).await;

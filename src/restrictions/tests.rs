@@ -208,7 +208,8 @@ async fn crud_by_the_domain_manager_with_filters_paging_and_refusals() {
                                         "allow_rescope": true, "roles": [{"name": "reader"}]}})),
         )
         .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "a project of another domain: {}", r.body);
+    // Outside the domain is not found, like an unknown project (one answer: see below).
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "a project of another domain: {}", r.body);
 
     // Deletion answers 204, then 404; deleting the project takes its restrictions along.
     w.t.delete_then_gone(&format!("/v4/tokens/restrictions/{third}")).await;
@@ -263,8 +264,9 @@ async fn another_domain_is_refused_and_the_guard_rails_hold() {
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = w.update(&id, json!({"user_id": d_admin})).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "a privileged user: {}", r.body);
+    // The bootstrap admin is of another domain: not found, like any user outside this one.
     let r = w.update(&id, json!({"user_id": admin_user})).await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     let stored = w.t.node.engine.read().token_restriction(&id).unwrap().unwrap();
     assert_eq!((stored.user_id, stored.role_ids), (None, vec![role(&w.t, "reader")]), "nothing changed");
     // The cloud admin may.
@@ -289,6 +291,41 @@ async fn another_domain_is_refused_and_the_guard_rails_hold() {
         "{}",
         r.body
     );
+}
+
+/// A manager naming a user or project outside its domain hears the same as for one that does
+/// not exist, whether it is an ordinary user of another domain or a privileged one: the answer
+/// tells nothing about other domains.
+#[tokio::test]
+async fn whatever_lies_outside_the_domain_gets_one_answer() {
+    let w = World::new().await;
+    let admin_user = w.t.node.engine.read().bootstrap_info().unwrap().unwrap().admin_user_id;
+    let theirs = w.t.create("/v3/users", "user", json!({"name": "x", "domain_id": w.other_domain})).await;
+    let their_project = w.t.create("/v3/projects", "project", json!({"name": "x", "domain_id": w.other_domain})).await;
+    let id = w.restriction(json!({})).await;
+    let answer = |r: &Reply, kind: &str, named: &str| {
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{kind} {named}: {}", r.body);
+        assert_eq!(r.body["error"]["message"], json!(format!("Could not find {kind}: {named}.")), "{}", r.body);
+    };
+    for (kind, field, named) in [
+        ("user", "user_id", theirs.as_str()),
+        ("user", "user_id", admin_user.as_str()),
+        ("user", "user_id", "no-such-user"),
+        ("project", "project_id", their_project.as_str()),
+        ("project", "project_id", "no-such-project"),
+    ] {
+        let mut body = json!({"domain_id": w.d, "allow_renew": true, "allow_rescope": true,
+                              "roles": [{"name": "reader"}]});
+        body[field] = json!(named);
+        let r = w.as_manager(Method::POST, "/v4/tokens/restrictions", Some(json!({ "restriction": body }))).await;
+        answer(&r, kind, named);
+        let mut change = json!({});
+        change[field] = json!(named);
+        let r = w.update(&id, change).await;
+        answer(&r, kind, named);
+    }
+    let list = w.as_manager(Method::GET, "/v4/tokens/restrictions", None).await;
+    assert_eq!(list.body["restrictions"].as_array().unwrap().len(), 1, "nothing was written: {}", list.body);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod cache;
 mod caller;
+mod confined;
 pub mod footprint;
 mod memo;
 mod payload;

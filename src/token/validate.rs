@@ -61,26 +61,6 @@ pub struct TokenAppCred {
 }
 
 impl ValidToken {
-    /// Spec, Authentication item 6: a virtual user (the principal of an `ephemeral` mapping
-    /// rule) uses no application credentials, credentials or trusts; nor does a restricted
-    /// token create them (what it created would outlive the restriction and renew without
-    /// it); 403 for either.
-    pub fn refuse_credential_creation(&self) -> ApiResult<()> {
-        if self.payload.is_virtual() {
-            return Err(ApiError::forbidden(
-                "You are not authorized to perform the requested action: a virtual user (mapped workload) cannot \
-                 use application credentials, credentials or trusts.",
-            ));
-        }
-        if self.payload.restriction.is_some() {
-            return Err(ApiError::forbidden(
-                "You are not authorized to perform the requested action: a restricted token cannot create \
-                 application credentials, credentials or trusts.",
-            ));
-        }
-        Ok(())
-    }
-
     pub fn has_role(&self, name: &str) -> bool {
         self.roles.iter().any(|r| r.name == name && r.domain_id.is_none())
     }

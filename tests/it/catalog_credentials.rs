@@ -332,13 +332,13 @@ async fn credentials_crud_ownership_and_error_codes() {
 
 /// The Python with botocore that signs requests: `IDNODE_BOTO_PYTHON`, or the venv that
 /// `scripts/install-test-deps` creates.
-fn boto_python() -> Option<String> {
+pub(crate) fn boto_python() -> Option<String> {
     let python = std::env::var("IDNODE_BOTO_PYTHON").unwrap_or_else(|_| "/opt/anchors/boto-venv/bin/python".into());
     let ok = Command::new(&python).args(["-c", "import botocore"]).stderr(Stdio::null()).status();
     ok.is_ok_and(|s| s.success()).then_some(python)
 }
 
-fn sign(python: &str, base: &str, access: &str, secret: &str, mode: &str) -> Value {
+pub(crate) fn sign(python: &str, base: &str, access: &str, secret: &str, mode: &str) -> Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/sig_client.py");
     let out = Command::new(python).args([script, base, access, secret, mode]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -9,6 +9,7 @@
 
 mod credentials;
 mod mapping;
+mod restricted;
 mod scim;
 
 use reqwest::StatusCode;

@@ -21,7 +21,7 @@ use super::{refused, start, Admin, Api};
 use crate::support::Resp;
 
 const ISSUER: &str = "https://idp.attacker.test";
-const CLIENT_ID: &str = "idnode";
+pub(super) const CLIENT_ID: &str = "idnode";
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl").args(args).current_dir(dir).output().expect("run openssl");
@@ -29,14 +29,14 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 /// A P-256 key and its self-signed CA certificate, made with `openssl`.
-struct Key {
+pub(super) struct Key {
     enc: EncodingKey,
     kid: String,
     cert_pem: String,
 }
 
 impl Key {
-    fn new(dir: &Path, kid: &str) -> Key {
+    pub(super) fn new(dir: &Path, kid: &str) -> Key {
         let (pem, der, crt) = (format!("{kid}.pem"), format!("{kid}.der"), format!("{kid}.crt"));
         openssl(dir, &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", &pem]);
         openssl(dir, &["pkcs8", "-topk8", "-nocrypt", "-in", &pem, "-outform", "DER", "-out", &der]);
@@ -63,13 +63,13 @@ impl Key {
         Key { enc, kid: kid.to_string(), cert_pem }
     }
 
-    fn jwk(&self) -> Value {
+    pub(super) fn jwk(&self) -> Value {
         let mut jwk = Jwk::from_encoding_key(&self.enc, Algorithm::ES256).expect("jwk");
         jwk.common.key_id = Some(self.kid.clone());
         serde_json::to_value(jwk).expect("jwk json")
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub(super) fn sign(&self, claims: &Value) -> String {
         let mut h = Header::new(Algorithm::ES256);
         h.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&h, claims, &self.enc).expect("sign")
@@ -77,7 +77,7 @@ impl Key {
 }
 
 /// Serves `{"keys": [jwk]}` at `/jwks` on loopback until the test ends.
-async fn serve_jwks(jwk: Value) -> SocketAddr {
+pub(super) async fn serve_jwks(jwk: Value) -> SocketAddr {
     let set = json!({ "keys": [jwk] });
     let app = axum::Router::new().route("/jwks", axum::routing::get(move || async move { axum::Json(set) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -86,7 +86,7 @@ async fn serve_jwks(jwk: Value) -> SocketAddr {
     addr
 }
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
