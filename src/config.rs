@@ -1,7 +1,7 @@
 //! Configuration: a Keystone-style INI file, then `IDNODE_*` environment variables, then
 //! command-line flags (each later source wins). Environment names: `IDNODE_<SECTION>_<KEY>`
-//! for any key (e.g. `IDNODE_TOKEN_EXPIRATION`), and `IDNODE_<KEY>` for keys of `[idnode]`
-//! (e.g. `IDNODE_DATA_DIR`, `IDNODE_LISTEN`).
+//! for any key (e.g. `IDNODE_TOKEN_EXPIRATION`, `IDNODE_API_KEYS_TOMBSTONE_RETENTION_DAYS`),
+//! and `IDNODE_<KEY>` for keys of `[idnode]` (e.g. `IDNODE_DATA_DIR`, `IDNODE_LISTEN`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -764,17 +764,17 @@ mod tests {
         assert!(err.contains("[token] expiraton") && err.contains("did you mean expiration?"), "{err}");
         assert!(err.contains(&p.display().to_string()) && !err.contains("heartbeat_ms"), "{err}");
 
-        // Variables are warnings (src/config/settings.rs), named the same way.
+        // A variable that names a section is as strict (src/config/settings.rs), named the
+        // same way; one that names none is a warning.
         let mut s = Settings::default();
         let vars = [("IDNODE_RAFT_HEARTBEAT_MSS", "5"), ("IDNODE_LOG", "debug"), ("IDNODE_CONFIG", "/x")];
         s.apply_env(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        Config::from_settings(&s).unwrap();
-        let warnings = s.refuse_unknown().unwrap().join("; ");
+        let err = Config::from_settings(&s).unwrap_err().to_string();
         assert!(
-            warnings.contains("[raft] heartbeat_mss (from IDNODE_RAFT_HEARTBEAT_MSS, did you mean heartbeat_ms?)"),
-            "{warnings}"
+            err.contains("[raft] heartbeat_mss (from IDNODE_RAFT_HEARTBEAT_MSS, did you mean heartbeat_ms?)"),
+            "{err}"
         );
-        assert!(!warnings.contains("IDNODE_LOG") && !warnings.contains("IDNODE_CONFIG"), "{warnings}");
+        assert!(!err.contains("IDNODE_LOG") && !err.contains("IDNODE_CONFIG"), "{err}");
 
         let mut s = Settings::default();
         s.apply_env([("IDNODE_DATADIR".to_string(), "/x".to_string())].into_iter());

@@ -22,15 +22,18 @@ struct Setting {
     value: String,
     /// `IDNODE_…` for a variable, the file's path or `a flag` otherwise (for error messages).
     origin: String,
-    /// Set from an `IDNODE_*` variable: an unknown one is a warning, not an error, since the
-    /// environment is shared with whatever else runs in it (see [`Settings::refuse_unknown`]).
-    from_env: bool,
+    /// Set from an `IDNODE_<KEY>` variable that names no section: an unknown one is a warning,
+    /// not an error, since the environment is shared with whatever else runs in it (see
+    /// [`Settings::refuse_unknown`]). A variable that names a section is as strict as a file.
+    lenient: bool,
 }
 
-/// `IDNODE_*` variables that are not configuration keys (read by the CLI or the logger).
+/// `IDNODE_*` variables that are not configuration keys (read by the CLI, the logger or the
+/// fault-injection clock).
 const NOT_SETTINGS: &[&str] = &[
     "IDNODE_CONFIG",
     "IDNODE_LOG",
+    "IDNODE_FAULT_CLOCK_SKEW_FILE",
     "IDNODE_PEER_ENDPOINT",
     "IDNODE_ENDPOINT",
     "IDNODE_CACERT",
@@ -61,8 +64,8 @@ impl Settings {
         self.set_from(section, key, value, "a flag", false);
     }
 
-    fn set_from(&mut self, section: &str, key: &str, value: &str, origin: &str, from_env: bool) {
-        let setting = Setting { value: value.to_string(), origin: origin.to_string(), from_env };
+    fn set_from(&mut self, section: &str, key: &str, value: &str, origin: &str, lenient: bool) {
+        let setting = Setting { value: value.to_string(), origin: origin.to_string(), lenient };
         self.values.insert((section.to_lowercase(), key.to_lowercase()), setting);
     }
 
@@ -79,8 +82,9 @@ impl Settings {
     }
 
     /// Applies `IDNODE_*` variables. A variable names a key of a known section when its
-    /// middle part is one; otherwise it is a key of `[idnode]`. The variables Kubernetes
-    /// injects for a Service named `idnode` are skipped (see [`is_service_link`]).
+    /// middle part begins with one, the longest that fits (`IDNODE_API_KEYS_…` is `[api_keys]`,
+    /// not `[api]`); otherwise it is a key of `[idnode]`, lenient when unknown. The variables
+    /// Kubernetes injects for a Service are skipped (see [`is_service_link`]).
     pub fn apply_env(&mut self, vars: impl Iterator<Item = (String, String)>) {
         for (name, value) in vars {
             let Some(rest) = name.strip_prefix("IDNODE_") else { continue };
@@ -88,24 +92,20 @@ impl Settings {
                 continue;
             }
             let rest = rest.to_lowercase();
-            let section = SECTIONS
-                .iter()
-                .filter(|_| !IDNODE_KEYS_LIKE_SECTIONS.contains(&rest.as_str()))
-                .find(|s| rest.starts_with(&format!("{s}_")));
-            let (section, key) = match section {
-                Some(s) => (s.to_string(), rest[s.len() + 1..].to_string()),
-                None => ("idnode".to_string(), rest),
-            };
-            self.set_from(&section, &key, &value, &name, true);
+            let (section, key) = route(&rest);
+            let names_no_section = key == rest;
+            self.set_from(&section, &key, &value, &name, names_no_section);
         }
     }
 
-    /// Refuses settings of the file or the flags that no part of the configuration read: each
-    /// is named with where it came from and, when one is close, the key that was probably
-    /// meant. Unread `IDNODE_*` variables are returned instead, named the same way, for the
-    /// caller to log as warnings: like etcd with `ETCD_*`, the environment is shared (a pod's
-    /// holds every Service's variables, a shell's an old export), so a stray variable must not
-    /// keep a node down, while a file is idnode's own and a typo in it is an error.
+    /// Refuses settings that no part of the configuration read: each is named with where it
+    /// came from and, when one is close, the key that was probably meant. A key of the file,
+    /// of a flag or of a variable that names its section (`IDNODE_POLICY_ADMN_SCOPE`) is an
+    /// error: it can only be a typo or a key of another version. Unread `IDNODE_<KEY>`
+    /// variables that name no section are returned instead, named the same way, for the caller
+    /// to log as warnings: like etcd with `ETCD_*`, the environment is shared (a pod's holds
+    /// every Service's variables, a shell's an old export, a test harness its own
+    /// `IDNODE_JEPSEN_*`), so such a stray variable must not keep a node down.
     pub fn refuse_unknown(&self) -> anyhow::Result<Vec<String>> {
         let read = self.read.borrow();
         let describe = |((section, key), s): (&(String, String), &Setting)| {
@@ -119,12 +119,12 @@ impl Settings {
             format!("[{section}] {key} (from {}{hint})", s.origin)
         };
         let unread = || self.values.iter().filter(|(k, _)| !read.contains(*k));
-        let unknown: Vec<String> = unread().filter(|(_, s)| !s.from_env).map(describe).collect();
+        let unknown: Vec<String> = unread().filter(|(_, s)| !s.lenient).map(describe).collect();
         if !unknown.is_empty() {
             bail!("unknown configuration key{}: {}", if unknown.len() > 1 { "s" } else { "" }, unknown.join("; "))
         }
         Ok(unread()
-            .filter(|(_, s)| s.from_env)
+            .filter(|(_, s)| s.lenient)
             .map(|k| format!("unknown configuration variable ignored: {}", describe(k)))
             .collect())
     }
@@ -146,13 +146,35 @@ impl Settings {
     }
 }
 
+/// The (section, key) an `IDNODE_<rest>` variable names, `rest` lower-cased: the longest
+/// section its name begins with (so `api_keys_…` is `[api_keys]`, not `[api]` `keys_…`), else
+/// `[idnode]`. Keys of `[idnode]` that begin like a section stay `[idnode]`'s; the test
+/// `every_key_has_one_variable` keeps every key reachable by exactly its own name.
+fn route(rest: &str) -> (String, String) {
+    let section = SECTIONS
+        .iter()
+        .filter(|_| !IDNODE_KEYS_LIKE_SECTIONS.contains(&rest))
+        .filter(|s| rest.len() > s.len() + 1 && rest.starts_with(*s) && rest.as_bytes()[s.len()] == b'_')
+        .max_by_key(|s| s.len());
+    match section {
+        Some(s) => (s.to_string(), rest[s.len() + 1..].to_string()),
+        None => ("idnode".to_string(), rest.to_string()),
+    }
+}
+
 /// Whether `IDNODE_<rest>` is one of the variables Kubernetes puts into every pod of a
-/// namespace with a Service named `idnode`: `IDNODE_PORT`, `IDNODE_SERVICE_HOST`,
-/// `IDNODE_SERVICE_PORT`, `IDNODE_SERVICE_PORT_<PORT NAME>`, `IDNODE_PORT_<N>_<PROTO>` and
-/// `IDNODE_PORT_<N>_<PROTO>_ADDR|_PORT|_PROTO` (PROTO: TCP, UDP or SCTP). No configuration key
-/// has these names (no section is called `port` or `service`, no `[idnode]` key begins so),
-/// so skipping them hides nothing; the test `no_key_looks_like_a_service_link` keeps it so.
+/// namespace with a Service named `idnode` or `idnode-<more>` (`<more>` upper-cased with `_`
+/// for `-`, so `idnode-api` gives `IDNODE_API_SERVICE_HOST`): `…PORT`, `…SERVICE_HOST`,
+/// `…SERVICE_PORT`, `…SERVICE_PORT_<PORT NAME>`, `…PORT_<N>_<PROTO>` and
+/// `…PORT_<N>_<PROTO>_ADDR|_PORT|_PROTO` (PROTO: TCP, UDP or SCTP). No configuration key ends
+/// so (the test `no_key_looks_like_a_service_link` keeps it so), so skipping them hides
+/// nothing, and a Service whose name begins like a section cannot stop a node.
 fn is_service_link(rest: &str) -> bool {
+    std::iter::once(rest).chain(rest.match_indices('_').map(|(at, _)| &rest[at + 1..])).any(is_link_of_idnode)
+}
+
+/// [`is_service_link`] for the Service `idnode` itself (`rest` after its prefix).
+fn is_link_of_idnode(rest: &str) -> bool {
     if matches!(rest, "PORT" | "SERVICE_HOST" | "SERVICE_PORT") {
         return true;
     }
@@ -168,8 +190,10 @@ fn is_service_link(rest: &str) -> bool {
     matches!(proto, "TCP" | "UDP" | "SCTP") && matches!(field, "" | "ADDR" | "PORT" | "PROTO")
 }
 
-/// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>`.
+/// Sections whose keys can be set as `IDNODE_<SECTION>_<KEY>` (`[idnode]`'s also as
+/// `IDNODE_<KEY>`).
 const SECTIONS: &[&str] = &[
+    "idnode",
     "token",
     "identity",
     "api",
@@ -275,6 +299,151 @@ mod tests {
         }
         for section in SECTIONS {
             assert!(!section.starts_with("port") && !section.starts_with("service"), "[{section}]");
+        }
+    }
+
+    /// Every key the configuration reads, the `[openfga]` section's included (read only under
+    /// `driver = openfga`).
+    fn known_keys() -> BTreeSet<(String, String)> {
+        let defaults = Settings::default();
+        Config::from_settings(&defaults).unwrap();
+        let mut fga = Settings::default();
+        fga.set("assignment", "driver", "openfga");
+        for (key, value) in [("api_url", "http://127.0.0.1:1"), ("store_id", "s"), ("role_to_relation", "a:b")] {
+            fga.set("openfga", key, value);
+        }
+        Config::from_settings(&fga).unwrap();
+        let mut known = defaults.read.borrow().clone();
+        known.extend(fga.read.borrow().iter().cloned());
+        known
+    }
+
+    #[test]
+    fn api_keys_variables_reach_their_section() {
+        let s = env(&[("IDNODE_API_KEYS_TOMBSTONE_RETENTION_DAYS", "7"), ("IDNODE_API_KEYSTONE_COMPAT_STATUS", "1")]);
+        let cfg = Config::from_settings(&s).expect("both are keys");
+        assert_eq!(cfg.scim.api_key_tombstone_retention_days, 7, "[api_keys], not [api] keys_…");
+        assert!(cfg.keystone_compat_status, "[api] keystone_compat_status still");
+        assert_eq!(s.refuse_unknown().unwrap(), Vec::<String>::new());
+    }
+
+    /// Every key is reached by its own variable, and by no other: the longest section wins,
+    /// and no `[idnode]` key is taken for a section's.
+    #[test]
+    fn every_key_has_one_variable() {
+        let known = known_keys();
+        assert!(known.contains(&("openfga".into(), "max_concurrency".into())), "{known:?}");
+        for (section, key) in &known {
+            let mut names = vec![format!("IDNODE_{section}_{key}")];
+            if section == "idnode" {
+                names.push(format!("IDNODE_{key}"));
+            }
+            for name in names {
+                let s = env(&[(&name.to_uppercase(), "1")]);
+                let got: Vec<_> = s.values.keys().collect();
+                assert_eq!(got, [&(section.clone(), key.clone())], "{}", name.to_uppercase());
+            }
+        }
+    }
+
+    #[test]
+    fn a_misspelled_variable_of_a_known_section_stops_startup() {
+        for (name, want) in [
+            (
+                "IDNODE_POLICY_ADMN_SCOPE",
+                "[policy] admn_scope (from IDNODE_POLICY_ADMN_SCOPE, did you mean admin_scope?)",
+            ),
+            (
+                "IDNODE_API_KEYS_TOMBSTONE_RETENTION_DAY",
+                "[api_keys] tombstone_retention_day (from IDNODE_API_KEYS_TOMBSTONE_RETENTION_DAY, did you mean \
+                 tombstone_retention_days?)",
+            ),
+            ("IDNODE_IDNODE_DATADIR", "[idnode] datadir (from IDNODE_IDNODE_DATADIR, did you mean data_dir?)"),
+            ("IDNODE_SCIM_RESOURCE_JANITOR", "[scim_resource] janitor (from IDNODE_SCIM_RESOURCE_JANITOR)"),
+        ] {
+            let s = env(&[(name, "1"), ("IDNODE_TOKEN_EXPIRATION", "60")]);
+            let err = Config::from_settings(&s).expect_err(name).to_string();
+            assert_eq!(err, format!("unknown configuration key: {want}"));
+        }
+    }
+
+    /// What test harnesses, benchmarks and CI export for their own use (a node they start
+    /// inherits it) names no section: a warning, never a node that refuses to start. The same
+    /// for the variables of a Service whose name begins `idnode-` and then like a section.
+    #[test]
+    fn variables_of_no_section_and_service_links_pass() {
+        let vars = [
+            ("IDNODE_JEPSEN_CYCLES", "100"),
+            ("IDNODE_BOTO_PYTHON", "/opt/anchors/boto-venv/bin/python"),
+            ("IDNODE_FAULT_SEED", "7"),
+            ("IDNODE_TEST_LOG", "debug"),
+            ("IDNODE_BENCH_NODE_ENV", "IDNODE_RAFT_HEARTBEAT_MS=50"),
+            ("IDNODE_FAULT_CLOCK_SKEW_FILE", "/tmp/skew"),
+            ("IDNODE_API_SERVICE_HOST", "10.96.0.13"),
+            ("IDNODE_API_KEYS_PORT", "tcp://10.96.0.14:5000"),
+            ("IDNODE_TOKEN_PORT_5000_TCP_ADDR", "10.96.0.15"),
+            ("IDNODE_POLICY_SERVICE_PORT_HTTPS", "443"),
+        ];
+        let s = env(&vars);
+        Config::from_settings(&s).expect("none of these may stop a node");
+        let warnings = s.refuse_unknown().unwrap();
+        assert_eq!(warnings.len(), 5, "{warnings:?}");
+        for name in
+            ["IDNODE_JEPSEN_CYCLES", "IDNODE_BOTO_PYTHON", "IDNODE_FAULT_SEED", "IDNODE_TEST_LOG", "IDNODE_BENCH"]
+        {
+            assert!(warnings.iter().any(|w| w.contains(name)), "{name}: {warnings:?}");
+        }
+    }
+
+    /// Every `IDNODE_*` variable the repository names outside the node's own source (the
+    /// README and docs, the examples, the image, scripts, CI, benchmarks, the test harnesses
+    /// that start nodes with their environment) is one a node accepts: a key it reads, one
+    /// of the variables that are not keys, a service link, or one that names no section (a
+    /// warning). A documented variable that does nothing, or a harness variable that would
+    /// stop the nodes it starts, fails here.
+    #[test]
+    fn every_variable_the_repository_names_is_accepted() {
+        /// The README's and operations.md's example of a variable that stops a node.
+        const TYPO_IN_THE_DOCS: &str = "IDNODE_POLICY_ADMN_SCOPE";
+        let known = known_keys();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut names = BTreeMap::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                if path.is_dir() {
+                    // The node's own source is left out: its tests misspell variables on purpose.
+                    if !(matches!(name.as_str(), ".git" | "target") || dir == root && name == "src") {
+                        dirs.push(path);
+                    }
+                    continue;
+                }
+                let Ok(text) = std::fs::read_to_string(&path) else { continue };
+                for (at, _) in text.match_indices("IDNODE_") {
+                    let var: String = text[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                        .collect();
+                    if !var.ends_with('_') {
+                        names.entry(var).or_insert_with(|| path.clone());
+                    }
+                }
+            }
+        }
+        assert!(names.contains_key("IDNODE_API_KEYS_TOMBSTONE_RETENTION_DAYS"), "README: {names:?}");
+        assert!(names.contains_key("IDNODE_JEPSEN_CYCLES"), "the harnesses: {names:?}");
+        for (name, file) in &names {
+            let s = env(&[(name, "1")]);
+            if name == TYPO_IN_THE_DOCS {
+                assert!(Config::from_settings(&s).is_err(), "the docs' example of a typo stops a node");
+                continue;
+            }
+            let rest = name["IDNODE_".len()..].to_lowercase();
+            for key in s.values.keys().filter(|(section, key)| !(section == "idnode" && *key == rest)) {
+                assert!(known.contains(key), "{name} ({}) sets {key:?}, which idnode does not read", file.display());
+            }
         }
     }
 

@@ -34,6 +34,18 @@ pub enum FgaError {
     Unavailable(String),
     /// The store refused the request (a 4xx other than 429): a model or setting mismatch.
     Refused { status: u16, message: String },
+    /// A read that must be whole reached [`MAX_READ_PAGES`] with more to come.
+    Truncated { tuples: usize },
+}
+
+/// What a read does when [`MAX_READ_PAGES`] pages did not reach the end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AtBound {
+    /// Fails ([`FgaError::Truncated`]): for what decides on the answer (the guard rails, a
+    /// revoke, a delete's cleanup), which must never act on part of it.
+    Fail,
+    /// Returns what was read, with a warning: for a listing shown to a client.
+    Cut,
 }
 
 impl std::fmt::Display for FgaError {
@@ -43,6 +55,11 @@ impl std::fmt::Display for FgaError {
             FgaError::Refused { status, message } => {
                 write!(f, "the OpenFGA store refused the request ({status}): {message}")
             }
+            FgaError::Truncated { tuples } => write!(
+                f,
+                "an OpenFGA read reached its bound of {MAX_READ_PAGES} pages ({tuples} tuples) before its end; \
+                 nothing was decided or changed on part of the answer"
+            ),
         }
     }
 }
@@ -154,8 +171,8 @@ impl Client {
     }
 
     /// Every stored tuple matching the filter, following continuation tokens for up to
-    /// [`MAX_READ_PAGES`] pages (a warning is logged when that bound cuts the listing).
-    pub async fn read(&self, key: &ReadKey) -> Result<Vec<Tuple>, FgaError> {
+    /// [`MAX_READ_PAGES`] pages; beyond, as `at_bound` says (counted either way).
+    pub async fn read(&self, key: &ReadKey, at_bound: AtBound) -> Result<Vec<Tuple>, FgaError> {
         let mut out = Vec::new();
         let mut token = String::new();
         for page in 1..=MAX_READ_PAGES {
@@ -172,6 +189,11 @@ impl Client {
             }
             if page == MAX_READ_PAGES {
                 self.metrics.truncated_reads.inc();
+                if at_bound == AtBound::Fail {
+                    let e = FgaError::Truncated { tuples: out.len() };
+                    tracing::error!("{e}");
+                    return Err(e);
+                }
                 tracing::warn!(
                     pages = MAX_READ_PAGES,
                     tuples = out.len(),
@@ -257,7 +279,7 @@ impl Client {
         let result = match &outcome {
             Ok(_) => "ok",
             Err(FgaError::Unavailable(_)) => "unavailable",
-            Err(FgaError::Refused { .. }) => "refused",
+            Err(FgaError::Refused { .. } | FgaError::Truncated { .. }) => "refused",
         };
         self.metrics.calls.get_or_create(&labels(&[("operation", op), ("outcome", result)])).inc();
         self.metrics.latency.get_or_create(&labels(&[("operation", op)])).observe(started.elapsed().as_secs_f64());

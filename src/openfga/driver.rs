@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use idnode_storage::Result as StorageResult;
 
-use super::client::{Client, FgaError};
+use super::client::{AtBound, Client, FgaError};
 use super::mapping::Mapping;
-use super::tuples::{Tuple, Unmapped, Vocabulary};
+use super::tuples::{BadId, Tuple, Unmapped, Vocabulary};
 use super::wire::ReadKey;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::read::AssignmentReads;
@@ -18,8 +18,11 @@ use crate::state::Reader;
 /// Why a driver operation failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DriverError {
-    /// A role the mapping does not name (failed before any call).
-    Unmapped(String),
+    /// A role the mapping does not name, or names onto a guarded role's relation (failed
+    /// before any call).
+    Unmapped(Unmapped),
+    /// An id the store cannot hold (refused before it reaches a tuple).
+    BadId(BadId),
     /// A listing shape the store cannot answer (the spec's 501 rows).
     NotImplemented(&'static str),
     /// An inherited grant (the store has no project tree to inherit along).
@@ -32,7 +35,8 @@ pub enum DriverError {
 impl std::fmt::Display for DriverError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DriverError::Unmapped(role) => Unmapped(role.clone()).fmt(f),
+            DriverError::Unmapped(e) => e.fmt(f),
+            DriverError::BadId(e) => e.fmt(f),
             DriverError::NotImplemented(what) => write!(f, "{what} is not supported by the OpenFGA assignment driver"),
             DriverError::Inherited => f.write_str("The OpenFGA assignment driver does not support inherited grants."),
             DriverError::Store(e) => e.fmt(f),
@@ -49,7 +53,13 @@ impl From<FgaError> for DriverError {
 
 impl From<Unmapped> for DriverError {
     fn from(e: Unmapped) -> Self {
-        DriverError::Unmapped(e.0)
+        DriverError::Unmapped(e)
+    }
+}
+
+impl From<BadId> for DriverError {
+    fn from(e: BadId) -> Self {
+        DriverError::BadId(e)
     }
 }
 
@@ -121,7 +131,7 @@ impl OpenFga {
                 relation: Some(t.relation.clone()),
                 object: Some(t.object.clone()),
             };
-            Ok::<_, FgaError>(self.client.read(&key).await?.contains(t).then(|| t.clone()))
+            Ok::<_, FgaError>(self.client.read(&key, AtBound::Fail).await?.contains(t).then(|| t.clone()))
         });
         Ok(futures::future::try_join_all(reads).await?.into_iter().flatten().collect())
     }
@@ -135,7 +145,7 @@ impl OpenFga {
         target: &Target,
         relations: &[&str],
     ) -> DriverResult<BTreeSet<String>> {
-        let (users, objects) = (v.actors(kind, id), v.objects(target));
+        let (users, objects) = (v.actors(kind, id)?, v.objects(target)?);
         let mut asked = Vec::new();
         for rel in relations {
             for u in &users {
@@ -200,7 +210,7 @@ impl OpenFga {
             None => v.relations(),
         };
         let mut asked = Vec::new();
-        for u in v.actors(ActorKind::User, user_id) {
+        for u in v.actors(ActorKind::User, user_id)? {
             for (_, ty) in v.target_types() {
                 for rel in &relations {
                     asked.push((u.clone(), rel.to_string(), ty.to_string()));
@@ -233,38 +243,50 @@ impl OpenFga {
     }
 
     /// Every grant stored for the actor, on any target (a read per spelling and target type).
+    /// Whole or an error: the guard rails decide on it, and must not on part of it.
     pub async fn grants_of_actor(&self, r: &impl Reader, kind: ActorKind, id: &str) -> DriverResult<Vec<Assignment>> {
         let v = self.vocabulary(r)?;
         let mut keys = Vec::new();
-        for user in v.actors(kind, id) {
+        for user in v.actors(kind, id)? {
             for (_, ty) in v.target_types() {
                 keys.push(ReadKey { user: Some(user.clone()), relation: None, object: Some(format!("{ty}:")) });
             }
         }
-        self.read_grants(&v, keys).await
+        self.read_grants(&v, keys, AtBound::Fail).await
     }
 
     /// The grants stored for the filter, mapped back to roles (tuples that are not ours are
     /// skipped).
-    pub(super) async fn read_grants(&self, v: &Vocabulary<'_>, keys: Vec<ReadKey>) -> DriverResult<Vec<Assignment>> {
-        let reads = keys.iter().map(|k| self.client.read(k));
+    pub(super) async fn read_grants(
+        &self,
+        v: &Vocabulary<'_>,
+        keys: Vec<ReadKey>,
+        at_bound: AtBound,
+    ) -> DriverResult<Vec<Assignment>> {
+        let reads = keys.iter().map(|k| self.client.read(k, at_bound));
         let tuples = futures::future::try_join_all(reads).await?;
         Ok(tuples.iter().flatten().flat_map(|t| v.grants(t)).collect())
     }
 }
 
-/// The spec's statuses for the assignment API: 400 for an inherited grant, 501 for the
-/// listing shapes the store cannot answer, 500 for any other driver failure (with words that
-/// say which, never the store's credentials).
+/// The assignment API's statuses: 400 for an inherited grant, a role the table does not map
+/// (or maps onto a guarded role's relation) and an id the store cannot hold; 501 for the
+/// listing shapes the store cannot answer; 500 for any other driver failure (with words that
+/// say which, never the store's credentials). The role table's refusals are client errors: the
+/// request asks for what this node's table cannot spell, and nothing in the store failed.
 impl From<DriverError> for crate::http::error::ApiError {
     fn from(e: DriverError) -> Self {
         use crate::http::error::ApiError;
         use axum::http::StatusCode;
         match e {
-            DriverError::Inherited => ApiError::bad_request(e.to_string()),
+            DriverError::Inherited | DriverError::BadId(_) => ApiError::bad_request(e.to_string()),
+            DriverError::Unmapped(_) => {
+                tracing::warn!("assignment driver: {e}");
+                ApiError::bad_request(e.to_string())
+            }
             DriverError::NotImplemented(_) => ApiError::new(StatusCode::NOT_IMPLEMENTED, e.to_string()),
             DriverError::State(cause) => ApiError::internal(cause),
-            DriverError::Unmapped(_) | DriverError::Store(_) => {
+            DriverError::Store(_) => {
                 tracing::error!("assignment driver: {e}");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }

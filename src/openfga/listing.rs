@@ -11,6 +11,7 @@
 //! Every assignment is direct (`inherited` false, no `implied_via`); a target's listing never
 //! resolves groups nor walks the project tree. Results are whole, de-duplicated and sorted.
 
+use super::client::AtBound;
 use super::driver::{DriverError, DriverResult, OpenFga};
 use super::wire::ReadKey;
 use crate::state::model::{ActorKind, Assignment, Target};
@@ -50,12 +51,12 @@ impl OpenFga {
             }
             (Some((kind, id)), Some(target)) => {
                 let mut keys = Vec::new();
-                for u in v.actors(*kind, id) {
-                    for o in v.objects(target) {
+                for u in v.actors(*kind, id)? {
+                    for o in v.objects(target)? {
                         keys.push(ReadKey { user: Some(u.clone()), relation: relation.clone(), object: Some(o) });
                     }
                 }
-                self.read_grants(&v, keys).await?
+                self.read_grants(&v, keys, AtBound::Cut).await?
             }
             (Some((ActorKind::User, id)), None) if q.effective => {
                 self.resolved_for_user(r, id, q.role.as_deref()).await?
@@ -65,11 +66,11 @@ impl OpenFga {
             }
             (None, Some(target)) => {
                 let keys = v
-                    .objects(target)
+                    .objects(target)?
                     .into_iter()
                     .map(|o| ReadKey { user: None, relation: relation.clone(), object: Some(o) })
                     .collect();
-                self.read_grants(&v, keys).await?
+                self.read_grants(&v, keys, AtBound::Cut).await?
             }
             (None, None) => {
                 return Err(DriverError::NotImplemented("Listing assignments without an actor or a target"))

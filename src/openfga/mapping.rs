@@ -113,6 +113,8 @@ mod tests {
         assert_eq!(m.table().get("r-new").map(String::as_str), Some("operator"), "read again once changed");
         std::fs::write(&file, "member:member\nbroken line, here\n").unwrap();
         assert_eq!(m.table().len(), 2, "a file that no longer parses changes nothing");
+        std::fs::write(&file, "admin:admin\nmember:admin\nr-new:operator\n").unwrap();
+        assert_eq!(m.table().get("member").map(String::as_str), Some("member"), "member onto admin is refused");
         std::fs::remove_file(&file).unwrap();
         assert_eq!(m.table().len(), 2, "nor does a missing one");
     }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use url::Url;
 
+use crate::state::model::GUARDED_ROLE_NAMES;
+
 /// Which store holds role assignments.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum AssignmentDriver {
@@ -116,7 +118,10 @@ fn valid_name(v: &str) -> bool {
 }
 
 /// A role table: `<role id or global role name>:<relation>` entries separated by commas or
-/// line breaks; in a file, `#` starts a comment. An empty table is refused.
+/// line breaks; in a file, `#` starts a comment. An empty table is refused, and so is a key
+/// other than a guarded role's name (`admin`, `service`) on the relation such a name maps to:
+/// a grant of that role, which a domain manager may make, would make an administrator. (A key
+/// that is a role id is checked against the roles when used, `tuples::Vocabulary::new`.)
 pub fn parse_role_table(text: &str) -> anyhow::Result<BTreeMap<String, String>> {
     let mut table = BTreeMap::new();
     for line in text.lines().map(|l| l.split_once('#').map_or(l, |(kept, _)| kept)) {
@@ -136,6 +141,15 @@ pub fn parse_role_table(text: &str) -> anyhow::Result<BTreeMap<String, String>> 
     }
     if table.is_empty() {
         bail!("no role is mapped: map each role to its relation");
+    }
+    let guarded = |role: &str| GUARDED_ROLE_NAMES.contains(&role);
+    for (role, relation) in table.iter().filter(|(role, _)| !guarded(role)) {
+        if let Some((name, _)) = table.iter().find(|(other, rel)| guarded(other) && *rel == relation) {
+            bail!(
+                "role {role:?} is mapped to {relation:?}, the relation of the {name} role: a grant of it would make an \
+                 {name}; map it to a relation of its own"
+            );
+        }
     }
     Ok(table)
 }
@@ -358,6 +372,26 @@ mod tests {
         assert!(err.contains("role_to_relation_file /no-roles: no role is mapped"), "{err}");
         let err = format!("{:#}", without(&[("role_to_relation_file", "/missing")]).unwrap_err());
         assert!(err.contains("[openfga] role_to_relation_file /missing"), "{err}");
+    }
+
+    /// A role named in the table onto the relation `admin` (or `service`) maps to is refused at
+    /// load: a domain manager may grant it, and the store would resolve an administrator.
+    #[test]
+    fn no_role_is_mapped_onto_a_guarded_roles_relation() {
+        for table in ["admin:admin, member:admin", "member:member, r-custom:admin, admin:admin", "service:svc, x:svc"] {
+            let err = format!("{:#}", fga(&[("role_to_relation", table)]).unwrap_err());
+            assert!(
+                err.contains("[openfga] role_to_relation:") && err.contains("the relation of the"),
+                "{table}: {err}"
+            );
+        }
+        let err = parse_role_table("admin:admin\nreader:reader\nmember:admin\n").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "role \"member\" is mapped to \"admin\", the relation of the admin role: a grant of it would make an \
+             admin; map it to a relation of its own"
+        );
+        assert!(parse_role_table("admin:admin, service:admin, member:member").is_ok(), "guarded roles may share");
     }
 
     #[test]

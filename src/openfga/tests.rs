@@ -142,16 +142,83 @@ async fn an_unmapped_role_fails_before_any_call() {
     let w = World::new(&[]).await;
     let service = w.role("service").await;
     let (writes, reads) = (w.fga.calls("write").await, w.fga.calls("read").await);
+    // A client error naming the role and the setting, in Keystone's error body (not a 500:
+    // nothing in the store failed).
     let r = w.t.admin(PUT, &w.grant_path(&service), None).await;
-    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
-    assert!(r.body["error"]["message"].as_str().unwrap().contains("role_to_relation"), "{}", r.body);
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], 400, "{}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&service) && message.contains("[openfga] role_to_relation"), "{}", r.body);
     assert_eq!((w.fga.calls("write").await, w.fga.calls("read").await), (writes, reads));
-    // A role created at run time is unmapped too, whatever the actor and target.
+    // A role created at run time is unmapped too, whatever the actor, target and operation.
     let custom = w.t.create("/v3/roles", "role", json!({"name": "custom-role"})).await;
     let group = w.t.create("/v3/groups", "group", json!({"name": "g1", "domain_id": "default"})).await;
-    let r = w.t.admin(PUT, &format!("/v3/domains/default/groups/{group}/roles/{custom}"), None).await;
-    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    let path = format!("/v3/domains/default/groups/{group}/roles/{custom}");
+    for method in [PUT, DELETE, HEAD] {
+        let r = w.t.admin(method.clone(), &path, None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{method} {}", r.body);
+    }
     assert_eq!(w.fga.calls("write").await, writes);
+}
+
+/// A role the table maps onto `admin`'s relation is refused: by name when the table loads
+/// (a file that says so keeps the last good table), by id when it is used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_role_may_take_the_relation_of_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("roles.map");
+    std::fs::write(&map, crate::testkit::openfga::ROLE_TO_RELATION).unwrap();
+    let file = map.display().to_string();
+    let w = World::new(&[("role_to_relation", ""), ("role_to_relation_file", &file)]).await;
+    let (member, admin) = (w.role("member").await, w.role("admin").await);
+    let custom = w.t.create("/v3/roles", "role", json!({"name": "custom"})).await;
+    std::fs::write(&map, format!("{}\n{custom}:admin\n", crate::testkit::openfga::ROLE_TO_RELATION)).unwrap();
+    let writes = w.fga.calls("write").await;
+    let r = w.t.admin(PUT, &w.grant_path(&custom), None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&custom) && message.contains("[openfga] role_to_relation"), "{}", r.body);
+    assert_eq!(w.fga.calls("write").await, writes, "nothing written");
+    // An admin tuple reads back as admin alone.
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&admin), None).await.status, StatusCode::NO_CONTENT);
+    let r = w.listing(&format!("user.id={}&scope.project.id={}", w.alice, w.project)).await;
+    assert_eq!(rows(&r.body), [(w.alice.clone(), w.project.clone(), admin.clone())]);
+    // By name, the table is refused when read: the last good one stays, member stays member.
+    std::fs::write(&map, "admin:admin, manager:manager, member:admin, reader:reader\n").unwrap();
+    assert_eq!(w.t.admin(PUT, &w.grant_path(&member), None).await.status, StatusCode::NO_CONTENT);
+    let tuple = (format!("user:{}", w.alice), "member".to_string(), format!("project:{}", w.project));
+    assert!(w.fga.tuples().await.contains(&tuple), "{:?}", w.fga.tuples().await);
+}
+
+/// Ids that would name something else in the store (`*` is every user, `:` and `#` split a
+/// tuple, whitespace is refused) answer 400 before any call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_the_store_cannot_hold_are_refused_before_any_call() {
+    let w = World::new(&[]).await;
+    let (p, member) = (w.project.clone(), w.role("member").await);
+    let counted = ["read", "check", "streamed-list-objects", "write"];
+    let mut before = Vec::new();
+    for c in counted {
+        before.push(w.fga.calls(c).await);
+    }
+    for query in [
+        "user.id=*&effective".to_string(),
+        format!("user.id=*&scope.project.id={p}&role.id={member}&effective"),
+        format!("user.id=u%3Aother&scope.project.id={p}"),
+        format!("group.id=g%23member&scope.project.id={p}"),
+        "scope.project.id=a%20b".to_string(),
+        "scope.domain.id=*".to_string(),
+        format!("user.id={}&scope.project.id=*", w.alice),
+    ] {
+        let r = w.listing(&query).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}: {}", r.body);
+        assert!(r.body["error"]["message"].as_str().unwrap().contains("relationship store"), "{}", r.body);
+    }
+    let mut after = Vec::new();
+    for c in counted {
+        after.push(w.fga.calls(c).await);
+    }
+    assert_eq!(after, before, "no call reached the store ({counted:?})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -304,6 +371,41 @@ async fn a_read_stops_at_1000_pages_and_says_so() {
     assert_eq!(w.fga.calls("read").await, reads + 1000);
     let text = w.t.node.metrics_text().unwrap();
     assert!(text.contains("idnode_assignment_driver_truncated_reads_total 1"), "{text}");
+}
+
+/// What decides on a read never acts on part of it: a group whose admin grant lies past the
+/// page bound is privileged for the guard rails (they fail closed), and its delete, which
+/// would leave that grant behind, is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_cut_at_its_bound_fails_closed() {
+    let w = World::new(&[]).await;
+    let manager = w.role("manager").await;
+    let mgr = w.t.create("/v3/users", "user", json!({"name": "mgr", "password": "pw", "domain_id": "default"})).await;
+    let path = format!("/v3/domains/default/users/{mgr}/roles/{manager}");
+    assert_eq!(w.t.admin(PUT, &path, None).await.status, StatusCode::NO_CONTENT);
+    let group = w.t.create("/v3/groups", "group", json!({"name": "big", "domain_id": "default"})).await;
+    let userset = format!("group:{group}#member");
+    let projects: Vec<String> = (0..1000).map(|i| format!("project:bulk{i:04}")).collect();
+    let mut tuples: Vec<(&str, &str, &str)> =
+        projects.iter().map(|p| (userset.as_str(), "member", p.as_str())).collect();
+    let admin_on = format!("project:{}", w.project);
+    tuples.push((&userset, "admin", &admin_on)); // written last: read last, on page 1001
+    w.fga.seed(&tuples).await;
+    w.fga.control(reqwest::Method::POST, "config", Some(json!({"read_page_cap": 1}))).await;
+    let before = w.fga.tuples().await;
+
+    let token = w.t.token("mgr", "pw", json!({"domain": {"id": "default"}})).await;
+    let rename = json!({"group": {"description": "taken over"}});
+    let r = w.t.call(Method::PATCH, &format!("/v3/groups/{group}"), Some(&token), Some(rename)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "the guard rails decided on 1000 of 1001 grants: {}", r.body);
+
+    let writes = w.fga.calls("write").await;
+    let r = w.t.admin(DELETE, &format!("/v3/groups/{group}"), None).await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("bound of 1000 pages"), "{}", r.body);
+    assert_eq!(w.fga.calls("write").await, writes, "nothing deleted from the store");
+    assert_eq!(w.fga.tuples().await, before);
+    assert_eq!(w.t.admin(GET, &format!("/v3/groups/{group}"), None).await.status, StatusCode::OK, "nor from raft");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

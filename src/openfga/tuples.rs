@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::driver::DriverError;
 use super::mapping::RoleTable;
 use super::settings::{IdTransform, Kind, OpenFgaSettings};
 use crate::state::model::{ActorKind, Assignment, Role, Target};
@@ -27,36 +28,96 @@ pub struct Vocabulary<'a> {
     settings: &'a OpenFgaSettings,
     relation_of: BTreeMap<String, String>,
     roles_of: BTreeMap<String, Vec<String>>,
+    /// Roles the table puts on a guarded role's relation, refused (see [`Vocabulary::new`]).
+    refused: BTreeMap<String, Unmapped>,
 }
 
-/// A role the mapping does not name: the spec says it fails at once, before any call.
+/// A role the table does not map to a relation it may use: the spec says it fails at once,
+/// before any call (a 400: the request, not the store, is at fault).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unmapped(pub String);
+pub enum Unmapped {
+    /// The table names no relation for the role.
+    Missing(String),
+    /// The table gives the role the relation of a guarded role (`admin`, `service`): a grant
+    /// of it, which a domain manager may make, would write that relation.
+    Guarded { role: String, relation: String, guarded: String },
+}
 
 impl std::fmt::Display for Unmapped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "role {} has no relation in [openfga] role_to_relation", self.0)
+        match self {
+            Unmapped::Missing(role) => {
+                write!(f, "Role {role} has no relation in [openfga] role_to_relation: map it there before granting it.")
+            }
+            Unmapped::Guarded { role, relation, guarded } => write!(
+                f,
+                "Role {role} is mapped in [openfga] role_to_relation to {relation}, the relation of the {guarded} \
+                 role: a grant of it would make an {guarded}, so it is refused. Map it to a relation of its own."
+            ),
+        }
     }
+}
+
+/// An id the store cannot hold as a tuple's id: `*` is its wildcard (every user), `:` and `#`
+/// separate a tuple's type, id and relation, whitespace is refused. Such an id would name
+/// something else in the store, so it is refused before it reaches a tuple.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadId(pub String);
+
+impl std::fmt::Display for BadId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} is not an id the relationship store can hold (empty, or with *, :, # or whitespace).", self.0)
+    }
+}
+
+/// `id` when it is one the store can hold (see [`BadId`]).
+pub fn store_id(id: &str) -> Result<&str, BadId> {
+    let bad = |c: char| c.is_whitespace() || c.is_control() || matches!(c, '*' | ':' | '#');
+    if id.is_empty() || id.contains(bad) {
+        return Err(BadId(id.to_string()));
+    }
+    Ok(id)
 }
 
 impl<'a> Vocabulary<'a> {
     /// `roles` are every role the node knows. A mapping key is a role id, or failing that the
     /// name of a global role (so the bootstrap roles can be mapped before their ids exist).
+    /// A relation a guarded role (`admin`, `service`) maps to is kept to the guarded roles:
+    /// any other role the table puts there is refused (not granted, not read back), since the
+    /// guard rails let a domain manager grant it and the store would resolve an administrator.
+    /// The table's parser refuses what it can tell by name; ids need the roles, known here.
     pub fn new(settings: &'a OpenFgaSettings, table: &RoleTable, roles: &[Role]) -> Self {
-        let mut relation_of = BTreeMap::new();
+        let mapped: Vec<(&Role, &String)> = roles
+            .iter()
+            .filter_map(|role| {
+                let by_name = || role.domain_id.is_none().then(|| table.get(&role.name)).flatten();
+                table.get(&role.id).or_else(by_name).map(|rel| (role, rel))
+            })
+            .collect();
+        let guarded: BTreeMap<&str, &str> = mapped
+            .iter()
+            .filter(|(role, _)| role.is_guarded())
+            .map(|(role, rel)| (rel.as_str(), role.name.as_str()))
+            .collect();
+        let (mut relation_of, mut refused) = (BTreeMap::new(), BTreeMap::new());
         let mut roles_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for role in roles {
-            let by_name = || role.domain_id.is_none().then(|| table.get(&role.name)).flatten();
-            if let Some(rel) = table.get(&role.id).or_else(by_name) {
-                relation_of.insert(role.id.clone(), rel.clone());
-                roles_of.entry(rel.clone()).or_default().push(role.id.clone());
+        for (role, rel) in mapped {
+            if let Some(name) = guarded.get(rel.as_str()).filter(|_| !role.is_guarded()) {
+                let why = Unmapped::Guarded { role: role.id.clone(), relation: rel.clone(), guarded: name.to_string() };
+                refused.insert(role.id.clone(), why);
+                continue;
             }
+            relation_of.insert(role.id.clone(), rel.clone());
+            roles_of.entry(rel.clone()).or_default().push(role.id.clone());
         }
-        Vocabulary { settings, relation_of, roles_of }
+        Vocabulary { settings, relation_of, roles_of, refused }
     }
 
     pub fn relation(&self, role_id: &str) -> Result<&str, Unmapped> {
-        self.relation_of.get(role_id).map(String::as_str).ok_or_else(|| Unmapped(role_id.to_string()))
+        match self.relation_of.get(role_id) {
+            Some(rel) => Ok(rel),
+            None => Err(self.refused.get(role_id).cloned().unwrap_or_else(|| Unmapped::Missing(role_id.to_string()))),
+        }
     }
 
     /// The roles a relation stands for (none for a relation that is not ours).
@@ -72,22 +133,22 @@ impl<'a> Vocabulary<'a> {
     }
 
     /// The actor as a tuple user in each of its kind's types, canonical first.
-    pub fn actors(&self, kind: ActorKind, id: &str) -> Vec<String> {
-        let id = self.to_store(id);
-        match kind {
+    pub fn actors(&self, kind: ActorKind, id: &str) -> Result<Vec<String>, BadId> {
+        let id = self.to_store(store_id(id)?);
+        Ok(match kind {
             ActorKind::User => self.settings.types(Kind::User).iter().map(|t| format!("{t}:{id}")).collect(),
             ActorKind::Group => {
                 let rel = &self.settings.group_member_relation;
                 self.settings.types(Kind::Group).iter().map(|t| format!("{t}:{id}#{rel}")).collect()
             }
-        }
+        })
     }
 
     /// The target as a store object in each of its kind's types, canonical first.
-    pub fn objects(&self, target: &Target) -> Vec<String> {
+    pub fn objects(&self, target: &Target) -> Result<Vec<String>, BadId> {
         let (kind, id) = target_parts(target);
-        let id = self.to_store(id);
-        self.settings.types(kind).iter().map(|t| format!("{t}:{id}")).collect()
+        let id = self.to_store(store_id(id)?);
+        Ok(self.settings.types(kind).iter().map(|t| format!("{t}:{id}")).collect())
     }
 
     /// The store types of the target kinds an actor can hold roles on.
@@ -99,19 +160,19 @@ impl<'a> Vocabulary<'a> {
     }
 
     /// The grant's canonical tuple (where a write goes).
-    pub fn canonical(&self, a: &Assignment) -> Result<Tuple, Unmapped> {
+    pub fn canonical(&self, a: &Assignment) -> Result<Tuple, DriverError> {
         let relation = self.relation(&a.role_id)?.to_string();
-        let user = self.actors(a.actor_kind, &a.actor_id).swap_remove(0);
-        let object = self.objects(&a.target).swap_remove(0);
+        let user = self.actors(a.actor_kind, &a.actor_id)?.swap_remove(0);
+        let object = self.objects(&a.target)?.swap_remove(0);
         Ok(Tuple { user, relation, object })
     }
 
     /// Every spelling of the grant (what a check or a delete looks at).
-    pub fn spellings(&self, a: &Assignment) -> Result<Vec<Tuple>, Unmapped> {
+    pub fn spellings(&self, a: &Assignment) -> Result<Vec<Tuple>, DriverError> {
         let relation = self.relation(&a.role_id)?;
-        let objects = self.objects(&a.target);
+        let objects = self.objects(&a.target)?;
         Ok(self
-            .actors(a.actor_kind, &a.actor_id)
+            .actors(a.actor_kind, &a.actor_id)?
             .into_iter()
             .flat_map(|user| {
                 objects.iter().map(move |object| Tuple {
@@ -243,8 +304,12 @@ mod tests {
         let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
         assert_eq!(v.relation("r-admin"), Ok("admin"));
         assert_eq!(v.relation("r-member"), Ok("member"), "by its name");
-        assert_eq!(v.relation("r-local"), Err(Unmapped("r-local".into())), "a domain role's name does not count");
-        assert_eq!(v.relation("r-none"), Err(Unmapped("r-none".into())));
+        assert_eq!(
+            v.relation("r-local"),
+            Err(Unmapped::Missing("r-local".into())),
+            "a domain role's name does not count"
+        );
+        assert_eq!(v.relation("r-none"), Err(Unmapped::Missing("r-none".into())));
         assert_eq!(v.roles("member"), ["r-member", "r-twin"]);
         assert_eq!(v.relations(), ["admin", "member"]);
     }
@@ -267,6 +332,50 @@ mod tests {
         let t = v.canonical(&g).unwrap();
         assert_eq!((t.user.as_str(), t.object.as_str()), ("group:g1#member", "system:all"));
         assert_eq!(v.grants(&t), vec![g]);
+    }
+
+    /// A role the table puts on the relation of `admin` (here mapped by id, which only the
+    /// roles can tell) is refused: neither written nor read back as a grant.
+    #[test]
+    fn no_role_shares_a_guarded_roles_relation() {
+        let s = settings(&[("role_to_relation", "r-admin:admin, r-twin:admin, member:member")]);
+        let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
+        assert_eq!(v.relation("r-admin"), Ok("admin"));
+        let refused = v.relation("r-twin").unwrap_err();
+        assert_eq!(
+            refused,
+            Unmapped::Guarded { role: "r-twin".into(), relation: "admin".into(), guarded: "admin".into() }
+        );
+        let text = refused.to_string();
+        assert!(text.contains("r-twin") && text.contains("[openfga] role_to_relation"), "{text}");
+        assert_eq!(v.roles("admin"), ["r-admin"], "an admin tuple reads back as admin only");
+        let a = grant(ActorKind::User, "u1", Target::Project("p1".into()), "r-twin");
+        assert!(matches!(v.canonical(&a), Err(DriverError::Unmapped(Unmapped::Guarded { .. }))));
+        // A domain's role named admin is not the guarded one: it may not claim the relation.
+        let local_admin = Role { domain_id: Some("d1".into()), ..role("r-dadmin", "admin") };
+        let s = settings(&[("role_to_relation", "r-dadmin:admin, member:member")]);
+        let v = Vocabulary::new(&s, &s.role_to_relation, &[local_admin]);
+        assert_eq!(v.relation("r-dadmin"), Ok("admin"), "no guarded role on it: nothing to protect");
+    }
+
+    #[test]
+    fn ids_the_store_cannot_hold_never_reach_a_tuple() {
+        let s = settings(&[]);
+        let v = Vocabulary::new(&s, &s.role_to_relation, &roles());
+        for bad in ["*", "a:b", "g#member", "a b", "tab\t", "", "new\nline"] {
+            assert_eq!(v.actors(ActorKind::User, bad), Err(BadId(bad.into())), "{bad:?}");
+            assert_eq!(v.actors(ActorKind::Group, bad), Err(BadId(bad.into())), "{bad:?}");
+            assert_eq!(v.objects(&Target::Project(bad.into())), Err(BadId(bad.into())), "{bad:?}");
+            assert_eq!(v.objects(&Target::Domain(bad.into())), Err(BadId(bad.into())), "{bad:?}");
+            let a = grant(ActorKind::User, bad, Target::Project("p1".into()), "r-admin");
+            assert!(matches!(v.canonical(&a), Err(DriverError::BadId(_))), "{bad:?}");
+            let a = grant(ActorKind::User, "u1", Target::Domain(bad.into()), "r-admin");
+            assert!(matches!(v.spellings(&a), Err(DriverError::BadId(_))), "{bad:?}");
+        }
+        for good in ["0123456789abcdef0123456789abcdef", "default", "a-b_c.d@e|f+g"] {
+            assert_eq!(v.actors(ActorKind::User, good), Ok(vec![format!("user:{good}")]));
+        }
+        assert_eq!(v.objects(&Target::System), Ok(vec!["system:all".to_string()]));
     }
 
     #[test]

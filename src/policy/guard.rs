@@ -17,9 +17,6 @@ use crate::state::model::{ActorKind, Assignment, Target};
 use crate::state::Reader;
 use crate::token::{Delegation, TokenScope, ValidToken};
 
-/// Roles only a cloud administrator may hand out, or hold and still be managed by others.
-const GUARDED_ROLES: [&str; 2] = ["admin", "service"];
-
 /// Who passes the guard rails: a cloud administrator (`Persona::cloud_admin`), but never by
 /// way of a domain-scoped token. In Keystone's mode (`admin_scope = any`) an admin of a
 /// domain is a cloud administrator for policy; the guard rails keep that authority from
@@ -37,7 +34,7 @@ fn refuse(what: &str) -> ApiError {
 pub(crate) fn holds_guarded_role(r: &impl Reader, role_ids: &[String]) -> ApiResult<bool> {
     let closure = listing::implied_closure(r, role_ids)?;
     for id in closure {
-        if r.role(&id)?.is_some_and(|role| role.domain_id.is_none() && GUARDED_ROLES.contains(&role.name.as_str())) {
+        if r.role(&id)?.is_some_and(|role| role.is_guarded()) {
             return Ok(true);
         }
     }

@@ -92,6 +92,18 @@ pub struct Role {
     pub options: String,
 }
 
+/// Names of the global roles only a cloud administrator may hand out, or hold and still be
+/// managed by others (the guard rails, `policy::guard`). The relationship-store driver keeps
+/// their relations theirs alone (`openfga::tuples`).
+pub const GUARDED_ROLE_NAMES: [&str; 2] = ["admin", "service"];
+
+impl Role {
+    /// Whether this is one of the [`GUARDED_ROLE_NAMES`] (a domain's role of that name is not).
+    pub fn is_guarded(&self) -> bool {
+        self.domain_id.is_none() && GUARDED_ROLE_NAMES.contains(&self.name.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum ActorKind {
     User,
