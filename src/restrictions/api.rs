@@ -106,17 +106,17 @@ fn named(node: &Core, ctx: &ValidToken, action: &str, id: &str) -> ApiResult<Tok
 /// guard rails, whose 403 then concerns only the caller's own domain.
 fn within_domain(view: &impl Reader, r: &TokenRestriction) -> ApiResult<()> {
     if let Some(uid) = &r.user_id {
-        if !view.user(uid)?.is_some_and(|u| u.domain_id == r.domain_id) {
+        if view.user(uid)?.is_none_or(|u| u.domain_id != r.domain_id) {
             return Err(ApiError::not_found("user", uid));
         }
     }
     if let Some(pid) = &r.project_id {
-        if !view.project(pid)?.is_some_and(|p| !p.is_domain && p.domain_id == r.domain_id) {
+        if view.project(pid)?.is_none_or(|p| p.is_domain || p.domain_id != r.domain_id) {
             return Err(ApiError::not_found("project", pid));
         }
     }
     for rid in &r.role_ids {
-        if !view.role(rid)?.is_some_and(|role| role.domain_id.as_ref().is_none_or(|d| *d == r.domain_id)) {
+        if view.role(rid)?.is_none_or(|role| role.domain_id.as_ref().is_some_and(|d| *d != r.domain_id)) {
             return Err(ApiError::not_found("role", rid));
         }
     }
