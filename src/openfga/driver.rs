@@ -9,7 +9,7 @@ use idnode_storage::Result as StorageResult;
 
 use super::client::{AtBound, Client, FgaError};
 use super::mapping::Mapping;
-use super::tuples::{BadId, Tuple, Unmapped, Vocabulary};
+use super::tuples::{BadId, Tuple, Unmapped, Unusable, Vocabulary};
 use super::wire::ReadKey;
 use crate::state::model::{ActorKind, Assignment, Role, Target};
 use crate::state::read::AssignmentReads;
@@ -60,6 +60,15 @@ impl From<Unmapped> for DriverError {
 impl From<BadId> for DriverError {
     fn from(e: BadId) -> Self {
         DriverError::BadId(e)
+    }
+}
+
+impl From<Unusable> for DriverError {
+    fn from(e: Unusable) -> Self {
+        match e {
+            Unusable::Unmapped(e) => DriverError::Unmapped(e),
+            Unusable::BadId(e) => DriverError::BadId(e),
+        }
     }
 }
 

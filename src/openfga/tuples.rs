@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use super::driver::DriverError;
 use super::mapping::RoleTable;
 use super::settings::{IdTransform, Kind, OpenFgaSettings};
 use crate::state::model::{ActorKind, Assignment, Role, Target};
@@ -55,6 +54,26 @@ impl std::fmt::Display for Unmapped {
                  role: a grant of it would make an {guarded}, so it is refused. Map it to a relation of its own."
             ),
         }
+    }
+}
+
+/// Why a grant has no tuple: its role maps to no relation we may write, or an id the store
+/// cannot hold. Kept here, not in the driver's error, so this file needs nothing above it.
+#[derive(Debug)]
+pub enum Unusable {
+    Unmapped(Unmapped),
+    BadId(BadId),
+}
+
+impl From<Unmapped> for Unusable {
+    fn from(e: Unmapped) -> Self {
+        Unusable::Unmapped(e)
+    }
+}
+
+impl From<BadId> for Unusable {
+    fn from(e: BadId) -> Self {
+        Unusable::BadId(e)
     }
 }
 
@@ -160,7 +179,7 @@ impl<'a> Vocabulary<'a> {
     }
 
     /// The grant's canonical tuple (where a write goes).
-    pub fn canonical(&self, a: &Assignment) -> Result<Tuple, DriverError> {
+    pub fn canonical(&self, a: &Assignment) -> Result<Tuple, Unusable> {
         let relation = self.relation(&a.role_id)?.to_string();
         let user = self.actors(a.actor_kind, &a.actor_id)?.swap_remove(0);
         let object = self.objects(&a.target)?.swap_remove(0);
@@ -168,7 +187,7 @@ impl<'a> Vocabulary<'a> {
     }
 
     /// Every spelling of the grant (what a check or a delete looks at).
-    pub fn spellings(&self, a: &Assignment) -> Result<Vec<Tuple>, DriverError> {
+    pub fn spellings(&self, a: &Assignment) -> Result<Vec<Tuple>, Unusable> {
         let relation = self.relation(&a.role_id)?;
         let objects = self.objects(&a.target)?;
         Ok(self
@@ -350,7 +369,7 @@ mod tests {
         assert!(text.contains("r-twin") && text.contains("[openfga] role_to_relation"), "{text}");
         assert_eq!(v.roles("admin"), ["r-admin"], "an admin tuple reads back as admin only");
         let a = grant(ActorKind::User, "u1", Target::Project("p1".into()), "r-twin");
-        assert!(matches!(v.canonical(&a), Err(DriverError::Unmapped(Unmapped::Guarded { .. }))));
+        assert!(matches!(v.canonical(&a), Err(Unusable::Unmapped(Unmapped::Guarded { .. }))));
         // A domain's role named admin is not the guarded one: it may not claim the relation.
         let local_admin = Role { domain_id: Some("d1".into()), ..role("r-dadmin", "admin") };
         let s = settings(&[("role_to_relation", "r-dadmin:admin, member:member")]);
@@ -368,9 +387,9 @@ mod tests {
             assert_eq!(v.objects(&Target::Project(bad.into())), Err(BadId(bad.into())), "{bad:?}");
             assert_eq!(v.objects(&Target::Domain(bad.into())), Err(BadId(bad.into())), "{bad:?}");
             let a = grant(ActorKind::User, bad, Target::Project("p1".into()), "r-admin");
-            assert!(matches!(v.canonical(&a), Err(DriverError::BadId(_))), "{bad:?}");
+            assert!(matches!(v.canonical(&a), Err(Unusable::BadId(_))), "{bad:?}");
             let a = grant(ActorKind::User, "u1", Target::Domain(bad.into()), "r-admin");
-            assert!(matches!(v.spellings(&a), Err(DriverError::BadId(_))), "{bad:?}");
+            assert!(matches!(v.spellings(&a), Err(Unusable::BadId(_))), "{bad:?}");
         }
         for good in ["0123456789abcdef0123456789abcdef", "default", "a-b_c.d@e|f+g"] {
             assert_eq!(v.actors(ActorKind::User, good), Ok(vec![format!("user:{good}")]));
