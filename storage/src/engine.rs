@@ -259,13 +259,6 @@ impl Engine {
     /// block cache, so the first figure includes the second and stays near
     /// `MEMORY_BUDGET_BYTES`.
     pub fn memory_usage(&self) -> (u64, u64, u64) {
-        let sum = |property: &str| -> u64 {
-            self.cfs
-                .iter()
-                .filter_map(|name| self.db.cf_handle(name))
-                .filter_map(|h| self.db.property_int_value_cf(&h, property).ok().flatten())
-                .sum()
-        };
         // One cache serves every family: ask one of them.
         let cache = self
             .cfs
@@ -273,7 +266,25 @@ impl Engine {
             .and_then(|name| self.db.cf_handle(name))
             .and_then(|h| self.db.property_int_value_cf(&h, "rocksdb.block-cache-usage").ok().flatten())
             .unwrap_or(0);
+        let sum = |property| self.property_sum(property);
         (cache, sum("rocksdb.cur-size-all-mem-tables"), sum("rocksdb.estimate-table-readers-mem"))
+    }
+
+    /// Bytes in the families' active (still written) memtables, all together: what the memory
+    /// budget's write buffer manager compares with its threshold before each write, switching
+    /// one to a flush once they pass it (the memtables waiting for that flush are in
+    /// [`Engine::memory_usage`]'s figure, not in this one).
+    pub fn active_memtable_bytes(&self) -> u64 {
+        self.property_sum("rocksdb.cur-size-active-mem-table")
+    }
+
+    /// A numeric RocksDB property summed over every column family.
+    fn property_sum(&self, property: &str) -> u64 {
+        self.cfs
+            .iter()
+            .filter_map(|name| self.db.cf_handle(name))
+            .filter_map(|h| self.db.property_int_value_cf(&h, property).ok().flatten())
+            .sum()
     }
 }
 
