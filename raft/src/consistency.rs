@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::digests::{CfDigest, DigestOutcome};
-use crate::wire::{LeaderReply, LeaderRequest};
+use crate::wire::{LeaderError, LeaderReply, LeaderRequest};
 use crate::{ProposeError, RaftNode};
 
 pub const PATH_DIGEST: &str = "/cluster/digest";
@@ -257,22 +257,49 @@ impl RaftNode {
     /// Has the leader append a checkpoint and compare every member's digest at it (run here
     /// when this node leads, else on the leader: only the leader's verdicts are acted on).
     /// `wait` bounds how long a member may take to apply and digest the checkpoint.
+    /// A member that just started (or saw an election) waits, up to the forward timeout, for a
+    /// leader, and tries again when the one it asked no longer leads.
     pub async fn check_consistency(&self, wait: Duration) -> Result<ConsistencyReport, ProposeError> {
-        if self.is_leader() {
-            return self.check_as_leader(wait).await;
-        }
-        let (leader, addr) = self.with_metrics(|m| {
-            let addr =
-                m.current_leader.and_then(|l| m.membership_config.membership().get_node(&l)).map(|n| n.addr.clone());
-            (m.current_leader, addr)
-        });
-        let (Some(leader), Some(addr)) = (leader, addr) else { return Err(ProposeError::NoLeader) };
+        let deadline = Instant::now() + self.opts.forward_timeout;
         let req = CheckRequest { wait_ms: wait.as_millis() as u64 };
-        let timeout = self.opts.forward_timeout + wait + Duration::from_secs(10);
-        let answer = self.client.call::<_, Result<ConsistencyReport, String>>(&addr, PATH_CHECK_LEADER, &req, timeout);
-        match answer.await {
-            Ok(r) => r.map_err(ProposeError::Rejected),
-            Err(e) => Err(ProposeError::Rejected(format!("the leader ({leader}) could not run the check: {e}"))),
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let known = self.raft.wait(Some(remaining)).metrics(|m| m.current_leader.is_some(), "a leader").await;
+            if known.is_err() {
+                return Err(ProposeError::NoLeader);
+            }
+            if self.is_leader() {
+                return self.check_as_leader(wait).await;
+            }
+            let (leader, addr) = self.with_metrics(|m| {
+                let membership = m.membership_config.membership();
+                (m.current_leader, m.current_leader.and_then(|l| membership.get_node(&l)).map(|n| n.addr.clone()))
+            });
+            let outcome = match (leader, addr) {
+                (Some(leader), Some(addr)) => {
+                    let timeout = self.opts.forward_timeout + wait + Duration::from_secs(10);
+                    let call = self.client.call::<_, Result<ConsistencyReport, LeaderError>>(
+                        &addr,
+                        PATH_CHECK_LEADER,
+                        &req,
+                        timeout,
+                    );
+                    match call.await {
+                        Ok(Ok(report)) => return Ok(report),
+                        Ok(Err(LeaderError::Rejected(e) | LeaderError::Fatal(e))) => {
+                            return Err(ProposeError::Rejected(e))
+                        }
+                        Ok(Err(e)) => format!("leader {leader}: {e:?}"),
+                        Err(e) => format!("leader {leader}: {e}"),
+                    }
+                }
+                (leader, _) => format!("no address for leader {leader:?}"),
+            };
+            if Instant::now() + Duration::from_millis(100) >= deadline {
+                return Err(ProposeError::Rejected(format!("the leader could not run the check: {outcome}")));
+            }
+            tracing::debug!("consistency check not run, retrying: {outcome}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -25,7 +25,7 @@ use crate::wire::{
     LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, PATH_APPEND, PATH_APPEND_STAMPED,
     PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE,
 };
-use crate::RaftNode;
+use crate::{ConsistencyReport, ProposeError, RaftNode};
 
 /// Append batches and snapshot chunks (1 MiB) must fit with room to spare.
 const MAX_BODY: usize = auth::MAX_BODY;
@@ -192,7 +192,15 @@ async fn check_leader(State(node): State<Arc<RaftNode>>, body: Bytes) -> Respons
     match decode::<CheckRequest>(&body) {
         Ok(req) => {
             let wait = std::time::Duration::from_millis(req.wait_ms).min(CHECK_MAX_WAIT);
-            reply(&node.check_as_leader(wait).await.map_err(|e| e.to_string()))
+            if !node.is_leader() {
+                return reply(&Err::<ConsistencyReport, _>(LeaderError::NotLeader(node.leader_id())));
+            }
+            let result = node.check_as_leader(wait).await.map_err(|e| match e {
+                ProposeError::NoLeader | ProposeError::Timeout => LeaderError::Unavailable(e.to_string()),
+                ProposeError::Rejected(e) => LeaderError::Rejected(e),
+                ProposeError::Fatal(e) => LeaderError::Fatal(e),
+            });
+            reply(&result)
         }
         Err(resp) => resp,
     }
