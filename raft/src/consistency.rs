@@ -754,7 +754,7 @@ mod tests {
         let b = vec![cf("a", "1"), cf("b", "x"), cf("c", "3")];
         let c = vec![cf("a", "1"), cf("b", "2"), cf("c", "y")];
         assert!(disputed_families(&[]).is_empty());
-        assert!(disputed_families(&[a.clone()]).is_empty());
+        assert!(disputed_families(std::slice::from_ref(&a)).is_empty());
         assert_eq!(disputed_families(&[a.clone(), b.clone()]), ["b"]);
         assert_eq!(disputed_families(&[a, b, c]), ["b", "c"]);
     }
