@@ -11,6 +11,14 @@ pub async fn run(action: ClusterCmd, endpoint: &str, tls: &ClientTlsArgs) -> any
         ClusterCmd::Check { wait_secs } => {
             let report = client.check(Duration::from_secs(wait_secs)).await?;
             println!("{}", serde_json::to_string_pretty(&report)?);
+            if report.tie {
+                anyhow::bail!(
+                    "at index {}, the members' digests disagree and none is held by a majority of the voters (a tie; \
+                     families {:?}): nobody was quarantined, every member raised the alarm",
+                    report.index,
+                    report.disputed
+                );
+            }
             if !report.mismatched.is_empty() {
                 anyhow::bail!("at index {}, the state of members {:?} differs", report.index, report.mismatched);
             }

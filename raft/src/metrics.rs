@@ -139,15 +139,23 @@ impl Collector for RaftCollector {
             "Column families quarantined on this node after a stored value failed to open",
             int(node.engine().quarantined().len() as u64),
         )?;
-        let (differs, checks, last_index, mismatched) = {
+        let (differs, tie, checks, last_index, mismatched) = {
             let s = node.standing.lock().unwrap_or_else(|p| p.into_inner());
-            (s.differs.is_some(), s.checks_run, s.last_check_index, s.last_mismatched)
+            (s.differs.is_some(), s.tie.is_some(), s.checks_run, s.last_check_index, s.last_mismatched)
         };
         gauge(
             &mut enc,
             "idnode_raft_consistency_mismatch",
-            "1 when a consistency check found this node's state different from the cluster's",
-            i64::from(differs),
+            "1 when a consistency check found this node's state different from the cluster's, or found the \
+             members' digests disagreeing with no majority of the voters (a tie)",
+            i64::from(differs || tie),
+        )?;
+        gauge(
+            &mut enc,
+            "idnode_raft_consistency_tie",
+            "1 while a consistency check's tie stands (the members' digests disagreed and no digest had a \
+             majority of the voters, so nobody was quarantined) until a check with a majority",
+            i64::from(tie),
         )?;
         counter(&mut enc, "idnode_raft_consistency_checks", "Consistency checks this node ran", checks)?;
         gauge(

@@ -325,11 +325,16 @@ impl RaftNode {
     }
 
     /// Ready to serve: see `status::readiness`; also not ready while a consistency check
-    /// found this node's state different from the cluster's.
+    /// found this node's state different from the cluster's, or found the members disagreeing
+    /// with no majority to tell which side is right (a tie).
     pub fn readiness(&self) -> Readiness {
         let committed = self.committed.load(Ordering::Acquire);
         let mut r = self.with_metrics(|m| status::readiness(m, committed));
         if let Some(reason) = self.divergence() {
+            r.ok = false;
+            r.reasons.push(reason);
+        }
+        if let Some(reason) = self.consistency_tie() {
             r.ok = false;
             r.reasons.push(reason);
         }

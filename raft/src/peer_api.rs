@@ -16,7 +16,8 @@ use serde::Serialize;
 use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
 use crate::auth;
 use crate::consistency::{
-    CheckRequest, DigestRequest, FamiliesRequest, PATH_CHECK, PATH_DIGEST, PATH_DIGEST_FAMILIES, PATH_VERDICT,
+    CheckRequest, DigestRequest, FamiliesRequest, VerdictRefused, PATH_CHECK, PATH_CHECK_LEADER, PATH_DIGEST,
+    PATH_DIGEST_FAMILIES, PATH_VERDICT,
 };
 use crate::options::CHECK_MAX_WAIT;
 use crate::types::TypeConfig;
@@ -24,7 +25,7 @@ use crate::wire::{
     LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, PATH_APPEND, PATH_APPEND_STAMPED,
     PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE,
 };
-use crate::RaftNode;
+use crate::{ConsistencyReport, ProposeError, RaftNode};
 
 /// Append batches and snapshot chunks (1 MiB) must fit with room to spare.
 const MAX_BODY: usize = auth::MAX_BODY;
@@ -45,6 +46,7 @@ impl RaftNode {
             .route(PATH_DIGEST, post(digest))
             .route(PATH_DIGEST_FAMILIES, post(digest_families))
             .route(PATH_CHECK, post(check))
+            .route(PATH_CHECK_LEADER, post(check_leader))
             .route(PATH_VERDICT, post(verdict))
             .route(crate::version::PATH_VERSION, post(version))
             .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -184,10 +186,33 @@ async fn check(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     }
 }
 
+/// A check a follower forwarded: run only while leading (a former leader answers an error,
+/// never forwards again, so two confused members cannot bounce it between them).
+async fn check_leader(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<CheckRequest>(&body) {
+        Ok(req) => {
+            let wait = std::time::Duration::from_millis(req.wait_ms).min(CHECK_MAX_WAIT);
+            if !node.is_leader() {
+                return reply(&Err::<ConsistencyReport, _>(LeaderError::NotLeader(node.leader_id())));
+            }
+            let result = node.check_as_leader(wait).await.map_err(|e| match e {
+                ProposeError::NoLeader | ProposeError::Timeout => LeaderError::Unavailable(e.to_string()),
+                ProposeError::Rejected(e) => LeaderError::Rejected(e),
+                ProposeError::Fatal(e) => LeaderError::Fatal(e),
+            });
+            reply(&result)
+        }
+        Err(resp) => resp,
+    }
+}
+
+/// 400 for a verdict that does not decode or lacks its sender, term and leader; 409 for one
+/// that is not from this node's leader in its current term.
 async fn verdict(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     match node.accept_verdict_bytes(&body) {
         Ok(()) => reply(&()),
-        Err(e) => (StatusCode::BAD_REQUEST, format!("bad request body: {e}")).into_response(),
+        Err(VerdictRefused::Malformed(e)) => (StatusCode::BAD_REQUEST, e).into_response(),
+        Err(VerdictRefused::NotFromLeader(e)) => (StatusCode::CONFLICT, e).into_response(),
     }
 }
 

@@ -350,3 +350,64 @@ async fn consistency_check_names_the_member_that_differs() {
         n.stop().await;
     }
 }
+
+/// Issue 50, finding 3: with one of three members down, a leader whose state diverged and the
+/// one healthy follower tie 1-1. Neither holds a majority of the voters, so no one is
+/// quarantined (the old rule let the leader's digest break the tie and quarantined the healthy
+/// follower); both raise the mismatch alarm instead, naming the family that differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tie_with_one_member_down_quarantines_no_one() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = three_nodes(root.path(), 5000).await;
+    let leader_id = wait_leader(&nodes).await;
+    let (i, _) = by_id(&nodes, leader_id).node.propose(put("k1", "v1")).await.unwrap();
+    for n in &nodes {
+        wait_applied(n, i).await;
+    }
+    let pos = nodes.iter().position(|n| n.seat.id != leader_id).unwrap();
+    let down_id = nodes[pos].seat.id;
+    nodes.remove(pos).stop().await;
+    let follower_id = a_follower(&nodes, leader_id).seat.id;
+
+    // The leader's state diverges behind raft's back in one family.
+    let leader = by_id(&nodes, leader_id);
+    let mut b = leader.node.engine().batch();
+    b.put(crate::app::KV, b"k1".to_vec(), b"tampered");
+    leader.node.engine().write(b, true).unwrap();
+
+    let report = leader.node.check_consistency(WAIT).await.unwrap();
+    assert!(report.mismatched.is_empty(), "no one is judged against on a tie: {report:?}");
+    assert_eq!(report.reference, None, "{report:?}");
+    assert!(report.tie, "the report says tie: {report:?}");
+    assert_eq!(report.disputed, [crate::app::KV], "{report:?}");
+    assert!(!report.consistent());
+    for m in &report.members {
+        let expected = if m.id == down_id { "unavailable" } else { "undecided" };
+        assert_eq!(m.status, expected, "member {}: {report:?}", m.id);
+    }
+    for n in &nodes {
+        assert!(n.node.engine().quarantined().is_empty(), "node {} quarantined on a tie", n.seat.id);
+        let ready = n.node.readiness();
+        assert!(!ready.ok, "node {} ready despite the tie", n.seat.id);
+        assert!(
+            ready.reasons.iter().any(|r| r.contains("(a tie)") && r.contains("families that differ: kv")),
+            "node {}: {ready:?}",
+            n.seat.id
+        );
+        assert!(n.node.divergence().is_none(), "node {} told it differs", n.seat.id);
+        let mut registry = Registry::default();
+        n.node.register_metrics(&mut registry);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(text.contains("idnode_raft_consistency_mismatch 1"), "node {}: {text}", n.seat.id);
+        assert!(text.contains("idnode_raft_consistency_tie 1"), "node {}: {text}", n.seat.id);
+        assert!(text.contains("idnode_raft_quarantined_partitions 0"), "node {}: {text}", n.seat.id);
+    }
+    // The same through the follower: it runs on the leader, with the same outcome.
+    let report = by_id(&nodes, follower_id).node.check_consistency(WAIT).await.unwrap();
+    assert!(report.tie && report.mismatched.is_empty(), "{report:?}");
+    assert!(by_id(&nodes, follower_id).node.engine().quarantined().is_empty());
+    for n in nodes {
+        n.stop().await;
+    }
+}
