@@ -291,8 +291,12 @@ async fn consistency_check_names_the_member_that_differs() {
     }
     wait_purged_past(by_id(&nodes, leader_id), away_applied).await;
     nodes.push(start(Some(seat), away_id, root.path(), 40).await);
-    let report = by_id(&nodes, away_id).node.check_consistency(WAIT).await.unwrap();
+    // Caught up first: a checkpoint appended while the snapshot was still on its way would be
+    // covered by the install, and that member would rightly answer "no digest" for it.
+    let caught_up = by_id(&nodes, leader_id).node.applied_index();
+    wait_applied(by_id(&nodes, away_id), caught_up).await;
     assert!(by_id(&nodes, away_id).app.snapshots_installed.load(Ordering::SeqCst) >= 1);
+    let report = by_id(&nodes, away_id).node.check_consistency(WAIT).await.unwrap();
     assert!(report.consistent(), "{report:?}");
     assert_eq!(report.members.iter().filter(|m| m.digest == report.reference).count(), 3);
 
