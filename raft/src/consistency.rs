@@ -188,7 +188,7 @@ impl RaftNode {
                 if m.id == self.id {
                     return Ok(self.digest_at(req).await);
                 }
-                self.client.call::<_, DigestReply>(&m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2)).await
+                self.client.call::<_, DigestReply>(m.id, &m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2)).await
             }
         });
         let answers = join_all(asks).await;
@@ -254,7 +254,7 @@ impl RaftNode {
         }
         for m in others {
             let answer =
-                self.client.call::<_, FamiliesReply>(&m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2)).await;
+                self.client.call::<_, FamiliesReply>(m.id, &m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2)).await;
             match answer {
                 Ok(FamiliesReply { families: Some(f) }) => return Some(f),
                 Ok(FamiliesReply { families: None }) => {
@@ -292,7 +292,7 @@ impl RaftNode {
                 if m.id == self.id {
                     self.accept_verdict(v);
                 } else if let Err(e) =
-                    self.client.call::<_, ()>(&m.addr, PATH_VERDICT, &v, Duration::from_secs(2)).await
+                    self.client.call::<_, ()>(m.id, &m.addr, PATH_VERDICT, &v, Duration::from_secs(2)).await
                 {
                     tracing::warn!(member = m.id, error = %e, "could not deliver the consistency verdict");
                 }

@@ -31,7 +31,8 @@ const MAX_BODY: usize = auth::MAX_BODY;
 
 impl RaftNode {
     /// axum Router for the peer listener (raft RPCs, forwarded proposals, read index and
-    /// membership changes). Callers without the cluster credential get 401.
+    /// membership changes). Callers without the cluster credential get 401; only the member
+    /// id route is open.
     pub fn peer_router(self: &Arc<Self>) -> Router {
         Router::new()
             .route(PATH_APPEND, post(append))
@@ -48,8 +49,10 @@ impl RaftNode {
             .route(PATH_VERDICT, post(verdict))
             .route(crate::version::PATH_VERSION, post(version))
             .layer(DefaultBodyLimit::max(MAX_BODY))
-            .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
+            .layer(middleware::from_fn_with_state(self.gate.clone(), auth::require))
             .with_state(self.clone())
+            // Outside the credential check: a tool asks it to learn whom to sign for.
+            .merge(self.member_id_router())
     }
 
     /// How long the peer listener lets one request run ([`crate::RaftOptions::peer_request_timeout`]).
