@@ -63,7 +63,6 @@ impl Signed {
         let [_, ts, nonce, to, len, digest, tag] = parts[..] else {
             return Err(Refusal::Malformed);
         };
-        let hex_array = |s: &str| hex::decode(s).ok().and_then(|v| v.try_into().ok()).ok_or(Refusal::Malformed);
         let len: u64 = len.parse().map_err(|_| Refusal::Malformed)?;
         if len > MAX_BODY as u64 {
             return Err(Refusal::TooLarge);
@@ -89,6 +88,18 @@ impl Signed {
             hex::encode(self.tag)
         )
     }
+}
+
+/// `N` bytes in hex, exactly.
+fn hex_array<const N: usize>(s: &str) -> Result<[u8; N], Refusal> {
+    hex::decode(s).ok().and_then(|v| v.try_into().ok()).ok_or(Refusal::Malformed)
+}
+
+/// SHA-256 of `bytes` as an array.
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&Sha256::digest(bytes));
+    out
 }
 
 /// The cluster's request key: signs requests, and (inside a [`Gate`]) checks them.
@@ -136,10 +147,10 @@ impl Credential {
             nonce: idnode_keys::random_bytes::<16>(),
             to,
             len: body.len() as u64,
-            digest: Sha256::digest(body).into(),
+            digest: sha256(body),
             tag: [0; 32],
         };
-        s.tag = self.mac(method, path, &s).finalize().into_bytes().into();
+        s.tag.copy_from_slice(&self.mac(method, path, &s).finalize().into_bytes());
         s.header()
     }
 }
@@ -152,12 +163,6 @@ pub fn now_s() -> i64 {
 /// The header a request to member `to` of a cluster with `secret` must carry (for tools that
 /// call the peer or operator routes): `method` and `path_and_query` as sent, `body` the exact
 /// bytes sent. A tool learns `to` from the member's [`crate::PATH_MEMBER_ID`] route.
-pub fn sign_request(
-    secret: &str,
-    to: u64,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-) -> (&'static str, String) {
+pub fn sign_request(secret: &str, to: u64, method: &str, path_and_query: &str, body: &[u8]) -> (&'static str, String) {
     (HEADER, Credential::from_secret(Some(secret)).sign(method, path_and_query, body, to, now_s()))
 }

@@ -136,10 +136,18 @@ impl PeerClient {
             .timeout(Duration::from_secs(5))
             .send()
             .await
-            .map_err(|e| if e.is_connect() { CallError::Unreachable(with_causes(&e)) } else { CallError::Failed(with_causes(&e)) })?;
+            .map_err(|e| {
+                if e.is_connect() {
+                    CallError::Unreachable(with_causes(&e))
+                } else {
+                    CallError::Failed(with_causes(&e))
+                }
+            })?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(CallError::Failed(format!("{addr}{PATH_MEMBER_ID}: HTTP {status} (does it run an older idnode?)")));
+            return Err(CallError::Failed(format!(
+                "{addr}{PATH_MEMBER_ID}: HTTP {status} (does it run an older idnode?)"
+            )));
         }
         let text = resp.text().await.map_err(|e| CallError::Failed(e.to_string()))?;
         text.trim().parse().map_err(|_| CallError::Failed(format!("{addr}{PATH_MEMBER_ID}: not a member id: {text:?}")))

@@ -188,7 +188,9 @@ impl RaftNode {
                 if m.id == self.id {
                     return Ok(self.digest_at(req).await);
                 }
-                self.client.call::<_, DigestReply>(m.id, &m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2)).await
+                self.client
+                    .call::<_, DigestReply>(m.id, &m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2))
+                    .await
             }
         });
         let answers = join_all(asks).await;
@@ -253,8 +255,10 @@ impl RaftNode {
             }
         }
         for m in others {
-            let answer =
-                self.client.call::<_, FamiliesReply>(m.id, &m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2)).await;
+            let answer = self
+                .client
+                .call::<_, FamiliesReply>(m.id, &m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2))
+                .await;
             match answer {
                 Ok(FamiliesReply { families: Some(f) }) => return Some(f),
                 Ok(FamiliesReply { families: None }) => {

@@ -81,7 +81,11 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
     ) -> RpcResult<AppendEntriesResponse<u64>, Infallible> {
         let sent = tokio::time::Instant::now();
         let req = StampedAppend { echo: self.freshness.echo_for(self.target), rpc };
-        match self.client.call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl()).await {
+        match self
+            .client
+            .call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl())
+            .await
+        {
             Ok(StampedReply { stamp, result }) => {
                 self.reach.answered(self.target);
                 let accepted = matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_)));

@@ -96,7 +96,8 @@ impl RaftNode {
         let status = self.status();
         let members = status.voters.iter().map(|m| (m, true)).chain(status.learners.iter().map(|m| (m, false)));
         let asks = members.map(|(m, voter)| async move {
-            let version = if m.id == self.id { Some(self.own_version()) } else { self.ask_version(m.id, &m.addr).await };
+            let version =
+                if m.id == self.id { Some(self.own_version()) } else { self.ask_version(m.id, &m.addr).await };
             MemberVersion { id: m.id, voter, version }
         });
         join_all(asks).await

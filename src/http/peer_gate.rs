@@ -8,6 +8,7 @@
 //! and can never keep a member's new connection out.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;

@@ -42,7 +42,10 @@ pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> 
             Ok(to) => to,
             Err(e) => {
                 failed.push(format!("{endpoint}: {e:#}"));
-                println!("{}", serde_json::to_string_pretty(&json!({"endpoint": endpoint, "error": format!("{e:#}")}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"endpoint": endpoint, "error": format!("{e:#}")}))?
+                );
                 continue;
             }
         };

@@ -139,7 +139,10 @@ async fn strangers_on_the_peer_port_do_not_stop_the_cluster() {
         let via = round % cluster.len();
         let name = format!("flood-{run}-{round}");
         let body = json!({"project": {"name": name, "domain_id": "default"}});
-        let r = http.post(&format!("{}/v3/projects", cluster.api(via)), Some(&token), &body).await.expect("create answered");
+        let r = http
+            .post(&format!("{}/v3/projects", cluster.api(via)), Some(&token), &body)
+            .await
+            .expect("create answered");
         assert_eq!(r.status, StatusCode::CREATED, "create through node {} during the flood: {}", via + 1, r.text);
         let id = r.json["project"]["id"].as_str().expect("project id").to_string();
         for i in 0..cluster.len() {

@@ -52,9 +52,7 @@ pub enum Refusal {
 impl Refusal {
     fn response(&self) -> Response {
         let (status, text) = match self {
-            Refusal::Missing | Refusal::BadMac => {
-                (StatusCode::UNAUTHORIZED, "cluster credential required".to_string())
-            }
+            Refusal::Missing | Refusal::BadMac => (StatusCode::UNAUTHORIZED, "cluster credential required".to_string()),
             Refusal::Malformed => (
                 StatusCode::UNAUTHORIZED,
                 "cluster credential required: requests must be signed (idnode-hmac-v2); a member or tool \
@@ -74,10 +72,9 @@ impl Refusal {
                      members' clocks (NTP)"
                 ),
             ),
-            Refusal::WrongMember { to, me } => (
-                StatusCode::UNAUTHORIZED,
-                format!("request signed for member {to}, and this is member {me}"),
-            ),
+            Refusal::WrongMember { to, me } => {
+                (StatusCode::UNAUTHORIZED, format!("request signed for member {to}, and this is member {me}"))
+            }
             Refusal::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "request body too large".to_string()),
             Refusal::BodyMismatch => {
                 (StatusCode::UNAUTHORIZED, "request body does not match its signature".to_string())
@@ -174,7 +171,7 @@ impl Gate {
         let (parts, body) = req.into_parts();
         let path = parts.uri.path_and_query().map_or_else(|| parts.uri.path(), |p| p.as_str());
         let content_length = match parts.headers.get(header::CONTENT_LENGTH) {
-            Some(v) => Some(v.to_str().ok().and_then(|v| v.parse().ok()).ok_or(Refusal::Malformed)?),
+            Some(v) => Some(v.to_str().ok().and_then(|v| v.parse::<u64>().ok()).ok_or(Refusal::Malformed)?),
             None => None,
         };
         let header = parts.headers.get(HEADER).map(|v| v.as_bytes());
@@ -208,7 +205,7 @@ pub(crate) async fn read_signed_body(body: Body, s: &Signed) -> Result<Bytes, Re
         hash.update(&chunk);
         buf.extend_from_slice(&chunk);
     }
-    if buf.len() != limit || <[u8; 32]>::from(hash.finalize()) != s.digest {
+    if buf.len() != limit || hash.finalize()[..] != s.digest[..] {
         return Err(Refusal::BodyMismatch);
     }
     Ok(Bytes::from(buf))

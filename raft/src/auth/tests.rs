@@ -63,10 +63,13 @@ fn a_request_for_another_member_is_refused() {
     let a = cred("s3cret");
     let b = gate(Some("s3cret"));
     let for_3 = a.sign("POST", "/raft/append", b"entries", 3, NOW);
-    assert_eq!(verify(&b, "POST", "/raft/append", b"entries", &for_3, NOW), Err(Refusal::WrongMember { to: 3, me: ME }));
+    assert_eq!(
+        verify(&b, "POST", "/raft/append", b"entries", &for_3, NOW),
+        Err(Refusal::WrongMember { to: 3, me: ME })
+    );
     // Rewriting the destination in the header breaks the MAC.
     let parts: Vec<&str> = for_3.split(' ').collect();
-    let moved = [&parts[..3], &["2"], &parts[4..]].concat().join(" ");
+    let moved = format!("{} {} {} {ME} {}", parts[0], parts[1], parts[2], parts[4..].join(" "));
     assert_eq!(verify(&b, "POST", "/raft/append", b"entries", &moved, NOW), Err(Refusal::BadMac));
     // The member it was meant for takes it.
     let c = Gate::new(Arc::new(cred("s3cret")), 3);
@@ -98,8 +101,7 @@ fn tampered_requests_are_refused() {
     assert_eq!(verify(&b, "GET", "/raft/append", b"entries", &h, NOW), Err(Refusal::BadMac));
     // A moved timestamp breaks the MAC too.
     let parts: Vec<&str> = h.split(' ').collect();
-    let ts = (NOW + 1).to_string();
-    let moved = [&parts[..1], &[ts.as_str()], &parts[2..]].concat().join(" ");
+    let moved = format!("{} {} {}", parts[0], NOW + 1, parts[2..].join(" "));
     assert_eq!(verify(&b, "POST", "/raft/append", b"entries", &moved, NOW), Err(Refusal::BadMac));
     // Another cluster's secret.
     let other = cred("another").sign("POST", "/raft/append", b"entries", ME, NOW);
@@ -147,11 +149,8 @@ fn a_body_longer_than_declared_is_refused_without_reading_past_the_bound() {
     let body = vec![7u8; 4096];
     // Content-Length above the declared length: refused before the body is polled.
     let h = a.sign("POST", "/raft/append", &body, ME, NOW);
-    let req = Request::post("/raft/append")
-        .header(HEADER, h)
-        .header("content-length", 1 << 30)
-        .body(untouchable())
-        .unwrap();
+    let req =
+        Request::post("/raft/append").header(HEADER, h).header("content-length", 1 << 30).body(untouchable()).unwrap();
     assert_eq!(futures::executor::block_on(b.check(req, NOW)).map(|_| ()), Err(Refusal::TooLarge));
     let h = a.sign("POST", "/raft/append", &body, ME, NOW);
     let req =
@@ -176,7 +175,8 @@ fn the_streamed_body_is_handed_on_whole() {
     let body: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
     let h = a.sign("POST", "/raft/append", &body, ME, NOW);
     let chunks: Vec<Result<Bytes, std::io::Error>> = body.chunks(777).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
-    let req = Request::post("/raft/append").header(HEADER, h).body(Body::from_stream(futures::stream::iter(chunks))).unwrap();
+    let req =
+        Request::post("/raft/append").header(HEADER, h).body(Body::from_stream(futures::stream::iter(chunks))).unwrap();
     let passed = futures::executor::block_on(b.check(req, NOW)).unwrap();
     let got = futures::executor::block_on(axum::body::to_bytes(passed.into_body(), usize::MAX)).unwrap();
     assert_eq!(&got[..], &body[..]);
