@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::context::Core;
-use crate::http::guard::ListenerLimits;
+use crate::http::guard::{self, ListenerLimits};
 use crate::http::metrics::Metrics;
 use crate::http::peer_gate::{self, GatedListener, PeerConn, Strangers};
 use crate::http::tls::{Admit, ServerTls, TlsListener};
@@ -172,9 +172,12 @@ fn spawn_peer_server(node: &Node, tcp: TcpListener, tls: &ServerTls) {
     let admit = crate::http::tls::member_check(move || raft.member_hosts());
     let listener = Listening::new(tcp, tls.peer.as_ref(), Some(admit), "peer");
     let limits = ListenerLimits::peer(node.cfg.api_max_concurrent_requests, node.raft.peer_request_timeout());
-    // Outermost: the connection's hook must reach the credential check inside.
-    let router = crate::http::guard::bounded(node.raft.peer_router(), limits)
-        .layer(axum::middleware::from_fn(crate::http::peer_gate::hand_over));
+    // Timeout, then the credential check, then a request slot: a stranger is refused before
+    // it could wait for (or hold) a slot. Outermost, the connection's hook for the check.
+    let raft = &node.raft;
+    let checked = raft.operator_only(guard::slotted(raft.peer_routes(), limits));
+    let router = guard::within(checked.merge(raft.member_id_router()), limits)
+        .layer(axum::middleware::from_fn(peer_gate::hand_over));
     let strangers = Strangers::new(peer_gate::PER_SOURCE, peer_gate::TOTAL, peer_gate::AUTH_WITHIN);
     tokio::spawn(async move {
         let svc = router.into_make_service_with_connect_info::<PeerConn>();
