@@ -1,6 +1,6 @@
 //! Strangers on the peer port (issue 50, finding 2): with peer mTLS off, 2,000 connections to
-//! one member's peer port, each with a well-formed `idnode-hmac-v2` header whose MAC is forged
-//! and a body that trickles in, while the three-member cluster keeps validating tokens on every
+//! one member's peer port, each with a well-formed header (`idnode-hmac-v2`, or for every other
+//! one the previous release's `idnode-hmac-v1`) whose MAC is forged and a body that trickles in, while the three-member cluster keeps validating tokens on every
 //! member and committing writes through every member; the attacked member's memory stays
 //! bounded and it does not hold the strangers' connections.
 //!
@@ -47,13 +47,19 @@ struct Tally {
     not_connected: AtomicUsize,
 }
 
-/// A v2 header in the right form for member `to`, with a made-up digest and MAC.
-fn forged_header(to: u64) -> String {
+/// A header in the right form for member `to`, with a made-up digest and MAC: every other
+/// stranger uses the previous scheme (`idnode-hmac-v1`), which a release that reads the body
+/// before the MAC accepts as well-formed, and which this one refuses on its scheme alone.
+fn forged_header(to: u64, n: usize) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    format!("idnode-hmac-v2 {now} {} {to} {DECLARED} {} {}", random_hex(16), random_hex(32), random_hex(32))
+    if n % 2 == 0 {
+        format!("idnode-hmac-v2 {now} {} {to} {DECLARED} {} {}", random_hex(16), random_hex(32), random_hex(32))
+    } else {
+        format!("idnode-hmac-v1 {now} {} {}", random_hex(16), random_hex(32))
+    }
 }
 
-async fn stranger(addr: String, to: u64, tally: Arc<Tally>) {
+async fn stranger(addr: String, to: u64, n: usize, tally: Arc<Tally>) {
     let until = Instant::now() + STRANGER_FOR;
     let Ok(Ok(mut s)) = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(&addr)).await else {
         tally.not_connected.fetch_add(1, Ordering::SeqCst);
@@ -62,7 +68,7 @@ async fn stranger(addr: String, to: u64, tally: Arc<Tally>) {
     let head = format!(
         "POST /raft/append HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/octet-stream\r\n\
          content-length: {DECLARED}\r\nx-idnode-cluster-auth: {}\r\n\r\n",
-        forged_header(to)
+        forged_header(to, n)
     );
     if s.write_all(head.as_bytes()).await.is_err() {
         tally.cut_off.fetch_add(1, Ordering::SeqCst);
@@ -113,8 +119,8 @@ async fn strangers_on_the_peer_port_do_not_stop_the_cluster() {
         tokio::spawn(async move {
             let mut strangers = Vec::with_capacity(STRANGERS);
             for wave in 0..STRANGERS / WAVE {
-                for _ in 0..WAVE {
-                    strangers.push(tokio::spawn(stranger(addr.clone(), to, tally.clone())));
+                for n in 0..WAVE {
+                    strangers.push(tokio::spawn(stranger(addr.clone(), to, wave * WAVE + n, tally.clone())));
                 }
                 if wave + 1 < STRANGERS / WAVE {
                     tokio::time::sleep(WAVE_EVERY).await;
