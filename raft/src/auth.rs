@@ -150,7 +150,8 @@ impl Credential {
             digest: sha256(body),
             tag: [0; 32],
         };
-        s.tag.copy_from_slice(&self.mac(method, path, &s).finalize().into_bytes());
+        let tag = self.mac(method, path, &s).finalize().into_bytes();
+        s.tag.copy_from_slice(&tag);
         s.header()
     }
 }
