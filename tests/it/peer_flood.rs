@@ -52,7 +52,7 @@ struct Tally {
 /// before the MAC accepts as well-formed, and which this one refuses on its scheme alone.
 fn forged_header(to: u64, n: usize) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         format!("idnode-hmac-v2 {now} {} {to} {DECLARED} {} {}", random_hex(16), random_hex(32), random_hex(32))
     } else {
         format!("idnode-hmac-v1 {now} {} {}", random_hex(16), random_hex(32))
