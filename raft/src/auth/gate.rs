@@ -5,6 +5,7 @@
 //! digest compared with the signed one.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -116,11 +117,20 @@ pub struct Gate {
     cred: Arc<Credential>,
     me: u64,
     seen: Mutex<Seen>,
+    /// The second of the last refusal logged, and how many were not logged since.
+    last_warn_s: AtomicI64,
+    unlogged: AtomicU64,
 }
 
 impl Gate {
     pub fn new(cred: Arc<Credential>, me: u64) -> Self {
-        Gate { cred, me, seen: Mutex::new(Seen::default()) }
+        Gate {
+            cred,
+            me,
+            seen: Mutex::new(Seen::default()),
+            last_warn_s: AtomicI64::new(0),
+            unlogged: AtomicU64::new(0),
+        }
     }
 
     /// Every check that needs no body, in order, then the nonce is remembered: a request that
@@ -215,13 +225,27 @@ pub(crate) async fn read_signed_body(body: Body, s: &Signed) -> Result<Bytes, Re
 /// long ago (or too far ahead), seen before, or whose body is not the one signed.
 pub async fn require(State(gate): State<Arc<Gate>>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
-    match gate.check(req, super::now_s()).await {
+    let now = super::now_s();
+    match gate.check(req, now).await {
         Ok(req) => next.run(req).await,
         Err(refusal) => {
             if !matches!(refusal, Refusal::Missing) {
-                tracing::warn!(?refusal, %path, "peer request refused");
+                gate.log_refusal(&refusal, &path, now);
             }
             refusal.response()
         }
+    }
+}
+
+impl Gate {
+    /// One warning a second at most, with the count of those not logged: a flood of strangers
+    /// must not turn into a flood of log lines.
+    fn log_refusal(&self, refusal: &Refusal, path: &str, now: i64) {
+        if self.last_warn_s.swap(now, Ordering::Relaxed) == now {
+            self.unlogged.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let unlogged = self.unlogged.swap(0, Ordering::Relaxed);
+        tracing::warn!(?refusal, %path, unlogged, "peer request refused (unlogged: refusals since the last line)");
     }
 }
