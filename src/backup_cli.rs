@@ -34,6 +34,19 @@ pub fn path_of(url: &str) -> anyhow::Result<String> {
     })
 }
 
+/// The member id of the node at `endpoint` (its open member id route): a signed request is
+/// valid for that member alone, so a tool asks before it signs.
+pub async fn member_id(http: &reqwest::Client, endpoint: &str) -> anyhow::Result<u64> {
+    let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_MEMBER_ID);
+    let resp = http.get(&url).send().await.with_context(|| format!("calling {url}"))?;
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    if !status.is_success() {
+        bail!("{url} answered {status} (does the node run an older idnode?)");
+    }
+    text.trim().parse().with_context(|| format!("{url} answered {text:?}, not a member id"))
+}
+
 fn bar(total: Option<u64>, what: &str) -> ProgressBar {
     let (bar, template) = match total {
         Some(n) => (ProgressBar::new(n), "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}"),
@@ -60,7 +73,8 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
     let started = Instant::now();
     let http = tls.apply(reqwest::Client::builder().connect_timeout(Duration::from_secs(5)))?.build()?;
     let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_BACKUP);
-    let (name, value) = idnode_raft::sign_request(&secret, "GET", &path_of(&url)?, b"");
+    let to = member_id(&http, endpoint).await?;
+    let (name, value) = idnode_raft::sign_request(&secret, to, "GET", &path_of(&url)?, b"");
     let mut resp = http.get(&url).header(name, value).send().await.with_context(|| format!("calling {url}"))?;
     if !resp.status().is_success() {
         let status = resp.status();

@@ -63,7 +63,7 @@ impl RaftNode {
             let req = req.clone();
             async move {
                 let got: Result<u64, _> =
-                    client.call(&m.addr, PATH_APPLIED, &req, timeout + Duration::from_millis(200)).await;
+                    client.call(m.id, &m.addr, PATH_APPLIED, &req, timeout + Duration::from_millis(200)).await;
                 matches!(got, Ok(applied) if applied >= index).then_some(m.id)
             }
         });
@@ -88,13 +88,21 @@ impl AdminClient {
         Ok(AdminClient { client, addr: addr.to_string() })
     }
 
+    /// The member id of the node called: requests are signed for it alone. Asked before each
+    /// call (the address may name another node by the next call, e.g. behind a service name).
+    async fn member(&self) -> anyhow::Result<u64> {
+        Ok(self.client.member_id(&self.addr).await?)
+    }
+
     pub async fn status(&self) -> anyhow::Result<ClusterStatus> {
-        Ok(self.client.call(&self.addr, PATH_STATUS, &(), Duration::from_secs(5)).await?)
+        let to = self.member().await?;
+        Ok(self.client.call(to, &self.addr, PATH_STATUS, &(), Duration::from_secs(5)).await?)
     }
 
     async fn admin(&self, req: AdminRequest) -> anyhow::Result<ClusterStatus> {
+        let to = self.member().await?;
         let r: Result<ClusterStatus, String> =
-            self.client.call(&self.addr, PATH_ADMIN, &req, Duration::from_secs(30)).await?;
+            self.client.call(to, &self.addr, PATH_ADMIN, &req, Duration::from_secs(30)).await?;
         r.map_err(|e| anyhow::anyhow!(e))
     }
 
@@ -113,8 +121,9 @@ impl AdminClient {
     /// Has the node run a consistency check, members given `wait` to answer.
     pub async fn check(&self, wait: Duration) -> anyhow::Result<ConsistencyReport> {
         let req = CheckRequest { wait_ms: wait.as_millis() as u64 };
+        let to = self.member().await?;
         let r: Result<ConsistencyReport, String> =
-            self.client.call(&self.addr, PATH_CHECK, &req, wait + Duration::from_secs(15)).await?;
+            self.client.call(to, &self.addr, PATH_CHECK, &req, wait + Duration::from_secs(15)).await?;
         r.map_err(|e| anyhow::anyhow!(e))
     }
 }

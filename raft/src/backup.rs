@@ -334,7 +334,7 @@ impl RaftNode {
 
     /// `router` behind the cluster credential: for operator calls on the ops listener.
     pub fn operator_only(&self, router: Router) -> Router {
-        router.layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
+        router.layer(middleware::from_fn_with_state(self.gate.clone(), auth::require))
     }
 
     /// Starts a backup: a read barrier first (so every write acknowledged anywhere before this

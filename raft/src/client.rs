@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::auth::{Credential, HEADER};
+use crate::member_id::PATH_MEMBER_ID;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -89,15 +90,17 @@ impl PeerClient {
         Ok(PeerClient { http: builder.build()?, cred, scheme })
     }
 
+    /// Calls member `to` at `addr`: the request is signed for that member only.
     pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
         &self,
+        to: u64,
         addr: &str,
         path: &str,
         req: &Req,
         timeout: Duration,
     ) -> Result<Resp, CallError> {
         let body = postcard::to_allocvec(req).map_err(|e| CallError::Failed(e.to_string()))?;
-        let signed = self.cred.sign("POST", path, &body, crate::auth::now_s());
+        let signed = self.cred.sign("POST", path, &body, to, crate::auth::now_s());
         let resp = self
             .http
             .post(format!("{}://{addr}{path}", self.scheme))
@@ -120,6 +123,34 @@ impl PeerClient {
         }
         let bytes = resp.bytes().await.map_err(|e| CallError::Failed(e.to_string()))?;
         postcard::from_bytes(&bytes).map_err(|e| CallError::Failed(format!("bad reply from {addr}: {e}")))
+    }
+}
+
+impl PeerClient {
+    /// The member id of the node at `addr`, from its unauthenticated [`PATH_MEMBER_ID`] route:
+    /// what a tool that knows only an address signs its requests for.
+    pub async fn member_id(&self, addr: &str) -> Result<u64, CallError> {
+        let resp = self
+            .http
+            .get(format!("{}://{addr}{PATH_MEMBER_ID}", self.scheme))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_connect() {
+                    CallError::Unreachable(with_causes(&e))
+                } else {
+                    CallError::Failed(with_causes(&e))
+                }
+            })?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(CallError::Failed(format!(
+                "{addr}{PATH_MEMBER_ID}: HTTP {status} (does it run an older idnode?)"
+            )));
+        }
+        let text = resp.text().await.map_err(|e| CallError::Failed(e.to_string()))?;
+        text.trim().parse().map_err(|_| CallError::Failed(format!("{addr}{PATH_MEMBER_ID}: not a member id: {text:?}")))
     }
 }
 

@@ -324,7 +324,9 @@ impl RaftNode {
                 if m.id == self.id {
                     return Ok(self.digest_at(req).await);
                 }
-                self.client.call::<_, DigestReply>(&m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2)).await
+                self.client
+                    .call::<_, DigestReply>(m.id, &m.addr, PATH_DIGEST, &req, wait + Duration::from_secs(2))
+                    .await
             }
         });
         let answers = join_all(asks).await;
@@ -433,8 +435,10 @@ impl RaftNode {
             }
         }
         for m in others {
-            let answer =
-                self.client.call::<_, FamiliesReply>(&m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2)).await;
+            let answer = self
+                .client
+                .call::<_, FamiliesReply>(m.id, &m.addr, PATH_DIGEST_FAMILIES, &req, Duration::from_secs(2))
+                .await;
             match answer {
                 Ok(FamiliesReply { families: Some(f) }) => return Some(f),
                 Ok(FamiliesReply { families: None }) => {
@@ -476,7 +480,7 @@ impl RaftNode {
                         tracing::warn!(error = %e, "this node refused its own consistency verdict");
                     }
                 } else if let Err(e) =
-                    self.client.call::<_, ()>(&m.addr, PATH_VERDICT, &v, Duration::from_secs(2)).await
+                    self.client.call::<_, ()>(m.id, &m.addr, PATH_VERDICT, &v, Duration::from_secs(2)).await
                 {
                     tracing::warn!(member = m.id, error = %e, "could not deliver the consistency verdict");
                 }

@@ -43,7 +43,7 @@ impl RaftNode {
                 } else if let Some(addr) = addr {
                     self.forwarded.inc();
                     let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-                    let call = self.client.call::<_, LeaderResult>(&addr, PATH_LEADER, &req, remaining);
+                    let call = self.client.call::<_, LeaderResult>(leader, &addr, PATH_LEADER, &req, remaining);
                     // A leader that died or froze mid-call does not answer until the deadline;
                     // once this node learns of another leader (or of an election), the call is
                     // abandoned and resent at once (the request id makes that safe).

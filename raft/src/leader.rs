@@ -104,7 +104,7 @@ impl RaftNode {
         let addr = self.with_metrics(|m| m.membership_config.membership().get_node(&id).map(|n| n.addr.clone()));
         let Some(addr) = addr else { return Ok(()) };
         let have = self.cluster_version();
-        match self.ask_version(&addr).await {
+        match self.ask_version(id, &addr).await {
             Some(v) if v.command_version >= have => Ok(()),
             Some(v) => Err(LeaderError::Rejected(format!(
                 "node {id} runs idnode {} (command version {}), below the cluster version {have}: upgrade it first",

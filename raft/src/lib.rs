@@ -21,6 +21,7 @@ mod forward_batch;
 mod freshness;
 mod leader;
 mod log_store;
+mod member_id;
 mod metrics;
 mod network;
 mod node;
@@ -41,7 +42,7 @@ mod wire;
 use idnode_storage::{Batch, Engine};
 
 pub use admin::AdminClient;
-pub use auth::{sign_request, WINDOW_S as PEER_AUTH_WINDOW_S};
+pub use auth::{sign_request, OnVerified, WINDOW_S as PEER_AUTH_WINDOW_S};
 pub use backup::{
     read_header, restore_file, verify_file, BackupError, BackupHeader, BackupKey, PATH_BACKUP, TRAILER_LEN,
 };
@@ -52,6 +53,7 @@ pub use error::ProposeError;
 pub use freshness::Freshness;
 pub use idnode_storage as storage;
 pub use log_store::LogStore;
+pub use member_id::PATH_MEMBER_ID;
 pub use node::RaftNode;
 pub use options::RaftOptions;
 pub use state_machine::{SmLinks, SmStats, StateMachine};

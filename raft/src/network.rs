@@ -64,7 +64,7 @@ impl PeerConnection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        match self.client.call::<Req, Result<Resp, RaftError<u64, E>>>(&self.addr, path, req, ttl).await {
+        match self.client.call::<Req, Result<Resp, RaftError<u64, E>>>(self.target, &self.addr, path, req, ttl).await {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
             Err(e @ CallError::Unreachable(_)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
@@ -81,7 +81,11 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
     ) -> RpcResult<AppendEntriesResponse<u64>, Infallible> {
         let sent = tokio::time::Instant::now();
         let req = StampedAppend { echo: self.freshness.echo_for(self.target), rpc };
-        match self.client.call::<_, StampedReply>(&self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl()).await {
+        match self
+            .client
+            .call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl())
+            .await
+        {
             Ok(StampedReply { stamp, result }) => {
                 self.reach.answered(self.target);
                 let accepted = matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_)));

@@ -15,7 +15,7 @@ use openraft::{BasicNode, ServerState};
 use prometheus_client::metrics::counter::Counter;
 use tokio::time::Instant;
 
-use crate::auth::Credential;
+use crate::auth::{Credential, Gate};
 use crate::client::PeerClient;
 use crate::consistency::Standing;
 use crate::digests::Digests;
@@ -40,7 +40,8 @@ pub struct RaftNode {
     pub(crate) opts: RaftOptions,
     pub(crate) raft: Raft,
     pub(crate) engine: Arc<Engine>,
-    pub(crate) cred: Arc<Credential>,
+    /// Checks incoming peer and operator requests (signed for this member).
+    pub(crate) gate: Arc<Gate>,
     pub(crate) client: PeerClient,
     pub(crate) committed: Arc<AtomicU64>,
     pub(crate) sm_stats: Arc<SmStats>,
@@ -78,7 +79,8 @@ impl RaftNode {
         }
         let config = Arc::new(opts.raft_config().context("raft options")?);
         let cred = Arc::new(Credential::from_secret(opts.cluster_secret.as_deref()));
-        let client = PeerClient::new(cred.clone(), opts.peer_tls.as_ref())?;
+        let gate = Arc::new(Gate::new(cred.clone(), opts.node_id));
+        let client = PeerClient::new(cred, opts.peer_tls.as_ref())?;
         let log = LogStore::new(engine.clone());
         let committed = log.committed_cell();
         let log_volume = log.volume();
@@ -105,7 +107,7 @@ impl RaftNode {
             opts,
             raft,
             engine,
-            cred,
+            gate,
             client,
             committed,
             sm_stats,

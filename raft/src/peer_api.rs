@@ -8,7 +8,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{middleware, Router};
+use axum::Router;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -32,8 +32,18 @@ const MAX_BODY: usize = auth::MAX_BODY;
 
 impl RaftNode {
     /// axum Router for the peer listener (raft RPCs, forwarded proposals, read index and
-    /// membership changes). Callers without the cluster credential get 401.
+    /// membership changes). Callers without the cluster credential get 401; only the member
+    /// id route is open.
     pub fn peer_router(self: &Arc<Self>) -> Router {
+        self.operator_only(self.peer_routes())
+            // Outside the credential check: a tool asks it to learn whom to sign for.
+            .merge(self.member_id_router())
+    }
+
+    /// The peer routes without the credential check, for a server that puts its own bounds
+    /// between the check ([`RaftNode::operator_only`]) and the handlers: a request should
+    /// be authenticated before it waits for a request slot, so strangers never hold one.
+    pub fn peer_routes(self: &Arc<Self>) -> Router {
         Router::new()
             .route(PATH_APPEND, post(append))
             .route(PATH_APPEND_STAMPED, post(append_stamped))
@@ -50,7 +60,6 @@ impl RaftNode {
             .route(PATH_VERDICT, post(verdict))
             .route(crate::version::PATH_VERSION, post(version))
             .layer(DefaultBodyLimit::max(MAX_BODY))
-            .layer(middleware::from_fn_with_state(self.cred.clone(), auth::require))
             .with_state(self.clone())
     }
 

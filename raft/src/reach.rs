@@ -79,7 +79,7 @@ impl RaftNode {
                     let node = node.clone();
                     async move {
                         let answer: Result<crate::version::NodeVersion, _> =
-                            node.client.call(&addr, crate::version::PATH_VERSION, &(), PROBE_TIMEOUT).await;
+                            node.client.call(id, &addr, crate::version::PATH_VERSION, &(), PROBE_TIMEOUT).await;
                         if answer.is_ok() {
                             node.reach.answered(id);
                         }

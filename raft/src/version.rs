@@ -96,14 +96,15 @@ impl RaftNode {
         let status = self.status();
         let members = status.voters.iter().map(|m| (m, true)).chain(status.learners.iter().map(|m| (m, false)));
         let asks = members.map(|(m, voter)| async move {
-            let version = if m.id == self.id { Some(self.own_version()) } else { self.ask_version(&m.addr).await };
+            let version =
+                if m.id == self.id { Some(self.own_version()) } else { self.ask_version(m.id, &m.addr).await };
             MemberVersion { id: m.id, voter, version }
         });
         join_all(asks).await
     }
 
-    pub(crate) async fn ask_version(&self, addr: &str) -> Option<NodeVersion> {
-        self.client.call(addr, PATH_VERSION, &(), ASK_TIMEOUT).await.ok()
+    pub(crate) async fn ask_version(&self, id: u64, addr: &str) -> Option<NodeVersion> {
+        self.client.call(id, addr, PATH_VERSION, &(), ASK_TIMEOUT).await.ok()
     }
 
     /// The leader's refusal of a proposal that needs a higher version than the cluster's. The

@@ -53,9 +53,18 @@ impl ListenerLimits {
 /// `router` with at most `limits.max_concurrent` requests running at once across all its
 /// routes, and an answer within `limits.timeout`.
 pub fn bounded(router: Router, limits: ListenerLimits) -> Router {
-    router
-        .layer(GlobalConcurrencyLimitLayer::new(limits.max_concurrent))
-        .layer(middleware::from_fn_with_state(limits.timeout, answer_within))
+    within(slotted(router, limits), limits)
+}
+
+/// `router` with at most `limits.max_concurrent` requests running at once (the inner half of
+/// [`bounded`], for a listener that checks something between the two halves).
+pub fn slotted(router: Router, limits: ListenerLimits) -> Router {
+    router.layer(GlobalConcurrencyLimitLayer::new(limits.max_concurrent))
+}
+
+/// `router` answering within `limits.timeout` (the outer half of [`bounded`]).
+pub fn within(router: Router, limits: ListenerLimits) -> Router {
+    router.layer(middleware::from_fn_with_state(limits.timeout, answer_within))
 }
 
 async fn answer_within(State(limit): State<Duration>, req: Request, next: Next) -> Response {

@@ -16,6 +16,7 @@ pub mod listing;
 pub mod metrics;
 pub mod openapi;
 pub mod pages;
+pub mod peer_gate;
 pub mod ratelimit;
 pub mod tls;
 pub mod wrappers;

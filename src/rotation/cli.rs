@@ -37,7 +37,19 @@ pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> 
             None => Vec::new(),
         };
         let path = crate::backup_cli::path_of(&url)?;
-        let (name, value) = idnode_raft::sign_request(&secret, method.as_str(), &path, &bytes);
+        // … and for the one member that answers at this endpoint.
+        let to = match crate::backup_cli::member_id(&http, endpoint).await {
+            Ok(to) => to,
+            Err(e) => {
+                failed.push(format!("{endpoint}: {e:#}"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"endpoint": endpoint, "error": format!("{e:#}")}))?
+                );
+                continue;
+            }
+        };
+        let (name, value) = idnode_raft::sign_request(&secret, to, method.as_str(), &path, &bytes);
         let mut req = http.request(method.clone(), &url).header(name, value);
         if body.is_some() {
             req = req.header("content-type", "application/json").body(bytes);

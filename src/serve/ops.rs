@@ -41,12 +41,15 @@ const NOT_BOOTSTRAPPED: &str = "the cluster is not bootstrapped yet";
 /// (backups) behind the cluster credential.
 pub fn router(node: Arc<Node>) -> Router {
     let operator = node.raft.backup_router().merge(crate::rotation::routes::router(node.tokens.clone()));
+    // Open: operator tools ask it to learn which member they sign for.
+    let member_id = node.raft.member_id_router();
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .with_state(node)
         .merge(operator)
+        .merge(member_id)
 }
 
 /// A component status, ordered so the worst one is the greatest (api-shapes §14).

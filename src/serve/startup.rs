@@ -14,8 +14,9 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::context::Core;
-use crate::http::guard::ListenerLimits;
+use crate::http::guard::{self, ListenerLimits};
 use crate::http::metrics::Metrics;
+use crate::http::peer_gate::{self, GatedListener, PeerConn, Strangers};
 use crate::http::tls::{Admit, ServerTls, TlsListener};
 use crate::identity::hash_pool::HashPool;
 use crate::openfga::settings::AssignmentDriver;
@@ -165,13 +166,29 @@ fn spawn_server(listener: Listening, router: axum::Router, limits: ListenerLimit
 }
 
 /// Serves the raft and admin routes; with peer TLS, only to callers whose certificate names
-/// a current member.
+/// a current member; connections not yet authenticated are bounded (`peer_gate`).
 fn spawn_peer_server(node: &Node, tcp: TcpListener, tls: &ServerTls) {
     let raft = node.raft.clone();
     let admit = crate::http::tls::member_check(move || raft.member_hosts());
     let listener = Listening::new(tcp, tls.peer.as_ref(), Some(admit), "peer");
     let limits = ListenerLimits::peer(node.cfg.api_max_concurrent_requests, node.raft.peer_request_timeout());
-    spawn_server(listener, node.raft.peer_router(), limits, "peer");
+    // Timeout, then the credential check, then a request slot: a stranger is refused before
+    // it could wait for (or hold) a slot. Outermost, the connection's hook for the check.
+    let raft = &node.raft;
+    let checked = raft.operator_only(guard::slotted(raft.peer_routes(), limits));
+    let router = guard::within(checked.merge(raft.member_id_router()), limits)
+        .layer(axum::middleware::from_fn(peer_gate::hand_over));
+    let strangers = Strangers::new(peer_gate::PER_SOURCE, peer_gate::TOTAL, peer_gate::AUTH_WITHIN);
+    tokio::spawn(async move {
+        let svc = router.into_make_service_with_connect_info::<PeerConn>();
+        let served = match listener {
+            Listening::Plain(l) => axum::serve(GatedListener::new(l, strangers), svc).await,
+            Listening::Tls(l) => axum::serve(GatedListener::new(l, strangers), svc).await,
+        };
+        if let Err(e) = served {
+            tracing::error!("peer listener stopped: {e}");
+        }
+    });
 }
 
 /// `idnode serve`.

@@ -25,6 +25,8 @@
 //! * `openfga_cluster`: the OpenFGA assignment driver on three nodes, judged by
 //!   python-openstackclient and the smoke session (OpenFGA's engine behind a test server);
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
+//! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
+//!   port do not stop token validation or writes anywhere, nor grow the member's memory;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
 //! * `scim_clients`: SCIM v2 judged by scim2-tester and by scim2-client provisioning a directory
 //!   through a follower of a 3-node cluster;
@@ -56,6 +58,7 @@ mod oauth2_cluster;
 mod openapi;
 mod openfga_cluster;
 mod openstack_smoke;
+mod peer_flood;
 mod plaintext_audit;
 mod scim_clients;
 mod snapshot_consistency;

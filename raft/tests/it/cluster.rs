@@ -89,7 +89,7 @@ async fn follower_writes_dedup_auth_and_full_restart() {
         assert_eq!(none.status(), 401, "{path} without credential");
         let wrong = http.post(&url).header("x-idnode-cluster-auth", "00ff").body(vec![0u8; 4]).send().await.unwrap();
         assert_eq!(wrong.status(), 401, "{path} with a wrong credential");
-        let other = idnode_raft::sign_request("another-cluster", "POST", path, &[0u8; 4]);
+        let other = idnode_raft::sign_request("another-cluster", leader_id, "POST", path, &[0u8; 4]);
         let wrong = http.post(&url).header(other.0, other.1).body(vec![0u8; 4]).send().await.unwrap();
         assert_eq!(wrong.status(), 401, "{path} with another cluster's credential");
         // The previous release's static bearer (hex SHA-256 of a label and the secret).
@@ -104,7 +104,7 @@ async fn follower_writes_dedup_auth_and_full_restart() {
         assert_eq!(old.status(), 401, "{path} with the old static credential");
     }
     let vote = format!("http://{}/raft/vote", leader.seat.addr);
-    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/vote", &[0xffu8; 4]);
+    let (name, value) = idnode_raft::sign_request(SECRET, leader_id, "POST", "/raft/vote", &[0xffu8; 4]);
     let ok = http.post(&vote).header(name, value.clone()).body(vec![0xffu8; 4]);
     assert_eq!(ok.send().await.unwrap().status(), 400, "credential accepted, garbage body refused");
     // The same signed request again: a replay.
@@ -112,12 +112,20 @@ async fn follower_writes_dedup_auth_and_full_restart() {
     assert_eq!(again.status(), 401, "a replayed request");
     assert_eq!(again.text().await.unwrap(), "request replayed");
     // Signed for another body, or another path.
-    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/vote", &[0xffu8; 4]);
+    let (name, value) = idnode_raft::sign_request(SECRET, leader_id, "POST", "/raft/vote", &[0xffu8; 4]);
     let tampered = http.post(&vote).header(name, value).body(vec![0xfeu8; 4]).send().await.unwrap();
     assert_eq!(tampered.status(), 401, "a tampered body");
-    let (name, value) = idnode_raft::sign_request(SECRET, "POST", "/raft/append", &[0xffu8; 4]);
+    let (name, value) = idnode_raft::sign_request(SECRET, leader_id, "POST", "/raft/append", &[0xffu8; 4]);
     let moved = http.post(&vote).header(name, value).body(vec![0xffu8; 4]).send().await.unwrap();
     assert_eq!(moved.status(), 401, "a request signed for another path");
+    // Signed for another member: a request captured on its way to a follower is no good here.
+    let other_member = nodes.iter().map(|n| n.seat.id).find(|id| *id != leader_id).unwrap();
+    let (name, value) = idnode_raft::sign_request(SECRET, other_member, "POST", "/raft/vote", &[0xffu8; 4]);
+    let misdirected = http.post(&vote).header(name, value).body(vec![0xffu8; 4]).send().await.unwrap();
+    assert_eq!(misdirected.status(), 401, "a request signed for another member");
+    // The open route a tool learns the id from.
+    let id_url = format!("http://{}{}", leader.seat.addr, idnode_raft::PATH_MEMBER_ID);
+    assert_eq!(http.get(&id_url).send().await.unwrap().text().await.unwrap(), leader_id.to_string());
 
     // Status and readiness.
     for n in &nodes {
