@@ -279,6 +279,7 @@ impl RaftNode {
                 (Some(leader), Some(addr)) => {
                     let timeout = self.opts.forward_timeout + wait + Duration::from_secs(10);
                     let call = self.client.call::<_, Result<ConsistencyReport, LeaderError>>(
+                        leader,
                         &addr,
                         PATH_CHECK_LEADER,
                         &req,
