@@ -110,19 +110,22 @@ impl PeerClient {
             .body(body)
             .send()
             .await
-            .map_err(|e| {
-                if e.is_connect() {
-                    CallError::Unreachable(with_causes(&e))
-                } else {
-                    CallError::Failed(with_causes(&e))
-                }
-            })?;
+            .map_err(send_error)?;
         let status = resp.status();
         if !status.is_success() {
             return Err(CallError::Failed(format!("{addr}{path}: HTTP {status}")));
         }
         let bytes = resp.bytes().await.map_err(|e| CallError::Failed(e.to_string()))?;
         postcard::from_bytes(&bytes).map_err(|e| CallError::Failed(format!("bad reply from {addr}: {e}")))
+    }
+}
+
+/// A request that got no answer: unreachable (nothing listening, refused) or failed on the way.
+fn send_error(e: reqwest::Error) -> CallError {
+    if e.is_connect() {
+        CallError::Unreachable(with_causes(&e))
+    } else {
+        CallError::Failed(with_causes(&e))
     }
 }
 
@@ -136,13 +139,7 @@ impl PeerClient {
             .timeout(Duration::from_secs(5))
             .send()
             .await
-            .map_err(|e| {
-                if e.is_connect() {
-                    CallError::Unreachable(with_causes(&e))
-                } else {
-                    CallError::Failed(with_causes(&e))
-                }
-            })?;
+            .map_err(send_error)?;
         let status = resp.status();
         if !status.is_success() {
             return Err(CallError::Failed(format!(
