@@ -19,12 +19,13 @@ use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
 use crate::http::pages::page;
 use crate::openfga::forget::{forget_in, Gone};
-use crate::policy::{enforce, guard, Persona};
+use crate::policy::{enforce, enforce_found, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::{Group, User};
 use crate::state::read::IdentityReads;
 use crate::state::{Command, Reader};
 use crate::token::Call;
+use crate::token::ValidToken;
 
 const KNOWN: &[&str] = &["id", "name", "domain_id", "description"];
 
@@ -50,8 +51,19 @@ fn target(g: &Group) -> Value {
     json!({"group": {"id": g.id, "domain_id": g.domain_id}})
 }
 
-fn membership_target(g: &Group, u: &User) -> Value {
-    json!({"group": {"id": g.id, "domain_id": g.domain_id}, "user": {"id": u.id, "domain_id": u.domain_id}})
+/// A membership's group and user, the policy asked first (Keystone's order): on what was found
+/// of the two, so a caller who may not change the group hears 403 even when one is missing.
+fn membership(name: &str, node: &Core, ctx: &ValidToken, id: &str, user_id: &str) -> ApiResult<(Group, User)> {
+    let (g, u) = (load(node, id), load_user(node, user_id));
+    let mut known = serde_json::Map::new();
+    if let Ok(g) = &g {
+        known.insert("group".into(), json!({"id": g.id, "domain_id": g.domain_id}));
+    }
+    if let Ok(u) = &u {
+        known.insert("user".into(), json!({"id": u.id, "domain_id": u.domain_id}));
+    }
+    let (known, both) = (Value::Object(known), g.and_then(|g| u.map(|u| (g, u))));
+    enforce_found(name, ctx, both, |_| known.clone(), known.clone())
 }
 
 fn respond(node: &Core, status: StatusCode, g: Group) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -105,8 +117,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The group.", body = s::GroupEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let g = load(&node, &id)?;
-    enforce("identity:get_group", &ctx, &target(&g))?;
+    let g = enforce_found("identity:get_group", &ctx, load(&node, &id), target, json!({}))?;
     Ok(Json(json!({"group": group_json(&g, &node.cfg.public_base())})))
 }
 
@@ -120,8 +131,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::GroupUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.group.envelope("group")?;
-    let mut g = load(&node, &id)?;
-    enforce("identity:update_group", &ctx, &target(&g))?;
+    let mut g = enforce_found("identity:update_group", &ctx, load(&node, &id), target, json!({}))?;
     guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     if b.fields.extra.contains_key("domain_id")
         && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(g.domain_id.as_str())
@@ -142,6 +152,8 @@ pub async fn update(
     params(("id" = String, Path, description = "The group's id.")),
     responses((status = 204, description = "Deleted, with its memberships and grants."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    // Keystone looks the group up before it asks the policy here (404 to anyone for a
+    // missing one), unlike the group's other operations.
     let g = load(&node, &id)?;
     enforce("identity:delete_group", &ctx, &target(&g))?;
     guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
@@ -154,8 +166,7 @@ pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<
     params(("id" = String, Path, description = "The group's id.")),
     responses((status = 200, description = "The group's members.", body = s::UserList), E::Read))]
 pub async fn list_users(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult<Json<Value>> {
-    let g = load(&node, &id)?;
-    enforce("identity:list_users_in_group", &ctx, &target(&g))?;
+    let g = enforce_found("identity:list_users_in_group", &ctx, load(&node, &id), target, json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
     let out = found(view.member_user_ids(&g.id)?, |id| view.user(id))?.iter().map(|u| user_json(u, &base)).collect();
@@ -166,8 +177,7 @@ pub async fn list_users(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult
     params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
     responses((status = 204, description = "The user is a member."), E::Change))]
 pub async fn add_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
-    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
-    enforce("identity:add_user_to_group", &ctx, &membership_target(&g, &u))?;
+    let (g, u) = membership("identity:add_user_to_group", &node, &ctx, &id, &user_id)?;
     guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     node.propose(Command::AddGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -178,8 +188,7 @@ pub async fn add_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, 
     params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
     responses((status = 204, description = "The user is a member."), E::Read))]
 pub async fn check_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
-    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
-    enforce("identity:check_user_in_group", &ctx, &membership_target(&g, &u))?;
+    let (g, u) = membership("identity:check_user_in_group", &node, &ctx, &id, &user_id)?;
     if node.engine.read().is_member(&g.id, &u.id)? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -191,8 +200,7 @@ pub async fn check_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String
     params(("id" = String, Path, description = "The group's id."), ("user_id" = String, Path, description = "The user's id.")),
     responses((status = 204, description = "The user is no longer a member."), E::Change))]
 pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
-    let (g, u) = (load(&node, &id)?, load_user(&node, &user_id)?);
-    enforce("identity:remove_user_from_group", &ctx, &membership_target(&g, &u))?;
+    let (g, u) = membership("identity:remove_user_from_group", &node, &ctx, &id, &user_id)?;
     guard::change_group(&node.engine.read(), node.fga.as_deref(), &ctx, &g.id)?;
     node.propose(Command::RemoveGroupMember { group_id: g.id, user_id: u.id }).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -203,8 +211,8 @@ pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(Strin
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 200, description = "The user's groups.", body = s::MemberGroupList), E::Read))]
 pub async fn groups_of_user(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<Json<Value>> {
-    let u = load_user(&node, &user_id)?;
-    enforce("identity:list_groups_for_user", &ctx, &json!({"user": {"id": u.id, "domain_id": u.domain_id}}))?;
+    let user_target = |u: &User| json!({"user": {"id": u.id, "domain_id": u.domain_id}});
+    let u = enforce_found("identity:list_groups_for_user", &ctx, load_user(&node, &user_id), user_target, json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
     let groups = found(view.group_ids_of_user(&u.id)?, |id| view.group(id))?;

@@ -100,6 +100,13 @@ const CASES: &[Case] = &[
     (Method::HEAD, "/v3/groups/{gA}/users/{uM}", None,                  [401, 403, 403, 204, 403, 204, 403, 204]),
     (Method::GET, "/v3/groups/{gA}/users", None,                        [401, 403, 403, 200, 403, 200, 403, 200]),
     (Method::GET, "/v3/users/{uM}/groups", None,                        [401, 403, 200, 200, 403, 200, 403, 200]),
+    // Keystone's order: the policy first, so only who may act on a group hears that it is missing.
+    (Method::GET, "/v3/groups/fakegroup", None,                         [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::PATCH, "/v3/groups/fakegroup", Some(r#"{"group": {"description": "x"}}"#), [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::HEAD, "/v3/groups/fakegroup/users/{uM}", None,             [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::GET, "/v3/users/fakeuser/groups", None,                    [401, 403, 403, 403, 403, 404, 403, 404]),
+    // Except a delete, which Keystone looks up first: 404 to everyone.
+    (Method::DELETE, "/v3/groups/fakegroup", None,                      [401, 404, 404, 404, 404, 404, 404, 404]),
     (Method::GET, "/v3/users/{uM}/projects", None,                      [401, 403, 200, 200, 403, 200, 403, 200]),
     (Method::GET, "/v3/users/{self}/projects", None,                    [401, 200, 200, 200, 200, 200, 200, 200]),
     // Roles and implication rules: reading needs a system reader (or a domain manager, who

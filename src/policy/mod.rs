@@ -58,6 +58,27 @@ pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiEr
     }
 }
 
+/// Keystone's order for a target the request names but that may not exist: the policy is
+/// asked first, with the target when it was found and with what is known of it (`absent`,
+/// often nothing) when it was not, so a caller who may not act on it hears 403 whether or
+/// not it exists (no oracle of another domain's ids); only a caller who may hears the 404.
+pub fn enforce_found<T>(
+    name: &str,
+    ctx: &ValidToken,
+    found: Result<T, ApiError>,
+    target: impl FnOnce(&T) -> Value,
+    absent: Value,
+) -> Result<T, ApiError> {
+    match found {
+        Ok(t) => enforce(name, ctx, &target(&t)).map(|()| t),
+        Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
+            enforce(name, ctx, &absent)?;
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// [`enforce`] for a caller that is not a token's user (an API key).
 pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -> Result<(), ApiError> {
     if global().allowed(name, &input::principal_document(name, p, target)) {
