@@ -169,7 +169,14 @@ pub async fn list_users(Call(node, ctx): Call, Below(id, q): Below) -> ApiResult
     let g = enforce_found("identity:list_users_in_group", &ctx, load(&node, &id), target, json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let out = found(view.member_user_ids(&g.id)?, |id| view.user(id))?.iter().map(|u| user_json(u, &base)).collect();
+    // A domain-scoped caller sees the members of its own domain only (Keystone filters so).
+    let persona = Persona { ctx: &ctx };
+    let domain = persona.listing_domain();
+    let out = found(view.member_user_ids(&g.id)?, |id| view.user(id))?
+        .iter()
+        .filter(|u| domain.is_none_or(|d| u.domain_id == d))
+        .map(|u| user_json(u, &base))
+        .collect();
     Ok(Json(page("users", out, &base, &format!("/v3/groups/{}/users", g.id), &q)?))
 }
 
@@ -215,7 +222,11 @@ pub async fn groups_of_user(Call(node, ctx): Call, Below(user_id, q): Below) -> 
     let u = enforce_found("identity:list_groups_for_user", &ctx, load_user(&node, &user_id), user_target, json!({}))?;
     let view = node.engine.snapshot();
     let base = node.cfg.public_base();
-    let groups = found(view.group_ids_of_user(&u.id)?, |id| view.group(id))?;
+    // A domain-scoped caller sees the groups of its own domain only (Keystone filters so).
+    let persona = Persona { ctx: &ctx };
+    let domain = persona.listing_domain();
+    let mut groups = found(view.group_ids_of_user(&u.id)?, |id| view.group(id))?;
+    groups.retain(|g| domain.is_none_or(|d| g.domain_id == d));
     let with_expiry = |g: &Group| {
         let mut v = group_json(g, &base);
         v["membership_expires_at"] = Value::Null;

@@ -240,3 +240,48 @@ async fn typed_bodies_keep_keystone_checks() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// A domain-scoped caller lists a group's members and a user's groups of its own domain only,
+/// as Keystone filters them (keystone-tempest-plugin's RBAC suite checks both); a cloud admin
+/// sees every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn domain_scoped_membership_listings_keep_to_the_domain() {
+    let t = TestNode::start().await;
+    let (d_a, d_b) = (
+        t.create("/v3/domains", "domain", json!({"name": "list-a"})).await,
+        t.create("/v3/domains", "domain", json!({"name": "list-b"})).await,
+    );
+    let pw = "correct horse battery";
+    let manager = t.create("/v3/users", "user", json!({"name": "mgr", "domain_id": d_a, "password": pw})).await;
+    let (u_a, u_b) = (
+        t.create("/v3/users", "user", json!({"name": "ua", "domain_id": d_a})).await,
+        t.create("/v3/users", "user", json!({"name": "ub", "domain_id": d_b})).await,
+    );
+    let (g_a, g_b) = (
+        t.create("/v3/groups", "group", json!({"name": "ga", "domain_id": d_a})).await,
+        t.create("/v3/groups", "group", json!({"name": "gb", "domain_id": d_b})).await,
+    );
+    let role = t.admin(GET, "/v3/roles?name=manager", None).await.body["roles"][0]["id"].as_str().unwrap().to_string();
+    let grant = t.admin(PUT, &format!("/v3/domains/{d_a}/users/{manager}/roles/{role}"), None).await;
+    assert_eq!(grant.status, StatusCode::NO_CONTENT, "{}", grant.body);
+    for (g, u) in [(&g_a, &u_a), (&g_a, &u_b), (&g_b, &u_a)] {
+        assert_eq!(t.admin(PUT, &format!("/v3/groups/{g}/users/{u}"), None).await.status, StatusCode::NO_CONTENT);
+    }
+    let token = t.token_for_id(&manager, pw, json!({"domain": {"id": d_a}})).await;
+    let ids = |r: crate::testkit::Reply, key: &str| {
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let mut ids: Vec<String> =
+            r.body[key].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap().to_string()).collect();
+        ids.sort();
+        ids
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let (members, groups) = (format!("/v3/groups/{g_a}/users"), format!("/v3/users/{u_a}/groups"));
+    assert_eq!(ids(t.call(GET, &members, Some(&token), None).await, "users"), vec![u_a.clone()]);
+    assert_eq!(ids(t.call(GET, &groups, Some(&token), None).await, "groups"), vec![g_a.clone()]);
+    assert_eq!(ids(t.admin(GET, &members, None).await, "users"), sorted(vec![u_a.clone(), u_b.clone()]));
+    assert_eq!(ids(t.admin(GET, &groups, None).await, "groups"), sorted(vec![g_a.clone(), g_b.clone()]));
+}
