@@ -17,7 +17,7 @@ use crate::http::fields::*;
 use crate::http::listing::{found, of_domain};
 use crate::http::openapi::errors as E;
 use crate::openfga::forget::{forget_in, Gone};
-use crate::policy::{enforce, guard};
+use crate::policy::{enforce, enforce_found, guard};
 use crate::state::command::UserPatch;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, User};
@@ -156,8 +156,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 200, description = "The user.", body = s::UserEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let u = load(&node, &id)?;
-    enforce("identity:get_user", &ctx, &target(&u))?;
+    let u = enforce_found("identity:get_user", &ctx, load(&node, &id), target, json!({}))?;
     Ok(Json(json!({"user": user_json(&u, &node.cfg.public_base())})))
 }
 
@@ -171,8 +170,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::UserUpdateRequest>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let b = body.object()?.user.envelope("user")?;
-    let u = load(&node, &id)?;
-    enforce("identity:update_user", &ctx, &target(&u))?;
+    let u = enforce_found("identity:update_user", &ctx, load(&node, &id), target, json!({}))?;
     guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &u.id)?;
     if b.fields.extra.contains_key("domain_id")
         && opt_str(&b.fields.extra, "domain_id", 64)?.as_deref() != Some(u.domain_id.as_str())
@@ -223,8 +221,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 204, description = "Deleted, with its memberships, grants and credentials; its tokens stop validating."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let u = load(&node, &id)?;
-    enforce("identity:delete_user", &ctx, &target(&u))?;
+    let u = enforce_found("identity:delete_user", &ctx, load(&node, &id), target, json!({}))?;
     guard::change_user(&node.engine.read(), node.fga.as_deref(), &ctx, &u.id)?;
     forget_in(node.fga.as_deref(), Some(Gone::user(&u.id))).await?;
     let (index, _) = node.propose_at(Command::DeleteUser { id: u.id, now: now_micros() }).await?;

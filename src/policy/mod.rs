@@ -17,6 +17,7 @@ mod matrix;
 #[cfg(test)]
 mod matrix_confined;
 mod persona;
+mod scope_types;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,9 @@ pub fn global() -> &'static PolicyStore {
 /// The caller's token remembers the answer (`token::Memo`) for as long as it stands for this
 /// state.
 pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiError> {
+    if !scope_types::admits(name, &ctx.payload.scope) {
+        return Err(ApiError::denied(name));
+    }
     let key = Memo::key(name, target, global().generation());
     let allowed = match ctx.decisions.get(&key) {
         Some(allowed) => allowed,
@@ -81,7 +85,8 @@ pub fn enforce_found<T>(
 
 /// [`enforce`] for a caller that is not a token's user (an API key).
 pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -> Result<(), ApiError> {
-    if global().allowed(name, &input::principal_document(name, p, target)) {
+    let domain = crate::token::TokenScope::Domain(p.domain_id.to_string());
+    if scope_types::admits(name, &domain) && global().allowed(name, &input::principal_document(name, p, target)) {
         Ok(())
     } else {
         Err(ApiError::denied(name))

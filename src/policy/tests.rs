@@ -93,11 +93,15 @@ fn keystone_mode_makes_any_admin_a_cloud_admin() {
     let in_d2 = json!({"project": {"id": "p2", "domain_id": "d2"}});
     let project_admin = keystone_mode(token(TokenScope::Project("p9".into()), &["admin", "reader"], false));
     let domain_admin = keystone_mode(token(TokenScope::Domain("d1".into()), &["admin", "reader"], false));
-    for (who, t) in [("project admin", &project_admin), ("domain admin", &domain_admin)] {
-        assert!(allowed("identity:create_project", t, in_d2.clone()), "{who}");
-        assert!(allowed("identity:create_domain", t, json!({})), "{who}");
-        assert!(allowed("identity:list_services", t, json!({})), "{who}");
-    }
+    assert!(allowed("identity:create_project", &project_admin, in_d2.clone()));
+    assert!(allowed("identity:create_domain", &project_admin, json!({})));
+    assert!(allowed("identity:list_services", &project_admin, json!({})));
+    // A domain admin is one for the operations whose scope types take a domain token; the
+    // catalog and the domains themselves are for system or project tokens (Keystone's
+    // scope_types), so it is refused those.
+    assert!(allowed("identity:create_project", &domain_admin, in_d2.clone()));
+    assert!(!allowed("identity:create_domain", &domain_admin, json!({})));
+    assert!(!allowed("identity:list_services", &domain_admin, json!({})));
     // Only admin is promoted: a reader on the admin project is no system reader in this mode.
     let admin_project_reader = keystone_mode(token(TokenScope::Project("p0".into()), &["reader"], true));
     assert!(!allowed("identity:list_domains", &admin_project_reader, json!({})));
