@@ -80,3 +80,40 @@ check_endpoint_in_project if catalog_reader
 add_endpoint_to_project if data.lib.admin_required
 
 remove_endpoint_from_project if data.lib.admin_required
+
+# OS-ENDPOINT-POLICY (keystone/common/policies/policy_association.py). Its rules carry
+# scope_types ['system', 'project'], which Keystone enforces: a domain-scoped token is refused
+# even when it holds admin.
+not_domain_scoped if not is_string(input.credentials.domain_id)
+
+association_admin if {
+	data.lib.admin_required
+	not_domain_scoped
+}
+
+association_reader if {
+	catalog_reader
+	not_domain_scoped
+}
+
+create_policy_association_for_endpoint if association_admin
+
+check_policy_association_for_endpoint if association_reader
+
+delete_policy_association_for_endpoint if association_admin
+
+create_policy_association_for_service if association_admin
+
+check_policy_association_for_service if association_reader
+
+delete_policy_association_for_service if association_admin
+
+create_policy_association_for_region_and_service if association_admin
+
+check_policy_association_for_region_and_service if association_reader
+
+delete_policy_association_for_region_and_service if association_admin
+
+get_policy_for_endpoint if association_reader
+
+list_endpoints_for_policy if association_reader
