@@ -1,9 +1,12 @@
 //! The service catalog: regions, services and endpoints (`/v3/regions`, `/v3/services`,
-//! `/v3/endpoints`) and the catalog as tokens carry it.
+//! `/v3/endpoints`) and the catalog as tokens carry it, with Keystone's extensions over it
+//! (policy blobs, OS-EP-FILTER, OS-ENDPOINT-POLICY).
 
 pub mod endpoint_groups;
+pub mod endpoint_policy;
 pub mod endpoints;
 pub mod policies;
+mod policy_lookup;
 pub mod regions;
 mod render;
 pub mod schemas;
@@ -86,5 +89,7 @@ pub(crate) fn opt_ref(field: &Sent<String>, key: &str) -> ApiResult<Option<Strin
     }
 }
 
+#[cfg(test)]
+mod endpoint_policy_tests;
 #[cfg(test)]
 mod tests;

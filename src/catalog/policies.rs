@@ -50,7 +50,7 @@ fn show(node: &Core, doc: &Doc) -> s::Policy {
     s::Policy { extra, id, blob, policy_type, links: API.links(node, &doc.id) }
 }
 
-fn respond(node: &Core, doc: &Doc) -> Json<Value> {
+pub(super) fn respond(node: &Core, doc: &Doc) -> Json<Value> {
     Json(to_json(&s::PolicyEnvelope { policy: show(node, doc) }))
 }
 

@@ -32,7 +32,8 @@
 //! `{scratch_idp_global}` made before the call, likewise for the others; `{cert}` a PEM
 //! certificate, escaped for a JSON string. Mapping rulesets: `{mapping_A}`, `{mapping_B}`,
 //! `{mapping_global}` fixtures, and `{scratch_mapping_A}` (likewise `_B`, `_global`) made
-//! before the call. A body starting with `form:` is sent form-encoded.
+//! before the call. `{policy}`, `{service}`, `{region}` and `{endpoint}` (of that service, in
+//! that region): a policy blob and catalog records made by the admin. A body starting with `form:` is sent form-encoded.
 
 use std::collections::HashMap;
 
@@ -155,6 +156,24 @@ const CASES: &[Case] = &[
     (Method::GET, "/v3/policies", None,                                 [401, 403, 403, 403, 403, 200, 403, 403]),
     (Method::POST, "/v3/policies", Some(r#"{"policy": {"blob": "{}", "type": "t"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::GET, "/v3/OS-EP-FILTER/endpoint_groups", None,             [401, 403, 403, 403, 403, 200, 403, 403]),
+    // OS-ENDPOINT-POLICY: system readers check and resolve, admins tie and untie, never with a
+    // domain-scoped token (Keystone's scope_types); the policy decides before any lookup.
+    (Method::PUT, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::GET, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::HEAD, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::GET, "/v3/endpoints/{endpoint}/OS-ENDPOINT-POLICY/policy", None, [401, 403, 403, 403, 403, 200, 403, 403]),
+    (Method::GET, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints", None, [401, 403, 403, 403, 403, 200, 403, 403]),
+    (Method::DELETE, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::GET, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::GET, "/v3/endpoints/{endpoint}/OS-ENDPOINT-POLICY/policy", None, [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::PUT, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::GET, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::DELETE, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::PUT, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}/regions/{region}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::HEAD, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}/regions/{region}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::DELETE, "/v3/policies/{policy}/OS-ENDPOINT-POLICY/services/{service}/regions/{region}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::PUT, "/v3/policies/no-such-policy/OS-ENDPOINT-POLICY/endpoints/{endpoint}", None, [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::GET, "/v3/endpoints/no-such-endpoint/OS-ENDPOINT-POLICY/policy", None, [401, 403, 403, 403, 403, 404, 403, 403]),
     (Method::GET, "/v3/OS-FEDERATION/identity_providers", None,         [401, 403, 403, 403, 403, 200, 403, 403]),
     (Method::PUT, "/v3/OS-FEDERATION/identity_providers/idp-{uniq}", Some(r#"{"identity_provider": {"domain_id": "{dA}"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::GET, "/v3/OS-FEDERATION/mappings", None,                   [401, 403, 403, 403, 403, 200, 403, 403]),
@@ -630,6 +649,12 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
         assert_eq!(r.status, StatusCode::CREATED, "SCIM realm: {}", r.body);
     }
     let cred_m = t.create("/v3/credentials", "credential", json!({"type": "totp", "blob": "m", "user_id": u_m})).await;
+    // OS-ENDPOINT-POLICY: a policy, a service and its endpoint in a region.
+    let policy = t.create("/v3/policies", "policy", json!({"blob": "{}", "type": "t"})).await;
+    let service = t.create("/v3/services", "service", json!({"type": "matrix-ep-policy"})).await;
+    let region = t.create("/v3/regions", "region", json!({"id": "matrix-region"})).await;
+    let endpoint_fields = json!({"service_id": service, "interface": "public", "url": "http://x", "region_id": region});
+    let endpoint = t.create("/v3/endpoints", "endpoint", endpoint_fields).await;
 
     let mut vars = base.clone();
     vars.extend([
@@ -657,6 +682,10 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
         ("restriction_B".into(), restriction(&d_b).await),
         ("admin_user".into(), info.admin_user_id.clone()),
         ("admin_project".into(), info.admin_project_id.clone()),
+        ("policy".into(), policy),
+        ("service".into(), service),
+        ("region".into(), region),
+        ("endpoint".into(), endpoint),
     ]);
 
     let on_pa = json!({"project": {"id": p_a}});

@@ -44,7 +44,7 @@ pub fn api(node: Arc<Node>) -> Router {
 /// description are two views of these declarations. Add routes here only through `routes!`.
 pub fn described() -> OpenApiRouter<AppState> {
     use assignment::{grants, implied, inherited, role_assignments, roles};
-    use catalog::{endpoint_groups as epf, endpoints, policies, regions, services};
+    use catalog::{endpoint_groups as epf, endpoint_policy, endpoints, policies, regions, services};
     use credential::{credentials, ec2, sigtokens};
     use federation::{identity_providers as idps, mappings, protocols, service_providers as sps};
     use identity::{groups, password, users};
@@ -117,6 +117,15 @@ pub fn described() -> OpenApiRouter<AppState> {
         .routes(routes!(epf::project_endpoint_check, epf::project_endpoint_add, epf::project_endpoint_remove))
         .routes(routes!(policies::list, policies::create))
         .routes(routes!(policies::get, policies::update, policies::delete))
+        .routes(routes!(
+            endpoint_policy::endpoint_check,
+            endpoint_policy::endpoint_put,
+            endpoint_policy::endpoint_delete
+        ))
+        .routes(routes!(endpoint_policy::service_check, endpoint_policy::service_put, endpoint_policy::service_delete))
+        .routes(routes!(endpoint_policy::region_check, endpoint_policy::region_put, endpoint_policy::region_delete))
+        .routes(routes!(endpoint_policy::endpoints_list))
+        .routes(routes!(endpoint_policy::policy_for_endpoint))
         .routes(routes!(idps::list))
         .routes(routes!(idps::get, idps::create, idps::update, idps::delete))
         .routes(routes!(protocols::list))

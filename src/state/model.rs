@@ -217,6 +217,9 @@ pub enum DocKind {
     OAuthRequestToken,
     /// An OS-OAUTH1 access token: id `{consumer_id}/{token_id}`.
     OAuthAccessToken,
+    /// An OS-ENDPOINT-POLICY association, keyed by what it applies to (one policy per key):
+    /// id `endpoint/{endpoint_id}`, `service/{service_id}` or `service/{service_id}/{region_id}`.
+    PolicyAssociation,
 }
 
 impl DocKind {
@@ -238,6 +241,7 @@ impl DocKind {
             DocKind::Trust => "tr",
             DocKind::OAuthRequestToken => "oart",
             DocKind::OAuthAccessToken => "oaat",
+            DocKind::PolicyAssociation => "pola",
         }
     }
 
@@ -259,6 +263,7 @@ impl DocKind {
             DocKind::Trust => "trust",
             DocKind::OAuthRequestToken => "Request token",
             DocKind::OAuthAccessToken => "Access token",
+            DocKind::PolicyAssociation => "policy association",
         }
     }
 
@@ -269,6 +274,15 @@ impl DocKind {
             DocKind::EndpointGroup => &[DocKind::EndpointGroupProject],
             DocKind::IdentityProvider => &[DocKind::FederationProtocol],
             DocKind::OAuthConsumer => &[DocKind::OAuthRequestToken, DocKind::OAuthAccessToken],
+            _ => &[],
+        }
+    }
+
+    /// Kinds whose records name a record of this kind in a body field (kind, field) and go
+    /// with it: for references that are not part of the id.
+    pub fn referrers(self) -> &'static [(DocKind, &'static str)] {
+        match self {
+            DocKind::Policy => &[(DocKind::PolicyAssociation, "policy_id")],
             _ => &[],
         }
     }
@@ -299,6 +313,8 @@ pub enum Ref {
     Endpoint(String),
     User(String),
     Role(String),
+    Service(String),
+    Region(String),
 }
 
 /// A local user's password bookkeeping for `[security_compliance]`: its recent hashes (newest

@@ -80,3 +80,31 @@ check_endpoint_in_project if catalog_reader
 add_endpoint_to_project if data.lib.admin_required
 
 remove_endpoint_from_project if data.lib.admin_required
+
+# OS-ENDPOINT-POLICY (keystone/common/policies/policy_association.py). A domain-scoped token
+# is refused before these are read (their scope_types, policy/scope_types.rs).
+association_admin if data.lib.admin_required
+
+association_reader if catalog_reader
+
+create_policy_association_for_endpoint if association_admin
+
+check_policy_association_for_endpoint if association_reader
+
+delete_policy_association_for_endpoint if association_admin
+
+create_policy_association_for_service if association_admin
+
+check_policy_association_for_service if association_reader
+
+delete_policy_association_for_service if association_admin
+
+create_policy_association_for_region_and_service if association_admin
+
+check_policy_association_for_region_and_service if association_reader
+
+delete_policy_association_for_region_and_service if association_admin
+
+get_policy_for_endpoint if association_reader
+
+list_endpoints_for_policy if association_reader

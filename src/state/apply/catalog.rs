@@ -1,6 +1,7 @@
 //! Regions, services and endpoints of the service catalog, with Keystone's invariants:
 //! parents and references exist, region trees stay acyclic, a region still serving
-//! endpoints is not deleted, deleting a service deletes its endpoints.
+//! endpoints is not deleted, deleting a service deletes its endpoints; deletions take the
+//! OS-ENDPOINT-POLICY associations naming what goes.
 
 use std::collections::BTreeSet;
 
@@ -79,6 +80,7 @@ pub fn delete_region(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
             "Unable to delete region {id} because it or its child regions have associated endpoints."
         ))));
     }
+    super::endpoint_policy::forget_regions(tx, &subtree)?;
     for r in subtree {
         tx.delete(cf::CATALOG, keys::region(&r));
     }
@@ -108,8 +110,10 @@ pub fn delete_service(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
     }
     let endpoints: Vec<Endpoint> = tx.scan(cf::CATALOG, keys::ENDPOINT_PREFIX)?;
     for e in endpoints.iter().filter(|e| e.service_id == id) {
+        super::endpoint_policy::forget_endpoint(tx, &e.id)?;
         tx.delete(cf::CATALOG, keys::endpoint(&e.id));
     }
+    super::endpoint_policy::forget_service(tx, id)?;
     tx.delete(cf::CATALOG, keys::service(id));
     Ok(Ok(Applied::Done))
 }
@@ -155,6 +159,7 @@ pub fn delete_endpoint(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> 
     if tx.endpoint(id)?.is_none() {
         return Ok(Err(not_found("endpoint", id)));
     }
+    super::endpoint_policy::forget_endpoint(tx, id)?;
     tx.delete(cf::CATALOG, keys::endpoint(id));
     Ok(Ok(Applied::Done))
 }

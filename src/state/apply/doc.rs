@@ -18,6 +18,8 @@ fn ref_kind(r: &Ref) -> (&'static str, &str) {
         Ref::Endpoint(id) => ("endpoint", id),
         Ref::User(id) => ("user", id),
         Ref::Role(id) => ("role", id),
+        Ref::Service(id) => ("service", id),
+        Ref::Region(id) => ("region", id),
     }
 }
 
@@ -71,10 +73,18 @@ pub fn delete(tx: &mut Tx<'_>, kind: DocKind, id: &str) -> Result<ApplyResult, F
     Ok(Ok(Applied::Done))
 }
 
-fn remove(tx: &mut Tx<'_>, doc: &Doc) -> Result<(), Fatal> {
+pub(super) fn remove(tx: &mut Tx<'_>, doc: &Doc) -> Result<(), Fatal> {
     for child_kind in doc.kind.children() {
         for child in tx.child_docs(*child_kind, &doc.id)? {
             remove(tx, &child)?;
+        }
+    }
+    for (kind, field) in doc.kind.referrers() {
+        for other in tx.docs(*kind)? {
+            let named: serde_json::Value = serde_json::from_str(&other.body).unwrap_or_default();
+            if named.get(field).and_then(serde_json::Value::as_str) == Some(doc.id.as_str()) {
+                remove(tx, &other)?;
+            }
         }
     }
     let ns = keys::doc_unique_ns(doc.kind);

@@ -11,6 +11,7 @@ mod catalog;
 pub mod credential;
 mod derived_ids;
 mod doc;
+mod endpoint_policy;
 mod fatal;
 mod group;
 mod identity;

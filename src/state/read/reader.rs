@@ -134,6 +134,8 @@ pub trait Reader {
             Ref::Endpoint(id) => self.get_raw(cf::CATALOG, &keys::endpoint(id))?.is_some(),
             Ref::User(id) => self.get_raw(cf::USERS, id.as_bytes())?.is_some(),
             Ref::Role(id) => self.get_raw(cf::ROLES, &keys::role(id))?.is_some(),
+            Ref::Service(id) => self.get_raw(cf::CATALOG, &keys::service(id))?.is_some(),
+            Ref::Region(id) => self.get_raw(cf::CATALOG, &keys::region(id))?.is_some(),
         })
     }
 
