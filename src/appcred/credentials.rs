@@ -20,7 +20,7 @@ use crate::http::fields::{future_time, new_id, Obj};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::policy::{enforce, guard};
+use crate::policy::{enforce, enforce_found, guard};
 use crate::reads::listing::implied_closure;
 use crate::state::model::{Doc, DocKind, Ref};
 use crate::state::{Command, Reader};
@@ -296,8 +296,16 @@ pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
     responses((status = 200, description = "The credential (without its secret).", body = s::AppCredEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
-    let (_, c) = load(&node, &user_id, &id)?;
-    enforce("identity:get_application_credential", &ctx, &target(&c.user_id))?;
+    // As Keystone: the policy is asked about the credential's own user, or, when there is no
+    // such credential, about the user the path names, before the 404.
+    let found = load(&node, &user_id, &id);
+    let (_, c) = enforce_found(
+        "identity:get_application_credential",
+        &ctx,
+        found,
+        |(_, c)| target(&c.user_id),
+        target(&user_id),
+    )?;
     refuse_delegated(&ctx, false)?;
     let application_credential = render(&node, &c)?;
     Ok(Json(to_json(&s::AppCredEnvelope { application_credential })))
@@ -307,8 +315,16 @@ pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, Strin
     params(("user_id" = String, Path, description = "The owner."), ("application_credential_id" = String, Path, description = "The credential's id.")),
     responses((status = 204, description = "Deleted; tokens from it stop validating. Its access rules stay."), E::Remove))]
 pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
-    let (doc, c) = load(&node, &user_id, &id)?;
-    enforce("identity:delete_application_credential", &ctx, &target(&c.user_id))?;
+    // As Keystone: the policy is asked about the credential's own user, or, when there is no
+    // such credential, about the user the path names, before the 404.
+    let found = load(&node, &user_id, &id);
+    let (doc, _) = enforce_found(
+        "identity:delete_application_credential",
+        &ctx,
+        found,
+        |(_, c)| target(&c.user_id),
+        target(&user_id),
+    )?;
     refuse_delegated(&ctx, true)?;
     API.delete(&node, &doc.id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -123,11 +123,10 @@ macro_rules! token_operations {
         }
 
         #[utoipa::path(delete, path = $path, tag = "auth", operation_id = $revoke_id,
-    security(()),
-    params(("X-Subject-Token" = String, Header, description = "The token to revoke; possessing it is the authority.")),
-    responses((status = 204, description = "Revoked everywhere, immediately."), E::BadRequest, E::NotFound, E::Internal, E::Unavailable))]
-        pub async fn $revoke(n: State<Arc<Tokens>>, h: HeaderMap) -> ApiResult<StatusCode> {
-            revoke_token(n, h).await
+    params(("X-Subject-Token" = String, Header, description = "The token to revoke: the caller's own, or any for an administrator.")),
+    responses((status = 204, description = "Revoked everywhere, immediately."), E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::Internal, E::Unavailable))]
+        pub async fn $revoke(n: State<Arc<Tokens>>, c: Caller, h: HeaderMap) -> ApiResult<StatusCode> {
+            revoke_token(n, c, h).await
         }
     };
 }
@@ -301,12 +300,17 @@ async fn check_token(
     Ok(StatusCode::OK)
 }
 
-/// Possession of the subject token is the authority to revoke it (no X-Auth-Token needed).
-/// Answers once every reachable node has applied the revocation, so validation anywhere
-/// fails from then on.
-async fn revoke_token(State(node): State<Arc<Tokens>>, headers: HeaderMap) -> ApiResult<StatusCode> {
+/// As in Keystone, the caller (X-Auth-Token) revokes the subject token when the policy lets
+/// it: an administrator, or the token's own user. Answers once every reachable node has
+/// applied the revocation, so validation anywhere fails from then on.
+async fn revoke_token(
+    State(node): State<Arc<Tokens>>,
+    Caller(ctx): Caller,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
     let subject = subject_token(&headers)?;
     let vt = node.validate_token(&subject, true).await?;
+    enforce("identity:revoke_token", &ctx, &json!({"token": {"user_id": vt.user.id}}))?;
     let audit_ids = vt.payload.audit_id_strings().into_iter().take(1).collect();
     // Kept as long as `allow_expired` could still validate the token.
     let keep_until = vt.payload.expires_at.saturating_add(node.cfg.allow_expired_window_s.saturating_mul(1_000_000));

@@ -17,7 +17,7 @@ use crate::http::fields::{extra, new_id};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::policy::enforce;
+use crate::policy::{enforce, enforce_found};
 use crate::state::model::{Endpoint, Region};
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
@@ -143,8 +143,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "The endpoint.", body = s::EndpointEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let e = load(&node, &id)?;
-    enforce("identity:get_endpoint", &ctx, &target(&e))?;
+    let e = enforce_found("identity:get_endpoint", &ctx, load(&node, &id), target, json!({}))?;
     Ok(shown(&node, &e))
 }
 
@@ -158,8 +157,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::EndpointUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.endpoint.envelope("endpoint")?;
-    let mut e = load(&node, &id)?;
-    enforce("identity:update_endpoint", &ctx, &target(&e))?;
+    let mut e = enforce_found("identity:update_endpoint", &ctx, load(&node, &id), target, json!({}))?;
     if b.id.is_present() && b.id.string("id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
@@ -189,8 +187,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The endpoint's id.")),
     responses((status = 204, description = "Deleted."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let e = load(&node, &id)?;
-    enforce("identity:delete_endpoint", &ctx, &target(&e))?;
+    let e = enforce_found("identity:delete_endpoint", &ctx, load(&node, &id), target, json!({}))?;
     node.propose(Command::DeleteEndpoint { id: e.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

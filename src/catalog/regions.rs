@@ -17,7 +17,7 @@ use crate::http::fields::{extra, new_id};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::policy::enforce;
+use crate::policy::{enforce, enforce_found};
 use crate::state::model::Region;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
@@ -111,8 +111,7 @@ pub async fn put(
     params(("id" = String, Path, description = "The region's id.")),
     responses((status = 200, description = "The region.", body = s::RegionEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let r = load(&node, &id)?;
-    enforce("identity:get_region", &ctx, &target(&r))?;
+    let r = enforce_found("identity:get_region", &ctx, load(&node, &id), target, json!({}))?;
     Ok(shown(&node, &r))
 }
 
@@ -126,8 +125,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::RegionRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.region.envelope("region")?;
-    let mut r = load(&node, &id)?;
-    enforce("identity:update_region", &ctx, &target(&r))?;
+    let mut r = enforce_found("identity:update_region", &ctx, load(&node, &id), target, json!({}))?;
     if b.id.is_present() && b.id.string("id", MAX_ID)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
@@ -145,8 +143,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The region's id.")),
     responses((status = 204, description = "Deleted."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let r = load(&node, &id)?;
-    enforce("identity:delete_region", &ctx, &target(&r))?;
+    let r = enforce_found("identity:delete_region", &ctx, load(&node, &id), target, json!({}))?;
     node.propose(Command::DeleteRegion { id: r.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,7 +16,7 @@ use crate::http::fields::{extra, new_id};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::pages::page;
 use crate::http::JsonBody;
-use crate::policy::enforce;
+use crate::policy::{enforce, enforce_found};
 use crate::state::model::Service;
 use crate::state::read::CatalogReads;
 use crate::state::{Command, Reader};
@@ -76,8 +76,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The service's id.")),
     responses((status = 200, description = "The service.", body = s::ServiceEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let s = load(&node, &id)?;
-    enforce("identity:get_service", &ctx, &target(&s))?;
+    let s = enforce_found("identity:get_service", &ctx, load(&node, &id), target, json!({}))?;
     Ok(shown(&node, &s))
 }
 
@@ -91,8 +90,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::ServiceUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.service.envelope("service")?;
-    let mut s = load(&node, &id)?;
-    enforce("identity:update_service", &ctx, &target(&s))?;
+    let mut s = enforce_found("identity:update_service", &ctx, load(&node, &id), target, json!({}))?;
     if b.id.is_present() && b.id.string("id", 64)?.as_deref() != Some(id.as_str()) {
         return Err(ApiError::bad_request("Cannot change ID."));
     }
@@ -117,8 +115,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The service's id.")),
     responses((status = 204, description = "Deleted, with its endpoints."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let s = load(&node, &id)?;
-    enforce("identity:delete_service", &ctx, &target(&s))?;
+    let s = enforce_found("identity:delete_service", &ctx, load(&node, &id), target, json!({}))?;
     node.propose(Command::DeleteService { id: s.id }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

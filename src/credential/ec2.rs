@@ -44,7 +44,9 @@ fn require_user(node: &Core, user_id: &str) -> ApiResult<()> {
     }
 }
 
-/// The user's signature credential for `access`, after authorizing `action` on it.
+/// The signature credential for `access`, after authorizing `action` on it. Keystone's order:
+/// the credential is looked up first (404 to anyone when there is none), the policy is asked
+/// about its real owner (never the user the path names), then the path's user must exist.
 fn load_authorized(
     node: &Core,
     ctx: &crate::token::ValidToken,
@@ -52,10 +54,11 @@ fn load_authorized(
     user_id: &str,
     access: &str,
 ) -> ApiResult<Credential> {
-    let found = node.engine.read().credential(&ec2_id(access))?.filter(|c| c.cred_type == EC2 && c.user_id == user_id);
-    enforce(action, ctx, &owner_target(user_id))?;
+    let found = node.engine.read().credential(&ec2_id(access))?.filter(|c| c.cred_type == EC2);
+    let c = found.ok_or_else(|| ApiError::not_found("credential", access))?;
+    enforce(action, ctx, &owner_target(&c.user_id))?;
     require_user(node, user_id)?;
-    found.ok_or_else(|| ApiError::not_found("credential", access))
+    Ok(c)
 }
 
 #[utoipa::path(get, path = "/v3/users/{id}/credentials/OS-EC2", operation_id = "ec2_list", tag = "credentials",

@@ -117,6 +117,11 @@ pub async fn create(
     let default_project_id = b.fields.default_project_id.string("default_project_id", 64)?;
     let options = b.fields.options.options()?;
     let federated = s::federated(&b.fields.federated)?.flatten();
+    if domain_id.is_none() {
+        // Keystone asks the policy about the user as sent, before it fills in the domain: a
+        // domain manager must name its domain.
+        enforce("identity:create_user", &ctx, &json!({"user": {"name": name}}))?;
+    }
     let domain_id =
         domain_id.or_else(|| ctx.scope_domain.as_ref().map(|d| d.id.clone())).unwrap_or_else(|| "default".into());
     let mut u = User {

@@ -17,7 +17,7 @@ use crate::http::fields::{extra, new_id, Obj};
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::openfga::forget::{forget_in, Gone};
-use crate::policy::{enforce, guard};
+use crate::policy::{enforce, enforce_found, guard, Persona};
 use crate::state::keys::ns;
 use crate::state::model::Project;
 use crate::state::read::ResourceReads;
@@ -42,6 +42,10 @@ fn load(node: &Core, id: &str) -> ApiResult<Project> {
     node.engine.read().domain(id)?.ok_or_else(|| ApiError::not_found("domain", id))
 }
 
+fn domain_target(d: &Project) -> Value {
+    json!({"domain": {"id": d.id}})
+}
+
 fn shown(node: &Core, d: &Project) -> Json<Value> {
     let domain = render::domain(d, &node.cfg.public_base());
     Json(to_json(&s::DomainEnvelope { domain }))
@@ -53,7 +57,10 @@ fn shown(node: &Core, d: &Project) -> Json<Value> {
            ("enabled" = Option<bool>, Query, description = "Only enabled (true) or disabled (false) domains.")),
     responses((status = 200, description = "The domains the caller may see.", body = s::DomainList), E::List))]
 pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>>) -> ApiResult<Json<Value>> {
-    enforce("identity:list_domains", &ctx, &json!({}))?;
+    // A domain-scoped caller asks about, and sees, its own domain only (as Keystone filters).
+    let own = Persona { ctx: &ctx }.listing_domain().map(str::to_string);
+    let target = own.as_ref().map_or_else(|| json!({}), |d| json!({"domain": {"id": d}}));
+    enforce("identity:list_domains", &ctx, &target)?;
     let view = node.engine.snapshot();
     let ids: Option<Vec<&str>> = q.get("ids").map(|s| s.split(',').map(str::trim).collect());
     let domains: Vec<Project> = match q.get("name") {
@@ -69,6 +76,7 @@ pub async fn list(Call(node, ctx): Call, Query(q): Query<HashMap<String, String>
     let out: Vec<Value> = domains
         .iter()
         .filter(|d| ids.as_ref().is_none_or(|ids| ids.contains(&d.id.as_str())))
+        .filter(|d| own.as_ref().is_none_or(|own| *own == d.id))
         .filter(|d| enabled.is_none_or(|e| d.enabled == e))
         .map(|d| to_json(&render::domain(d, &base)))
         .collect();
@@ -115,8 +123,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The domain's id.")),
     responses((status = 200, description = "The domain.", body = s::DomainEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let d = load(&node, &id)?;
-    enforce("identity:get_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    let d = enforce_found("identity:get_domain", &ctx, load(&node, &id), domain_target, json!({}))?;
     Ok(shown(&node, &d))
 }
 
@@ -130,8 +137,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::DomainUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.domain.envelope("domain")?;
-    let mut d = load(&node, &id)?;
-    enforce("identity:update_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    let mut d = enforce_found("identity:update_domain", &ctx, load(&node, &id), domain_target, json!({}))?;
     if let Some(other) = b.id.string("id", 64)? {
         if other != d.id {
             return Err(ApiError::bad_request("Cannot change the domain id."));
@@ -160,8 +166,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The domain's id.")),
     responses((status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let d = load(&node, &id)?;
-    enforce("identity:delete_domain", &ctx, &json!({"domain": {"id": d.id}}))?;
+    let d = enforce_found("identity:delete_domain", &ctx, load(&node, &id), domain_target, json!({}))?;
     guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
     forget_in(node.fga.as_deref(), Gone::of_project_delete(&node.engine.read(), &d)?).await?;
     node.propose(Command::DeleteProject { id: d.id }).await?;

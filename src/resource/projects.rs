@@ -19,7 +19,7 @@ use crate::http::listing::of_domain;
 use crate::http::openapi::{errors as E, to_json};
 use crate::http::JsonBody;
 use crate::openfga::forget::{forget_in, Gone};
-use crate::policy::{enforce, guard};
+use crate::policy::{enforce, enforce_found, guard};
 use crate::state::keys::ns;
 use crate::state::model::{Project, Target};
 use crate::state::read::ResourceReads;
@@ -53,6 +53,18 @@ fn authorize_change(
     }
     enforce(project_action, ctx, &target(p))?;
     guard::change_project(&view, ctx, &p.id)
+}
+
+/// The project to change, or, when there is none, the policy's answer for an unknown target
+/// before the 404 (Keystone's order: a caller who may not change projects hears 403).
+fn load_or_ask(node: &Core, ctx: &ValidToken, id: &str, action: &str) -> ApiResult<Project> {
+    match load(node, id) {
+        Err(e) if e.status == StatusCode::NOT_FOUND => {
+            enforce(action, ctx, &json!({}))?;
+            Err(e)
+        }
+        found => found,
+    }
 }
 
 fn shown(node: &Core, p: &Project) -> Json<Value> {
@@ -189,8 +201,7 @@ pub async fn create(
     params(("id" = String, Path, description = "The project's id.")),
     responses((status = 200, description = "The project.", body = s::ProjectEnvelope), E::Read))]
 pub async fn get(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let p = load(&node, &id)?;
-    enforce("identity:get_project", &ctx, &target(&p))?;
+    let p = enforce_found("identity:get_project", &ctx, load(&node, &id), target, json!({}))?;
     Ok(shown(&node, &p))
 }
 
@@ -204,7 +215,7 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::ProjectUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.project.envelope("project")?;
-    let mut p = load(&node, &id)?;
+    let mut p = load_or_ask(&node, &ctx, &id, "identity:update_project")?;
     let disabling = p.enabled && b.fields.enabled.flag("enabled")? == Some(false);
     authorize_change(&node, &ctx, &p, ("identity:update_project", "identity:update_domain"), disabling)?;
     for (key, sent, current) in [
@@ -241,7 +252,7 @@ pub async fn update(
     params(("id" = String, Path, description = "The project's id.")),
     responses((status = 204, description = "Deleted."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let p = load(&node, &id)?;
+    let p = load_or_ask(&node, &ctx, &id, "identity:delete_project")?;
     authorize_change(&node, &ctx, &p, ("identity:delete_project", "identity:delete_domain"), true)?;
     forget_in(node.fga.as_deref(), Gone::of_project_delete(&node.engine.read(), &p)?).await?;
     node.propose(Command::DeleteProject { id: p.id }).await?;

@@ -71,14 +71,9 @@ list_project_tags if get_project
 
 get_project_tag if get_project
 
-# (rule:admin_required) or (role:manager and domain_id:%(target.project.domain_id)s)
-#   or (role:member and project_id:%(target.project.id)s)
+# (rule:admin_required) or (role:manager and domain_id:%(target.project.domain_id)s): Keystone
+# 2024.1 took the project member's tag writes away.
 project_tag_writer if project_manager
-
-project_tag_writer if {
-	data.lib.role("member")
-	data.lib.project_is(input.target.project.id)
-}
 
 create_project_tag if project_tag_writer
 
