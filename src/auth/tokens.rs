@@ -36,6 +36,12 @@ fn token_body(node: &Tokens, token: &str, vt: &Arc<ValidToken>, nocatalog: bool)
             return Ok(body);
         }
     }
+    let body = render_body(node, vt, nocatalog)?;
+    node.token_bodies.insert(key, (vt.clone(), body.clone()), applied);
+    Ok(body)
+}
+
+fn render_body(node: &Tokens, vt: &ValidToken, nocatalog: bool) -> ApiResult<Bytes> {
     let catalog = match (&vt.payload.scope, nocatalog) {
         (TokenScope::Unscoped, _) | (_, true) => None,
         (scope, false) => Some(node.catalog_for(scope)?),
@@ -45,9 +51,20 @@ fn token_body(node: &Tokens, token: &str, vt: &Arc<ValidToken>, nocatalog: bool)
     if let (false, Some(o)) = (sps.is_empty(), token.as_object_mut()) {
         o.insert("service_providers".into(), Value::Array(sps));
     }
-    let body = Bytes::from(serde_json::to_vec(&json!({"token": token})).map_err(ApiError::internal)?);
-    node.token_bodies.insert(key, (vt.clone(), body.clone()), applied);
-    Ok(body)
+    Ok(Bytes::from(serde_json::to_vec(&json!({"token": token})).map_err(ApiError::internal)?))
+}
+
+/// A token's body without the token itself, for an answer about who signed a request
+/// (`/v3/s3tokens`, as Keystone answers it): the caller learns the identity, not a bearer
+/// credential. Not cached, since no later request names this token.
+pub(crate) fn token_body_response(
+    node: &Tokens,
+    status: StatusCode,
+    vt: &ValidToken,
+    nocatalog: bool,
+) -> ApiResult<Response> {
+    let body = render_body(node, vt, nocatalog)?;
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 fn subject_token(headers: &HeaderMap) -> ApiResult<String> {

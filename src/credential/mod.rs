@@ -1,9 +1,12 @@
 //! Credentials: `/v3/credentials`, Keystone's legacy signature credential view under
-//! `/v3/users/{user_id}/credentials/OS-EC2`, and tokens for signed requests (`/v3/sigtokens`).
+//! `/v3/users/{user_id}/credentials/OS-EC2`, tokens for signed requests (`/v3/sigtokens`) and
+//! the S3 service's signature check (`/v3/s3tokens`).
 
 pub mod credentials;
 pub mod ec2;
 pub mod replay;
+mod s3sign;
+pub mod s3tokens;
 pub mod schemas;
 mod signer;
 pub mod sigtokens;
@@ -38,5 +41,7 @@ pub fn blob_field(c: &Credential, key: &str) -> Option<String> {
     serde_json::from_str::<Value>(&c.blob).ok()?.get(key)?.as_str().map(str::to_string)
 }
 
+#[cfg(test)]
+mod s3tokens_tests;
 #[cfg(test)]
 pub(crate) mod tests;

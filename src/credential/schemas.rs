@@ -246,3 +246,78 @@ pub fn string_map(sent: &Sent<Obj>, field: &str) -> ApiResult<BTreeMap<String, S
         Sent::Wrong(_) => Err(invalid()),
     }
 }
+
+/// One S3 request as an S3 service presents it (Swift's s3token, Ceph's RADOS Gateway).
+#[derive(Deserialize, ToSchema)]
+pub struct S3Credentials {
+    /// The plaintext access key; without it the answer is 401.
+    #[serde(default)]
+    #[schema(required = true, value_type = String)]
+    pub access: Sent<String>,
+    /// Base64 (standard or URL-safe alphabet) of the request's string to sign, as the S3
+    /// service built it.
+    #[serde(default)]
+    #[schema(required = true, value_type = String)]
+    pub token: Sent<String>,
+    /// The request's signature: base64 HMAC-SHA1 (Version 2) or hex HMAC-SHA256 (Version 4).
+    #[serde(default)]
+    #[schema(required = true, value_type = String)]
+    pub signature: Sent<String>,
+}
+
+/// `POST /v3/s3tokens`: the request under `credentials` (Keystone also accepts `credential`
+/// and `ec2Credentials`; the first of them present counts).
+#[derive(Deserialize, ToSchema)]
+pub struct S3TokenRequest {
+    #[serde(default)]
+    #[schema(value_type = Option<S3Credentials>)]
+    pub credentials: Sent<S3Credentials>,
+    #[serde(default)]
+    #[schema(value_type = Option<S3Credentials>)]
+    pub credential: Sent<S3Credentials>,
+    #[serde(rename = "ec2Credentials", default)]
+    #[schema(value_type = Option<S3Credentials>)]
+    pub ec2_credentials: Sent<S3Credentials>,
+    /// Ignored.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub extra: Obj,
+}
+
+/// A presented S3 request: access key, base64 string to sign, signature.
+pub struct S3Presented {
+    pub access: String,
+    pub token: String,
+    pub signature: String,
+}
+
+impl S3TokenRequest {
+    /// The presented request; `None` when it names no access key (Keystone's 401). 400 for a
+    /// body that is no object or an empty one, and for a request whose members are not strings
+    /// or that lacks its string to sign or signature.
+    pub fn presented(body: Body<Self>) -> ApiResult<Option<S3Presented>> {
+        let no_body = || ApiError::bad_request("The request must include a JSON object body.");
+        let top = body.into_inner().ok_or_else(no_body)?;
+        let sent = [top.credentials, top.credential, top.ec2_credentials];
+        if top.extra.is_empty() && !sent.iter().any(Sent::is_present) {
+            return Err(no_body());
+        }
+        let r = match sent.into_iter().find(|c| !matches!(c, Sent::Absent | Sent::Null)) {
+            None => return Ok(None),
+            Some(Sent::Is(r)) => r,
+            Some(_) => return Err(ApiError::bad_request("Invalid input for field 'credentials': must be an object.")),
+        };
+        let field = |sent: Sent<String>, key: &str| match sent {
+            Sent::Is(v) => Ok(Some(v)),
+            Sent::Absent | Sent::Null => Ok(None),
+            Sent::Wrong(_) => Err(ApiError::bad_request(format!("Invalid input for field '{key}': must be a string."))),
+        };
+        let required = |v: Option<String>, key: &str| {
+            v.ok_or_else(|| ApiError::bad_request(format!("'{key}' is a required property.")))
+        };
+        let access = field(r.access, "access")?;
+        let token = required(field(r.token, "token")?, "token")?;
+        let signature = required(field(r.signature, "signature")?, "signature")?;
+        Ok(access.map(|access| S3Presented { access, token, signature }))
+    }
+}

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 /// Python's `urllib.parse.quote(v, safe='-_~')`: everything but RFC 3986 unreserved characters.
 const QUOTE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-const V4_ALGORITHM: &str = "AWS4-HMAC-SHA256";
+pub(super) const V4_ALGORITHM: &str = "AWS4-HMAC-SHA256";
 
 /// The signed request a client presents (`credentials` of a sigtoken request).
 #[derive(Debug, Clone, Default)]
@@ -95,13 +95,13 @@ pub fn signed_timestamp(r: &SignedRequest) -> Option<&str> {
 // HMAC takes keys of any length; the error arm exists only in the type.
 const BAD_KEY: Unverifiable = Unverifiable("unusable key");
 
-fn hmac_sha1(key: &[u8], parts: &[&[u8]]) -> Result<Vec<u8>, Unverifiable> {
+pub(super) fn hmac_sha1(key: &[u8], parts: &[&[u8]]) -> Result<Vec<u8>, Unverifiable> {
     let mut mac = <Hmac<Sha1> as Mac>::new_from_slice(key).map_err(|_| BAD_KEY)?;
     parts.iter().for_each(|p| mac.update(p));
     Ok(mac.finalize().into_bytes().to_vec())
 }
 
-fn hmac_sha256(key: &[u8], data: &[u8]) -> Result<Vec<u8>, Unverifiable> {
+pub(super) fn hmac_sha256(key: &[u8], data: &[u8]) -> Result<Vec<u8>, Unverifiable> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| BAD_KEY)?;
     mac.update(data);
     Ok(mac.finalize().into_bytes().to_vec())

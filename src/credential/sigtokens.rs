@@ -27,8 +27,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{query_flag, JsonBody};
 use crate::http::metrics::labels;
 use crate::http::openapi::errors as E;
+use crate::state::model::{Credential, Project, User};
 use crate::state::Reader;
-use crate::token::{Delegation, Method, TokenPayload, TokenScope, Tokens};
+use crate::token::{Delegation, Method, TokenPayload, TokenScope, Tokens, ValidToken};
 
 /// How far a signed timestamp may be from the node's clock, either way (Keystone's
 /// `auth_ttl`, which Keystone applies to the past only).
@@ -142,26 +143,52 @@ async fn issue_token(
     if request.signature.is_empty() {
         return Err(refuse(&node, "EC2 signature not supplied."));
     }
-    let view = node.engine.read();
-    let cred = view
-        .credential(&ec2_id(&request.access))?
-        .filter(|c| c.cred_type == EC2)
-        .ok_or_else(|| refuse(&node, "Invalid EC2 signature."))?;
-    let secret = blob_field(&cred, "secret").ok_or_else(|| refuse(&node, "Invalid EC2 signature."))?;
+    let (cred, secret) =
+        signing_secret(&node, &request.access)?.ok_or_else(|| refuse(&node, "Invalid EC2 signature."))?;
     if !signer::verify(&secret, &request).unwrap_or(false) {
         return Err(refuse(&node, "Invalid EC2 signature."));
     }
     let now = now_micros();
     let until = fresh(&request, now).map_err(|why| refuse(&node, why))?;
+    let (user, project) =
+        holder(&node, &cred)?.ok_or_else(|| refuse(&node, "The request you have made requires authentication."))?;
+    once(&node, &replays, &request, until, now)?;
+    let (token, vt) =
+        seal_for(&node, user, project, now).await?.ok_or_else(|| refuse(&node, "User not valid for project."))?;
+    node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "success")])).inc();
+    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
+    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
+    token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+}
+
+/// The signature credential of `access` and its secret; `None` for an unknown access key, a
+/// credential of another type or one without a secret.
+pub(super) fn signing_secret(node: &Core, access: &str) -> ApiResult<Option<(Credential, String)>> {
+    let cred = node.engine.read().credential(&ec2_id(access))?.filter(|c| c.cred_type == EC2);
+    Ok(cred.and_then(|c| blob_field(&c, "secret").map(|secret| (c, secret))))
+}
+
+/// The user and project a verified signature speaks for: both must exist and be enabled, and
+/// the project must not be a domain. `None` otherwise.
+pub(super) fn holder(node: &Core, cred: &Credential) -> ApiResult<Option<(User, Project)>> {
+    let view = node.engine.read();
     let user = view.user(&cred.user_id)?.filter(|u| u.enabled);
     let project = match &cred.project_id {
         Some(p) => view.project(p)?.filter(|p| p.enabled && !p.is_domain),
         None => None,
     };
-    let (Some(user), Some(project)) = (user, project) else {
-        return Err(refuse(&node, "The request you have made requires authentication."));
-    };
-    once(&node, &replays, &request, until, now)?;
+    Ok(user.zip(project))
+}
+
+/// A project-scoped `ec2credential` token for `user` on `project`, and its validation, which
+/// checks what every later use will (user, domain and project enabled, a role held). `None`
+/// when it does not validate.
+pub(super) async fn seal_for(
+    node: &Tokens,
+    user: User,
+    project: Project,
+    now: i64,
+) -> ApiResult<Option<(String, Arc<ValidToken>)>> {
     let payload = TokenPayload {
         version: crate::token::PAYLOAD_VERSION,
         user_id: user.id,
@@ -175,12 +202,7 @@ async fn issue_token(
         user_cutoff: Some(user.tokens_valid_after),
     };
     let token = node.seal_token(&payload)?;
-    // Validation checks what every later use will: user, domain, project enabled, roles held.
-    let vt = node.validate_token(&token, false).await.map_err(|_| refuse(&node, "User not valid for project."))?;
-    node.metrics.auth_attempts.get_or_create(&labels(&[("method", "ec2credential"), ("result", "success")])).inc();
-    node.metrics.tokens_issued.get_or_create(&labels(&[("scope", "project")])).inc();
-    let status = if node.cfg.keystone_compat_status { StatusCode::CREATED } else { StatusCode::OK };
-    token_response(&node, status, &token, &vt, query_flag(q.get("nocatalog")))
+    Ok(node.validate_token(&token, false).await.ok().map(|vt| (token, vt)))
 }
 
 #[cfg(test)]

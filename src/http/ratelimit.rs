@@ -2,7 +2,7 @@
 //! guess secrets: token issue (`POST /v3/auth/tokens`, `/v4/auth/tokens`, and the mapped
 //! logins, which also make this node call the provider), password change
 //! (`POST /v3/users/{id}/password`) and signed-request tokens (`POST /v3/sigtokens`,
-//! `/v3/ec2tokens`). Each class has its own buckets, so a client busy changing passwords
+//! `/v3/ec2tokens`, `/v3/s3tokens`). Each class has its own buckets, so a client busy changing passwords
 //! still gets tokens. GCRA buckets from `governor`, keyed by source IP (IPv6 by /64, since a
 //! host usually owns a whole /64); the source is chosen by [`super::client_ip`]. The layer that
 //! applies them to the public API is the router's (`serve::router::limit`).
@@ -61,7 +61,7 @@ impl Class {
             | "/v4/k8s_auth/instances/{instance_id}/auth"
             | "/v4/spiffe/trust_domains/{trust_domain_id}/auth" => Some(Class::TokenIssue),
             "/v3/users/{id}/password" => Some(Class::PasswordChange),
-            "/v3/sigtokens" | "/v3/ec2tokens" => Some(Class::SignedToken),
+            "/v3/sigtokens" | "/v3/ec2tokens" | "/v3/s3tokens" => Some(Class::SignedToken),
             _ => None,
         }
     }
@@ -189,6 +189,7 @@ mod tests {
         assert_eq!(Class::of(&Method::POST, "/v4/auth/tokens"), Some(Class::TokenIssue));
         assert_eq!(Class::of(&Method::POST, "/v3/users/{id}/password"), Some(Class::PasswordChange));
         assert_eq!(Class::of(&Method::POST, "/v3/ec2tokens"), Some(Class::SignedToken));
+        assert_eq!(Class::of(&Method::POST, "/v3/s3tokens"), Some(Class::SignedToken));
         assert_eq!(Class::of(&Method::GET, "/v3/auth/tokens"), None, "validation is not limited");
         assert_eq!(Class::of(&Method::POST, "/v3/users"), None);
         let device = "/v4/oauth2/{domain_id}/device_authorization";

@@ -169,6 +169,7 @@ pub const ACTIONS: &[&str] = &[
     "identity:ec2_list_credentials",
     "identity:ec2_create_credential",
     "identity:ec2_delete_credential",
+    "identity:s3tokens_validate",
     "identity:get_consumer",
     "identity:list_consumers",
     "identity:create_consumer",

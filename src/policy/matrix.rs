@@ -200,6 +200,11 @@ const CASES: &[Case] = &[
     (Method::GET, "/v3/users/{self}/access_rules", None,                [401, 200, 200, 403, 403, 200, 403, 403]),
     (Method::GET, "/v3/OS-TRUST/trusts", None,                          [401, 403, 403, 403, 403, 200, 403, 403]),
     (Method::GET, "/v3/OS-TRUST/trusts?trustor_user_id={self}", None,   [401, 200, 200, 403, 403, 200, 403, 403]),
+    // S3 request signatures (/v3/s3tokens): the S3 service (role `service`) or an admin, as in
+    // Keystone; the policy decides first, so only a caller it lets through hears that the
+    // string to sign is malformed (400) or the access key unknown (401).
+    (Method::POST, "/v3/s3tokens", Some(r#"{"credentials": {"access": "{uniq}", "token": "!", "signature": "x"}}"#), [401, 403, 403, 403, 403, 400, 403, 400]),
+    (Method::POST, "/v3/s3tokens", Some(r#"{"credentials": {"access": "{uniq}", "token": "R0VU", "signature": "x"}}"#), [401, 403, 403, 403, 403, 401, 403, 401]),
     // ---- v4 ----                                                    anon rdr mbr mgrA mgrB admin admB:sys admB:any
     (Method::GET, "/v4", None,                                          [200, 200, 200, 200, 200, 200, 200, 200]),
     // Tokens under /v4: the v3 operations unchanged. Issuing takes no token (the caller's is

@@ -45,7 +45,7 @@ pub fn api(node: Arc<Node>) -> Router {
 pub fn described() -> OpenApiRouter<AppState> {
     use assignment::{grants, implied, inherited, role_assignments, roles};
     use catalog::{endpoint_groups as epf, endpoint_policy, endpoints, policies, regions, services};
-    use credential::{credentials, ec2, sigtokens};
+    use credential::{credentials, ec2, s3tokens, sigtokens};
     use federation::{identity_providers as idps, mappings, protocols, service_providers as sps};
     use identity::{groups, password, users};
     use resource::{domain_config as dcfg, domains, projects, tags};
@@ -155,6 +155,7 @@ pub fn described() -> OpenApiRouter<AppState> {
         // The spec's path, and Keystone's, where existing clients send signed requests.
         .routes(routes!(sigtokens::issue))
         .routes(routes!(sigtokens::issue_ec2tokens))
+        .routes(routes!(s3tokens::validate))
         .merge(oauth2::routes())
         .merge(providers::routes())
         .merge(crate::mapping::api::routes())

@@ -28,6 +28,8 @@
 //! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
 //!   port do not stop token validation or writes anywhere, nor grow the member's memory;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
+//! * `s3tokens`: Swift's s3api and s3token middleware authenticate botocore-signed S3
+//!   requests through `/v3/s3tokens` (see `s3token_judge.py` next to this file);
 //! * `scim_clients`: SCIM v2 judged by scim2-tester and by scim2-client provisioning a directory
 //!   through a follower of a 3-node cluster;
 //! * `snapshot_consistency`: a follower that caught up by snapshot answers like the others;
@@ -60,6 +62,7 @@ mod openfga_cluster;
 mod openstack_smoke;
 mod peer_flood;
 mod plaintext_audit;
+mod s3tokens;
 mod scim_clients;
 mod snapshot_consistency;
 mod stale_reads;

@@ -46,6 +46,11 @@ ec2_create_credential if ec2_writer
 
 ec2_delete_credential if ec2_writer
 
+# S3 request signatures (keystone/common/policies/s3tokens.py): rule:service_or_admin. Only the
+# S3 service asks, never the S3 client: a presigned URL carries its signature and string to sign,
+# and whoever holds one must not turn it into an answer (or a token) of its own.
+s3tokens_validate if data.lib.service_or_admin
+
 # OS-OAUTH1 consumers (keystone/common/policies/consumer.py).
 consumer_reader if data.lib.admin_required
 
