@@ -34,6 +34,7 @@ mod providers;
 mod reads;
 mod resource;
 mod restrictions;
+mod limits;
 mod rotation;
 mod scim;
 mod serve;

@@ -79,7 +79,9 @@ pub fn delete_region(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
             "Unable to delete region {id} because it or its child regions have associated endpoints."
         ))));
     }
-    for r in subtree {
+    let regions: Vec<String> = subtree.into_iter().collect();
+    super::limits::forget_catalog(tx, None, &regions)?;
+    for r in regions {
         tx.delete(cf::CATALOG, keys::region(&r));
     }
     Ok(Ok(Applied::Done))
@@ -110,6 +112,7 @@ pub fn delete_service(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
     for e in endpoints.iter().filter(|e| e.service_id == id) {
         tx.delete(cf::CATALOG, keys::endpoint(&e.id));
     }
+    super::limits::forget_catalog(tx, Some(id), &[])?;
     tx.delete(cf::CATALOG, keys::service(id));
     Ok(Ok(Applied::Done))
 }
