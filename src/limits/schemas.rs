@@ -54,7 +54,8 @@ pub fn object<T>(key: &str, item: Sent<Kept<T>>, allowed: &[&str]) -> ApiResult<
         Sent::Is(k) => Ok(k.typed),
         Sent::Absent => Err(required(key)),
         Sent::Wrong(Value::Object(o)) => {
-            let extra: Vec<String> = o.keys().filter(|k| !allowed.contains(&k.as_str())).map(|k| format!("'{k}'")).collect();
+            let extra: Vec<String> =
+                o.keys().filter(|k| !allowed.contains(&k.as_str())).map(|k| format!("'{k}'")).collect();
             Err(invalid(key, &format!("Additional properties are not allowed ({} was unexpected)", extra.join(", "))))
         }
         Sent::Null => Err(invalid(key, "None is not of type 'object'")),

@@ -26,7 +26,10 @@ async fn setup(t: &TestNode) -> (String, String) {
     let reg = r.body["registered_limits"][0].clone();
     assert_eq!(reg["resource_name"], "cores");
     assert_eq!(reg["default_limit"], 10);
-    assert!(reg["links"]["self"].as_str().unwrap().ends_with(&format!("/v3/registered_limits/{}", reg["id"].as_str().unwrap())));
+    assert!(reg["links"]["self"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("/v3/registered_limits/{}", reg["id"].as_str().unwrap())));
     (service, reg["id"].as_str().unwrap().to_string())
 }
 
@@ -39,7 +42,8 @@ fn limit_body(service: &str, owner: (&str, &str), value: i64) -> Value {
 async fn registered_limits_and_limits_round_trip() {
     let t = TestNode::start().await;
     let (service, reg_id) = setup(&t).await;
-    let r = t.admin(Method::GET, &format!("/v3/registered_limits?service_id={service}&resource_name=cores"), None).await;
+    let r =
+        t.admin(Method::GET, &format!("/v3/registered_limits?service_id={service}&resource_name=cores"), None).await;
     assert_eq!(r.body["registered_limits"].as_array().unwrap().len(), 1, "{}", r.body);
     let r = t.admin(Method::GET, "/v3/registered_limits?resource_name=ram", None).await;
     assert_eq!(r.body["registered_limits"], json!([]));
@@ -64,9 +68,18 @@ async fn registered_limits_and_limits_round_trip() {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     assert_eq!(t.admin(Method::DELETE, &path, None).await.status, StatusCode::FORBIDDEN);
 
-    let r = t.admin(Method::PATCH, &format!("/v3/limits/{id}"), Some(json!({"limit": {"resource_limit": 7, "description": "x"}}))).await;
+    let r = t
+        .admin(
+            Method::PATCH,
+            &format!("/v3/limits/{id}"),
+            Some(json!({"limit": {"resource_limit": 7, "description": "x"}})),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!((r.body["limit"]["resource_limit"].clone(), r.body["limit"]["description"].clone()), (json!(7), json!("x")));
+    assert_eq!(
+        (r.body["limit"]["resource_limit"].clone(), r.body["limit"]["description"].clone()),
+        (json!(7), json!("x"))
+    );
     let r = t.admin(Method::GET, &format!("/v3/limits?project_id={p}"), None).await;
     assert_eq!(r.body["limits"].as_array().unwrap().len(), 1, "{}", r.body);
 
@@ -97,8 +110,12 @@ async fn bodies_are_checked_as_keystone_checks_them() {
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
     }
     let r = t
-        .admin(Method::POST, "/v3/registered_limits", Some(json!({"registered_limits": [{"service_id": service,
-            "resource_name": "x", "default_limit": 5, "id": "a"}]})))
+        .admin(
+            Method::POST,
+            "/v3/registered_limits",
+            Some(json!({"registered_limits": [{"service_id": service,
+            "resource_name": "x", "default_limit": 5, "id": "a"}]})),
+        )
         .await;
     assert!(r.body["error"]["message"].as_str().unwrap().contains("('id' was unexpected)"), "{}", r.body);
     let p = t.create("/v3/projects", "project", json!({"name": "bp", "domain_id": "default"})).await;
@@ -106,7 +123,8 @@ async fn bodies_are_checked_as_keystone_checks_them() {
     both["limits"][0]["domain_id"] = json!("default");
     let mut neither = limit_body(&service, ("project_id", &p), 1);
     neither["limits"][0].as_object_mut().unwrap().remove("project_id");
-    for body in [both, neither, json!({"limits": [{"project_id": p, "service_id": service, "resource_name": "cores"}]})] {
+    for body in [both, neither, json!({"limits": [{"project_id": p, "service_id": service, "resource_name": "cores"}]})]
+    {
         let r = t.admin(Method::POST, "/v3/limits", Some(body.clone())).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
     }

@@ -648,7 +648,8 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
     let registered_limit = |resource: String| {
         let (t, service) = (&t, &limit_service);
         async move {
-            let body = json!({"registered_limits": [{"service_id": service, "resource_name": resource, "default_limit": 10}]});
+            let body =
+                json!({"registered_limits": [{"service_id": service, "resource_name": resource, "default_limit": 10}]});
             let r = t.admin(Method::POST, "/v3/registered_limits", Some(body)).await;
             assert_eq!(r.status, StatusCode::CREATED, "registered limit: {}", r.body);
             r.body["registered_limits"][0]["id"].as_str().unwrap().to_string()

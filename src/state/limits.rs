@@ -38,9 +38,7 @@ impl Model {
     /// Keystone's description of the model, as `GET /v3/limits/model` shows it.
     pub fn description(self) -> &'static str {
         match self {
-            Model::Flat => {
-                "Limit enforcement and validation does not take project hierarchy into consideration."
-            }
+            Model::Flat => "Limit enforcement and validation does not take project hierarchy into consideration.",
             Model::StrictTwoLevel => "This model requires project hierarchy never exceeds a depth of two",
         }
     }
@@ -134,21 +132,41 @@ pub struct RegisteredPatch {
 pub enum LimitCommand {
     /// Stores all of them or none: each names an existing service (and region), and no two
     /// share a (service, region, resource name), with each other or with a stored one.
-    CreateRegistered { limits: Vec<RegisteredLimit> },
+    CreateRegistered {
+        limits: Vec<RegisteredLimit>,
+    },
     /// Changes a registered limit no limit refers to.
-    UpdateRegistered { id: String, patch: RegisteredPatch },
+    UpdateRegistered {
+        id: String,
+        patch: RegisteredPatch,
+    },
     /// Deletes a registered limit no limit refers to.
-    DeleteRegistered { id: String },
+    DeleteRegistered {
+        id: String,
+    },
     /// Stores all of them or none: each names an existing project or domain and a registered
     /// limit, is the only one of its owner for that registered limit, and fits `model`.
-    Create { limits: Vec<NewLimit>, model: Model },
+    Create {
+        limits: Vec<NewLimit>,
+        model: Model,
+    },
     /// Changes a limit's value and description (each `None`: left as stored); the result
     /// fits `model`.
-    Update { id: String, resource_limit: Option<i64>, description: Option<Option<String>>, model: Model },
-    Delete { id: String },
+    Update {
+        id: String,
+        resource_limit: Option<i64>,
+        description: Option<Option<String>>,
+        model: Model,
+    },
+    Delete {
+        id: String,
+    },
     /// A guard step before `CreateProject` in one `Command::All`: a project under `parent_id`
     /// would sit at most `max_depth` levels deep (its domain being level one).
-    CheckDepth { parent_id: String, max_depth: u32 },
+    CheckDepth {
+        parent_id: String,
+        max_depth: u32,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 
 use super::api_keys::{ApiKey, ApiKeyApplied, ApiKeyCommand};
 use super::command::{Applied, Command};
-use super::limits::{LimitApplied, LimitCommand, Limit, RegisteredLimit};
+use super::limits::{Limit, LimitApplied, LimitCommand, RegisteredLimit};
 use super::mapping::{MappingApplied, MappingCommand, MappingRecord};
 use super::model::{Credential, Doc, Endpoint, Group, Project, Region, Role, Service, User};
 use super::oauth2::{Client, DevicePoll, OAuth2Applied, OAuth2Command, RefreshFamily, SigningKeys};

@@ -1,6 +1,6 @@
 //! Unified limits judged by oslo.limit, the quota library Nova uses: a node per enforcement
 //! model serves a service with an endpoint, a registered limit and a project limit, and
-//! `oslo_limit.py` (next to this file) configures the library's `Enforcer` as a service does
+//! `limit_enforcer.py` (next to this file) configures the library's `Enforcer` as a service does
 //! (`[oslo_limit]` keystoneauth password options, the endpoint id) and checks that a project
 //! over its limit is refused (`ProjectOverLimit`) and one under it allowed.
 
@@ -71,7 +71,7 @@ async fn run(model: &str) {
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text);
     }
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/oslo_limit.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/limit_enforcer.py");
     let auth_url = format!("{}/v3", c.api(0));
     let mut cmd = tokio::process::Command::new(python);
     cmd.args([script, &auth_url, &c.admin_password, &endpoint, &limited, &default, model]);

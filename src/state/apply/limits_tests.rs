@@ -56,8 +56,13 @@ fn world() -> World {
     c.parent_id = Some("p".into());
     w.apply(Command::CreateProject(c)).unwrap();
     w.apply(Command::CreateService(service("s"))).unwrap();
-    w.apply(Command::CreateRegion(Region { id: "r".into(), description: None, parent_region_id: None, extra: "{}".into() }))
-        .unwrap();
+    w.apply(Command::CreateRegion(Region {
+        id: "r".into(),
+        description: None,
+        parent_region_id: None,
+        extra: "{}".into(),
+    }))
+    .unwrap();
     w.apply(l(LimitCommand::CreateRegistered { limits: vec![reg("g", "s", Some("r"), "cores", 10)] })).unwrap();
     w
 }
@@ -152,9 +157,11 @@ fn strict_two_level_keeps_children_under_their_parent() {
     assert!(matches!(r, Err(ApplyError::Forbidden(_))), "{r:?}");
     create(&w, vec![new("y", None, Some("d"), "cores", 20), new("x", Some("p"), None, "cores", 15)], strict).unwrap();
     // The domain's limit cannot drop below a child's, nor the child's rise above it.
-    let r = w.apply(l(LimitCommand::Update { id: "y".into(), resource_limit: Some(14), description: None, model: strict }));
+    let r =
+        w.apply(l(LimitCommand::Update { id: "y".into(), resource_limit: Some(14), description: None, model: strict }));
     assert!(matches!(r, Err(ApplyError::Forbidden(_))), "{r:?}");
-    let r = w.apply(l(LimitCommand::Update { id: "x".into(), resource_limit: Some(21), description: None, model: strict }));
+    let r =
+        w.apply(l(LimitCommand::Update { id: "x".into(), resource_limit: Some(21), description: None, model: strict }));
     assert!(matches!(r, Err(ApplyError::Forbidden(_))), "{r:?}");
     w.apply(l(LimitCommand::Update { id: "x".into(), resource_limit: Some(20), description: None, model: strict }))
         .unwrap();
@@ -180,7 +187,8 @@ fn strict_two_level_bounds_the_depth() {
 #[test]
 fn limits_go_with_their_owner_and_registered_limits_with_their_service() {
     let w = world();
-    create(&w, vec![new("x", Some("c"), None, "cores", 1), new("y", None, Some("d"), "cores", 2)], Model::Flat).unwrap();
+    create(&w, vec![new("x", Some("c"), None, "cores", 1), new("y", None, Some("d"), "cores", 2)], Model::Flat)
+        .unwrap();
     w.apply(Command::DeleteProject { id: "c".into() }).unwrap();
     assert!(w.engine.read().limit("x").unwrap().is_none());
     assert!(w.engine.read().limit("y").unwrap().is_some());

@@ -1,6 +1,6 @@
 """oslo.limit's Enforcer (the quota library Nova uses) against an idnode node.
 
-usage: oslo_limit.py AUTH_URL PASSWORD ENDPOINT_ID LIMITED_PROJECT DEFAULT_PROJECT MODEL
+usage: limit_enforcer.py AUTH_URL PASSWORD ENDPOINT_ID LIMITED_PROJECT DEFAULT_PROJECT MODEL
 
 The node serves a registered limit `cores` (default 10) for the endpoint's service and region,
 and LIMITED_PROJECT's own limit of 5. Every project uses 4 cores. The Enforcer is configured
