@@ -69,11 +69,11 @@ fn referenced(id: &str) -> ApplyError {
 }
 
 fn registered_all(tx: &Tx<'_>) -> Result<Vec<RegisteredLimit>, Fatal> {
-    Ok(tx.scan(cf::LIMITS, keys::REGISTERED_PREFIX)?)
+    tx.scan(cf::LIMITS, keys::REGISTERED_PREFIX)
 }
 
 fn limits_all(tx: &Tx<'_>) -> Result<Vec<Limit>, Fatal> {
-    Ok(tx.scan(cf::LIMITS, keys::LIMIT_PREFIX)?)
+    tx.scan(cf::LIMITS, keys::LIMIT_PREFIX)
 }
 
 /// The service and region a registered limit names exist (Keystone's 400 otherwise).
