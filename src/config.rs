@@ -65,6 +65,8 @@ pub struct Config {
     pub policy_directory: Option<PathBuf>,
     /// Who counts as a cloud administrator (`[policy] admin_scope`: `any` or `system`).
     pub policy_admin_scope: crate::policy::admin_scope::AdminScope,
+    /// `[unified_limit] enforcement_model`: `flat` or `strict_two_level` (Keystone's).
+    pub unified_limit_model: crate::state::limits::Model,
     /// Token issue (and password change, signed-request token) requests per second and
     /// source IP, each class its own bucket; 0 disables the limits.
     pub auth_rate_limit_per_second: u32,
@@ -457,6 +459,11 @@ impl Config {
             policy_admin_scope: s
                 .get("policy", "admin_scope")
                 .map(|v| v.parse().map_err(|e| anyhow!("[policy] admin_scope: {e}")))
+                .transpose()?
+                .unwrap_or_default(),
+            unified_limit_model: s
+                .get("unified_limit", "enforcement_model")
+                .map(|v| v.parse().map_err(|e| anyhow!("[unified_limit] enforcement_model: {e}")))
                 .transpose()?
                 .unwrap_or_default(),
             auth_rate_limit_per_second: s.parse("auth", "rate_limit_per_second", 50)?,

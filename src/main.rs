@@ -22,6 +22,7 @@ mod identity;
 mod import_graph_tests;
 mod jobs;
 mod kek;
+mod limits;
 mod mapped_auth;
 mod mapping;
 mod oauth1;

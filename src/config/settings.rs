@@ -215,6 +215,7 @@ const SECTIONS: &[&str] = &[
     "federation",
     "assignment",
     "openfga",
+    "unified_limit",
 ];
 
 #[cfg(test)]

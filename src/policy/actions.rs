@@ -249,6 +249,18 @@ pub const ACTIONS: &[&str] = &[
     "identity/passkey/register",
     "identity/passkey/list",
     "identity/passkey/delete",
+    // limit.rego
+    "identity:get_registered_limit",
+    "identity:list_registered_limits",
+    "identity:create_registered_limits",
+    "identity:update_registered_limit",
+    "identity:delete_registered_limit",
+    "identity:get_limit_model",
+    "identity:get_limit",
+    "identity:list_limits",
+    "identity:create_limits",
+    "identity:update_limit",
+    "identity:delete_limit",
     // token_restriction.rego
     "identity:token_restriction:list",
     "identity:token_restriction:show",

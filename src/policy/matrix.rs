@@ -22,7 +22,8 @@
 //! `{self_token}` the caller's token (anonymous: the member's); `{member_token}`; `{uniq}` a
 //! fresh name; `{scratch_project_A}`, `{scratch_user_A}`, `{scratch_domain}` (disabled),
 //! `{scratch_token}`, `{scratch_client_A}`, `{scratch_client_B}` (OAuth2 clients),
-//! `{scratch_key_A}` (an API key), `{scratch_restriction_A}` (a token restriction of domain A):
+//! `{scratch_key_A}` (an API key), `{scratch_restriction_A}` (a token restriction of domain A),
+//! `{scratch_registered_limit}`, `{scratch_limit_A}` (a limit on a fresh project of domain A):
 //! created by the admin just before the call, so allowed
 //! deletions do not disturb later rows. `{client_A}`, `{client_B}`: OAuth2 clients of domains
 //! A and B made by the admin with the fixtures; `{key_A}`, `{key_B}` API keys of domains A and
@@ -440,6 +441,25 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/mappings/{mapping_global}", None,                [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::PUT, "/v4/mappings/{mapping_global}", Some(MAPPING_GLOBAL), [401, 403, 403, 403, 403, 200, 403, 422]),
     (Method::DELETE, "/v4/mappings/{scratch_mapping_global}", None,     [401, 403, 403, 403, 403, 204, 403, 403]),
+    // Unified limits (keystone/common/policies/registered_limit.py, limit.py): registered
+    // limits and the model are readable by anyone authenticated; limits by an admin, a system
+    // reader, or a caller scoped to the limit's project or domain (a domain's sees its
+    // projects'). Writes are admin_required with Keystone's scope types system and project, so
+    // a domain-scoped admin is refused in both modes. `{limit_service}` has the registered
+    // limit `{registered_limit}` (resource `matrix-cores`); `{limit_A}` and `{limit_B}` are
+    // limits of pA and pB on it; `{scratch_limit_A}` one on a fresh project of domain A.
+    (Method::GET, "/v3/registered_limits", None,                        [401, 200, 200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v3/registered_limits/{registered_limit}", None,     [401, 200, 200, 200, 200, 200, 200, 200]),
+    (Method::POST, "/v3/registered_limits", Some(r#"{"registered_limits": [{"service_id": "{limit_service}", "resource_name": "{uniq}", "default_limit": 5}]}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::PATCH, "/v3/registered_limits/{scratch_registered_limit}", Some(r#"{"registered_limit": {"default_limit": 7}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
+    (Method::DELETE, "/v3/registered_limits/{scratch_registered_limit}", None, [401, 403, 403, 403, 403, 204, 403, 403]),
+    (Method::GET, "/v3/limits/model", None,                             [401, 200, 200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v3/limits", None,                                   [401, 200, 200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v3/limits/{limit_A}", None,                         [401, 200, 200, 200, 403, 200, 403, 200]),
+    (Method::GET, "/v3/limits/{limit_B}", None,                         [401, 403, 403, 403, 200, 200, 200, 200]),
+    (Method::POST, "/v3/limits", Some(r#"{"limits": [{"service_id": "{limit_service}", "resource_name": "matrix-cores", "resource_limit": 5, "project_id": "{scratch_project_A}"}]}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
+    (Method::PATCH, "/v3/limits/{limit_A}", Some(r#"{"limit": {"resource_limit": 6}}"#), [401, 403, 403, 403, 403, 200, 403, 403]),
+    (Method::DELETE, "/v3/limits/{scratch_limit_A}", None,              [401, 403, 403, 403, 403, 204, 403, 403]),
 ];
 
 /// The guard rails on the v4 write paths, for privileged targets: the bootstrap admin
@@ -660,6 +680,28 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
             r.body["restriction"]["id"].as_str().unwrap().to_string()
         }
     };
+    // Unified limits: a service with the registered limit `matrix-cores`, and limits on it.
+    let limit_service = t.create("/v3/services", "service", json!({"type": "matrix-limits"})).await;
+    let registered_limit = |resource: String| {
+        let (t, service) = (&t, &limit_service);
+        async move {
+            let body =
+                json!({"registered_limits": [{"service_id": service, "resource_name": resource, "default_limit": 10}]});
+            let r = t.admin(Method::POST, "/v3/registered_limits", Some(body)).await;
+            assert_eq!(r.status, StatusCode::CREATED, "registered limit: {}", r.body);
+            r.body["registered_limits"][0]["id"].as_str().unwrap().to_string()
+        }
+    };
+    let project_limit = |project: &str| {
+        let (t, service) = (&t, &limit_service);
+        let body = json!({"limits": [{"service_id": service, "resource_name": "matrix-cores", "resource_limit": 5,
+                                      "project_id": project}]});
+        async move {
+            let r = t.admin(Method::POST, "/v3/limits", Some(body)).await;
+            assert_eq!(r.status, StatusCode::CREATED, "limit: {}", r.body);
+            r.body["limits"][0]["id"].as_str().unwrap().to_string()
+        }
+    };
     for (domain, handle, idp) in [(&d_a, "scim-a", &base["idp_A"]), (&d_b, "scim-b", &base["idp_B"])] {
         let realm =
             json!({"scim_realm": {"domain_id": domain, "provider_id": handle, "idp_id": idp, "display_name": handle}});
@@ -698,6 +740,10 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
         ("key_B".into(), api_key(&d_b).await),
         ("restriction_A".into(), restriction(&d_a).await),
         ("restriction_B".into(), restriction(&d_b).await),
+        ("limit_service".into(), limit_service.clone()),
+        ("registered_limit".into(), registered_limit("matrix-cores".to_string()).await),
+        ("limit_A".into(), project_limit(&p_a).await),
+        ("limit_B".into(), project_limit(&p_b).await),
         ("admin_user".into(), info.admin_user_id.clone()),
         ("admin_project".into(), info.admin_project_id.clone()),
         ("policy".into(), policy),
@@ -795,6 +841,13 @@ async fn run_matrix(admin_scope: &str, cases: &[Case]) {
             }
             if wants("scratch_restriction_A") {
                 vars.insert("scratch_restriction_A".into(), restriction(&d_a).await);
+            }
+            if wants("scratch_registered_limit") {
+                vars.insert("scratch_registered_limit".into(), registered_limit(format!("scratch-{n}")).await);
+            }
+            if wants("scratch_limit_A") {
+                let p = t.create("/v3/projects", "project", json!({"name": format!("l{n}"), "domain_id": d_a})).await;
+                vars.insert("scratch_limit_A".into(), project_limit(&p).await);
             }
             if wants("granted_user_A") {
                 let id = t.create("/v3/users", "user", json!({"name": format!("g{n}"), "domain_id": d_a})).await;

@@ -44,6 +44,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("mapping.rego", include_str!("default/mapping.rego")),
     ("api_key.rego", include_str!("default/api_key.rego")),
     ("token_restriction.rego", include_str!("default/token_restriction.rego")),
+    ("limit.rego", include_str!("default/limit.rego")),
     ("scim_realm.rego", include_str!("default/scim_realm.rego")),
     ("scim_user.rego", include_str!("default/scim_user.rego")),
     ("scim_group.rego", include_str!("default/scim_group.rego")),

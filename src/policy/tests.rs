@@ -132,6 +132,11 @@ fn every_bundled_action_is_defined_and_admin_may_do_it() {
         "get_auth_projects",
         "get_auth_domains",
         "get_security_compliance_domain_config",
+        // Unified limits: Keystone's empty check strings.
+        "get_registered_limit",
+        "list_registered_limits",
+        "get_limit_model",
+        "list_limits",
     ];
     // Only the owner creates its application credentials (Keystone: user_id:%(user_id)s).
     let owner_only = ["identity:create_application_credential", "identity:create_trust"];

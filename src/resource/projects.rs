@@ -21,6 +21,7 @@ use crate::http::JsonBody;
 use crate::openfga::forget::{forget_in, Gone};
 use crate::policy::{enforce, enforce_found, guard};
 use crate::state::keys::ns;
+use crate::state::limits::LimitCommand;
 use crate::state::model::{Project, Target};
 use crate::state::read::ResourceReads;
 use crate::state::{Command, Reader};
@@ -194,7 +195,16 @@ pub async fn create(
     };
     let action = if is_domain { "identity:create_domain" } else { "identity:create_project" };
     enforce(action, &ctx, &target(&p))?;
-    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateProject(p)).await?)))
+    // The unified limit model may bound the hierarchy (Keystone's strict_two_level): apply
+    // checks the depth in the same command that creates the project.
+    let cmd = match (node.cfg.unified_limit_model.max_hierarchy_depth(), &p.parent_id) {
+        (Some(max_depth), Some(parent)) if !is_domain => Command::All(vec![
+            LimitCommand::CheckDepth { parent_id: parent.clone(), max_depth }.into(),
+            Command::CreateProject(p),
+        ]),
+        _ => Command::CreateProject(p),
+    };
+    Ok((StatusCode::CREATED, shown(&node, &node.propose_as(cmd).await?)))
 }
 
 #[utoipa::path(get, path = "/v3/projects/{id}", operation_id = "projects_get", tag = "projects",

@@ -59,6 +59,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "mappings", description = "Mapping rulesets: how external identities (OIDC, Kubernetes, SPIFFE) become users, groups and authorizations"),
         (name = "scim", description = "SCIM realms: per-provider SCIM v2 provisioning of a domain"),
         (name = "api_keys", description = "v4 API keys: domain-owned bearer credentials bound to a provider (SCIM provisioning)"),
+        (name = "unified_limits", description = "Unified limits: registered limits (a service's default per resource), project and domain limits, and the enforcement model"),
         (name = "token_restrictions", description = "v4 token restrictions: the project, roles, renewal and re-scoping a mapping rule's tokens are held to"),
         (name = "meta", description = "This description"),
     )

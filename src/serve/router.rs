@@ -164,6 +164,7 @@ pub fn described() -> OpenApiRouter<AppState> {
         .merge(crate::scim::routes())
         .merge(crate::passkey::routes())
         .merge(crate::restrictions::routes())
+        .merge(crate::limits::routes())
 }
 
 /// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body

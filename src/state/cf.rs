@@ -43,6 +43,8 @@ pub const SCIM: &str = "scim";
 pub const PASSKEYS: &str = "passkeys";
 /// Token restrictions by id (`state::restrictions`).
 pub const RESTRICTIONS: &str = "restrictions";
+/// Registered limits (`g/{id}`) and project or domain limits (`l/{id}`) (`state::limits`).
+pub const LIMITS: &str = "limits";
 
 /// Column families of the identity state (the raft crate adds its own).
 pub const STATE_CFS: &[&str] = &[
@@ -67,4 +69,5 @@ pub const STATE_CFS: &[&str] = &[
     SCIM,
     PASSKEYS,
     RESTRICTIONS,
+    LIMITS,
 ];

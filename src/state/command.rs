@@ -165,6 +165,8 @@ pub enum Command {
     },
     /// Token restrictions (see `state::restrictions`); command version 5.
     Restrictions(super::restrictions::RestrictionCommand),
+    /// Unified limits (see `state::limits`); command version 8.
+    Limits(super::limits::LimitCommand),
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -227,6 +229,7 @@ pub enum Applied {
     Scim(super::scim::ScimApplied),
     Passkeys(super::passkeys::PasskeyApplied),
     Restrictions(super::restrictions::RestrictionApplied),
+    Limits(super::limits::LimitApplied),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

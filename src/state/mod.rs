@@ -13,6 +13,7 @@ pub mod cutoff;
 pub mod derived_ids;
 pub mod index_key;
 pub mod keys;
+pub mod limits;
 pub mod mapping;
 pub mod model;
 pub mod oauth2;

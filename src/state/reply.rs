@@ -7,6 +7,7 @@
 
 use super::api_keys::{ApiKey, ApiKeyApplied, ApiKeyCommand};
 use super::command::{Applied, Command};
+use super::limits::{Limit, LimitApplied, LimitCommand, RegisteredLimit};
 use super::mapping::{MappingApplied, MappingCommand, MappingRecord};
 use super::model::{Credential, Doc, Endpoint, Group, Project, Region, Role, Service, User};
 use super::oauth2::{Client, DevicePoll, OAuth2Applied, OAuth2Command, RefreshFamily, SigningKeys};
@@ -59,6 +60,7 @@ impl Applied {
             Applied::Scim(_) => "Scim",
             Applied::Passkeys(_) => "Passkeys",
             Applied::Restrictions(_) => "Restrictions",
+            Applied::Limits(_) => "Limits",
         }
     }
 }
@@ -169,6 +171,9 @@ reply! {
     StoredPasskey { Applied::Passkeys(PasskeyApplied::Passkey(p)) => *p }
 
     TokenRestriction { Applied::Restrictions(RestrictionApplied::Restriction(r)) => *r }
+
+    Vec<RegisteredLimit> { Applied::Limits(LimitApplied::Registered(r)) => r }
+    Vec<Limit> { Applied::Limits(LimitApplied::Limits(l)) => l }
 }
 
 /// A subsystem's command as the replicated [`Command`] that carries it, so a caller proposes
@@ -192,6 +197,7 @@ carried! {
     ScimCommand => Scim;
     PasskeyCommand => Passkeys;
     RestrictionCommand => Restrictions;
+    LimitCommand => Limits;
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@
 //! * `openapi`: the served OpenAPI description validates, Swagger UI is self-contained;
 //! * `openfga_cluster`: the OpenFGA assignment driver on three nodes, judged by
 //!   python-openstackclient and the smoke session (OpenFGA's engine behind a test server);
+//! * `oslo_limit`: unified limits judged by oslo.limit's Enforcer (the quota library Nova uses),
+//!   in both enforcement models;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
 //! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
 //!   port do not stop token validation or writes anywhere, nor grow the member's memory;
@@ -60,6 +62,7 @@ mod oauth2_cluster;
 mod openapi;
 mod openfga_cluster;
 mod openstack_smoke;
+mod oslo_limit;
 mod peer_flood;
 mod plaintext_audit;
 mod s3tokens;

@@ -81,7 +81,9 @@ pub fn delete_region(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
         ))));
     }
     super::endpoint_policy::forget_regions(tx, &subtree)?;
-    for r in subtree {
+    let regions: Vec<String> = subtree.into_iter().collect();
+    super::limits::forget_catalog(tx, None, &regions)?;
+    for r in regions {
         tx.delete(cf::CATALOG, keys::region(&r));
     }
     Ok(Ok(Applied::Done))
@@ -114,6 +116,7 @@ pub fn delete_service(tx: &mut Tx<'_>, id: &str) -> Result<ApplyResult, Fatal> {
         tx.delete(cf::CATALOG, keys::endpoint(&e.id));
     }
     super::endpoint_policy::forget_service(tx, id)?;
+    super::limits::forget_catalog(tx, Some(id), &[])?;
     tx.delete(cf::CATALOG, keys::service(id));
     Ok(Ok(Applied::Done))
 }

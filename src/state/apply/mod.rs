@@ -15,6 +15,7 @@ mod endpoint_policy;
 mod fatal;
 mod group;
 mod identity;
+mod limits;
 mod mappings;
 mod oauth2;
 mod passkeys;
@@ -47,7 +48,8 @@ use fatal::Fatal;
 /// docs/operations.md, "Rolling upgrades").
 /// Version 6 adds no command: it is the raft layer's batched entries (`idnode_raft::BATCH_VERSION`).
 /// Version 7 adds none either: from it every token cut-off moves forward (`cutoff`).
-pub const COMMAND_VERSION: u32 = 7;
+/// Version 8 adds unified limits (`Command::Limits`).
+pub const COMMAND_VERSION: u32 = 8;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 
@@ -160,6 +162,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::Passkeys(c) => passkeys::apply(tx, c),
         Command::MigrateDerivedUserIds { batch } => derived_ids::migrate(tx, batch),
         Command::Restrictions(c) => restrictions::apply(tx, c),
+        Command::Limits(c) => limits::apply(tx, c),
     }
 }
 
@@ -191,6 +194,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::OAuth2(OAuth2Command::StartDeviceAt { .. } | OAuth2Command::ReplaceClient { .. }) => 4,
         Command::MigrateDerivedUserIds { .. } => 4,
         Command::Restrictions(_) => 5,
+        Command::Limits(_) => 8,
         _ => idnode_raft::BASE_VERSION,
     }
 }

@@ -144,6 +144,7 @@ fn remove_project(tx: &mut Tx<'_>, p: &Project) -> Result<(), Fatal> {
     assignment::remove_for_target(tx, &Target::Project(p.id.clone()))?;
     credential::remove_for_project(tx, &p.id)?;
     super::restrictions::forget_project(tx, &p.id)?;
+    super::limits::forget_project(tx, &p.id)?;
     unindex(tx, p);
     tx.delete(cf::PROJECTS, p.id.clone().into_bytes());
     Ok(())
