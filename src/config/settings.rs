@@ -215,6 +215,8 @@ const SECTIONS: &[&str] = &[
     "federation",
     "assignment",
     "openfga",
+    "totp",
+    "receipt",
 ];
 
 #[cfg(test)]

@@ -165,6 +165,13 @@ pub enum Command {
     },
     /// Token restrictions (see `state::restrictions`); command version 5.
     Restrictions(super::restrictions::RestrictionCommand),
+    /// A TOTP passcode of `step` (RFC 6238 time step) proved `user_id`: refused when that
+    /// user already used a passcode of this step or a later one, so a code works once,
+    /// cluster-wide. Command version 8.
+    UseTotpStep {
+        user_id: String,
+        step: u64,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
