@@ -65,14 +65,17 @@ mod tests {
 
     #[test]
     fn malformed_and_unknown_rules_are_ignored() {
-        let o = r#"{"multi_factor_auth_rules": [[], "password", [1, "totp"], ["saml2"], ["password", "password", "x"]]}"#;
+        let o =
+            r#"{"multi_factor_auth_rules": [[], "password", [1, "totp"], ["saml2"], ["password", "password", "x"]]}"#;
         assert_eq!(rules(o), vec![vec!["password".to_string()]]);
         assert!(rules(r#"{"multi_factor_auth_rules": "password"}"#).is_empty());
     }
 
     #[test]
     fn a_token_needs_one_whole_rule() {
-        let r = rules(r#"{"multi_factor_auth_rules": [["password", "totp"], ["password", "application_credential"], ["token"]]}"#);
+        let r = rules(
+            r#"{"multi_factor_auth_rules": [["password", "totp"], ["password", "application_credential"], ["token"]]}"#,
+        );
         assert_eq!(unmet(&r, &["password", "totp"]), None);
         assert_eq!(unmet(&r, &["token"]), None);
         let shown = unmet(&r, &["password"]).unwrap_or_default();

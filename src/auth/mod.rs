@@ -3,8 +3,8 @@
 //! targets.
 
 pub mod methods;
-pub mod projects;
 mod mfa;
+pub mod projects;
 pub mod proven;
 pub mod receipt;
 mod restricted;

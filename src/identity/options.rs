@@ -71,12 +71,14 @@ mod tests {
 
     #[test]
     fn known_options_of_their_type_are_kept_and_null_removes() {
-        let set = r#"{"multi_factor_auth_rules": [["password", "totp"], ["token"]], "multi_factor_auth_enabled": true}"#;
+        let set =
+            r#"{"multi_factor_auth_rules": [["password", "totp"], ["token"]], "multi_factor_auth_enabled": true}"#;
         let merged1 = merged("{}", set).unwrap_or_default();
         let v: Value = serde_json::from_str(&merged1).unwrap_or_default();
         assert_eq!(v["multi_factor_auth_enabled"], true);
         assert_eq!(v["multi_factor_auth_rules"][0][1], "totp");
-        let merged2 = merged(&merged1, r#"{"multi_factor_auth_enabled": null, "lock_password": true}"#).unwrap_or_default();
+        let merged2 =
+            merged(&merged1, r#"{"multi_factor_auth_enabled": null, "lock_password": true}"#).unwrap_or_default();
         let v: Value = serde_json::from_str(&merged2).unwrap_or_default();
         assert!(v.get("multi_factor_auth_enabled").is_none(), "null removes: {v}");
         assert_eq!(v["lock_password"], true);

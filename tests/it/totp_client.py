@@ -1,6 +1,7 @@
 """TOTP and multi-factor authentication judged by keystoneauth1 and python-openstackclient.
 
 Usage: totp_client.py <auth_url ending in /v3> <admin password> <openstack executable>
+                      [<the node's [receipt] expiration, to check that a receipt expires>]
 
 Passcodes are computed here with the standard library (RFC 6238: HMAC-SHA1, 6 digits,
 30-second steps), independently of the server. Each user proves one passcode: a passcode
@@ -23,6 +24,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 AUTH_URL, ADMIN_PASSWORD, OPENSTACK = sys.argv[1], sys.argv[2], sys.argv[3]
+RECEIPT_EXPIRATION = int(sys.argv[4]) if len(sys.argv) > 4 else None
 SECRET = base64.b32encode(os.urandom(20)).decode().rstrip("=")
 RULES = [["password", "totp"]]
 
@@ -74,7 +76,8 @@ def mfa_user(rules=RULES):
 
 def token_of(auth):
     s = ks_session.Session(auth=auth)
-    return s.get_token(), s.get_user_id(), auth.auth_ref.methods
+    token = s.get_token()
+    return token, s.get_user_id(), auth.auth_ref._data["token"]["methods"]
 
 
 # Option validation as Keystone's: a malformed rule list is refused.
@@ -146,7 +149,7 @@ ok("another user's receipt is refused")
 # 2. python-openstackclient.
 uid, name, pw = mfa_user()
 out = subprocess.run(
-    [OPENSTACK, "--os-auth-type", "v3multifactor", "--os-auth-methods", "password,totp",
+    [OPENSTACK, "--os-auth-type", "v3multifactor", "--os-auth-methods", "v3password,v3totp",
      "--os-auth-url", AUTH_URL, "--os-username", name, "--os-user-domain-name", "Default",
      "--os-password", pw, "--os-passcode", passcode(SECRET), "--os-project-id", project["id"],
      "--os-identity-api-version", "3", "--os-interface", "public",
@@ -186,4 +189,21 @@ code = passcode(SECRET)
 assert totp_token(code), "the current passcode was refused"
 assert refused(code), "a replayed passcode was accepted"
 ok("a replayed passcode is refused")
+# An expired receipt is refused (when the node's receipts live briefly enough to wait for).
+if RECEIPT_EXPIRATION is not None:
+    uid, name, pw = mfa_user()
+    try:
+        v3.Password(auth_url=AUTH_URL, user_id=uid, password=pw).get_auth_ref(ks_session.Session())
+        raise AssertionError("password alone issued a token")
+    except ks_exc.MissingAuthMethods as e:
+        receipt = e.receipt
+    time.sleep(RECEIPT_EXPIRATION + 1)
+    try:
+        v3.Auth(auth_url=AUTH_URL, auth_methods=[
+            v3.PasswordMethod(user_id=uid, password=pw), v3.ReceiptMethod(receipt=receipt)]).get_auth_ref(
+            ks_session.Session())
+        raise AssertionError("an expired receipt was accepted")
+    except ks_exc.Unauthorized:
+        pass
+    ok("an expired receipt is refused")
 print("all checks passed", flush=True)
