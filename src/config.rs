@@ -78,6 +78,12 @@ pub struct Config {
     /// `[oauth1]`: seconds an OAuth1 request / access token stays usable; 0 means no expiry.
     pub oauth1_request_token_duration_s: i64,
     pub oauth1_access_token_duration_s: i64,
+    /// `[totp] included_previous_windows` (Keystone's, default 1): 30-second steps before the
+    /// current one whose passcodes the `totp` method still accepts (0 to 10).
+    pub totp_included_previous_windows: u32,
+    /// `[receipt] expiration` (Keystone's, default 300): seconds an auth receipt lets a user
+    /// complete multi-factor authentication.
+    pub receipt_expiration_s: i64,
     /// `[oauth2]`: the OAuth2 / OpenID Connect provider (see `OAuth2Settings`).
     pub oauth2: OAuth2Settings,
     /// `[audit]`: the audit pipeline (see `AuditSettings`).
@@ -473,6 +479,8 @@ impl Config {
             security: crate::identity::compliance::Compliance::from_settings(s)?,
             oauth1_request_token_duration_s: s.parse("oauth1", "request_token_duration", 28800)?,
             oauth1_access_token_duration_s: s.parse("oauth1", "access_token_duration", 86400)?,
+            totp_included_previous_windows: s.parse("totp", "included_previous_windows", 1)?,
+            receipt_expiration_s: s.parse("receipt", "expiration", 300)?,
             oauth2: OAuth2Settings::from_settings(s)?,
             audit,
             shadow_registry: ShadowRegistrySettings::from_settings(s)?,
@@ -501,6 +509,12 @@ impl Config {
     fn validate(&self) -> anyhow::Result<()> {
         if self.token_expiration_s <= 0 {
             bail!("[token] expiration must be positive");
+        }
+        if self.totp_included_previous_windows > 10 {
+            bail!("[totp] included_previous_windows must be from 0 to 10");
+        }
+        if self.receipt_expiration_s <= 0 {
+            bail!("[receipt] expiration must be positive");
         }
         if self.token_max_active_keys < 2 {
             bail!("[token] max_active_keys must be at least 2 (a staged and a primary key)");

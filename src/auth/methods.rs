@@ -13,7 +13,7 @@ use crate::token::{Delegation, Method, Tokens};
 
 pub use super::proven::Proven;
 
-fn fail(node: &Tokens, method: &str) -> ApiError {
+pub(super) fn fail(node: &Tokens, method: &str) -> ApiError {
     node.metrics.auth_attempts.get_or_create(&labels(&[("method", method), ("result", "failure")])).inc();
     ApiError::unauthenticated()
 }
@@ -31,6 +31,7 @@ pub async fn authenticate(node: &Tokens, identity: &Value) -> ApiResult<Proven> 
         let step = match name {
             "password" => password(node, identity.get("password")).await?,
             "token" => token(node, identity.get("token")).await?,
+            "totp" => super::totp::authenticate(node, identity.get("totp")).await?,
             "application_credential" => {
                 crate::appcred::auth::authenticate(node, identity.get("application_credential")).await?
             }
@@ -109,14 +110,14 @@ async fn password(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
 }
 
 /// An id no user has (ids are uuid hex): a failure recorded for it is refused by apply.
-const UNKNOWN_USER: &str = "-";
+pub(super) const UNKNOWN_USER: &str = "-";
 
-fn domain_enabled(node: &Tokens, u: &User) -> ApiResult<bool> {
+pub(super) fn domain_enabled(node: &Tokens, u: &User) -> ApiResult<bool> {
     Ok(node.engine.read().domain(&u.domain_id)?.is_some_and(|d| d.enabled))
 }
 
 /// `{"id": …}` or `{"name": …, "domain": {"id"|"name": …}}`.
-fn find_user(node: &Tokens, user: &Value) -> ApiResult<Option<User>> {
+pub(super) fn find_user(node: &Tokens, user: &Value) -> ApiResult<Option<User>> {
     let view = node.engine.read();
     if let Some(id) = user.get("id").and_then(Value::as_str) {
         return Ok(view.user(id)?);

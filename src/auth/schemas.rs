@@ -51,10 +51,29 @@ pub struct Auth {
 #[derive(ToSchema)]
 #[allow(dead_code)] // schema only: documents the JSON the authentication methods read
 pub struct Identity {
-    /// `password` and/or `token`.
+    /// `password`, `totp`, `token`, `application_credential`: several prove one user together
+    /// (multi-factor rules).
     methods: Vec<String>,
     password: Option<PasswordMethod>,
+    totp: Option<TotpMethod>,
     token: Option<TokenMethod>,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)] // schema only: documents the JSON the authentication methods read
+pub struct TotpMethod {
+    user: TotpUser,
+}
+
+/// By `id`, or by `name` with `domain`; the passcode of one of the user's `totp` credentials
+/// (RFC 6238: HMAC-SHA1, 6 digits, 30-second steps), each usable once.
+#[derive(ToSchema)]
+#[allow(dead_code)] // schema only: documents the JSON the authentication methods read
+pub struct TotpUser {
+    id: Option<String>,
+    name: Option<String>,
+    domain: Option<NameOrId>,
+    passcode: String,
 }
 
 #[derive(ToSchema)]
@@ -136,6 +155,25 @@ pub struct Token {
     roles: Option<Vec<IdName>>,
     /// Left out with `nocatalog`.
     catalog: Option<Vec<CatalogService>>,
+}
+
+/// What a user proved so far, when it meets none of their multi-factor rules.
+#[derive(ToSchema)]
+#[allow(dead_code)] // schema only: the handlers render JSON
+pub struct Receipt {
+    methods: Vec<String>,
+    user: TokenUser,
+    expires_at: String,
+    issued_at: String,
+}
+
+/// The 401 body that asks for more authentication methods.
+#[derive(ToSchema)]
+#[allow(dead_code)] // schema only: the handlers render JSON
+pub struct ReceiptEnvelope {
+    receipt: Receipt,
+    /// The user's rules that share a method with those proven: meeting one issues a token.
+    required_auth_methods: Vec<Vec<String>>,
 }
 
 #[derive(ToSchema)]

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::schemas as s;
-use super::{methods, restricted, scope};
+use super::{methods, mfa, receipt, restricted, scope};
 use crate::clock::now_micros;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
@@ -96,19 +96,22 @@ pub(crate) fn token_response(
 macro_rules! token_operations {
     ($path:literal, $issue:ident = $issue_id:literal, $validate:ident = $validate_id:literal,
      $check:ident = $check_id:literal, $revoke:ident = $revoke_id:literal) => {
-        #[utoipa::path(post, path = $path, tag = "auth", operation_id = $issue_id, description = "Password or token (re-scope) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target.",
+        #[utoipa::path(post, path = $path, tag = "auth", operation_id = $issue_id, description = "Password, TOTP, token (re-scope) or application credential authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target. When the methods proven (with those of an `Openstack-Auth-Receipt`) meet none of the user's `multi_factor_auth_rules`: 401 with a receipt body and a new receipt in `Openstack-Auth-Receipt`.",
     security(()),
-    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out.")),
+    params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
+           ("Openstack-Auth-Receipt" = Option<String>, Header, description = "A receipt from an earlier 401 of the same user: its methods count as proven. 401 when expired, altered or another user's.")),
     request_body(content = s::AuthRequest, content_type = "application/json"),
     responses((status = 200, description = "The token; its id is in X-Subject-Token.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
               (status = 201, description = "The same, when `keystone_compat_status` is set.", body = s::TokenEnvelope, headers(("X-Subject-Token" = String, description = "The new token."))),
-              E::BadRequest, E::Unauthorized, E::Forbidden, E::NotFound, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
+              (status = 401, description = "Wrong credentials (an error body), or more methods needed (a receipt body, the receipt in Openstack-Auth-Receipt).", body = s::ReceiptEnvelope, headers(("Openstack-Auth-Receipt" = String, description = "With a receipt body: the receipt to send with the missing methods."))),
+              E::BadRequest, E::Forbidden, E::NotFound, E::PayloadTooLarge, E::TooManyRequests, E::Internal, E::Unavailable))]
         pub async fn $issue(
             n: State<Arc<Tokens>>,
             q: Query<HashMap<String, String>>,
+            h: HeaderMap,
             b: JsonBody<Body<s::AuthRequest>>,
         ) -> ApiResult<Response> {
-            issue_token(n, q, b).await
+            issue_token(n, q, h, b).await
         }
 
         #[utoipa::path(get, path = $path, tag = "auth", operation_id = $validate_id, description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
@@ -166,14 +169,21 @@ token_operations!(
 async fn issue_token(
     State(node): State<Arc<Tokens>>,
     Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<Body<s::AuthRequest>>,
 ) -> ApiResult<Response> {
     let auth = s::AuthRequest::auth(body)?;
     let identity = auth.identity.value().unwrap_or_default();
     let asked = auth.scope.value();
-    let proven = methods::authenticate(&node, &identity).await?;
+    let mut proven = methods::authenticate(&node, &identity).await?;
+    // Keystone's multi-factor step: a receipt adds what the user proved before; still short
+    // of a rule, the answer is a new receipt rather than a token.
+    proven.methods |= receipt::carried_methods(&node, &headers, &proven.user.id)?;
+    let rules = mfa::rules(&proven.user.options);
+    if let Some(required) = mfa::unmet(&rules, &receipt::names(proven.methods)) {
+        return receipt::ask_for_more(&node, &proven.user, proven.methods, required);
+    }
     let trust_scope = asked.as_ref().and_then(|s| s.get("OS-TRUST:trust"));
-    let mut proven = proven;
     let mut user_id = proven.user.id.clone();
     if proven.restriction.is_some() && (proven.fixed_scope.is_some() || trust_scope.is_some()) {
         return Err(ApiError::forbidden(

@@ -216,6 +216,8 @@ const SECTIONS: &[&str] = &[
     "assignment",
     "openfga",
     "unified_limit",
+    "totp",
+    "receipt",
 ];
 
 #[cfg(test)]

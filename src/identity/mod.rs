@@ -5,6 +5,7 @@ pub mod compliance;
 pub mod groups;
 pub mod hash_pool;
 pub mod lockout;
+mod options;
 pub mod password;
 pub mod schemas;
 pub mod users;

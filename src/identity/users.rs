@@ -115,7 +115,7 @@ pub async fn create(
     let name = b.name.name("name", 255)?;
     let enabled = b.fields.enabled.flag("enabled")?;
     let default_project_id = b.fields.default_project_id.string("default_project_id", 64)?;
-    let options = b.fields.options.options()?;
+    let options = b.fields.options.options()?.map(|o| super::options::merged("{}", &o)).transpose()?;
     let federated = s::federated(&b.fields.federated)?.flatten();
     if domain_id.is_none() {
         // Keystone asks the policy about the user as sent, before it fills in the domain: a
@@ -187,7 +187,7 @@ pub async fn update(
     patch.name = b.name.opt_name("name", 255)?;
     patch.enabled = b.fields.enabled.flag("enabled")?;
     patch.default_project_id = b.fields.default_project_id.nullable("default_project_id", 64)?;
-    patch.options = b.fields.options.options()?;
+    patch.options = b.fields.options.options()?.map(|o| super::options::merged(&u.options, &o)).transpose()?;
     patch.federated =
         s::federated(&b.fields.federated)?.map(|f| f.unwrap_or_default().into_iter().map(Into::into).collect());
     let password = b.fields.password.nullable("password", s::MAX_PASSWORD)?;

@@ -167,6 +167,13 @@ pub enum Command {
     Restrictions(super::restrictions::RestrictionCommand),
     /// Unified limits (see `state::limits`); command version 8.
     Limits(super::limits::LimitCommand),
+    /// A TOTP passcode of `step` (RFC 6238 time step) proved `user_id`: refused when that
+    /// user already used a passcode of this step or a later one, so a code works once,
+    /// cluster-wide. Command version 8.
+    UseTotpStep {
+        user_id: String,
+        step: u64,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).

@@ -18,6 +18,12 @@ pub fn revocation_expiry(expires_at: i64, audit_id: &str) -> Vec<u8> {
     k
 }
 
+/// Passwords cf: the last TOTP step a user proved (`t/{user id}`; plain keys there are user ids,
+/// which never hold a `/`).
+pub fn totp_step(user_id: &str) -> Vec<u8> {
+    format!("t/{user_id}").into_bytes()
+}
+
 pub fn role(id: &str) -> Vec<u8> {
     format!("r/{id}").into_bytes()
 }

@@ -24,16 +24,19 @@ pub enum Method {
     Mapped = 16,
     /// Issued for a WebAuthn passkey login (`/v4/auth/passkey/finish`), unscoped.
     Passkey = 32,
+    /// A time-based one-time password (RFC 6238) of one of the user's `totp` credentials.
+    Totp = 64,
 }
 
 impl Method {
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 7] = [
         Method::Password,
         Method::Token,
         Method::Ec2Credential,
         Method::ApplicationCredential,
         Method::Mapped,
         Method::Passkey,
+        Method::Totp,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +46,7 @@ impl Method {
             Method::ApplicationCredential => "application_credential",
             Method::Mapped => "mapped",
             Method::Passkey => "passkey",
+            Method::Totp => "totp",
         }
     }
 }

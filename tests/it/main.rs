@@ -40,6 +40,8 @@
 //! * `tls`: mutual TLS between members (only members admitted), HTTPS on the public and ops
 //!   listeners, the operator commands with `--cacert`;
 //! * `token_cluster`: tokens validate everywhere, revocation is immediate.
+//! * `totp_mfa`: TOTP and multi-factor rules with auth receipts, judged by keystoneauth1 and
+//!   python-openstackclient (`totp_client.py`).
 //!
 //! Run one module with e.g. `cargo test --test it token_cluster::`.
 
@@ -72,3 +74,4 @@ mod stale_reads;
 mod tempest;
 mod tls;
 mod token_cluster;
+mod totp_mfa;

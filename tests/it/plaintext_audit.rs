@@ -1,4 +1,4 @@
-//! At-rest audit: after a user (distinctive name and password), a project (distinctive name
+//! At-rest audit: after a user (distinctive name and password, a TOTP credential), a project (distinctive name
 //! and description) and an OAuth2 client (distinctive name, its secret used for a grant) are
 //! created, an external identity provider (handle, client secret) and a Kubernetes cluster
 //! issuer (reviewer JWT) registered, all applied on all three nodes, and the nodes stopped, no
@@ -64,6 +64,19 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         .await
         .expect("authenticate the audit user");
     assert!(r.status.is_success(), "the audit user cannot authenticate: {} {}", r.status, r.text);
+
+    // a TOTP credential of the user: its blob is the base32 secret its passcodes come from
+    let totp_seed = format!("ZQXAUDITTOTPSEED{}", tag.to_uppercase());
+    let cred = cluster
+        .post_retry(
+            1,
+            "/v3/credentials",
+            &token,
+            &json!({"credential": {"type": "totp", "user_id": user_id, "blob": totp_seed}}),
+            timeout,
+        )
+        .await;
+    assert!(cred.json["credential"]["id"].is_string(), "no credential.id in {}", cred.text);
 
     // an OAuth2 client whose secret (shown once, stored as a keyed hash) is used for a grant
     let client_name = format!("zqxauditclient{tag}");
@@ -139,6 +152,7 @@ async fn no_secret_or_identity_string_is_stored_in_plaintext() {
         ("user name".into(), user_name.clone().into_bytes()),
         ("user password".into(), user_password.clone().into_bytes()),
         ("user email".into(), user_email.clone().into_bytes()),
+        ("totp credential secret".into(), totp_seed.clone().into_bytes()),
         ("project name".into(), project_name.clone().into_bytes()),
         ("project description".into(), project_description.clone().into_bytes()),
         ("admin password".into(), cluster.admin_password.clone().into_bytes()),

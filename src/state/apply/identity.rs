@@ -3,7 +3,7 @@
 use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult, UserPatch};
 use super::super::cutoff::Cutoff;
-use super::super::keys::ns;
+use super::super::keys::{self, ns};
 use super::super::model::{ActorKind, DocKind, User, MAX_EXTRA_BYTES};
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
@@ -171,6 +171,7 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     tx.remove_member(ns::USERS_OF_DOMAIN, &u.domain_id, &u.id);
     tx.delete(cf::USERS, u.id.clone().into_bytes());
     tx.delete(cf::PASSWORDS, u.id.clone().into_bytes());
+    tx.delete(cf::PASSWORDS, keys::totp_step(&u.id));
     // What a `local` mapping rule last synced it into (it has no memberships left).
     tx.delete(cf::SHADOW, super::super::shadow::keys::synced_groups(&u.id));
     // The user's application credentials and their access rules go with it.

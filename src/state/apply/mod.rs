@@ -48,7 +48,7 @@ use fatal::Fatal;
 /// docs/operations.md, "Rolling upgrades").
 /// Version 6 adds no command: it is the raft layer's batched entries (`idnode_raft::BATCH_VERSION`).
 /// Version 7 adds none either: from it every token cut-off moves forward (`cutoff`).
-/// Version 8 adds unified limits (`Command::Limits`).
+/// Version 8 adds unified limits (`Command::Limits`) and `UseTotpStep`.
 pub const COMMAND_VERSION: u32 = 8;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
@@ -163,6 +163,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::MigrateDerivedUserIds { batch } => derived_ids::migrate(tx, batch),
         Command::Restrictions(c) => restrictions::apply(tx, c),
         Command::Limits(c) => limits::apply(tx, c),
+        Command::UseTotpStep { user_id, step } => password::use_totp_step(tx, &user_id, step),
     }
 }
 
@@ -195,6 +196,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::MigrateDerivedUserIds { .. } => 4,
         Command::Restrictions(_) => 5,
         Command::Limits(_) => 8,
+        Command::UseTotpStep { .. } => 8,
         _ => idnode_raft::BASE_VERSION,
     }
 }

@@ -3,7 +3,8 @@
 //! commands, so every replica decides alike whatever its own configuration says.
 
 use super::super::cf;
-use super::super::command::{not_found, Applied, ApplyResult};
+use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
+use super::super::keys;
 use super::super::model::PasswordState;
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
@@ -53,6 +54,18 @@ pub fn failure(tx: &mut Tx<'_>, user_id: &str, at: i64, limit: u32, lockout_micr
     s.failures = if lock_over { 1 } else { s.failures.saturating_add(1) };
     s.last_failure_at = at;
     tx.put(cf::PASSWORDS, user_id.as_bytes().to_vec(), &s)?;
+    Ok(Ok(Applied::Done))
+}
+
+/// One use of a TOTP step: a step at or before the last one used is a replay.
+pub fn use_totp_step(tx: &mut Tx<'_>, user_id: &str, step: u64) -> Result<ApplyResult, Fatal> {
+    if tx.user(user_id)?.is_none() {
+        return Ok(Err(not_found("user", user_id)));
+    }
+    if tx.totp_step(user_id)?.is_some_and(|last| step <= last) {
+        return Ok(Err(ApplyError::Conflict("This TOTP passcode was already used.".into())));
+    }
+    tx.put(cf::PASSWORDS, keys::totp_step(user_id), &step)?;
     Ok(Ok(Applied::Done))
 }
 

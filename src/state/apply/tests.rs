@@ -348,3 +348,23 @@ fn a_refusal_after_partial_writes_leaves_the_batch_as_it_was() {
     assert_eq!(digest(&w), before, "nothing of the refused command reached the engine");
     assert!(w.engine.read().project("d1").unwrap().is_none());
 }
+
+/// A TOTP step is used once per user: the same or an older step is refused and writes
+/// nothing; another user, or a later step, is not affected; the record goes with the user.
+#[test]
+fn a_totp_step_is_used_once_per_user() {
+    let w = World::new();
+    w.apply(Command::CreateProject(project("d1", "Dom", "d1", true))).unwrap();
+    w.apply(Command::CreateUser(user("u1", "alice", "d1"))).unwrap();
+    w.apply(Command::CreateUser(user("u2", "bob", "d1"))).unwrap();
+    let used = |u: &str, step: u64| w.apply(Command::UseTotpStep { user_id: u.into(), step });
+    used("u1", 100).unwrap();
+    assert!(matches!(used("u1", 100), Err(ApplyError::Conflict(_))), "replayed");
+    assert!(matches!(used("u1", 99), Err(ApplyError::Conflict(_))), "older");
+    assert_eq!(w.engine.read().totp_step("u1").unwrap(), Some(100), "a refusal writes nothing");
+    used("u2", 100).unwrap();
+    used("u1", 101).unwrap();
+    assert!(matches!(used("ghost", 1), Err(ApplyError::NotFound { .. })));
+    w.apply(Command::DeleteUser { id: "u1".into(), now: 2 }).unwrap();
+    assert_eq!(w.engine.read().totp_step("u1").unwrap(), None, "goes with the user");
+}

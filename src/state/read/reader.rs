@@ -143,6 +143,11 @@ pub trait Reader {
         self.get(cf::PASSWORDS, user_id.as_bytes())
     }
 
+    /// The last TOTP step the user proved (`Command::UseTotpStep`).
+    fn totp_step(&self, user_id: &str) -> Result<Option<u64>> {
+        self.get(cf::PASSWORDS, &keys::totp_step(user_id))
+    }
+
     fn bootstrap_info(&self) -> Result<Option<BootstrapInfo>> {
         self.get(cf::META, keys::META_BOOTSTRAP)
     }
