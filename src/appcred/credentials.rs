@@ -61,10 +61,11 @@ fn target(user_id: &str) -> Value {
     json!({"user_id": user_id, "application_credential": {"user_id": user_id}})
 }
 
-fn load(node: &Core, user_id: &str, id: &str) -> ApiResult<(Doc, AppCred)> {
-    let doc = find(&node.engine.read(), id)?
-        .filter(|d| d.id.starts_with(&format!("{user_id}/")))
-        .ok_or_else(|| ApiError::not_found("Application Credential", id))?;
+/// The credential `id`, whoever owns it: the policy then judges the caller against its real
+/// owner (Keystone's order), so a path naming the caller's own user id reaches nothing of
+/// anyone else's.
+fn load_by_id(node: &Core, id: &str) -> ApiResult<(Doc, AppCred)> {
+    let doc = find(&node.engine.read(), id)?.ok_or_else(|| ApiError::not_found("Application Credential", id))?;
     let c = AppCred::of(&doc)?;
     Ok((doc, c))
 }
@@ -298,7 +299,7 @@ pub async fn list(Call(node, ctx): Call, Below(user_id, q): Below) -> ApiResult<
 pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<Json<Value>> {
     // As Keystone: the policy is asked about the credential's own user, or, when there is no
     // such credential, about the user the path names, before the 404.
-    let found = load(&node, &user_id, &id);
+    let found = load_by_id(&node, &id);
     let (_, c) = enforce_found(
         "identity:get_application_credential",
         &ctx,
@@ -317,7 +318,7 @@ pub async fn get(Call(node, ctx): Call, Path((user_id, id)): Path<(String, Strin
 pub async fn delete(Call(node, ctx): Call, Path((user_id, id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     // As Keystone: the policy is asked about the credential's own user, or, when there is no
     // such credential, about the user the path names, before the 404.
-    let found = load(&node, &user_id, &id);
+    let found = load_by_id(&node, &id);
     let (doc, _) = enforce_found(
         "identity:delete_application_credential",
         &ctx,

@@ -111,7 +111,7 @@ const CASES: &[Case] = &[
     (Method::GET, "/v3/projects/fakeproject", None,                     [401, 403, 403, 403, 403, 404, 403, 404]),
     (Method::PATCH, "/v3/projects/fakeproject", Some(r#"{"project": {"description": "x"}}"#), [401, 403, 403, 403, 403, 404, 403, 404]),
     (Method::GET, "/v3/domains/fakedomain", None,                       [401, 403, 403, 403, 403, 404, 403, 404]),
-    (Method::DELETE, "/v3/domains/fakedomain", None,                    [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::DELETE, "/v3/domains/fakedomain", None,                    [401, 404, 404, 404, 404, 404, 404, 404]),
     (Method::GET, "/v3/endpoints/fakeendpoint", None,                   [401, 403, 403, 403, 403, 404, 403, 403]),
     (Method::DELETE, "/v3/services/fakeservice", None,                  [401, 403, 403, 403, 403, 404, 403, 403]),
     (Method::PATCH, "/v3/regions/fakeregion", Some(r#"{"region": {"description": "x"}}"#), [401, 403, 403, 403, 403, 404, 403, 403]),

@@ -137,7 +137,9 @@ pub async fn update(
     JsonBody(body): JsonBody<Body<s::DomainUpdateRequest>>,
 ) -> ApiResult<Json<Value>> {
     let b = body.object()?.domain.envelope("domain")?;
-    let mut d = enforce_found("identity:update_domain", &ctx, load(&node, &id), domain_target, json!({}))?;
+    // Keystone looks the domain up first here: 404 to anyone when there is none.
+    let mut d = load(&node, &id)?;
+    enforce("identity:update_domain", &ctx, &domain_target(&d))?;
     if let Some(other) = b.id.string("id", 64)? {
         if other != d.id {
             return Err(ApiError::bad_request("Cannot change the domain id."));
@@ -166,7 +168,9 @@ pub async fn update(
     params(("id" = String, Path, description = "The domain's id.")),
     responses((status = 204, description = "Deleted, with the projects, users, groups, credentials and grants it owns."), E::Change))]
 pub async fn delete(Call(node, ctx): Call, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let d = enforce_found("identity:delete_domain", &ctx, load(&node, &id), domain_target, json!({}))?;
+    // Keystone looks the domain up first here: 404 to anyone when there is none.
+    let d = load(&node, &id)?;
+    enforce("identity:delete_domain", &ctx, &domain_target(&d))?;
     guard::disable_domain(&node.engine.read(), &ctx, &d.id)?;
     forget_in(node.fga.as_deref(), Gone::of_project_delete(&node.engine.read(), &d)?).await?;
     node.propose(Command::DeleteProject { id: d.id }).await?;
