@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::support::{output_within, Cluster};
 
-// RBAC_PENDING mod rbac;
+mod rbac;
 
 /// Tests in the two selections (tempest 47.0.0 and keystone-tempest-plugin 0.22.0).
 const SUITE_SIZE: usize = 176;
