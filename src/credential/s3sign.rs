@@ -76,7 +76,7 @@ fn v4(secret: &str, string_to_sign: &[u8]) -> Result<String, Unverifiable> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! Vectors from AWS's documentation, not from this code: the Signature Version 2 example
     //! of the S3 developer guide (a GET of `photos/puppy.jpg`) and the Version 4 `GET Object`
     //! example of the S3 API reference (header-based auth, single chunk). Both were also
@@ -84,12 +84,14 @@ mod tests {
 
     use super::*;
 
-    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-    const V2_STS: &str = "GET\n\n\nTue, 27 Mar 2007 19:36:42 +0000\n/awsexamplebucket1/photos/puppy.jpg";
-    const V2_SIG: &str = "qgk2+6Sv9/oM7G3qLEjTH1a1l1g=";
-    const V4_STS: &str = "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n\
+    pub(in crate::credential) const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    pub(in crate::credential) const V2_STS: &str =
+        "GET\n\n\nTue, 27 Mar 2007 19:36:42 +0000\n/awsexamplebucket1/photos/puppy.jpg";
+    pub(in crate::credential) const V2_SIG: &str = "qgk2+6Sv9/oM7G3qLEjTH1a1l1g=";
+    pub(in crate::credential) const V4_STS: &str =
+        "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n\
                           7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972";
-    const V4_SIG: &str = "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41";
+    pub(in crate::credential) const V4_SIG: &str = "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41";
 
     #[test]
     fn version_2_is_base64_hmac_sha1() {

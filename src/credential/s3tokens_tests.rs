@@ -6,16 +6,12 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use serde_json::{json, Value};
 
+// AWS's documented signature examples, shared with the signer's own tests.
+use super::s3sign::tests::{SECRET, V2_SIG, V2_STS, V4_SIG, V4_STS};
 use crate::state::Reader;
 use crate::testkit::{Reply, TestNode};
 
 const ACCESS: &str = "AKIAIOSFODNN7EXAMPLE";
-const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-const V2_STS: &str = "GET\n\n\nTue, 27 Mar 2007 19:36:42 +0000\n/awsexamplebucket1/photos/puppy.jpg";
-const V2_SIG: &str = "qgk2+6Sv9/oM7G3qLEjTH1a1l1g=";
-const V4_STS: &str = "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n\
-                      7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972";
-const V4_SIG: &str = "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41";
 
 async fn s3(t: &TestNode, token: Option<&str>, b: Value) -> Reply {
     t.call(Method::POST, "/v3/s3tokens", token, Some(b)).await

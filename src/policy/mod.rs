@@ -85,8 +85,7 @@ pub fn enforce_found<T>(
 
 /// [`enforce`] for a caller that is not a token's user (an API key).
 pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -> Result<(), ApiError> {
-    let domain = crate::token::TokenScope::Domain(p.domain_id.to_string());
-    if scope_types::admits(name, &domain) && global().allowed(name, &input::principal_document(name, p, target)) {
+    if scope_types::admits_domain(name) && global().allowed(name, &input::principal_document(name, p, target)) {
         Ok(())
     } else {
         Err(ApiError::denied(name))

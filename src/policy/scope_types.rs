@@ -155,9 +155,14 @@ const PROJECT_ONLY: &[&str] = &[
 pub fn admits(action: &str, scope: &TokenScope) -> bool {
     match scope {
         TokenScope::Project(_) | TokenScope::Unscoped => true,
-        TokenScope::Domain(_) => !listed(SYSTEM_OR_PROJECT, action) && !listed(PROJECT_ONLY, action),
+        TokenScope::Domain(_) => admits_domain(action),
         TokenScope::System => !listed(PROJECT_ONLY, action),
     }
+}
+
+/// [`admits`] for a domain-scoped caller (a token, or an API key acting on its domain).
+pub fn admits_domain(action: &str) -> bool {
+    !listed(SYSTEM_OR_PROJECT, action) && !listed(PROJECT_ONLY, action)
 }
 
 fn listed(set: &[&str], action: &str) -> bool {
