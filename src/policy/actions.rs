@@ -185,6 +185,7 @@ pub const ACTIONS: &[&str] = &[
     "identity:validate_token",
     "identity:check_token",
     "identity:revoke_token",
+    "identity:list_revoke_events",
     "identity:get_auth_catalog",
     "identity:get_auth_projects",
     "identity:get_auth_domains",

@@ -91,6 +91,9 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v3/auth/tokens#{scratch_token}", None,           [401, 403, 204, 403, 403, 204, 403, 204]),
     (Method::GET, "/v3/auth/projects", None,                            [401, 200, 200, 200, 200, 200, 200, 200]),
     (Method::GET, "/v3/auth/catalog", None,                             [401, 200, 200, 200, 200, 200, 200, 200]),
+    // Revocation events: a service or an admin, system- or project-scoped (a domain-scoped
+    // token is outside Keystone's scope types).
+    (Method::GET, "/v3/OS-REVOKE/events", None,                         [401, 403, 403, 403, 403, 200, 403, 403]),
     // Groups and membership: domain readers read, domain managers write, in their domain.
     (Method::GET, "/v3/groups", None,                                   [401, 403, 403, 200, 200, 200, 200, 200]),
     (Method::GET, "/v3/groups/{gA}", None,                              [401, 403, 403, 200, 403, 200, 403, 200]),

@@ -67,6 +67,7 @@ pub fn described() -> OpenApiRouter<AppState> {
         .routes(routes!(auth::projects::auth_catalog))
         .routes(routes!(auth::projects::auth_domains))
         .routes(routes!(auth::projects::auth_system))
+        .routes(routes!(auth::revoke_events::list))
         .routes(routes!(domains::list, domains::create))
         .routes(routes!(domains::get, domains::update, domains::delete))
         .routes(routes!(dcfg::replace, dcfg::get, dcfg::update, dcfg::delete))

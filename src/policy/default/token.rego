@@ -1,4 +1,5 @@
-# Tokens and the /v3/auth discovery calls (keystone/common/policies/token.py, auth.py).
+# Tokens, the /v3/auth discovery calls and the revocation events
+# (keystone/common/policies/token.py, auth.py, revoke_event.py).
 package identity
 
 # rule:admin_required or (role:reader and system_scope:all) or rule:service_role
@@ -22,6 +23,9 @@ check_token if data.lib.token_subject
 revoke_token if data.lib.admin_required
 
 revoke_token if data.lib.token_subject
+
+# rule:service_or_admin (keystone/common/policies/revoke_event.py)
+list_revoke_events if data.lib.service_or_admin
 
 # Any authenticated caller (Keystone's empty check string): the answers are about the caller.
 get_auth_catalog := true
