@@ -120,6 +120,10 @@ pub struct FederationSettings {
     /// Requests per minute this node makes to one provider host (`outbound_rate_limit`,
     /// default 600); beyond, logins needing a fetch get 503. 0: no limit.
     pub outbound_rate_limit: u32,
+    /// Minutes the group memberships of a `local` mapped login last when its ruleset names
+    /// no `authorization_ttl` (`default_authorization_ttl`, Keystone's option; default 0:
+    /// such memberships are synced for good).
+    pub default_authorization_ttl: u32,
 }
 
 impl FederationSettings {
@@ -128,6 +132,7 @@ impl FederationSettings {
         Ok(FederationSettings {
             allow_private_networks: s.flag(f, "allow_private_networks", false)?,
             outbound_rate_limit: s.parse(f, "outbound_rate_limit", 600)?,
+            default_authorization_ttl: s.parse(f, "default_authorization_ttl", 0)?,
         })
     }
 }

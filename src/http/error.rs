@@ -151,7 +151,9 @@ impl From<idnode_raft::ProposeError> for ApiError {
                 tracing::error!("consensus unavailable: {e}");
                 ApiError::unavailable("This node cannot accept writes at the moment; retry on another node.")
             }
-            other => ApiError::internal(other),
+            // The leader's binary, or the cluster version, does not take this command yet (a
+            // rolling upgrade under way): the reason names the versions, nothing of the state.
+            P::Rejected(why) => ApiError::unavailable(format!("This write needs an upgraded cluster: {why}")),
         }
     }
 }

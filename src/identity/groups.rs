@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use super::schemas as s;
 use super::users::user_json;
+use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
@@ -24,6 +25,7 @@ use crate::state::keys::ns;
 use crate::state::model::{Group, User};
 use crate::state::read::IdentityReads;
 use crate::state::{Command, Reader};
+use crate::token::render::iso_micros;
 use crate::token::Call;
 use crate::token::ValidToken;
 
@@ -196,7 +198,7 @@ pub async fn add_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, 
     responses((status = 204, description = "The user is a member."), E::Read))]
 pub async fn check_user(Call(node, ctx): Call, Path((id, user_id)): Path<(String, String)>) -> ApiResult<StatusCode> {
     let (g, u) = membership("identity:check_user_in_group", &node, &ctx, &id, &user_id)?;
-    if node.engine.read().is_member(&g.id, &u.id)? {
+    if crate::reads::groups::is_member(&node.engine.read(), &g.id, &u.id, now_micros())? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::new(StatusCode::NOT_FOUND, format!("User {} is not a member of group {}.", u.id, g.id)))
@@ -213,7 +215,8 @@ pub async fn remove_user(Call(node, ctx): Call, Path((id, user_id)): Path<(Strin
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The groups of a user (`membership_expires_at` is always null: memberships do not expire).
+/// The groups of a user: its permanent memberships (`membership_expires_at` null) and the
+/// expiring ones a federated login granted that are not over yet, with their end.
 #[utoipa::path(get, path = "/v3/users/{id}/groups", operation_id = "groups_groups_of_user", tag = "users",
     params(("id" = String, Path, description = "The user's id.")),
     responses((status = 200, description = "The user's groups.", body = s::MemberGroupList), E::Read))]
@@ -225,13 +228,15 @@ pub async fn groups_of_user(Call(node, ctx): Call, Below(user_id, q): Below) -> 
     // A domain-scoped caller sees the groups of its own domain only (Keystone filters so).
     let persona = Persona { ctx: &ctx };
     let domain = persona.listing_domain();
-    let mut groups = found(view.group_ids_of_user(&u.id)?, |id| view.group(id))?;
-    groups.retain(|g| domain.is_none_or(|d| g.domain_id == d));
-    let with_expiry = |g: &Group| {
-        let mut v = group_json(g, &base);
-        v["membership_expires_at"] = Value::Null;
-        v
-    };
-    let out = groups.iter().map(with_expiry).collect();
+    let mut out = Vec::new();
+    for (id, expires_at) in crate::reads::groups::of_user(&view, &u.id, now_micros())? {
+        let Some(g) = view.group(&id)? else { continue };
+        if domain.is_some_and(|d| g.domain_id != d) {
+            continue;
+        }
+        let mut v = group_json(&g, &base);
+        v["membership_expires_at"] = expires_at.map_or(Value::Null, |t| Value::from(iso_micros(t)));
+        out.push(v);
+    }
     Ok(Json(page("groups", out, &base, &format!("/v3/users/{}/groups", u.id), &q)?))
 }

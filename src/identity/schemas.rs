@@ -123,7 +123,7 @@ pub struct Group {
     links: SelfLink,
 }
 
-/// A group in a user's group list; memberships do not expire, so the expiry is always null.
+/// A group in a user's group list.
 #[derive(ToSchema)]
 #[allow(dead_code)] // schema only: the handlers render JSON with the extra attributes merged in
 pub struct MemberGroup {
@@ -131,6 +131,8 @@ pub struct MemberGroup {
     name: String,
     domain_id: String,
     description: Option<String>,
+    /// When an expiring membership (granted by a federated login through a ruleset with an
+    /// `authorization_ttl`) ends, ISO 8601; null for a permanent one.
     membership_expires_at: Option<String>,
     links: SelfLink,
 }

@@ -99,7 +99,7 @@ pub async fn login(
     }
     let mode = m.identity.identity_mode.unwrap_or_else(|| default_mode(&ext.provider));
     let user = match mode {
-        IdentityMode::Local => super::principal::local(node, mapped, &m, &ext).await?,
+        IdentityMode::Local => super::principal::local(node, mapped, &live, &m, &ext).await?,
         IdentityMode::Ephemeral => super::principal::ephemeral(node, mapped, &live, &m, &ext).await?,
     };
     let restriction = super::restricted::of_rule(node, &live.rs, &m.rule_name, &user)?;

@@ -16,7 +16,7 @@ use crate::mapping::MappingError;
 use crate::state::derived_ids::resolve_derived_user;
 use crate::state::keys::ns;
 use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, User};
-use crate::state::read::ShadowReads;
+use crate::state::read::{IdentityReads, ShadowReads};
 use crate::state::shadow::{virtual_user_id, GroupRequest, ResolvedGroupBinding, ShadowCommand, VirtualUserMetadata};
 use crate::state::{Command, Reader};
 
@@ -55,11 +55,67 @@ fn find_group(view: &impl Reader, g: &GroupRequest) -> idnode_storage::Result<Op
     })
 }
 
+/// How long the memberships a `local` login grants last, in microseconds: the ruleset's
+/// `authorization_ttl`, else the node's `[federation] default_authorization_ttl` (minutes, 0
+/// or absent skipped as Keystone does); `None`: they are synced for good.
+fn membership_ttl(mapped: &MappedAuth, live: &Live) -> Option<i64> {
+    let minutes = live.rs.authorization_ttl.filter(|m| *m > 0).unwrap_or(mapped.default_authorization_ttl);
+    (minutes > 0).then(|| i64::from(minutes) * 60_000_000)
+}
+
+/// How much sooner than a fresh login would say an expiring membership may end and still be
+/// left as it is: a tenth of the TTL, at most [`REFRESH_S`], so repeated logins cost no
+/// consensus round each.
+fn refresh_slack(ttl: i64) -> i64 {
+    (ttl / 10).min(REFRESH_S * 1_000_000)
+}
+
+/// Whether the user's memberships already say what this login would write: with a TTL, an
+/// expiring membership through this provider of exactly each wanted group, ending within the
+/// slack before what this login would say (never after it: a shortened TTL is written), and
+/// no permanent sync left; without, the permanent sync of exactly those groups and no
+/// expiring membership.
+fn memberships_current(
+    view: &impl Reader,
+    user_id: &str,
+    idp_id: &str,
+    wanted: &[String],
+    ttl: Option<i64>,
+    now: i64,
+) -> idnode_storage::Result<bool> {
+    let synced: Vec<String> = view.synced_groups(user_id)?;
+    let expiring = view.expiring_memberships_of_user(user_id)?;
+    Ok(match ttl {
+        None => {
+            if !expiring.is_empty() || synced != wanted {
+                return Ok(false);
+            }
+            for g in wanted {
+                if !view.is_member(g, user_id)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        Some(ttl) => {
+            let ours: Vec<_> = expiring.iter().filter(|m| m.idp_id == idp_id).collect();
+            synced.is_empty()
+                && ours.len() == wanted.len()
+                && wanted.iter().all(|g| {
+                    ours.iter().any(|m| {
+                        m.group_id == *g && (now + ttl - refresh_slack(ttl)..=now + ttl).contains(&m.expires_at)
+                    })
+                })
+        }
+    })
+}
+
 /// `local`: the real user the rule names (its `user_id` template, else the id derived from
 /// the user's domain, this provider and the identity, so two providers whose subjects collide
-/// never share a user), created on first login, with its groups synced. An existing user is
-/// taken only if this provider made it (`confine::local_user`).
-pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External) -> ApiResult<User> {
+/// never share a user), created on first login, with its groups synced (for good, or as
+/// expiring memberships when the ruleset has a TTL). An existing user is taken only if this
+/// provider made it (`confine::local_user`).
+pub async fn local(node: &Core, mapped: &MappedAuth, live: &Live, m: &Matched, ext: &External) -> ApiResult<User> {
     let id = m.identity.user_id.clone().map_or_else(
         || resolve_derived_user(&node.engine.read(), &m.identity.user_domain_id, &ext.provider.id, &ext.workload),
         Ok,
@@ -68,6 +124,8 @@ pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External
         return Err(ApiError::unauthorized("The mapped user id is not a valid user id."));
     }
     let groups = group_requests(m);
+    let ttl = membership_ttl(mapped, live);
+    let now = now_micros();
     let existing = {
         let view = node.engine.read();
         match view.user(&id)? {
@@ -77,16 +135,15 @@ pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External
                 }
                 super::confine::local_user(&view, &u, &m.identity.user_domain_id, &ext.provider)?;
                 let mut wanted = Vec::new();
-                let mut in_sync = true;
+                let mut all_found = true;
                 for g in &groups {
                     match find_group(&view, g)? {
-                        Some(gid) if view.is_member(&gid, &u.id)? => wanted.push(gid),
-                        _ => in_sync = false,
+                        Some(gid) if !wanted.contains(&gid) => wanted.push(gid),
+                        Some(_) => {}
+                        None => all_found = false,
                     }
                 }
-                wanted.dedup();
-                let synced: Vec<String> = view.synced_groups(&u.id)?;
-                if in_sync && synced == wanted {
+                if all_found && memberships_current(&view, &u.id, &ext.provider.id, &wanted, ttl, now)? {
                     return Ok(u);
                 }
                 Some(u)
@@ -107,14 +164,24 @@ pub async fn local(node: &Core, mapped: &MappedAuth, m: &Matched, ext: &External
         password_expires_at: None,
         extra: "{}".into(),
         options: "{}".into(),
-        created_at: now_micros(),
+        created_at: now,
         tokens_valid_after: 0,
         federated: vec![FederatedIdentity {
             idp_id: ext.provider.id.clone(),
             protocols: vec![FederatedProtocol { protocol_id: PROTOCOL.into(), unique_id: ext.workload.clone() }],
         }],
     };
-    let cmd = Command::Shadow(ShadowCommand::LocalLogin { user: Box::new(user), groups });
+    let user = Box::new(user);
+    let cmd = Command::Shadow(match ttl {
+        None => ShadowCommand::LocalLogin { user, groups },
+        Some(ttl) => ShadowCommand::ExpiringLogin {
+            user,
+            groups,
+            idp_id: ext.provider.id.clone(),
+            at: now,
+            expires_at: now + ttl,
+        },
+    });
     let u: User = node.propose_as(cmd).await?;
     if !u.enabled {
         return Err(ApiError::unauthorized("The mapped user is disabled."));

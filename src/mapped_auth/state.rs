@@ -24,6 +24,8 @@ pub struct MappedAuth {
     pub discovery: DiscoveryCache,
     /// IdP JWTs already verified (`verified`).
     pub verified: verified::VerifiedCache,
+    /// `[federation] default_authorization_ttl`, minutes (0: none).
+    pub default_authorization_ttl: u32,
 }
 
 impl MappedAuth {
@@ -44,6 +46,7 @@ impl MappedAuth {
             creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
             discovery: DiscoveryCache::new(MAX_DISCOVERY_DOCS).observed(caches.stats("oidc_discovery")),
             verified: verified::VerifiedCache::default().observed(caches.stats("verified_jwt")),
+            default_authorization_ttl: f.default_authorization_ttl,
         })
     }
 

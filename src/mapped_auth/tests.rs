@@ -857,3 +857,6 @@ async fn on_the_store_driver_a_virtual_users_bound_groups_hold_the_stores_roles(
     let r = t.call(Method::POST, &path, None, Some(login)).await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
 }
+
+#[path = "expiring_tests.rs"]
+mod expiring;

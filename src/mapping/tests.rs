@@ -327,6 +327,7 @@ fn ruleset(rules: Vec<MappingRule>) -> MappingRuleSet {
         allowed_domains: vec![],
         enabled: true,
         rules,
+        authorization_ttl: None,
         ruleset_version: None,
     }
 }

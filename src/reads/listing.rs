@@ -136,7 +136,12 @@ fn direct(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
 
 /// The stored grants that can produce an effective entry for the filter: the direct grants
 /// on the targets of interest, and the inherited grants that reach them.
-fn effective_sources(r: &impl Reader, f: &Filter, targets: &Option<Vec<Target>>) -> Result<Vec<Assignment>> {
+fn effective_sources(
+    r: &impl Reader,
+    f: &Filter,
+    targets: &Option<Vec<Target>>,
+    user_groups: Option<&[String]>,
+) -> Result<Vec<Assignment>> {
     // Only projects inherit: on a domain or the system only direct grants count.
     let inherited = match &f.target {
         None | Some(Target::Project(_)) => f.inherited,
@@ -146,7 +151,7 @@ fn effective_sources(r: &impl Reader, f: &Filter, targets: &Option<Vec<Target>>)
     let actors: Option<Vec<Actor>> = match &f.user {
         Some(u) => {
             let mut a = vec![(ActorKind::User, u.clone())];
-            a.extend(r.group_ids_of_user(u)?.into_iter().map(|g| (ActorKind::Group, g)));
+            a.extend(user_groups.unwrap_or_default().iter().map(|g| (ActorKind::Group, g.clone())));
             Some(a)
         }
         None => None,
@@ -206,7 +211,13 @@ fn effective(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
     let mut global: BTreeMap<String, bool> = BTreeMap::new();
     let mut reached: BTreeMap<Target, Vec<Target>> = BTreeMap::new();
     let mut out = Vec::new();
-    for a in effective_sources(r, f, &targets)? {
+    // The filtered user's groups now, expiring memberships included (`reads::groups`); the
+    // member lists of groups hold permanent members only, as Keystone's do.
+    let user_groups = match &f.user {
+        Some(u) => Some(super::groups::ids_of_user(r, u, crate::clock::now_micros())?),
+        None => None,
+    };
+    for a in effective_sources(r, f, &targets, user_groups.as_deref())? {
         let on: Vec<Target> =
             if a.inherited { inherited_targets(r, f, &targets, &a, &mut reached)? } else { vec![a.target.clone()] };
         if on.is_empty() {
@@ -214,12 +225,13 @@ fn effective(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
         }
         let users: Vec<(String, Option<String>)> = match a.actor_kind {
             ActorKind::User => vec![(a.actor_id.clone(), None)],
-            ActorKind::Group => r
-                .member_user_ids(&a.actor_id)?
-                .into_iter()
-                .filter(|u| f.user.as_ref().is_none_or(|only| only == u))
-                .map(|u| (u, Some(a.actor_id.clone())))
-                .collect(),
+            ActorKind::Group => match (&f.user, &user_groups) {
+                (Some(u), Some(groups)) if groups.contains(&a.actor_id) => vec![(u.clone(), Some(a.actor_id.clone()))],
+                (Some(_), _) => Vec::new(),
+                (None, _) => {
+                    r.member_user_ids(&a.actor_id)?.into_iter().map(|u| (u, Some(a.actor_id.clone()))).collect()
+                }
+            },
         };
         for (role_id, prior_role) in expand_roles(&graph, &a.role_id) {
             if f.role.as_ref().is_some_and(|only| only != &role_id) || !is_global(r, &mut global, &role_id)? {

@@ -5,6 +5,7 @@
 
 pub mod appcred;
 pub mod effective;
+pub mod groups;
 pub mod hierarchy;
 pub mod listing;
 pub mod mapped;

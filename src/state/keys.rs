@@ -54,6 +54,21 @@ pub fn user_group(user: &str, group: &str) -> Vec<u8> {
 pub fn user_groups_prefix(user: &str) -> Vec<u8> {
     format!("u/{user}/").into_bytes()
 }
+/// Expiring memberships (`model::ExpiringMembership`), kept twice like permanent ones: by
+/// user (`xu/{user}/{group}`, what reads and logins scan) and by group (`xm/{group}/{user}`,
+/// so a deleted group takes them along).
+pub fn expiring_of_user(user: &str, group: &str) -> Vec<u8> {
+    format!("xu/{user}/{group}").into_bytes()
+}
+pub fn expiring_of_user_prefix(user: &str) -> Vec<u8> {
+    format!("xu/{user}/").into_bytes()
+}
+pub fn expiring_of_group(group: &str, user: &str) -> Vec<u8> {
+    format!("xm/{group}/{user}").into_bytes()
+}
+pub fn expiring_of_group_prefix(group: &str) -> Vec<u8> {
+    format!("xm/{group}/").into_bytes()
+}
 
 pub fn region(id: &str) -> Vec<u8> {
     format!("g/{id}").into_bytes()

@@ -82,6 +82,21 @@ pub struct Membership {
     pub user_id: String,
 }
 
+/// A group membership a federated login granted for a while (Keystone's
+/// `expiring_user_group_membership`, kept for the `authorization_ttl`): it counts until
+/// `expires_at`, and each later login through the same provider that still grants it moves
+/// that on. Stored apart from permanent memberships, so an administrator's own grant of the
+/// same group is never touched by it. Times are unix microseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpiringMembership {
+    pub group_id: String,
+    pub user_id: String,
+    /// The provider whose login granted it (`state::providers::Provider::id`).
+    pub idp_id: String,
+    pub last_verified: i64,
+    pub expires_at: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Role {
     pub id: String,

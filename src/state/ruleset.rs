@@ -39,6 +39,12 @@ pub struct MappingRuleSet {
     pub enabled: bool,
     /// Ordered: the first matching rule wins.
     pub rules: Vec<MappingRule>,
+    /// Minutes the group memberships a `local` rule grants last after the login that last
+    /// vouched for them (Keystone's identity provider `authorization_ttl` and its expiring
+    /// group memberships). Absent, null or 0: the node's `[federation]
+    /// default_authorization_ttl`; when that is 0 too, the memberships are synced for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization_ttl: Option<u32>,
     /// Response only (a request may echo it; the server replaces it on every change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, example = "9f86d081884c7d659a2feaa0c55ad015")]

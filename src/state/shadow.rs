@@ -129,6 +129,19 @@ pub enum ShadowCommand {
     /// group, and leaves those the previous sync joined that are no longer bound (memberships
     /// an administrator made are never touched). A disabled user stays disabled.
     LocalLogin { user: Box<crate::state::model::User>, groups: Vec<GroupRequest> },
+    /// A successful authentication through a `local` rule of a ruleset with an
+    /// `authorization_ttl` (Keystone's expiring group memberships): the user is found or
+    /// created and the groups resolved as for `LocalLogin`, but the memberships are expiring
+    /// ones, verified at `at` and lasting until `expires_at` (unix microseconds). The
+    /// memberships a permanent sync made before are left, the user's expiring memberships
+    /// through `idp_id` that the login no longer grants end, and any past `at` are dropped.
+    ExpiringLogin {
+        user: Box<crate::state::model::User>,
+        groups: Vec<GroupRequest>,
+        idp_id: String,
+        at: i64,
+        expires_at: i64,
+    },
 }
 
 /// A group binding of a `local` rule, as the service resolved its templates.

@@ -13,7 +13,7 @@ use crate::http::metrics::labels;
 use crate::openfga::DriverError;
 use crate::reads::{appcred, effective, listing, mapped};
 use crate::state::model::{Project, Role, Target, User};
-use crate::state::read::TokenReads;
+use crate::state::read::{IdentityReads, TokenReads};
 use crate::state::Reader;
 
 /// A token that opened, is not revoked, and whose user and scope are still valid, with
@@ -194,9 +194,11 @@ impl Tokens {
                 match result {
                     Ok(vt) => {
                         let vt = Arc::new(vt);
-                        // Roles from the relationship store change without a write here:
-                        // such a token is validated afresh each time (nothing is cached).
-                        if self.fga.is_none() || vt.roles.is_empty() {
+                        // Roles from the relationship store change without a write here, and
+                        // so do those of an expiring group membership when it ends: such a
+                        // token is validated afresh each time (nothing is cached).
+                        let timed = !self.engine.read().expiring_memberships_of_user(&vt.user.id)?.is_empty();
+                        if (self.fga.is_none() || vt.roles.is_empty()) && !timed {
                             self.token_cache.insert(token.to_string(), vt.clone(), applied);
                         }
                         vt

@@ -7,7 +7,7 @@ use super::super::model::{ActorKind, Group, Membership};
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::fatal::Fatal;
-use super::{assignment, scim_ownership};
+use super::{assignment, expiring, scim_ownership};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -66,6 +66,7 @@ pub fn remove_group(tx: &mut Tx<'_>, g: &Group) -> Result<(), Fatal> {
     for m in &members {
         unlink(tx, m);
     }
+    expiring::remove_of_group(tx, &g.id)?;
     tx.delete_name(ns::GROUP_NAME, &g.domain_id, &g.name);
     tx.remove_member(ns::GROUPS_OF_DOMAIN, &g.domain_id, &g.id);
     tx.delete(cf::GROUPS, keys::group(&g.id));
@@ -89,7 +90,7 @@ pub fn remove_memberships_of_user(tx: &mut Tx<'_>, user_id: &str) -> Result<(), 
     for m in &found {
         unlink(tx, m);
     }
-    Ok(())
+    expiring::remove_of_user(tx, user_id)
 }
 
 fn unlink(tx: &mut Tx<'_>, m: &Membership) {

@@ -12,6 +12,7 @@ pub mod credential;
 mod derived_ids;
 mod doc;
 mod endpoint_policy;
+mod expiring;
 mod fatal;
 mod group;
 mod identity;
@@ -49,7 +50,8 @@ use fatal::Fatal;
 /// Version 6 adds no command: it is the raft layer's batched entries (`idnode_raft::BATCH_VERSION`).
 /// Version 7 adds none either: from it every token cut-off moves forward (`cutoff`).
 /// Version 8 adds unified limits (`Command::Limits`) and `UseTotpStep`.
-pub const COMMAND_VERSION: u32 = 8;
+/// Version 9 adds `ShadowCommand::ExpiringLogin` (expiring group memberships).
+pub const COMMAND_VERSION: u32 = 9;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 
@@ -197,6 +199,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::Restrictions(_) => 5,
         Command::Limits(_) => 8,
         Command::UseTotpStep { .. } => 8,
+        Command::Shadow(super::shadow::ShadowCommand::ExpiringLogin { .. }) => 9,
         _ => idnode_raft::BASE_VERSION,
     }
 }

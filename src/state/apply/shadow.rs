@@ -14,7 +14,7 @@ use super::super::read::tx::Tx;
 use super::super::ruleset::GroupStrategy;
 use super::super::shadow::{keys, GroupRequest, ShadowApplied, ShadowCommand, VirtualUserMetadata, MAX_BATCH};
 use super::fatal::Fatal;
-use super::{group, identity};
+use super::{expiring, group, identity};
 
 fn done(a: ShadowApplied) -> Result<ApplyResult, Fatal> {
     Ok(Ok(Applied::Shadow(a)))
@@ -26,6 +26,9 @@ pub fn apply(tx: &mut Tx<'_>, cmd: ShadowCommand) -> Result<ApplyResult, Fatal> 
         ShadowCommand::DisableInactive { before, at, limit } => disable_inactive(tx, before, at, limit),
         ShadowCommand::DeleteArchived { before, limit } => delete_archived(tx, before, limit),
         ShadowCommand::LocalLogin { user, groups } => local_login(tx, *user, groups),
+        ShadowCommand::ExpiringLogin { user, groups, idp_id, at, expires_at } => {
+            expiring_login(tx, *user, groups, &idp_id, at, expires_at)
+        }
     }
 }
 
@@ -149,7 +152,13 @@ fn resolve_group(tx: &mut Tx<'_>, g: &GroupRequest) -> Result<Result<String, App
     })
 }
 
-fn local_login(tx: &mut Tx<'_>, user: User, groups: Vec<GroupRequest>) -> Result<ApplyResult, Fatal> {
+/// The user a `local` login names, created when its id is free, and the ids of the groups
+/// it binds (resolved or created), each once.
+fn user_and_groups(
+    tx: &mut Tx<'_>,
+    user: User,
+    groups: &[GroupRequest],
+) -> Result<Result<(User, Vec<String>), ApplyError>, Fatal> {
     let user = match tx.user(&user.id)? {
         Some(stored) => stored,
         None => match identity::create(tx, user.clone())? {
@@ -165,25 +174,31 @@ fn local_login(tx: &mut Tx<'_>, user: User, groups: Vec<GroupRequest>) -> Result
         },
     };
     let mut wanted = Vec::with_capacity(groups.len());
-    for g in &groups {
+    for g in groups {
         match resolve_group(tx, g)? {
             Ok(id) if !wanted.contains(&id) => wanted.push(id),
             Ok(_) => {}
             Err(e) => return Ok(Err(e)),
         }
     }
-    let key = keys::synced_groups(&user.id);
+    Ok(Ok((user, wanted)))
+}
+
+/// Makes the user's permanent synced memberships exactly `wanted`: joins what is missing and
+/// leaves what the previous sync joined and is no longer bound.
+fn sync_permanent(tx: &mut Tx<'_>, user_id: &str, wanted: &[String]) -> Result<Result<(), ApplyError>, Fatal> {
+    let key = keys::synced_groups(user_id);
     let before: Vec<String> = tx.get(cf::SHADOW, &key)?.unwrap_or_default();
-    for gid in &wanted {
-        if !tx.is_member(gid, &user.id)? {
-            if let Err(e) = group::add_member(tx, gid, &user.id)? {
+    for gid in wanted {
+        if !tx.is_member(gid, user_id)? {
+            if let Err(e) = group::add_member(tx, gid, user_id)? {
                 return Ok(Err(e));
             }
         }
     }
     for gid in before.iter().filter(|g| !wanted.contains(*g)) {
-        if tx.group(gid)?.is_some() && tx.is_member(gid, &user.id)? {
-            if let Err(e) = group::remove_member(tx, gid, &user.id)? {
+        if tx.group(gid)?.is_some() && tx.is_member(gid, user_id)? {
+            if let Err(e) = group::remove_member(tx, gid, user_id)? {
                 return Ok(Err(e));
             }
         }
@@ -191,5 +206,42 @@ fn local_login(tx: &mut Tx<'_>, user: User, groups: Vec<GroupRequest>) -> Result
     if before != wanted {
         tx.put(cf::SHADOW, key, &wanted)?;
     }
+    Ok(Ok(()))
+}
+
+fn local_login(tx: &mut Tx<'_>, user: User, groups: Vec<GroupRequest>) -> Result<ApplyResult, Fatal> {
+    let (user, wanted) = match user_and_groups(tx, user, &groups)? {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Err(e) = sync_permanent(tx, &user.id, &wanted)? {
+        return Ok(Err(e));
+    }
+    // A permanent sync replaces what an earlier ruleset with a TTL granted.
+    expiring::remove_of_user(tx, &user.id)?;
+    Ok(Ok(Applied::User(user)))
+}
+
+/// As `local_login`, but the groups are granted as expiring memberships, and what a
+/// permanent sync granted before is left (the sync to nothing).
+fn expiring_login(
+    tx: &mut Tx<'_>,
+    user: User,
+    groups: Vec<GroupRequest>,
+    idp_id: &str,
+    at: i64,
+    expires_at: i64,
+) -> Result<ApplyResult, Fatal> {
+    if expires_at <= at {
+        return Ok(Err(ApplyError::Invalid("an expiring membership must end after it is verified".into())));
+    }
+    let (user, wanted) = match user_and_groups(tx, user, &groups)? {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Err(e) = sync_permanent(tx, &user.id, &[])? {
+        return Ok(Err(e));
+    }
+    expiring::login(tx, &user.id, &wanted, idp_id, at, expires_at)?;
     Ok(Ok(Applied::User(user)))
 }

@@ -5,7 +5,7 @@ use idnode_storage::Result;
 use super::reader::Reader;
 use crate::state::cf;
 use crate::state::keys;
-use crate::state::model::{Group, User};
+use crate::state::model::{ExpiringMembership, Group, User};
 
 pub trait IdentityReads: Reader {
     /// Every user, in id order.
@@ -16,6 +16,17 @@ pub trait IdentityReads: Reader {
     /// Every group, in id order.
     fn groups(&self) -> Result<Vec<Group>> {
         self.scan(cf::GROUPS, keys::GROUP_PREFIX)
+    }
+
+    /// A user's expiring memberships, expired ones included (whether one still counts
+    /// depends on the reader's clock: `reads::groups`).
+    fn expiring_memberships_of_user(&self, user_id: &str) -> Result<Vec<ExpiringMembership>> {
+        self.scan(cf::GROUPS, &keys::expiring_of_user_prefix(user_id))
+    }
+
+    /// A group's expiring memberships, expired ones included.
+    fn expiring_members_of_group(&self, group_id: &str) -> Result<Vec<ExpiringMembership>> {
+        self.scan(cf::GROUPS, &keys::expiring_of_group_prefix(group_id))
     }
 }
 

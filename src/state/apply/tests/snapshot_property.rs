@@ -21,6 +21,8 @@ use crate::state::apply::IdentityApp;
 use crate::state::cf::STATE_CFS;
 use crate::state::command::{Bootstrap, Command};
 use crate::state::model::*;
+use crate::state::ruleset::GroupStrategy;
+use crate::state::shadow::{GroupRequest, ShadowCommand};
 
 const CASES: u64 = 24;
 const SECRET: &str = "property-cluster-secret";
@@ -118,7 +120,18 @@ pub(super) fn random_command(rng: &mut StdRng) -> Command {
     let id = |rng: &mut StdRng, p: &str| format!("{p}{}", rng.gen_range(0..6));
     let name = |rng: &mut StdRng| ["admin", "Alice", "alice", "bob", "Carol", "dave"][rng.gen_range(0..6)].to_string();
     let domain = |rng: &mut StdRng| if rng.gen_bool(0.7) { "default".to_string() } else { "D1".to_string() };
-    match rng.gen_range(0..15) {
+    let groups = |rng: &mut StdRng| -> Vec<GroupRequest> {
+        (0..rng.gen_range(0..3))
+            .map(|_| GroupRequest {
+                group_id: rng.gen_bool(0.7).then(|| id(rng, "g")),
+                name: name(rng),
+                domain_id: domain(rng),
+                strategy: if rng.gen_bool(0.5) { GroupStrategy::Get } else { GroupStrategy::CreateOrGet },
+                new_id: id(rng, "g"),
+            })
+            .collect()
+    };
+    match rng.gen_range(0..17) {
         0 | 1 => Command::CreateUser(user(&id(rng, "u"), &name(rng), &domain(rng))),
         2 => Command::UpdateUser(user(&id(rng, "u"), &name(rng), &domain(rng))),
         3 => Command::DeleteUser { id: id(rng, "u"), now: 5 },
@@ -157,6 +170,20 @@ pub(super) fn random_command(rng: &mut StdRng) -> Command {
             target: Target::Project(id(rng, "p")),
             role_id: id(rng, "r"),
             inherited: false,
+        }),
+        14 => {
+            let at = rng.gen_range(0..1_000);
+            Command::Shadow(ShadowCommand::ExpiringLogin {
+                user: Box::new(user(&id(rng, "u"), &name(rng), &domain(rng))),
+                groups: groups(rng),
+                idp_id: id(rng, "idp"),
+                at,
+                expires_at: at + rng.gen_range(-10..1_000),
+            })
+        }
+        15 => Command::Shadow(ShadowCommand::LocalLogin {
+            user: Box::new(user(&id(rng, "u"), &name(rng), &domain(rng))),
+            groups: groups(rng),
         }),
         _ => Command::DeleteCredential { id: id(rng, "c") },
     }
