@@ -40,9 +40,19 @@ impl PasswordHasher {
             .map_err(|e| KeyError::Password(e.to_string()))
     }
 
-    /// Verifies with the parameters recorded in the hash (so old hashes keep working after a
-    /// parameter change). Comparison inside argon2 is constant-time.
+    /// Whether a stored hash is this hasher's kind (argon2id), not one kept from Keystone
+    /// that the next login proving it should replace.
+    pub fn is_current(phc: &str) -> bool {
+        phc.starts_with("$argon2id$")
+    }
+
+    /// Verifies with the parameters recorded in the hash, so old hashes keep working after a
+    /// parameter change, and hashes kept from Keystone too (`keystone_hash`). Comparisons are
+    /// constant-time.
     pub fn verify(&self, password: &str, phc: &str) -> bool {
+        if crate::keystone_hash::is_keystone_hash(phc) {
+            return crate::keystone_hash::verify(password.as_bytes(), phc).unwrap_or(false);
+        }
         match PasswordHash::new(phc) {
             Ok(parsed) => Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok(),
             Err(_) => false,

@@ -80,7 +80,7 @@ async fn password(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
     let found = find_user(node, user)?.filter(|u| u.enabled);
     let usable = found.as_ref().and_then(|u| u.password_hash.clone());
     let candidate = usable.is_some();
-    let ok = node.verify_password(pw, usable.unwrap_or_else(|| node.dummy_hash.clone())).await?;
+    let ok = node.verify_password(pw.clone(), usable.unwrap_or_else(|| node.dummy_hash.clone())).await?;
     let locked = node.locked(found.as_ref().map_or("", |u| u.id.as_str()), found.as_ref())?;
     match found {
         Some(u) if ok && candidate && !locked && domain_enabled(node, &u)? => {
@@ -92,6 +92,7 @@ async fn password(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
                 )));
             }
             node.note_auth_success(&u).await?;
+            node.rehash_kept_password(&u, pw).await;
             Ok(Proven::of(u, Method::Password as u8, None))
         }
         Some(u) if locked => {

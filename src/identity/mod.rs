@@ -7,10 +7,13 @@ pub mod hash_pool;
 pub mod lockout;
 mod options;
 pub mod password;
+mod rehash;
 pub mod schemas;
 pub mod users;
 
 #[cfg(test)]
 mod compliance_tests;
+#[cfg(test)]
+mod rehash_tests;
 #[cfg(test)]
 mod tests;

@@ -174,6 +174,16 @@ pub enum Command {
         user_id: String,
         step: u64,
     },
+    /// A login proved the password against `old_hash`, a format kept from Keystone: the user's
+    /// hash becomes `new_hash` (argon2id of the same password), in the password history too.
+    /// Nothing else moves (no token cut-off, no new history entry, no age), and nothing at all
+    /// when the stored hash is no longer `old_hash` (a password change came first). Command
+    /// version 10.
+    RehashPassword {
+        user_id: String,
+        old_hash: String,
+        new_hash: String,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).

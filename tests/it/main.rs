@@ -58,6 +58,7 @@ mod fault_snapshot;
 mod jepsen;
 mod kek_startup;
 mod key_rotation;
+mod keystone_hashes;
 mod kubernetes;
 mod oauth2_clients;
 mod oauth2_cluster;

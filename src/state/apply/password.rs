@@ -45,6 +45,28 @@ pub fn record(
     Ok(Ok(Applied::User(user)))
 }
 
+/// Replaces a user's password hash kept from Keystone by the argon2id one a login computed,
+/// when it is still the stored one (`Command::RehashPassword`).
+pub fn rehash(tx: &mut Tx<'_>, user_id: &str, old_hash: &str, new_hash: String) -> Result<ApplyResult, Fatal> {
+    let Some(mut user) = tx.user(user_id)? else {
+        return Ok(Ok(Applied::Done));
+    };
+    if user.password_hash.as_deref() != Some(old_hash) {
+        return Ok(Ok(Applied::Done));
+    }
+    if let Some(mut s) = tx.password_state(user_id)? {
+        if s.history.iter().any(|h| h == old_hash) {
+            for h in s.history.iter_mut().filter(|h| h.as_str() == old_hash) {
+                *h = new_hash.clone();
+            }
+            tx.put(cf::PASSWORDS, user_id.as_bytes().to_vec(), &s)?;
+        }
+    }
+    user.password_hash = Some(new_hash);
+    tx.put(cf::USERS, user_id.as_bytes().to_vec(), &user)?;
+    Ok(Ok(Applied::Done))
+}
+
 pub fn failure(tx: &mut Tx<'_>, user_id: &str, at: i64, limit: u32, lockout_micros: i64) -> Result<ApplyResult, Fatal> {
     if tx.user(user_id)?.is_none() {
         return Ok(Err(not_found("user", user_id)));
