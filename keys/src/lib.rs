@@ -8,6 +8,7 @@ mod error;
 mod index;
 mod jwt_backend;
 mod kek;
+pub mod keystone_fernet;
 pub mod keystone_hash;
 mod oidc;
 mod password;

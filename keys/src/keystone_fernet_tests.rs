@@ -1,0 +1,98 @@
+//! Tokens issued by the reference Keystone 30 (password method, the bootstrap admin; one per
+//! kind it scopes to), with the key repository it issued them under (`0` staged, `1` primary),
+//! and what Keystone's own `GET /v3/auth/tokens` answered for each.
+
+use super::*;
+
+const STAGED: &str = "qbvr1DLfvUGJHGMKN-FZ0AaL7_FahX3dyiQPKAu-FUM=";
+const PRIMARY: &str = "CcUHjDeya3QFeWsY9Ympmr46NfMSzWgnANsylTAa10Y=";
+const USER: &str = "24d534f613cc48e38098a351a96adc34";
+/// 2026-11-29T19:32:49Z and 19:32:50Z (expiry), 18:32:49Z and 18:32:50Z (issue).
+const EXPIRES: [i64; 2] = [1_795_980_769, 1_795_980_770];
+const ISSUED: [i64; 2] = [1_795_977_169, 1_795_977_170];
+
+const UNSCOPED: &str = "gAAAAABrDG_RbsZgZoK6UHbYGIfQXSmgNd9ztpRAUp0DFZ8WZNKtz6aZzjsrKmmAoBap4tYoyOpC4cx8Wjvz66K2Uq6yWg03k_D0izsyh6coHQ2QuiqRvLjfc82iOV28MbV_zqSO3g-h0zB_la790FQIAji5OSbOKA";
+const PROJECT: &str = "gAAAAABrDG_SbwuxaB3TXOytRmZ80Dg1nLDPo7yonYplZQe1RjIh7BBsM5YOAVkJa_eG_ViMFWJfPLd7bftYPg-00qyhBV8OLT0Do9vGzL6t9RPG2Hn1DAftMcbo3wR0HEtotYmuRMvwZ7Dr09T_AgkUYHjrEnRtK3psx3BEn0u7xww_vTgplLg";
+const DOMAIN: &str = "gAAAAABrDG_S6HwIROmT4hIvIpprL514NUDRw66lRNAb-q3HdFoVkPlLmY5ynHHOP7GijGv7qWIG2SpYrA97S53yVrBHBPLbhPb7DI-sW2z7QUWwlJxdRf-PSR-Z0UiUi9Dy7rsXFxt_oIwi415dyAZfaI58KzQEHg";
+const SYSTEM: &str = "gAAAAABrDG_ShIoQ4wmwDod6WL9mJUdUTS5qdTRo2OXFoQXCEv4JRlOguCVh69Jlnms96rlMMlFgq4Whsjy0raBW8JTGGWr4HJcJc9SnblNDhSHsLuD765-5DXUu_xuJK7gAV5syBKikYSqsBKlGW03tgmw-ZU5YOw";
+
+fn keys() -> KeystoneFernetKeys {
+    KeystoneFernetKeys::new(&[PRIMARY.into(), STAGED.into()]).unwrap()
+}
+
+#[test]
+fn each_kind_reads_as_keystone_answered_it() {
+    let k = keys();
+    let cases = [
+        (UNSCOPED, 0, KeystoneScope::Unscoped, 0, "szAORvojTq-0QXL52YGMwA"),
+        (PROJECT, 2, KeystoneScope::Project("9083400d4fb140568b861d7016c80221".into()), 1, "p-BlYIL7TVWvLh7xwcN-vg"),
+        (DOMAIN, 1, KeystoneScope::Domain("default".into()), 1, "6BKdxkpMQICKHwG77KFujQ"),
+        (SYSTEM, 8, KeystoneScope::System("all".into()), 1, "BLHlGGwUQse2B8-qyXWWpA"),
+    ];
+    for (token, version, scope, at, audit) in cases {
+        let t = k.decode(token).unwrap();
+        assert_eq!(t.version, version);
+        assert_eq!(t.user_id, USER);
+        assert_eq!(method_names(t.methods, DEFAULT_METHODS), vec!["password"]);
+        assert_eq!(t.scope, scope);
+        assert_eq!(t.expires_at, EXPIRES[at] * 1_000_000);
+        assert_eq!(t.issued_at, ISSUED[at]);
+        assert_eq!(t.audit_ids, vec![audit.to_string()]);
+    }
+}
+
+#[test]
+fn any_key_of_the_repository_opens_and_others_do_not() {
+    assert!(KeystoneFernetKeys::new(&[STAGED.into(), PRIMARY.into()]).unwrap().decode(PROJECT).is_ok());
+    let wrong = KeystoneFernetKeys::new(&[STAGED.into()]).unwrap();
+    assert_eq!(wrong.decode(PROJECT), Err(FernetError::Undecryptable));
+    let k = keys();
+    assert_eq!(k.decode(&PROJECT[..PROJECT.len() - 4]), Err(FernetError::Undecryptable));
+    assert_eq!(k.decode("not a token"), Err(FernetError::Undecryptable));
+    let mut flipped = PROJECT.as_bytes().to_vec();
+    flipped[40] = if flipped[40] == b'A' { b'B' } else { b'A' };
+    assert_eq!(k.decode(std::str::from_utf8(&flipped).unwrap()), Err(FernetError::Undecryptable));
+    assert!(KeystoneFernetKeys::new(&["short".into()]).is_err());
+    assert!(KeystoneFernetKeys::new(&[]).is_err());
+}
+
+#[test]
+fn a_repository_is_read_by_its_numbered_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("0"), format!("{STAGED}\n")).unwrap();
+    std::fs::write(dir.path().join("1"), PRIMARY).unwrap();
+    std::fs::write(dir.path().join("README"), "ignored").unwrap();
+    let keys = KeystoneFernetKeys::read_repository(dir.path()).unwrap();
+    assert_eq!(keys, vec![PRIMARY.to_string(), STAGED.to_string()], "primary first");
+    let empty = tempfile::tempdir().unwrap();
+    assert!(matches!(KeystoneFernetKeys::read_repository(empty.path()), Err(FernetError::Repository(..))));
+    assert!(KeystoneFernetKeys::read_repository(&empty.path().join("missing")).is_err());
+}
+
+#[test]
+fn payloads_of_kinds_not_read_yet_or_of_the_wrong_shape_are_refused() {
+    let seal = |v: Value| {
+        let mut buf = Vec::new();
+        rmpv::encode::write_value(&mut buf, &v).unwrap();
+        let f = fernet::Fernet::new(PRIMARY).unwrap();
+        f.encrypt(&buf).trim_end_matches('=').to_string()
+    };
+    let user = Value::Array(vec![Value::Boolean(true), Value::Binary(vec![7; 16])]);
+    let trust = Value::Array(vec![3.into(), user.clone(), 2.into()]);
+    assert_eq!(keys().decode(&seal(trust)), Err(FernetError::Unsupported(3)));
+    let short = Value::Array(vec![2.into(), user.clone(), 2.into()]);
+    assert_eq!(keys().decode(&seal(short)), Err(FernetError::Malformed("field count")));
+    let bad_id = Value::Array(vec![
+        0.into(),
+        Value::Array(vec![Value::Boolean(true), Value::Binary(vec![1; 5])]),
+        2.into(),
+        Value::F64(1.0),
+        Value::Array(vec![]),
+    ]);
+    assert_eq!(keys().decode(&seal(bad_id)), Err(FernetError::Malformed("user id")));
+    let ok =
+        Value::Array(vec![0.into(), user, 6.into(), Value::F64(1.5), Value::Array(vec![Value::Binary(vec![0; 16])])]);
+    let t = keys().decode(&seal(ok)).unwrap();
+    assert_eq!((t.user_id.as_str(), t.expires_at), ("07070707070707070707070707070707", 1_500_000));
+    assert_eq!(method_names(t.methods, DEFAULT_METHODS), vec!["password", "token"]);
+}
