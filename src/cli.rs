@@ -141,6 +141,15 @@ pub enum KeysCmd {
     },
     /// Data-key epochs, re-sealing progress and token key states of each named node.
     Status,
+    /// Import a Keystone fernet key repository (the directory `keystone-manage fernet_setup`
+    /// writes), so tokens Keystone issued before the move keep validating until they expire;
+    /// `--remove` forgets it. Replicated: one endpoint is enough.
+    KeystoneFernet {
+        #[arg(long, conflicts_with = "remove", required_unless_present = "remove")]
+        repository: Option<PathBuf>,
+        #[arg(long)]
+        remove: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

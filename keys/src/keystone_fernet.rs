@@ -25,6 +25,10 @@ pub enum FernetError {
     Unsupported(u64),
     #[error("fernet key repository {0}: {1}")]
     Repository(String, String),
+    #[error("not a fernet key (url-safe base64 of 32 bytes)")]
+    BadKey,
+    #[error("no fernet key")]
+    NoKey,
 }
 
 /// What a token is scoped to.

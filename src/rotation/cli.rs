@@ -1,4 +1,5 @@
-//! `idnode keys rotate --dek|--token`, `idnode keys rekey --kek-file FILE`, `idnode keys status`:
+//! `idnode keys rotate --dek|--token`, `idnode keys rekey --kek-file FILE`, `idnode keys status`,
+//! `idnode keys keystone-fernet --repository DIR|--remove`:
 //! calls to nodes' ops listeners with the cluster credential. Prints each node's answer as JSON;
 //! fails when any node refused.
 
@@ -7,8 +8,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use super::routes::{PATH_KEYS, PATH_REKEY, PATH_ROTATE_DATA, PATH_ROTATE_TOKEN};
+use super::routes::{PATH_KEYS, PATH_KEYSTONE_FERNET, PATH_REKEY, PATH_ROTATE_DATA, PATH_ROTATE_TOKEN};
 use crate::cli::{ClientTlsArgs, KeysCmd};
+use idnode_keys::keystone_fernet::KeystoneFernetKeys;
 
 pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> anyhow::Result<()> {
     let secret = std::env::var("IDNODE_CLUSTER_SECRET")
@@ -22,10 +24,17 @@ pub async fn run(action: KeysCmd, endpoints: &[String], tls: &ClientTlsArgs) -> 
         KeysCmd::Rekey { kek_file } => (reqwest::Method::POST, PATH_REKEY, Some(json!({"kek_file": kek_file}))),
         KeysCmd::Status => (reqwest::Method::GET, PATH_KEYS, None),
         KeysCmd::RotateOidc { .. } => bail!("rotate-oidc goes through the public API"),
+        KeysCmd::KeystoneFernet { repository: Some(dir), .. } => {
+            // Read here, where the repository is; each key is checked before it travels.
+            let keys = KeystoneFernetKeys::read_repository(dir)?;
+            KeystoneFernetKeys::new(&keys).with_context(|| format!("{}", dir.display()))?;
+            (reqwest::Method::PUT, PATH_KEYSTONE_FERNET, Some(json!({"keys": keys})))
+        }
+        KeysCmd::KeystoneFernet { .. } => (reqwest::Method::DELETE, PATH_KEYSTONE_FERNET, None),
     };
-    // The token ring is replicated: one node rotates it for the whole cluster.
+    // The token rings are replicated: one node changes them for the whole cluster.
     let targets = match &action {
-        KeysCmd::Rotate { token: true, .. } => &endpoints[..endpoints.len().min(1)],
+        KeysCmd::Rotate { token: true, .. } | KeysCmd::KeystoneFernet { .. } => &endpoints[..endpoints.len().min(1)],
         _ => endpoints,
     };
     let mut failed = Vec::new();

@@ -1,5 +1,6 @@
 //! The ops listener's key routes, behind the cluster credential (like backups):
-//! `GET /keys`, `POST /keys/token/rotate`, `POST /keys/data/rotate`, `POST /keys/kek/rekey`.
+//! `GET /keys`, `POST /keys/token/rotate`, `POST /keys/data/rotate`, `POST /keys/kek/rekey`,
+//! `PUT`/`DELETE /keys/keystone-fernet` (an imported Keystone fernet key repository).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,12 +8,13 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use idnode_keys::TokenKeyRing;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::state::read::TokenReads;
 use crate::state::Command;
 use crate::token::Tokens;
 
@@ -20,6 +22,7 @@ pub const PATH_KEYS: &str = "/keys";
 pub const PATH_ROTATE_TOKEN: &str = "/keys/token/rotate";
 pub const PATH_ROTATE_DATA: &str = "/keys/data/rotate";
 pub const PATH_REKEY: &str = "/keys/kek/rekey";
+pub const PATH_KEYSTONE_FERNET: &str = "/keys/keystone-fernet";
 
 pub fn router(node: Arc<Tokens>) -> Router {
     let routes = Router::new()
@@ -27,6 +30,7 @@ pub fn router(node: Arc<Tokens>) -> Router {
         .route(PATH_ROTATE_TOKEN, post(rotate_token))
         .route(PATH_ROTATE_DATA, post(rotate_data))
         .route(PATH_REKEY, post(rekey))
+        .route(PATH_KEYSTONE_FERNET, put(keystone_fernet).delete(forget_keystone_fernet))
         .with_state(node.clone());
     node.raft.operator_only(routes)
 }
@@ -52,6 +56,8 @@ fn status(node: &Tokens) -> Value {
         "data_keys": node.node_keys.status(),
         "token_keys": ring.as_deref().map(token_keys),
         "cluster_version": node.raft.cluster_version(),
+        // How many imported Keystone fernet keys validate Keystone's tokens (never the keys).
+        "keystone_fernet_keys": node.engine.read().keystone_fernet_keys().ok().flatten().map_or(0, |k| k.len()),
     })
 }
 
@@ -101,4 +107,32 @@ async fn rekey(
         Ok(()) => Json(status(&node)).into_response(),
         Err(e) => failure(StatusCode::BAD_REQUEST, format!("{e:#}")),
     }
+}
+
+#[derive(Deserialize)]
+struct KeystoneFernet {
+    /// The repository's keys, each as its file holds it.
+    keys: Vec<String>,
+}
+
+async fn set_keystone_fernet(node: &Tokens, keys: Vec<String>) -> Response {
+    match node.propose(Command::SetKeystoneFernetKeys { keys }).await {
+        Ok(_) => Json(status(node)).into_response(),
+        Err(e) => failure(e.status, e.message),
+    }
+}
+
+/// Replicated: one node stores them for the whole cluster.
+async fn keystone_fernet(
+    State(node): State<Arc<Tokens>>,
+    body: Result<Json<KeystoneFernet>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    match body {
+        Ok(Json(req)) if !req.keys.is_empty() => set_keystone_fernet(&node, req.keys).await,
+        _ => failure(StatusCode::BAD_REQUEST, "expected {\"keys\": [\"<key>\", ...]} with at least one key"),
+    }
+}
+
+async fn forget_keystone_fernet(State(node): State<Arc<Tokens>>) -> Response {
+    set_keystone_fernet(&node, Vec::new()).await
 }

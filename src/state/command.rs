@@ -184,6 +184,13 @@ pub enum Command {
         old_hash: String,
         new_hash: String,
     },
+    /// The keys of a Keystone fernet key repository (each as its file holds it), with which
+    /// tokens Keystone issued before the move keep validating until they expire; an empty list
+    /// forgets them. Refused (writing nothing) when a key is not a fernet key or there are
+    /// more than 32 (`apply::token::MAX_KEYSTONE_FERNET_KEYS`). Command version 10.
+    SetKeystoneFernetKeys {
+        keys: Vec<String>,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).

@@ -6,6 +6,7 @@ mod cache;
 mod caller;
 mod confined;
 pub mod footprint;
+pub mod keystone;
 mod memo;
 mod payload;
 pub mod render;

@@ -59,6 +59,7 @@ mod jepsen;
 mod kek_startup;
 mod key_rotation;
 mod keystone_hashes;
+mod keystone_tokens;
 mod kubernetes;
 mod oauth2_clients;
 mod oauth2_cluster;

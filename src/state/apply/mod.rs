@@ -51,7 +51,8 @@ use fatal::Fatal;
 /// Version 7 adds none either: from it every token cut-off moves forward (`cutoff`).
 /// Version 8 adds unified limits (`Command::Limits`) and `UseTotpStep`.
 /// Version 9 adds `ShadowCommand::ExpiringLogin` (expiring group memberships).
-/// Version 10 adds `RehashPassword` (Keystone's password hashes replaced at login).
+/// Version 10 adds `RehashPassword` (Keystone's password hashes replaced at login) and
+/// `SetKeystoneFernetKeys` (Keystone's tokens validated).
 pub const COMMAND_VERSION: u32 = 10;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
@@ -168,6 +169,7 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::Limits(c) => limits::apply(tx, c),
         Command::UseTotpStep { user_id, step } => password::use_totp_step(tx, &user_id, step),
         Command::RehashPassword { user_id, old_hash, new_hash } => password::rehash(tx, &user_id, &old_hash, new_hash),
+        Command::SetKeystoneFernetKeys { keys } => token::set_keystone_fernet_keys(tx, keys),
     }
 }
 
@@ -201,7 +203,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::Restrictions(_) => 5,
         Command::Limits(_) => 8,
         Command::UseTotpStep { .. } => 8,
-        Command::RehashPassword { .. } => 10,
+        Command::RehashPassword { .. } | Command::SetKeystoneFernetKeys { .. } => 10,
         Command::Shadow(super::shadow::ShadowCommand::ExpiringLogin { .. }) => 9,
         _ => idnode_raft::BASE_VERSION,
     }

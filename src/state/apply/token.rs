@@ -35,6 +35,26 @@ pub fn revoke(tx: &mut Tx<'_>, audit_ids: Vec<String>, keep_until: i64, now: i64
     Ok(Ok(Applied::Done))
 }
 
+/// The most keys an imported Keystone fernet repository may hold (Keystone's own
+/// `max_active_keys` is 3 by default).
+pub const MAX_KEYSTONE_FERNET_KEYS: usize = 32;
+
+/// Stores (or, empty, forgets) an imported Keystone fernet key repository.
+pub fn set_keystone_fernet_keys(tx: &mut Tx<'_>, keys: Vec<String>) -> Result<ApplyResult, Fatal> {
+    if keys.is_empty() {
+        tx.delete(cf::META, keys::META_KEYSTONE_FERNET.to_vec());
+        return Ok(Ok(Applied::Done));
+    }
+    if keys.len() > MAX_KEYSTONE_FERNET_KEYS {
+        return Ok(Err(ApplyError::Invalid(format!("at most {MAX_KEYSTONE_FERNET_KEYS} Keystone fernet keys"))));
+    }
+    if let Err(e) = idnode_keys::keystone_fernet::KeystoneFernetKeys::new(&keys) {
+        return Ok(Err(ApplyError::Invalid(format!("a Keystone fernet key is not valid: {e}"))));
+    }
+    tx.put(cf::META, keys::META_KEYSTONE_FERNET.to_vec(), &keys)?;
+    Ok(Ok(Applied::Done))
+}
+
 /// Rotates the replicated token key ring (the staged key, known to every node since the last
 /// rotation, starts issuing). The new secret was drawn by the proposing node.
 pub fn rotate_keys(tx: &mut Tx<'_>, new_staged: [u8; 32], now: i64, max_secondary: u32) -> Result<ApplyResult, Fatal> {

@@ -15,6 +15,11 @@ pub trait TokenReads: Reader {
         self.get(cf::META, keys::META_TOKEN_KEYS)
     }
 
+    /// The imported Keystone fernet keys (`Command::SetKeystoneFernetKeys`), if any.
+    fn keystone_fernet_keys(&self) -> Result<Option<Vec<String>>> {
+        self.get(cf::META, keys::META_KEYSTONE_FERNET)
+    }
+
     /// Whether a token audit id is revoked (its entry is checked for presence only).
     fn audit_id_revoked(&self, audit_id: &str) -> Result<bool> {
         self.contains_key(cf::REVOCATIONS, audit_id.as_bytes())

@@ -1,0 +1,72 @@
+//! Tokens Keystone issued before the move (issue 52): when a token does not open with the
+//! cluster's own key ring and a Keystone fernet key repository was imported
+//! (`idnode keys keystone-fernet`), it is read as Keystone's and validated like one of
+//! ours: same user, scope, methods, audit ids, issue and expiry times; roles, revocations and
+//! the user's cut-off as they are now. Kinds not read yet (`keystone_fernet`) do not validate.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use idnode_keys::keystone_fernet::{method_names, KeystoneFernetKeys, KeystoneScope, DEFAULT_METHODS};
+
+use super::payload::{Delegation, Method, TokenPayload, TokenScope, PAYLOAD_VERSION};
+use crate::state::read::TokenReads;
+use crate::state::Reader;
+
+/// idnode's method bit for a Keystone method name; `None` for one idnode does not issue.
+fn method_bit(name: &str) -> Option<u8> {
+    Some(match name {
+        "password" => Method::Password,
+        "token" => Method::Token,
+        "application_credential" => Method::ApplicationCredential,
+        "mapped" => Method::Mapped,
+        "totp" => Method::Totp,
+        _ => return None,
+    } as u8)
+}
+
+/// The payload a Keystone token stands for, when the imported keys open it and its kind is
+/// read. Keystone's `[auth] methods` are taken to be its defaults (the bit order of its
+/// method mask); a method idnode does not know leaves the token without validation.
+pub fn payload(view: &impl Reader, token: &str) -> idnode_storage::Result<Option<TokenPayload>> {
+    let Some(keys) = view.keystone_fernet_keys()? else { return Ok(None) };
+    let Ok(keys) = KeystoneFernetKeys::new(&keys) else { return Ok(None) };
+    let Ok(t) = keys.decode(token) else { return Ok(None) };
+    let mut methods = 0u8;
+    for name in method_names(t.methods, DEFAULT_METHODS) {
+        match method_bit(&name) {
+            Some(bit) => methods |= bit,
+            None => return Ok(None),
+        }
+    }
+    let scope = match t.scope {
+        KeystoneScope::Unscoped => TokenScope::Unscoped,
+        KeystoneScope::Domain(d) => TokenScope::Domain(d),
+        KeystoneScope::Project(p) => TokenScope::Project(p),
+        KeystoneScope::System(s) if s == "all" => TokenScope::System,
+        KeystoneScope::System(_) => return Ok(None),
+    };
+    let mut audit_ids = Vec::with_capacity(t.audit_ids.len());
+    for a in &t.audit_ids {
+        let Some(raw) = URL_SAFE_NO_PAD.decode(a).ok().and_then(|b| <[u8; 16]>::try_from(b).ok()) else {
+            return Ok(None);
+        };
+        audit_ids.push(raw);
+    }
+    Ok(Some(TokenPayload {
+        version: PAYLOAD_VERSION,
+        user_id: t.user_id,
+        methods,
+        scope,
+        issued_at: t.issued_at.saturating_mul(1_000_000),
+        expires_at: t.expires_at,
+        audit_ids,
+        delegation: Delegation::None,
+        restriction: None,
+        // Judged by its issue time against the user's cut-off, as Keystone judges it.
+        user_cutoff: None,
+    }))
+}
+
+#[cfg(test)]
+#[path = "keystone_tests.rs"]
+mod tests;
