@@ -60,10 +60,11 @@ async fn is_member(f: &Fed, group: &str, user: &str) -> StatusCode {
     f.t.admin(Method::HEAD, &format!("/v3/groups/{group}/users/{user}"), None).await.status
 }
 
-/// Seconds from now to an ISO 8601 time.
-fn seconds_until(t: &Value) -> i64 {
+/// Whether an ISO 8601 time is `ttl_s` after a login made between `before` and now (unix
+/// seconds): bounded by the clock on both sides, never by how long the login took.
+fn ends_after_login(t: &Value, before: i64, ttl_s: i64) -> bool {
     let at = chrono::DateTime::parse_from_rfc3339(t.as_str().expect("a time")).expect("ISO 8601");
-    at.timestamp() - now_secs()
+    (before + ttl_s..=now_secs() + ttl_s).contains(&at.timestamp())
 }
 
 #[tokio::test]
@@ -73,6 +74,7 @@ async fn a_ruleset_ttl_grants_expiring_memberships_that_give_the_groups_roles_un
     let r = ruleset(&f, &g, Some(30)).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["mapping"]["authorization_ttl"], json!(30), "{}", r.body);
+    let before = now_secs();
     let token = subject(&alice_logs_in(&f).await);
     let uid = alice(&f);
 
@@ -80,7 +82,7 @@ async fn a_ruleset_ttl_grants_expiring_memberships_that_give_the_groups_roles_un
     let groups = listed(&f, &uid).await;
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert_eq!(groups[0].0, g);
-    assert!((1790..=1800).contains(&seconds_until(&groups[0].1)), "{groups:?}");
+    assert!(ends_after_login(&groups[0].1, before, 1800), "{groups:?}");
     assert_eq!(is_member(&f, &g, &uid).await, StatusCode::NO_CONTENT);
     let members = f.t.admin(Method::GET, &format!("/v3/groups/{g}/users"), None).await;
     assert_eq!(members.body["users"], json!([]), "as in Keystone, the member list shows permanent members only");
@@ -141,15 +143,17 @@ async fn the_nodes_default_ttl_applies_to_a_ruleset_without_one() {
     let f = Fed::new(&[("federation", "default_authorization_ttl", "45")]).await;
     let g = ops_group(&f).await;
     assert_eq!(ruleset(&f, &g, None).await.status, StatusCode::CREATED);
+    let before = now_secs();
     alice_logs_in(&f).await;
     let groups = listed(&f, &alice(&f)).await;
     assert_eq!(groups.len(), 1, "{groups:?}");
-    assert!((2690..=2700).contains(&seconds_until(&groups[0].1)), "{groups:?}");
+    assert!(ends_after_login(&groups[0].1, before, 2700), "{groups:?}");
     // The ruleset's own TTL wins over the node's.
     assert_eq!(ruleset(&f, &g, Some(5)).await.status, StatusCode::OK);
+    let before = now_secs();
     alice_logs_in(&f).await;
     let groups = listed(&f, &alice(&f)).await;
-    assert!((290..=300).contains(&seconds_until(&groups[0].1)), "{groups:?}");
+    assert!(ends_after_login(&groups[0].1, before, 300), "{groups:?}");
 }
 
 #[tokio::test]

@@ -29,7 +29,7 @@ fn keystone_unscoped(key: &str, user: &str) -> String {
 
 /// Waits until node `i` answers `want` for the token (replication takes a moment).
 async fn validates(c: &Cluster, i: usize, admin: &str, token: &str, want: StatusCode) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let r = c.http.validate_token(&c.api(i), admin, token).await.unwrap();
         if r.status == want {
