@@ -57,6 +57,13 @@ pub enum Cmd {
         #[command(flatten)]
         node: NodeArgs,
     },
+    /// Move another identity service's records, ids unchanged, into the cluster through a
+    /// node's ops listener (the cluster secret in IDNODE_CLUSTER_SECRET proves the calls).
+    /// Idempotent; never overwrites (conflicts are reported and skipped).
+    Import {
+        #[command(subcommand)]
+        source: ImportCmd,
+    },
     /// Key rotation. `rotate` and `rekey` go through nodes' ops listeners with the cluster
     /// secret (IDNODE_CLUSTER_SECRET); `rotate-oidc` through the public API as a cloud
     /// administrator: the token in `OS_TOKEN`, or a password login from `OS_USERNAME` (default
@@ -80,6 +87,55 @@ pub enum Cmd {
         #[command(flatten)]
         tls: ClientTlsArgs,
     },
+}
+
+/// What `idnode import` reads.
+#[derive(Subcommand, Debug)]
+pub enum ImportCmd {
+    /// A Keystone deployment (2023.1 or later): its database, read directly, and its fernet
+    /// key repository; ids, password hashes and tokens keep working (docs/operations.md,
+    /// "Moving from Keystone").
+    Keystone(KeystoneImportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct KeystoneImportArgs {
+    /// Keystone's database: a SQLite file, or `mysql://user:password@host/keystone` (MariaDB
+    /// too), as in its `[database] connection` without the driver suffix.
+    #[arg(long)]
+    pub database: String,
+    /// Keystone's fernet key repository (`[fernet_tokens] key_repository`): its tokens keep
+    /// validating until they expire.
+    #[arg(long)]
+    pub fernet_keys: Option<PathBuf>,
+    /// Keystone's credential key repository (`[credential] key_repository`), with which its
+    /// credentials (EC2 ones too) are opened; needed when it holds any.
+    #[arg(long)]
+    pub credential_keys: Option<PathBuf>,
+    /// Keystone's `[auth] methods`, comma separated, when they are not its defaults: their
+    /// order numbers the methods inside its tokens.
+    #[arg(long, value_delimiter = ',')]
+    pub auth_methods: Option<Vec<String>>,
+    /// Print what would move and what would be skipped, per kind, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Records per replicated batch.
+    #[arg(long, default_value_t = 2000)]
+    pub batch: usize,
+    /// The administrator a cluster started with `bootstrap = import` is bootstrapped with.
+    #[arg(long, default_value = "admin")]
+    pub admin_user: String,
+    /// The administrator's project (in the default domain).
+    #[arg(long, default_value = "admin")]
+    pub admin_project: String,
+    /// Ops listener of a node of the cluster.
+    #[arg(long, default_value = "http://127.0.0.1:8099", env = "IDNODE_ENDPOINT")]
+    pub endpoint: String,
+    /// Also write the final report as JSON to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 /// TLS of an operator command's calls: the CA that signed an `https://` endpoint's

@@ -29,6 +29,10 @@ pub struct Config {
     pub kek: Option<String>,
     pub kek_file: PathBuf,
     pub admin_password: Option<String>,
+    /// `bootstrap = import`: the cluster waits for `idnode import keystone` to bootstrap it
+    /// from Keystone's own admin, domain and roles (ids unchanged) instead of making its own
+    /// (`bootstrap = auto`, the default).
+    pub bootstrap_by_import: bool,
     pub region: String,
     pub token_expiration_s: i64,
     pub allow_expired_window_s: i64,
@@ -444,6 +448,11 @@ impl Config {
             cluster_secret,
             kek: s.get(i, "kek").map(str::to_string),
             admin_password: s.get(i, "admin_password").map(str::to_string),
+            bootstrap_by_import: match s.get(i, "bootstrap").unwrap_or("auto") {
+                "auto" => false,
+                "import" => true,
+                other => bail!("bootstrap must be auto or import, not {other:?}"),
+            },
             region: s.get(i, "region").unwrap_or("RegionOne").to_string(),
             token_expiration_s: s.parse("token", "expiration", 3600)?,
             allow_expired_window_s: s.parse("token", "allow_expired_window", 172800)?,

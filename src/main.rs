@@ -18,6 +18,7 @@ mod credential;
 mod federation;
 mod http;
 mod identity;
+mod import;
 #[cfg(test)]
 mod import_graph_tests;
 mod jobs;
@@ -86,6 +87,7 @@ fn main() -> std::process::ExitCode {
                         oauth2::rotate_cli::run(&domain, &url, &tls).await
                     }
                     Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
+                    Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
                     Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
                     Cmd::Restore { from, node } => backup_cli::restore(&from, &load_config(cli.config, &node)?),
                 }

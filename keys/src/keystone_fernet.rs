@@ -44,7 +44,8 @@ pub enum KeystoneScope {
 /// A Keystone token as its payload says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeystoneToken {
-    /// The payload kind (0 unscoped, 1 domain, 2 project, 8 system, ...).
+    /// The payload kind (0 unscoped, 1 domain, 2 project, 3 trust, 8 system, 9 application
+    /// credential; the federated and OAuth1 kinds are not read yet).
     pub version: u64,
     pub user_id: String,
     /// The authentication methods as Keystone's bitmask: bit `i` is the `i`-th entry of its
@@ -57,6 +58,18 @@ pub struct KeystoneToken {
     pub issued_at: i64,
     /// Base64url without padding, as Keystone shows them.
     pub audit_ids: Vec<String>,
+    /// What the token acts through, for the delegated kinds.
+    pub delegation: KeystoneDelegation,
+}
+
+/// The delegation a token carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeystoneDelegation {
+    None,
+    /// Kind 3: an OS-TRUST trust (its id).
+    Trust(String),
+    /// Kind 9: an application credential (its id).
+    AppCred(String),
 }
 
 /// Keystone 30's default `[auth] methods`, in its order.
@@ -167,7 +180,8 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
             let system = bytes_of(&fields[2]).ok_or(FernetError::Malformed("system"))?;
             (KeystoneScope::System(text(system, "system")?), 3)
         }
-        (0..=2 | 8, _) => return Err(FernetError::Malformed("field count")),
+        (3 | 9, 6) => (KeystoneScope::Project(id(&fields[2], "project id")?), 3),
+        (0..=3 | 8 | 9, _) => return Err(FernetError::Malformed("field count")),
         (other, _) => return Err(FernetError::Unsupported(other)),
     };
     let user_id = id(&fields[0], "user id")?;
@@ -180,6 +194,15 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
         .iter()
         .map(|a| bytes_of(a).map(|b| URL_SAFE_NO_PAD.encode(b)).ok_or(FernetError::Malformed("audit id")))
         .collect::<Result<Vec<_>, _>>()?;
+    let delegation = match version {
+        // A trust's id is its 16 raw uuid bytes, without the is-bytes flag of other ids.
+        3 => match bytes_of(&fields[5]) {
+            Some(raw) if raw.len() == 16 => KeystoneDelegation::Trust(hex::encode(raw)),
+            _ => return Err(FernetError::Malformed("trust id")),
+        },
+        9 => KeystoneDelegation::AppCred(id(&fields[5], "application credential id")?),
+        _ => KeystoneDelegation::None,
+    };
     Ok(KeystoneToken {
         version,
         user_id,
@@ -188,6 +211,7 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
         expires_at: (expires * 1_000_000.0).round() as i64,
         issued_at,
         audit_ids,
+        delegation,
     })
 }
 

@@ -78,8 +78,11 @@ fn payloads_of_kinds_not_read_yet_or_of_the_wrong_shape_are_refused() {
         f.encrypt(&buf).trim_end_matches('=').to_string()
     };
     let user = Value::Array(vec![Value::Boolean(true), Value::Binary(vec![7; 16])]);
+    // OAuth1 (7): not read yet.
+    let oauth1 = Value::Array(vec![7.into(), user.clone(), 2.into()]);
+    assert_eq!(keys().decode(&seal(oauth1)), Err(FernetError::Unsupported(7)));
     let trust = Value::Array(vec![3.into(), user.clone(), 2.into()]);
-    assert_eq!(keys().decode(&seal(trust)), Err(FernetError::Unsupported(3)));
+    assert_eq!(keys().decode(&seal(trust)), Err(FernetError::Malformed("field count")));
     let short = Value::Array(vec![2.into(), user.clone(), 2.into()]);
     assert_eq!(keys().decode(&seal(short)), Err(FernetError::Malformed("field count")));
     let bad_id = Value::Array(vec![
@@ -95,4 +98,26 @@ fn payloads_of_kinds_not_read_yet_or_of_the_wrong_shape_are_refused() {
     let t = keys().decode(&seal(ok)).unwrap();
     assert_eq!((t.user_id.as_str(), t.expires_at), ("07070707070707070707070707070707", 1_500_000));
     assert_eq!(method_names(t.methods, DEFAULT_METHODS), vec!["password", "token"]);
+}
+
+/// Made with Keystone 30's own payload classes (`TrustScopedPayload`,
+/// `ApplicationCredentialScopedPayload`) and the repository's primary key.
+const TRUST: &str = "gAAAAABrDISdlrKjfbB5MZxWWk40cU7Q8XSziyQUbu0hffePgeYec7RD3kQP3Z1ZTd5DY8A2QelXazJwWSsgg3ibsKqFfO5S_490gSTKF8b81K1EghizEQY-VzjHHN3esNYhfnHm_kVTN0VCVxXpr5DPYen0eFxV5Bq1qbboODkF4sPka351C2M6hR0-0OkYPIJ0ldECR1AG";
+const APP_CRED: &str = "gAAAAABrDISdn6YuJAkczY7uW07U23LC9taTVWzn2u4II1j5n6DvBMxJ3ODC7ttOF0mT-TXKwp8y7y9bPld72GGB588XY0GQg-SOqp4Xzenrfrod0AcrLNG3w3qHwDb-MbcogsJzMvHqSOUiO4QeWOvtWNw8PvpDE2cUGYOHs03uFmbzrssq2rptJeAyQN5yRUStxl_oQGdD";
+
+#[test]
+fn trust_and_application_credential_tokens_carry_their_delegation() {
+    let k = keys();
+    let project = KeystoneScope::Project("9083400d4fb140568b861d7016c80221".into());
+    let t = k.decode(TRUST).unwrap();
+    assert_eq!((t.version, &t.scope, &t.user_id), (3, &project, &USER.to_string()));
+    assert_eq!(t.delegation, KeystoneDelegation::Trust("b1a2c3d4e5f60718293a4b5c6d7e8f90".into()));
+    assert_eq!(method_names(t.methods, DEFAULT_METHODS), vec!["password"]);
+    assert_eq!(t.expires_at, EXPIRES[1] * 1_000_000);
+    assert_eq!(t.audit_ids, vec!["p-BlYIL7TVWvLh7xwcN-vg".to_string()]);
+    let a = k.decode(APP_CRED).unwrap();
+    assert_eq!((a.version, &a.scope), (9, &project));
+    assert_eq!(a.delegation, KeystoneDelegation::AppCred("0fe1d2c3b4a5968778695a4b3c2d1e0f".into()));
+    assert_eq!(method_names(a.methods, DEFAULT_METHODS), vec!["application_credential"]);
+    assert_eq!(k.decode(UNSCOPED).unwrap().delegation, KeystoneDelegation::None);
 }

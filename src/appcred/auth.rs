@@ -9,7 +9,8 @@ use crate::clock::now_micros;
 use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::state::keys::{doc_unique_ns, ns};
-use crate::state::model::DocKind;
+use crate::state::model::{Doc, DocKind};
+use crate::state::Command;
 use crate::state::Reader;
 use crate::token::{Delegation, Method, TokenScope};
 
@@ -89,6 +90,9 @@ pub async fn authenticate(node: &Core, body: Option<&Value>) -> ApiResult<Proven
     if cred.expired(now_micros()) {
         return Err(refused());
     }
+    if let Some(s) = secret {
+        rehash_kept_secret(node, &doc, s).await;
+    }
     let user = node.engine.read().user(&cred.user_id)?.filter(|u| u.enabled).ok_or_else(refused)?;
     Ok(Proven {
         user,
@@ -99,4 +103,27 @@ pub async fn authenticate(node: &Core, body: Option<&Value>) -> ApiResult<Proven
         expires_at: cred.expires_at,
         restriction: None,
     })
+}
+
+/// A secret hash kept from Keystone (`idnode import keystone`) is replaced with argon2id once
+/// the secret proved it, as a kept password is (`identity::rehash`). Credentials never change
+/// after creation, so replacing the record cannot undo another change; a refusal (a leader
+/// away, the credential deleted meanwhile) leaves the old hash, which keeps working.
+async fn rehash_kept_secret(node: &Core, doc: &Doc, secret: String) {
+    if AppCred::secret_hash(doc).is_none_or(|h| idnode_keys::PasswordHasher::is_current(&h)) {
+        return;
+    }
+    let hash = match node.hash_password(secret).await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(credential = %doc.id, error = %e.message, "could not rehash a secret kept from Keystone");
+            return;
+        }
+    };
+    let mut doc = doc.clone();
+    doc.private = serde_json::json!({"secret_hash": hash}).to_string();
+    let id = doc.id.clone();
+    if let Err(e) = node.propose(Command::PutDoc { doc, create: false, requires: Vec::new() }).await {
+        tracing::warn!(credential = %id, error = %e.message, "could not rehash a secret kept from Keystone");
+    }
 }

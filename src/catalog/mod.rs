@@ -47,7 +47,7 @@ pub fn build(r: &impl Reader) -> idnode_storage::Result<Value> {
 
 impl Tokens {
     /// The catalog a token of `scope` carries: a project tied to endpoints (OS-EP-FILTER)
-    /// sees only those.
+    /// sees only those, and only the services that have one of them.
     pub fn catalog_for(&self, scope: &crate::token::TokenScope) -> ApiResult<Arc<Value>> {
         let full = self.catalog()?;
         let crate::token::TokenScope::Project(project_id) = scope else { return Ok(full) };
@@ -55,12 +55,16 @@ impl Tokens {
             return Ok(full);
         };
         let mut filtered = (*full).clone();
-        for service in filtered.as_array_mut().into_iter().flatten() {
-            if let Some(Value::Array(eps)) = service.get_mut("endpoints") {
-                eps.retain(|e| {
-                    e.get("id").and_then(Value::as_str).is_some_and(|id| ids.binary_search(&id.to_string()).is_ok())
-                });
+        if let Some(services) = filtered.as_array_mut() {
+            for service in services.iter_mut() {
+                if let Some(Value::Array(eps)) = service.get_mut("endpoints") {
+                    eps.retain(|e| {
+                        e.get("id").and_then(Value::as_str).is_some_and(|id| ids.binary_search(&id.to_string()).is_ok())
+                    });
+                }
             }
+            // As Keystone: under a filter, a service left without endpoints is not listed.
+            services.retain(|s| s.get("endpoints").and_then(Value::as_array).is_some_and(|eps| !eps.is_empty()));
         }
         Ok(Arc::new(filtered))
     }

@@ -103,6 +103,8 @@ async fn endpoint_groups_filter_a_projects_catalog() {
     assert_eq!(t.admin(Method::GET, &tie, None).await.status, StatusCode::OK);
     let after = t.call(Method::POST, "/v3/auth/tokens", None, Some(json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"id": user, "password": "pw"}}}, "scope": scope}}))).await;
     assert_eq!(count(&after.body), 1, "{}", after.body);
+    let services: Vec<&Value> = after.body["token"]["catalog"].as_array().unwrap().iter().map(|s| &s["type"]).collect();
+    assert_eq!(services, vec![&json!("compute")], "a service left without endpoints is not listed, as in Keystone");
     let listed = t.admin(Method::GET, &format!("/v3/OS-EP-FILTER/projects/{project}/endpoints"), None).await;
     assert_eq!(listed.body["endpoints"][0]["id"], json!(ep));
     // Deleting the group deletes the tie.

@@ -121,6 +121,23 @@ pub async fn run(node: &Core) -> ApiResult<bool> {
     Ok(fresh)
 }
 
+/// Bootstraps the cluster with records moved in from another service (`idnode import
+/// keystone` into a cluster started with `bootstrap = import`): its domain, admin project,
+/// admin user, roles (admin first), their grants and the identity service keep their ids. The
+/// node adds what only it may make: the index key, the token keys, the time. Returns false
+/// when the cluster was bootstrapped already (nothing changes then).
+pub async fn adopt(node: &Core, mut b: Bootstrap) -> ApiResult<bool> {
+    let at = now_micros();
+    b.token_keys = TokenKeyRing::generate(at / 1_000_000);
+    b.at = at;
+    let cmd = Command::BootstrapCluster { index_key: IndexKey::generate(), bootstrap: Box::new(b) };
+    let fresh = node.propose_as::<Bootstrapped>(cmd).await?.fresh;
+    if fresh {
+        tracing::info!("cluster bootstrapped from imported records");
+    }
+    Ok(fresh)
+}
+
 /// With the relationship-store driver the bootstrap administrator's grants (admin on the admin
 /// project and on the system) must be in the store, or nobody could administer the cloud.
 /// Written once the cluster is bootstrapped, unless the store already resolves one of them

@@ -113,10 +113,21 @@ async fn rekey(
 struct KeystoneFernet {
     /// The repository's keys, each as its file holds it.
     keys: Vec<String>,
+    /// Keystone's `[auth] methods`, when they are not its defaults (the bit order of its
+    /// tokens' method masks).
+    #[serde(default)]
+    auth_methods: Option<Vec<String>>,
 }
 
-async fn set_keystone_fernet(node: &Tokens, keys: Vec<String>) -> Response {
-    match node.propose(Command::SetKeystoneFernetKeys { keys }).await {
+async fn set_keystone_fernet(node: &Tokens, keys: Vec<String>, auth_methods: Option<Vec<String>>) -> Response {
+    let forget = keys.is_empty();
+    let set = Command::SetKeystoneFernetKeys { keys };
+    let cmd = match auth_methods {
+        Some(methods) => Command::All(vec![set, Command::SetKeystoneAuthMethods { methods }]),
+        None if forget => Command::All(vec![set, Command::SetKeystoneAuthMethods { methods: Vec::new() }]),
+        None => set,
+    };
+    match node.propose(cmd).await {
         Ok(_) => Json(status(node)).into_response(),
         Err(e) => failure(e.status, e.message),
     }
@@ -128,11 +139,11 @@ async fn keystone_fernet(
     body: Result<Json<KeystoneFernet>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     match body {
-        Ok(Json(req)) if !req.keys.is_empty() => set_keystone_fernet(&node, req.keys).await,
+        Ok(Json(req)) if !req.keys.is_empty() => set_keystone_fernet(&node, req.keys, req.auth_methods).await,
         _ => failure(StatusCode::BAD_REQUEST, "expected {\"keys\": [\"<key>\", ...]} with at least one key"),
     }
 }
 
 async fn forget_keystone_fernet(State(node): State<Arc<Tokens>>) -> Response {
-    set_keystone_fernet(&node, Vec::new()).await
+    set_keystone_fernet(&node, Vec::new(), None).await
 }

@@ -287,10 +287,13 @@ async fn bootstrap_when_leader(node: Arc<Node>) {
     loop {
         match node.engine.read().bootstrap_info() {
             Ok(Some(_)) => break,
-            Ok(None) if node.raft.is_leader() => match crate::identity::bootstrap::run(&node).await {
-                Ok(_) => break,
-                Err(e) => tracing::warn!("bootstrap attempt failed: {}", e.message),
-            },
+            // `bootstrap = import`: `idnode import keystone` bootstraps it (`bootstrap::adopt`).
+            Ok(None) if node.raft.is_leader() && !node.cfg.bootstrap_by_import => {
+                match crate::identity::bootstrap::run(&node).await {
+                    Ok(_) => break,
+                    Err(e) => tracing::warn!("bootstrap attempt failed: {}", e.message),
+                }
+            }
             Ok(None) => {}
             Err(e) => tracing::error!("reading bootstrap state: {e}"),
         }

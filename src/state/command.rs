@@ -191,6 +191,17 @@ pub enum Command {
     SetKeystoneFernetKeys {
         keys: Vec<String>,
     },
+    /// Records moved in from Keystone with their ids (see `state::import`): each judged alone,
+    /// never overwriting; the answer says what became of each. Command version 11.
+    Import {
+        records: Vec<super::import::ImportRecord>,
+    },
+    /// Keystone's `[auth] methods`, in its order: bit `i` of a Keystone token's method mask is
+    /// the `i`-th (`idnode_keys::keystone_fernet::method_names`). Empty: Keystone's defaults.
+    /// Refused (writing nothing) beyond 64 methods or with an empty name. Command version 11.
+    SetKeystoneAuthMethods {
+        methods: Vec<String>,
+    },
 }
 
 /// The fields of a user that an update names (`None`: left as stored).
@@ -254,6 +265,8 @@ pub enum Applied {
     Passkeys(super::passkeys::PasskeyApplied),
     Restrictions(super::restrictions::RestrictionApplied),
     Limits(super::limits::LimitApplied),
+    /// What became of each record of a `Command::Import`, in order.
+    Imported(Vec<super::import::ImportOutcome>),
 }
 
 /// Invariant violations found by apply; the service maps them to HTTP errors.

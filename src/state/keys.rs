@@ -8,6 +8,7 @@ pub const META_TOKEN_KEYS: &[u8] = b"token_keys";
 /// A Keystone fernet key repository imported so Keystone's tokens keep validating
 /// (`Command::SetKeystoneFernetKeys`).
 pub const META_KEYSTONE_FERNET: &[u8] = b"keystone_fernet_keys";
+pub const META_KEYSTONE_AUTH_METHODS: &[u8] = b"keystone_auth_methods";
 /// The cluster's index key (see `index_key.rs`).
 pub const META_INDEX_KEY: &[u8] = b"index_key";
 

@@ -11,6 +11,7 @@ pub mod cf;
 pub mod command;
 pub mod cutoff;
 pub mod derived_ids;
+pub mod import;
 pub mod index_key;
 pub mod keys;
 pub mod limits;

@@ -7,6 +7,7 @@
 
 use super::api_keys::{ApiKey, ApiKeyApplied, ApiKeyCommand};
 use super::command::{Applied, Command};
+use super::import::ImportOutcome;
 use super::limits::{Limit, LimitApplied, LimitCommand, RegisteredLimit};
 use super::mapping::{MappingApplied, MappingCommand, MappingRecord};
 use super::model::{Credential, Doc, Endpoint, Group, Project, Region, Role, Service, User};
@@ -61,6 +62,7 @@ impl Applied {
             Applied::Passkeys(_) => "Passkeys",
             Applied::Restrictions(_) => "Restrictions",
             Applied::Limits(_) => "Limits",
+            Applied::Imported(_) => "Imported",
         }
     }
 }
@@ -133,6 +135,7 @@ reply! {
     Endpoint { Applied::Endpoint(e) => e }
     Credential { Applied::Credential(c) => c }
     Doc { Applied::Doc(d) => d }
+    Vec<ImportOutcome> { Applied::Imported(o) => o }
 
     OAuth2Applied { Applied::OAuth2(a) => a }
     SigningKeys { Applied::OAuth2(OAuth2Applied::Keys(k)) => k }

@@ -2,13 +2,19 @@
 //! cluster's own key ring and a Keystone fernet key repository was imported
 //! (`idnode keys keystone-fernet`), it is read as Keystone's and validated like one of
 //! ours: same user, scope, methods, audit ids, issue and expiry times; roles, revocations and
-//! the user's cut-off as they are now. Kinds not read yet (`keystone_fernet`) do not validate.
+//! the user's cut-off as they are now; a trust's or an application credential's token acts
+//! through the imported trust or credential, as ours do. Kinds not read yet (`keystone_fernet`)
+//! do not validate.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use idnode_keys::keystone_fernet::{method_names, KeystoneFernetKeys, KeystoneScope, DEFAULT_METHODS};
+use idnode_keys::keystone_fernet::{
+    method_names, KeystoneDelegation, KeystoneFernetKeys, KeystoneScope, DEFAULT_METHODS,
+};
 
 use super::payload::{Delegation, Method, TokenPayload, TokenScope, PAYLOAD_VERSION};
+use crate::reads::trust::Trust;
+use crate::state::model::DocKind;
 use crate::state::read::TokenReads;
 use crate::state::Reader;
 
@@ -25,14 +31,20 @@ fn method_bit(name: &str) -> Option<u8> {
 }
 
 /// The payload a Keystone token stands for, when the imported keys open it and its kind is
-/// read. Keystone's `[auth] methods` are taken to be its defaults (the bit order of its
-/// method mask); a method idnode does not know leaves the token without validation.
+/// read. Keystone's `[auth] methods` (the bit order of its method mask) are the imported ones
+/// (`idnode import keystone --auth-methods`), else its defaults; a method idnode does not
+/// know leaves the token without validation.
 pub fn payload(view: &impl Reader, token: &str) -> idnode_storage::Result<Option<TokenPayload>> {
     let Some(keys) = view.keystone_fernet_keys()? else { return Ok(None) };
     let Ok(keys) = KeystoneFernetKeys::new(&keys) else { return Ok(None) };
     let Ok(t) = keys.decode(token) else { return Ok(None) };
+    let configured = view.keystone_auth_methods()?;
+    let order: Vec<&str> = match &configured {
+        Some(m) => m.iter().map(String::as_str).collect(),
+        None => DEFAULT_METHODS.to_vec(),
+    };
     let mut methods = 0u8;
-    for name in method_names(t.methods, DEFAULT_METHODS) {
+    for name in method_names(t.methods, &order) {
         match method_bit(&name) {
             Some(bit) => methods |= bit,
             None => return Ok(None),
@@ -52,15 +64,32 @@ pub fn payload(view: &impl Reader, token: &str) -> idnode_storage::Result<Option
         };
         audit_ids.push(raw);
     }
+    let mut user_id = t.user_id;
+    let delegation = match t.delegation {
+        KeystoneDelegation::None => Delegation::None,
+        KeystoneDelegation::AppCred(id) => Delegation::AppCred(id),
+        KeystoneDelegation::Trust(id) => {
+            // Keystone's payload names the trustee; an impersonating trust's token acts as the
+            // trustor, which is the user idnode's own trust tokens carry.
+            if let Some(doc) = view.doc(DocKind::Trust, &id)? {
+                if let Ok(trust) = Trust::parse(&doc) {
+                    if trust.impersonation && trust.trustee_user_id == user_id {
+                        user_id = trust.trustor_user_id;
+                    }
+                }
+            }
+            Delegation::Trust(id)
+        }
+    };
     Ok(Some(TokenPayload {
         version: PAYLOAD_VERSION,
-        user_id: t.user_id,
+        user_id,
         methods,
         scope,
         issued_at: t.issued_at.saturating_mul(1_000_000),
         expires_at: t.expires_at,
         audit_ids,
-        delegation: Delegation::None,
+        delegation,
         restriction: None,
         // Judged by its issue time against the user's cut-off, as Keystone judges it.
         user_cutoff: None,

@@ -61,7 +61,14 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
             }
         }
     }
-    obj.insert("roles".into(), vt.roles.iter().map(|r| json!({"id": r.id, "name": r.name})).collect());
+    // As Keystone: a trust's token lists each role as the role itself (its description, domain
+    // and options too), other tokens by id and name.
+    let role = |r: &crate::state::model::Role| match vt.trust {
+        Some(_) => json!({"id": r.id, "name": r.name, "domain_id": r.domain_id, "description": r.description,
+                          "options": crate::http::fields::json_obj(&r.options)}),
+        None => json!({"id": r.id, "name": r.name}),
+    };
+    obj.insert("roles".into(), vt.roles.iter().map(role).collect());
     if let Some(a) = &vt.app_cred {
         let mut ac = json!({"id": a.id, "name": a.name, "restricted": !a.unrestricted});
         if let (false, Some(o)) = (a.access_rules.is_empty(), ac.as_object_mut()) {

@@ -15,6 +15,8 @@
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
 //! * `key_rotation`: token, data and wrapping keys rotate online (SIGKILL mid-way included);
+//! * `keystone_import`: a real Keystone 30, populated through python-openstackclient, moves onto
+//!   a 3-node cluster with `idnode import keystone`: ids, passwords, tokens and secrets intact;
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `kubernetes`: the Kubernetes example's manifests validate strictly (kubernetes-validate),
 //!   and a node in a pod's environment ignores the Service link variables;
@@ -59,6 +61,7 @@ mod jepsen;
 mod kek_startup;
 mod key_rotation;
 mod keystone_hashes;
+mod keystone_import;
 mod keystone_tokens;
 mod kubernetes;
 mod oauth2_clients;

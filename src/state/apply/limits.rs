@@ -251,6 +251,39 @@ fn create(tx: &mut Tx<'_>, asked: Vec<NewLimit>, model: Model) -> Result<ApplyRe
     Ok(Ok(Applied::Limits(LimitApplied::Limits(made))))
 }
 
+/// An imported registered limit (`Command::Import`), checked as a create checks one.
+pub fn import_registered(tx: &mut Tx<'_>, r: RegisteredLimit) -> Result<ApplyResult, Fatal> {
+    create_registered(tx, vec![r])
+}
+
+/// An imported limit (`Command::Import`): only onto the registered limit it names, checked and
+/// stored as a create under the flat model. Apply cannot read the node's
+/// `[unified_limit] enforcement_model`; the source held its limits to its own model, and a
+/// later update here is judged by ours.
+pub fn import_limit(tx: &mut Tx<'_>, l: Limit) -> Result<ApplyResult, Fatal> {
+    match tx.get::<RegisteredLimit>(cf::LIMITS, &keys::registered(&l.registered_limit_id))? {
+        Some(reg) if reg.slot() == l.slot() => {}
+        Some(_) => {
+            return Ok(Err(ApplyError::Conflict(format!(
+                "registered limit {} here is for another service, region or resource",
+                l.registered_limit_id
+            ))))
+        }
+        None => return Ok(Err(registered_not_found(&l.registered_limit_id))),
+    }
+    let new = NewLimit {
+        id: l.id,
+        project_id: l.project_id,
+        domain_id: l.domain_id,
+        service_id: l.service_id,
+        region_id: l.region_id,
+        resource_name: l.resource_name,
+        resource_limit: l.resource_limit,
+        description: l.description,
+    };
+    create(tx, vec![new], Model::Flat)
+}
+
 fn update(
     tx: &mut Tx<'_>,
     id: &str,

@@ -16,6 +16,7 @@ mod expiring;
 mod fatal;
 mod group;
 mod identity;
+mod import;
 mod limits;
 mod mappings;
 mod oauth2;
@@ -31,6 +32,7 @@ mod shadow;
 mod token;
 
 pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
+pub use import::MAX_RECORDS as IMPORT_RECORDS_PER_COMMAND;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,7 +55,8 @@ use fatal::Fatal;
 /// Version 9 adds `ShadowCommand::ExpiringLogin` (expiring group memberships).
 /// Version 10 adds `RehashPassword` (Keystone's password hashes replaced at login) and
 /// `SetKeystoneFernetKeys` (Keystone's tokens validated).
-pub const COMMAND_VERSION: u32 = 10;
+/// Version 11 adds `Import` (`idnode import keystone`) and `SetKeystoneAuthMethods`.
+pub const COMMAND_VERSION: u32 = 11;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 
@@ -170,6 +173,8 @@ pub fn apply_command(tx: &mut Tx<'_>, cmd: Command) -> Result<ApplyResult, Fatal
         Command::UseTotpStep { user_id, step } => password::use_totp_step(tx, &user_id, step),
         Command::RehashPassword { user_id, old_hash, new_hash } => password::rehash(tx, &user_id, &old_hash, new_hash),
         Command::SetKeystoneFernetKeys { keys } => token::set_keystone_fernet_keys(tx, keys),
+        Command::Import { records } => import::apply(tx, records),
+        Command::SetKeystoneAuthMethods { methods } => token::set_keystone_auth_methods(tx, methods),
     }
 }
 
@@ -181,6 +186,10 @@ fn all(tx: &mut Tx<'_>, cmds: Vec<Command>) -> Result<ApplyResult, Fatal> {
     for cmd in cmds {
         if matches!(cmd, Command::BootstrapCluster { .. } | Command::Bootstrap(_)) {
             return Ok(Err(ApplyError::Invalid("bootstrap cannot be part of a compound command".into())));
+        }
+        // An import keeps what its records wrote when a later one is refused: alone only.
+        if matches!(cmd, Command::Import { .. }) {
+            return Ok(Err(ApplyError::Invalid("an import cannot be part of a compound command".into())));
         }
         match apply_command(tx, cmd)? {
             Err(e) => return Ok(Err(e)),
@@ -204,6 +213,7 @@ fn required_version(cmd: &Command) -> u32 {
         Command::Limits(_) => 8,
         Command::UseTotpStep { .. } => 8,
         Command::RehashPassword { .. } | Command::SetKeystoneFernetKeys { .. } => 10,
+        Command::Import { .. } | Command::SetKeystoneAuthMethods { .. } => 11,
         Command::Shadow(super::shadow::ShadowCommand::ExpiringLogin { .. }) => 9,
         _ => idnode_raft::BASE_VERSION,
     }

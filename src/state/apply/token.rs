@@ -55,6 +55,20 @@ pub fn set_keystone_fernet_keys(tx: &mut Tx<'_>, keys: Vec<String>) -> Result<Ap
     Ok(Ok(Applied::Done))
 }
 
+/// Stores (or, empty, forgets) Keystone's `[auth] methods`, whose order gives its tokens'
+/// method bits. A mask has 64 bits at most.
+pub fn set_keystone_auth_methods(tx: &mut Tx<'_>, methods: Vec<String>) -> Result<ApplyResult, Fatal> {
+    if methods.is_empty() {
+        tx.delete(cf::META, keys::META_KEYSTONE_AUTH_METHODS.to_vec());
+        return Ok(Ok(Applied::Done));
+    }
+    if methods.len() > 64 || methods.iter().any(|m| m.is_empty() || m.len() > 255) {
+        return Ok(Err(ApplyError::Invalid("Keystone's [auth] methods: at most 64 non-empty names".into())));
+    }
+    tx.put(cf::META, keys::META_KEYSTONE_AUTH_METHODS.to_vec(), &methods)?;
+    Ok(Ok(Applied::Done))
+}
+
 /// Rotates the replicated token key ring (the staged key, known to every node since the last
 /// rotation, starts issuing). The new secret was drawn by the proposing node.
 pub fn rotate_keys(tx: &mut Tx<'_>, new_staged: [u8; 32], now: i64, max_secondary: u32) -> Result<ApplyResult, Fatal> {

@@ -20,6 +20,11 @@ pub trait TokenReads: Reader {
         self.get(cf::META, keys::META_KEYSTONE_FERNET)
     }
 
+    /// Keystone's `[auth] methods` as imported, when they are not its defaults.
+    fn keystone_auth_methods(&self) -> Result<Option<Vec<String>>> {
+        self.get(cf::META, keys::META_KEYSTONE_AUTH_METHODS)
+    }
+
     /// Whether a token audit id is revoked (its entry is checked for presence only).
     fn audit_id_revoked(&self, audit_id: &str) -> Result<bool> {
         self.contains_key(cf::REVOCATIONS, audit_id.as_bytes())

@@ -454,6 +454,13 @@ impl Cluster {
         output_within_async(&mut cmd, CLI_TIMEOUT).await
     }
 
+    /// `idnode import ARGS --endpoint <ops listener of node i>` with the cluster secret.
+    pub async fn import_cli(&self, i: usize, args: &[&str]) -> Output {
+        let mut cmd = tokio::process::Command::from(self.cli());
+        cmd.arg("import").args(args).arg("--endpoint").arg(self.ops(i)).env("IDNODE_CLUSTER_SECRET", &self.secret);
+        output_within_async(&mut cmd, Duration::from_secs(300)).await
+    }
+
     /// The idnode binary with none of the caller's `IDNODE_*` variables (they would be read
     /// as configuration).
     fn cli(&self) -> Command {
