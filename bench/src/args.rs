@@ -55,6 +55,12 @@ pub struct Args {
     /// Starts of each kind, and logins, per cluster size of the passkey benchmark.
     #[arg(long, default_value_t = 300)]
     pub passkey_rounds: usize,
+    /// Run the Keystone import benchmark instead (see `keystone_import.rs`).
+    #[arg(long)]
+    pub keystone_import: bool,
+    /// Users, projects and role assignments of the generated Keystone database.
+    #[arg(long, value_delimiter = ',', default_values_t = [100_000u32, 10_000, 1_000_000])]
+    pub keystone_import_size: Vec<u32>,
     /// Run the OpenFGA assignment driver benchmark instead (see `fga.rs`).
     #[arg(long)]
     pub fga: bool,

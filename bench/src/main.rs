@@ -34,6 +34,7 @@ mod fga;
 mod fill;
 mod fixture;
 mod idnode;
+mod keystone_import;
 mod mapped;
 mod oauth2;
 mod ops;
@@ -112,6 +113,8 @@ async fn main() -> Result<()> {
         Some("fga")
     } else if args.passkey {
         Some("passkey")
+    } else if args.keystone_import {
+        Some("keystone-import")
     } else {
         None
     };
@@ -123,6 +126,10 @@ async fn main() -> Result<()> {
             "ops" => ops::bench_ops(&bin, &out, args.ops_kills, args.ops_projects).await?,
             "fga" => fga::bench_fga(&bin, &out, args.fga_rounds).await?,
             "fill" => fill::bench_fill(&bin, &out, args.fill_projects, args.fill_window).await?,
+            "keystone-import" => {
+                let size = |i: usize| args.keystone_import_size.get(i).copied().unwrap_or(0);
+                keystone_import::bench_keystone_import(&bin, &out, (size(0), size(1), size(2))).await?
+            }
             _ => passkey::bench_passkey(&bin, &out, args.passkey_rounds).await?,
         };
         std::io::stdout().write_all(table.as_bytes()).context("write stdout")?;

@@ -29,8 +29,10 @@ const API: DocApi = DocApi {
     path: |id| format!("/v3/domains/{id}/config"),
 };
 
-const IDENTITY_OPTIONS: &[&str] = &["driver", "list_limit"];
-const LDAP_OPTIONS: &[&str] = &[
+/// The options a domain's configuration takes (Keystone's built-in whitelist); also what
+/// `idnode import keystone` moves.
+pub(crate) const IDENTITY_OPTIONS: &[&str] = &["driver", "list_limit"];
+pub(crate) const LDAP_OPTIONS: &[&str] = &[
     "url",
     "user",
     "suffix",
@@ -82,7 +84,7 @@ const LDAP_OPTIONS: &[&str] = &[
     "auth_pool_connection_lifetime",
 ];
 /// Stored but never shown.
-const SENSITIVE: &[(&str, &str)] = &[("ldap", "password")];
+pub(crate) const SENSITIVE: &[(&str, &str)] = &[("ldap", "password")];
 
 /// The defaults a domain without its own value gets (Keystone's option defaults).
 const DEFAULTS: &str = r#"{

@@ -44,11 +44,16 @@ impl Source {
     }
 }
 
-fn build_source(dir: &Path) -> Source {
+/// Keystone populated in `dir`; on `database_url` (SQLAlchemy's form) instead of its SQLite file
+/// when given.
+fn build_source(dir: &Path, database_url: Option<&str>) -> Source {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/keystone_import/keystone_source.py");
     let port = free_ports(1)[0].to_string();
     let mut cmd = Command::new(KEYSTONE_PYTHON);
     cmd.arg(script).args(["--out", dir.to_str().unwrap(), "--port", &port]);
+    if let Some(url) = database_url {
+        cmd.args(["--database-url", url]);
+    }
     let out = output_within(&mut cmd, Duration::from_secs(420));
     assert!(
         out.status.success(),
@@ -130,17 +135,26 @@ fn osc(c: &Cluster, admin_password: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_keystone_moves_with_its_ids_passwords_and_tokens() {
-    if !Path::new(KEYSTONE_PYTHON).exists() || !Path::new(OPENSTACK).exists() {
-        eprintln!("SKIPPED keystone_import: no Keystone or openstackclient venv (run scripts/install-test-deps)");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let src = build_source(&tmp.path().join("keystone"));
-    let e = &src.expected;
-    let admin_password = e["admin_password"].as_str().unwrap().to_string();
-    // Keystone's own security settings (the source's keystone.conf).
+/// `idnode import keystone ARGS` on node 0, Keystone's `[auth] methods` given.
+async fn import(c: &Cluster, extra: &[String]) -> std::process::Output {
+    let mut a: Vec<&str> = vec!["keystone", "--auth-methods", AUTH_METHODS];
+    a.extend(extra.iter().map(String::as_str));
+    c.import_cli(0, &a).await
+}
+
+/// A real import with `args` that must succeed without a conflict; its `--report`.
+async fn import_without_conflicts(c: &Cluster, args: &[String], report: &Path) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--report".to_string(), report.display().to_string()]);
+    let out = import(c, &a).await;
+    assert!(out.status.success(), "import: {}", text(&out));
+    let r: Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
+    assert_eq!(r["conflicts"], json!([]), "{}", text(&out));
+    r
+}
+
+/// A 3-node cluster waiting for the import, with the source's `[security_compliance]`.
+fn cluster_for(src: &Source) -> Cluster {
     let env = [
         ("IDNODE_BOOTSTRAP", "import"),
         ("IDNODE_SECURITY_COMPLIANCE_LOCKOUT_FAILURE_ATTEMPTS", "3"),
@@ -148,72 +162,33 @@ async fn a_keystone_moves_with_its_ids_passwords_and_tokens() {
         ("IDNODE_SECURITY_COMPLIANCE_UNIQUE_LAST_PASSWORD_COUNT", "3"),
     ];
     let mut c = Cluster::spawn_with_env(3, &env);
-    c.admin_password = admin_password.clone();
-    let (db, creds, fernet) = (src.db(), src.keys("credential-keys"), src.keys("fernet-keys"));
-    let args = |extra: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = ["keystone", "--auth-methods", AUTH_METHODS].iter().map(|s| s.to_string()).collect();
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
-    };
-    let run = |a: Vec<String>| {
-        let c = &c;
-        async move {
-            let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-            c.import_cli(0, &refs).await
-        }
-    };
+    c.admin_password = src.expected["admin_password"].as_str().unwrap().to_string();
+    c
+}
 
-    // Bad input: each refused with the problem named, before anything is written.
-    let truncated = tmp.path().join("truncated.db");
-    let bytes = std::fs::read(&db).unwrap();
-    std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
-    let unknown_head = tmp.path().join("unknown-head.db");
-    std::fs::copy(&db, &unknown_head).unwrap();
-    let sql = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
-               c.execute(\"UPDATE alembic_version SET version_num='0123456789ab' WHERE version_num NOT IN \
-               ('e25ffa003242','99de3849d860','c88cdce8f248')\"); c.commit()";
-    assert!(Command::new("python3").args(["-c", sql, unknown_head.to_str().unwrap()]).status().unwrap().success());
-    let wrong_keys = tmp.path().join("wrong-credential-keys");
-    std::fs::create_dir(&wrong_keys).unwrap();
-    std::fs::write(wrong_keys.join("0"), "qbvr1DLfvUGJHGMKN-FZ0AaL7_FahX3dyiQPKAu-FUM=\n").unwrap();
-    let cases: [(Vec<String>, &str); 5] = [
-        (args(&["--database", truncated.to_str().unwrap(), "--credential-keys", &creds]), "truncated.db"),
-        (
-            args(&["--database", &db, "--credential-keys", "/nonexistent/credential-keys"]),
-            "/nonexistent/credential-keys",
-        ),
-        (args(&["--database", &db]), "give --credential-keys"),
-        (args(&["--database", &db, "--credential-keys", wrong_keys.to_str().unwrap()]), "no key of"),
-        (
-            args(&["--database", unknown_head.to_str().unwrap(), "--credential-keys", &creds]),
-            "schema head 0123456789ab",
-        ),
-    ];
-    for (a, says) in cases {
-        let out = run(a.clone()).await;
-        assert!(!out.status.success(), "{a:?} succeeded: {}", text(&out));
-        assert!(text(&out).contains(says), "{a:?} should say {says:?}: {}", text(&out));
-    }
-    assert!(!bootstrapped(&c, 0).await, "a refused import wrote nothing");
+/// The move from `database` (the source's, as the import reads it), checked against what
+/// Keystone answered: dry run, import, ids, logins, tokens, secrets, openstackclient's views,
+/// a second run, the replicas.
+async fn moves_and_matches(c: &Cluster, src: &Source, database: &str, tmp: &Path) {
+    let e = &src.expected;
+    let admin_password = c.admin_password.clone();
+    let (creds, fernet) = (src.keys("credential-keys"), src.keys("fernet-keys"));
+    let full: Vec<String> = ["--database", database, "--credential-keys", &creds, "--fernet-keys", &fernet]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
 
-    // The dry run shows what would move and writes nothing either.
-    let full = args(&["--database", &db, "--credential-keys", &creds, "--fernet-keys", &fernet]);
+    // The dry run shows what would move and writes nothing.
     let mut dry = full.clone();
     dry.push("--dry-run".into());
-    let out = run(dry).await;
+    let out = import(c, &dry).await;
     assert!(out.status.success(), "dry run: {}", text(&out));
     let printed = text(&out);
     assert!(printed.contains("would import") && printed.contains("users"), "{printed}");
-    assert!(!bootstrapped(&c, 0).await, "a dry run writes nothing");
+    assert!(!bootstrapped(c, 0).await, "a dry run writes nothing");
 
     // The import: bootstraps from Keystone's admin, moves everything, conflicts with nothing.
-    let report = tmp.path().join("report.json");
-    let mut real = full.clone();
-    real.extend(["--report".to_string(), report.display().to_string()]);
-    let out = run(real).await;
-    assert!(out.status.success(), "import: {}", text(&out));
-    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    assert_eq!(r["conflicts"], json!([]), "{}", text(&out));
+    let r = import_without_conflicts(c, &full, &tmp.join("report.json")).await;
     assert!(r["kinds"]["users"]["imported"].as_u64().unwrap() >= 13, "{r}");
     let deadline = Instant::now() + READY_TIMEOUT;
     for i in 0..3 {
@@ -347,18 +322,150 @@ async fn a_keystone_moves_with_its_ids_passwords_and_tokens() {
     assert_eq!(canonical(&catalog), canonical(&e["catalog"]));
 
     // A second run of the same source changes nothing.
-    let again = tmp.path().join("again.json");
-    let mut second = full.clone();
-    second.extend(["--report".to_string(), again.display().to_string()]);
-    let out = run(second).await;
-    assert!(out.status.success(), "second import: {}", text(&out));
-    let r: Value = serde_json::from_slice(&std::fs::read(&again).unwrap()).unwrap();
-    assert_eq!(r["conflicts"], json!([]), "{}", text(&out));
+    let r = import_without_conflicts(c, &full, &tmp.join("again.json")).await;
     for (kind, t) in r["kinds"].as_object().unwrap() {
-        assert_eq!(t["imported"], json!(0), "{kind} imported again: {}", text(&out));
+        assert_eq!(t["imported"], json!(0), "{kind} imported again: {r}");
     }
 
     // The replicas agree.
     let (code, check) = c.cluster_check(0).await;
     assert_eq!(code, 0, "{check}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keystone_moves_with_its_ids_passwords_and_tokens() {
+    if !Path::new(KEYSTONE_PYTHON).exists() || !Path::new(OPENSTACK).exists() {
+        eprintln!("SKIPPED keystone_import: no Keystone or openstackclient venv (run scripts/install-test-deps)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = build_source(&tmp.path().join("keystone"), None);
+    let mut c = cluster_for(&src);
+    let admin_password = c.admin_password.clone();
+    let (db, creds) = (src.db(), src.keys("credential-keys"));
+    let args = |extra: &[&str]| -> Vec<String> { extra.iter().map(|s| s.to_string()).collect() };
+
+    // Bad input: each refused with the problem named, before anything is written.
+    let truncated = tmp.path().join("truncated.db");
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
+    let unknown_head = tmp.path().join("unknown-head.db");
+    std::fs::copy(&db, &unknown_head).unwrap();
+    let sql = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
+               c.execute(\"UPDATE alembic_version SET version_num='0123456789ab' WHERE version_num NOT IN \
+               ('e25ffa003242','99de3849d860','c88cdce8f248')\"); c.commit()";
+    assert!(Command::new("python3").args(["-c", sql, unknown_head.to_str().unwrap()]).status().unwrap().success());
+    let wrong_keys = tmp.path().join("wrong-credential-keys");
+    std::fs::create_dir(&wrong_keys).unwrap();
+    std::fs::write(wrong_keys.join("0"), "qbvr1DLfvUGJHGMKN-FZ0AaL7_FahX3dyiQPKAu-FUM=\n").unwrap();
+    let cases: [(Vec<String>, &str); 5] = [
+        (args(&["--database", truncated.to_str().unwrap(), "--credential-keys", &creds]), "truncated.db"),
+        (
+            args(&["--database", &db, "--credential-keys", "/nonexistent/credential-keys"]),
+            "/nonexistent/credential-keys",
+        ),
+        (args(&["--database", &db]), "give --credential-keys"),
+        (args(&["--database", &db, "--credential-keys", wrong_keys.to_str().unwrap()]), "no key of"),
+        (
+            args(&["--database", unknown_head.to_str().unwrap(), "--credential-keys", &creds]),
+            "schema head 0123456789ab",
+        ),
+    ];
+    for (a, says) in cases {
+        let out = import(&c, &a).await;
+        assert!(!out.status.success(), "{a:?} succeeded: {}", text(&out));
+        assert!(text(&out).contains(says), "{a:?} should say {says:?}: {}", text(&out));
+    }
+    assert!(!bootstrapped(&c, 0).await, "a refused import wrote nothing");
+
+    moves_and_matches(&c, &src, &db, tmp.path()).await;
+
+    // Tempest afterwards: the members restarted one at a time with the settings the runner
+    // tells tempest to expect (Keystone's status codes, a short lockout).
+    let Some(script) = crate::tempest::runner() else { return };
+    for (k, v) in crate::tempest::NODE_ENV {
+        c.set_env(k, v);
+    }
+    for i in 0..3 {
+        c.terminate(i, Duration::from_secs(10)).await;
+        c.restart(i).await;
+    }
+    let auth_url = format!("{}/v3", c.api(0));
+    let (last, summary) =
+        crate::tempest::run_against(&script, &auth_url, &admin_password, &[], Duration::from_secs(1500));
+    crate::tempest::judge(&last, &summary);
+}
+
+/// A MariaDB server of Debian's `mariadb-server`, on its own data directory and port, stopped
+/// when dropped.
+struct MariaDb {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl MariaDb {
+    /// A database `keystone` with a user `keystone`, reached over TCP on loopback.
+    fn start(dir: &Path) -> Option<MariaDb> {
+        let (install, server, client) = ("/usr/bin/mariadb-install-db", "/usr/sbin/mariadbd", "/usr/bin/mariadb");
+        if !Path::new(server).exists() {
+            return None;
+        }
+        let data = dir.join("data");
+        let socket = dir.join("mysqld.sock");
+        let out = output_within(
+            Command::new(install)
+                .args(["--user=root", "--auth-root-authentication-method=normal"])
+                .arg(format!("--datadir={}", data.display())),
+            Duration::from_secs(120),
+        );
+        assert!(out.status.success(), "{install}: {}", text(&out));
+        let port = free_ports(1)[0];
+        let child = Command::new(server)
+            .args(["--no-defaults", "--user=root", "--bind-address=127.0.0.1"])
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("mysqld.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let db = MariaDb { child, url: format!("keystone:keystone-db-pw@127.0.0.1:{port}/keystone") };
+        let sql = "CREATE DATABASE keystone; CREATE USER 'keystone'@'127.0.0.1' IDENTIFIED BY 'keystone-db-pw'; \
+                   GRANT ALL ON keystone.* TO 'keystone'@'127.0.0.1';";
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut cmd = Command::new(client);
+            cmd.arg(format!("--socket={}", socket.display())).args(["-u", "root", "-e", sql]);
+            let out = output_within(&mut cmd, Duration::from_secs(30));
+            if out.status.success() {
+                return Some(db);
+            }
+            assert!(Instant::now() < deadline, "MariaDB did not start: {}", text(&out));
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// The same move from a Keystone on MariaDB (Debian's `mariadb-server`, started here; Keystone
+/// reaches it through PyMySQL). Ignored in CI (`apt-get install mariadb-server` and
+/// `pip install PyMySQL` into Keystone's venv first): run with
+/// `cargo test --test it -- --ignored keystone_import::a_keystone_on_mariadb`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Debian's mariadb-server and PyMySQL in Keystone's venv"]
+async fn a_keystone_on_mariadb_moves_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(db) = MariaDb::start(tmp.path()) else {
+        panic!("no mariadbd: apt-get install mariadb-server");
+    };
+    let src = build_source(&tmp.path().join("keystone"), Some(&format!("mysql+pymysql://{}", db.url)));
+    let c = cluster_for(&src);
+    moves_and_matches(&c, &src, &format!("mysql://{}", db.url), tmp.path()).await;
 }

@@ -160,7 +160,15 @@ impl Db {
 fn decode(row: &AnyRow, cols: &[&'static str]) -> anyhow::Result<SqlRow> {
     let mut values = HashMap::with_capacity(cols.len());
     for (i, c) in cols.iter().enumerate() {
-        values.insert(*c, row.try_get::<Option<String>, _>(i)?);
+        // MariaDB reports a cast of a TEXT column as binary: read its bytes then.
+        let value = match row.try_get::<Option<String>, _>(i) {
+            Ok(v) => v,
+            Err(_) => match row.try_get::<Option<Vec<u8>>, _>(i)? {
+                Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("column {c} is not UTF-8"))?),
+                None => None,
+            },
+        };
+        values.insert(*c, value);
     }
     Ok(SqlRow { values })
 }

@@ -8,64 +8,9 @@ use serde_json::{json, Map, Value};
 
 use super::db::Db;
 use super::source::Source;
+use crate::resource::domain_config::{IDENTITY_OPTIONS, LDAP_OPTIONS, SENSITIVE};
 use crate::state::import::ImportRecord;
 use crate::state::model::{Doc, DocKind, Ref};
-
-/// The options idnode's domain configuration API accepts (Keystone's built-in whitelist).
-const IDENTITY_OPTIONS: &[&str] = &["driver", "list_limit"];
-const LDAP_OPTIONS: &[&str] = &[
-    "url",
-    "user",
-    "suffix",
-    "query_scope",
-    "page_size",
-    "alias_dereferencing",
-    "debug_level",
-    "chase_referrals",
-    "user_tree_dn",
-    "user_filter",
-    "user_objectclass",
-    "user_id_attribute",
-    "user_name_attribute",
-    "user_mail_attribute",
-    "user_description_attribute",
-    "user_pass_attribute",
-    "user_enabled_attribute",
-    "user_enabled_invert",
-    "user_enabled_mask",
-    "user_enabled_default",
-    "user_attribute_ignore",
-    "user_default_project_id_attribute",
-    "user_enabled_emulation",
-    "user_enabled_emulation_dn",
-    "user_enabled_emulation_use_group_config",
-    "user_additional_attribute_mapping",
-    "group_tree_dn",
-    "group_filter",
-    "group_objectclass",
-    "group_id_attribute",
-    "group_name_attribute",
-    "group_members_are_ids",
-    "group_member_attribute",
-    "group_desc_attribute",
-    "group_attribute_ignore",
-    "group_additional_attribute_mapping",
-    "tls_cacertfile",
-    "tls_cacertdir",
-    "use_tls",
-    "tls_req_cert",
-    "use_pool",
-    "pool_size",
-    "pool_retry_max",
-    "pool_retry_delay",
-    "pool_connection_timeout",
-    "pool_connection_lifetime",
-    "use_auth_pool",
-    "auth_pool_size",
-    "auth_pool_connection_lifetime",
-];
-/// Kept in `private`, never shown (Keystone's built-in sensitive options).
-const SENSITIVE: &[(&str, &str)] = &[("ldap", "password")];
 
 /// Where idnode keeps an option.
 #[derive(Debug, PartialEq, Eq)]

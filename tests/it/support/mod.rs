@@ -454,6 +454,12 @@ impl Cluster {
         output_within_async(&mut cmd, CLI_TIMEOUT).await
     }
 
+    /// Sets (or replaces) an environment variable for every later (re)spawn of every node.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.to_string()));
+    }
+
     /// `idnode import ARGS --endpoint <ops listener of node i>` with the cluster secret.
     pub async fn import_cli(&self, i: usize, args: &[&str]) -> Output {
         let mut cmd = tokio::process::Command::from(self.cli());
