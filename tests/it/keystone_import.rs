@@ -316,9 +316,9 @@ async fn moves_and_matches(c: &Cluster, src: &Source, database: &str, tmp: &Path
 
     // python-openstackclient sees what it saw on Keystone, through Keystone's address.
     cut_over(e["keystone_url"].as_str().unwrap(), &c.api(1)).await;
-    let names = osc(&c, &admin_password, &["role", "assignment", "list", "--names"]);
+    let names = osc(c, &admin_password, &["role", "assignment", "list", "--names"]);
     assert_eq!(canonical(&names), canonical(&e["role_assignments_names"]));
-    let catalog = osc(&c, &admin_password, &["catalog", "list"]);
+    let catalog = osc(c, &admin_password, &["catalog", "list"]);
     assert_eq!(canonical(&catalog), canonical(&e["catalog"]));
 
     // A second run of the same source changes nothing.
