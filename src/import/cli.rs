@@ -15,6 +15,7 @@ use crate::cli::KeystoneImportArgs;
 use crate::rotation::routes::PATH_KEYSTONE_FERNET;
 use crate::state::apply::IMPORT_RECORDS_PER_COMMAND;
 use crate::state::command::Bootstrap;
+use crate::state::import::ImportRecord;
 use idnode_keys::keystone_fernet::KeystoneFernetKeys;
 
 /// A signed call to one node's ops listener.
@@ -116,7 +117,7 @@ pub async fn keystone(args: &KeystoneImportArgs) -> anyhow::Result<()> {
     let run = args.dry_run.then(|| format!("dry-run-{}", idnode_keys::random_token(8)));
     let bar = progress(source.records.len() as u64);
     let sent = Instant::now();
-    for chunk in source.records.chunks(args.batch) {
+    for chunk in batches(&source.records, args.batch)? {
         bar.set_message(chunk[0].kind());
         let bootstrap = if run.is_some() { boot.as_ref() } else { None };
         let body = postcard::to_allocvec(&ImportBatchRef { dry_run: run.as_deref(), bootstrap, records: chunk })?;
@@ -141,6 +142,28 @@ pub async fn keystone(args: &KeystoneImportArgs) -> anyhow::Result<()> {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?).with_context(|| format!("{}", path.display()))?;
     }
     Ok(())
+}
+
+/// Encoded bytes of one batch at most: a raft entry must reach the followers within a
+/// heartbeat interval, or its replication is retried without end.
+const MAX_BATCH_BYTES: usize = 128 * 1024;
+
+/// The records in order, in runs of at most `max` records and [`MAX_BATCH_BYTES`] encoded.
+fn batches(records: &[ImportRecord], max: usize) -> anyhow::Result<Vec<&[ImportRecord]>> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, r) in records.iter().enumerate() {
+        let size = postcard::to_allocvec(r)?.len();
+        if i > start && (i - start == max || bytes + size > MAX_BATCH_BYTES) {
+            out.push(&records[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < records.len() {
+        out.push(&records[start..]);
+    }
+    Ok(out)
 }
 
 /// A batch, retried while the cluster is not bootstrapped yet (a `bootstrap = auto` cluster
@@ -191,4 +214,31 @@ fn progress(total: u64) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::model::Revocation;
+
+    fn revocation(id: usize, pad: usize) -> ImportRecord {
+        let audit_id = format!("{id}-{}", "x".repeat(pad));
+        ImportRecord::Revocation { audit_id, revocation: Revocation { expires_at: 1, revoked_at: 1 } }
+    }
+
+    #[test]
+    fn batches_keep_order_and_stay_within_their_bounds() {
+        let small: Vec<_> = (0..10).map(|i| revocation(i, 0)).collect();
+        let runs = batches(&small, 4).unwrap();
+        assert_eq!(runs.iter().map(|r| r.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
+        assert_eq!(runs.concat(), small);
+        // Records of 40 KiB: three fit in 128 KiB, a fourth would not.
+        let big: Vec<_> = (0..7).map(|i| revocation(i, 40 * 1024)).collect();
+        let runs = batches(&big, 1000).unwrap();
+        assert_eq!(runs.iter().map(|r| r.len()).collect::<Vec<_>>(), vec![3, 3, 1]);
+        // A record larger than the bound still travels, alone.
+        let huge = vec![revocation(0, 200 * 1024), revocation(1, 0)];
+        assert_eq!(batches(&huge, 1000).unwrap().iter().map(|r| r.len()).collect::<Vec<_>>(), vec![1, 1]);
+        assert!(batches(&[], 10).unwrap().is_empty());
+    }
 }

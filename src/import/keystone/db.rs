@@ -4,12 +4,13 @@
 //! `DATETIME` text, JSON blobs their text.
 
 use std::collections::HashMap;
+use std::str::FromStr;
 
 use anyhow::{bail, Context};
 use chrono::NaiveDateTime;
 use futures::TryStreamExt;
-use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Row};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, ConnectOptions, Row};
 
 /// The alembic revisions of Keystone 2023.1 (Antelope) and later, oldest first, per branch:
 /// the schemas this reader knows. An older database must be upgraded by Keystone first.
@@ -77,9 +78,13 @@ impl Db {
             // Read only: the source is never changed.
             (format!("sqlite://{source}?mode=ro"), source.to_string())
         };
+        // Reading a whole table is slow by design: no slow-statement warnings in the output.
+        let options = AnyConnectOptions::from_str(&url)
+            .with_context(|| format!("{shown}: not a database URL"))?
+            .disable_statement_logging();
         let pool = AnyPoolOptions::new()
             .max_connections(2)
-            .connect(&url)
+            .connect_with(options)
             .await
             .with_context(|| format!("opening Keystone's database {shown}"))?;
         let db = Db { pool, shown };

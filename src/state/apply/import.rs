@@ -179,3 +179,7 @@ fn create(tx: &mut Tx<'_>, record: ImportRecord) -> Result<ApplyResult, Fatal> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "import_tests.rs"]
+mod tests;
