@@ -47,6 +47,8 @@ pub enum ImportRecord {
     RegisteredLimit(RegisteredLimit),
     /// A project's or domain's limit, onto the registered limit it names.
     Limit(Limit),
+    /// A group membership a federated login granted for a while.
+    ExpiringMember(ExpiringMembership),
 }
 
 impl ImportRecord {
@@ -69,6 +71,7 @@ impl ImportRecord {
             ImportRecord::Revocation { .. } => "revocation events",
             ImportRecord::RegisteredLimit(_) => "registered limits",
             ImportRecord::Limit(_) => "limits",
+            ImportRecord::ExpiringMember(_) => "expiring group memberships",
         }
     }
 
@@ -100,6 +103,9 @@ impl ImportRecord {
             ImportRecord::Limit(l) => {
                 let owner = l.project_id.as_deref().or(l.domain_id.as_deref()).unwrap_or_default();
                 format!("{} ({} for {owner})", l.id, l.resource_name)
+            }
+            ImportRecord::ExpiringMember(m) => {
+                format!("user {} in group {} (through {})", m.user_id, m.group_id, m.idp_id)
             }
         }
     }

@@ -228,6 +228,12 @@ async fn moves_and_matches(c: &Cluster, src: &Source, database: &str, tmp: &Path
     }
     assert_eq!(roles, ids("roles"));
 
+    // Group members as Keystone listed them (expiring memberships are not listed there).
+    for (n, (group, members)) in e["api"]["group_members"].as_object().unwrap().iter().enumerate() {
+        let want: BTreeSet<String> = members.as_array().unwrap().iter().map(|m| m.as_str().unwrap().into()).collect();
+        assert_eq!(c.list_ids(n % 3, &admin, &format!("/v3/groups/{group}/users"), "users").await, want, "{group}");
+    }
+
     // Every user logs in, or is refused, as Keystone decided; old passwords stay old.
     let login = |id: &str, password: &str| {
         json!({"auth": {"identity": {"methods": ["password"],

@@ -11,7 +11,9 @@ use super::db::Db;
 use super::options::options_json;
 use super::source::{extra_json, Source};
 use crate::state::import::ImportRecord;
-use crate::state::model::{FederatedIdentity, FederatedProtocol, Group, Membership, PasswordState, User};
+use crate::state::model::{
+    ExpiringMembership, FederatedIdentity, FederatedProtocol, Group, Membership, PasswordState, User,
+};
 
 struct Local {
     id: String,
@@ -124,15 +126,32 @@ pub async fn read_groups(db: &Db, src: &mut Source) -> anyhow::Result<()> {
     for r in db.rows("user_group_membership", &["user_id", "group_id"], order).await? {
         src.push(ImportRecord::Member(Membership { group_id: r.text("group_id"), user_id: r.text("user_id") }));
     }
-    let cols = ["user_id", "group_id", "idp_id"];
+    // Keystone counts an expiring membership until `last_verified` plus its identity
+    // provider's `authorization_ttl` (minutes).
+    let mut ttl: HashMap<String, i64> = HashMap::new();
+    for r in db.rows("identity_provider", &["id", "authorization_ttl"], "").await? {
+        if let Some(minutes) = r.int("authorization_ttl").filter(|m| *m > 0) {
+            ttl.insert(r.text("id"), minutes);
+        }
+    }
+    let cols = ["user_id", "group_id", "idp_id", "last_verified"];
     for r in db.rows("expiring_user_group_membership", &cols, order).await? {
-        let label =
-            format!("user {} in group {} (through {})", r.text("user_id"), r.text("group_id"), r.text("idp_id"));
-        src.skip(
-            "group memberships",
-            label,
-            "an expiring membership: the user's next login through its identity provider grants it again",
-        );
+        let (user_id, group_id, idp_id) = (r.text("user_id"), r.text("group_id"), r.text("idp_id"));
+        let (Some(minutes), Some(last_verified)) = (ttl.get(&idp_id), r.micros("last_verified")) else {
+            let label = format!("user {user_id} in group {group_id} (through {idp_id})");
+            let reason = "its identity provider has no authorization_ttl: Keystone's [federation] \
+                          default_authorization_ttl made it last only for the login that granted it";
+            src.skip("expiring group memberships", label, reason);
+            continue;
+        };
+        let expires_at = last_verified.saturating_add(minutes.saturating_mul(60_000_000));
+        let m = ExpiringMembership { group_id, user_id, idp_id, last_verified, expires_at };
+        src.push(ImportRecord::ExpiringMember(m));
+    }
+    // LDAP identities' public ids: idnode keeps no LDAP-backed domain to map them to.
+    for r in db.rows("id_mapping", &["public_id", "entity_type", "local_id"], "ORDER BY `public_id`").await? {
+        let label = format!("{} {} ({})", r.text("entity_type"), r.text("public_id"), r.text("local_id"));
+        src.skip("id mappings", label, "the public id of an identity in an LDAP domain: idnode has no LDAP backend");
     }
     Ok(())
 }

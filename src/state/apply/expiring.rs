@@ -51,6 +51,11 @@ pub fn login(
     Ok(())
 }
 
+/// Stores a membership moved in from another service (`Command::Import`) as it was there.
+pub fn import(tx: &mut Tx<'_>, m: &ExpiringMembership) -> Result<(), Fatal> {
+    put(tx, m)
+}
+
 /// Drops every expiring membership of a user (the user is going away, or a permanent sync
 /// took over its groups).
 pub fn remove_of_user(tx: &mut Tx<'_>, user_id: &str) -> Result<(), Fatal> {

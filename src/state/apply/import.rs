@@ -4,16 +4,16 @@
 //! a whole is never refused, its answer says what became of each record.
 
 use super::super::cf;
-use super::super::command::{Applied, ApplyResult};
+use super::super::command::{not_found, Applied, ApplyResult};
 use super::super::import::{ImportOutcome, ImportRecord};
 use super::super::keys;
 use super::super::limits::{keys as limit_keys, Limit, RegisteredLimit};
 use super::super::model::{Ref, Revocation};
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
-use super::super::read::AssignmentReads;
+use super::super::read::{AssignmentReads, IdentityReads};
 use super::fatal::Fatal;
-use super::{assignment, catalog, credential, doc, group, identity, limits, resource, role};
+use super::{assignment, catalog, credential, doc, expiring, group, identity, limits, resource, role};
 
 /// Records one command may carry: bounds the raft entry and one apply's work.
 pub const MAX_RECORDS: usize = 10_000;
@@ -129,6 +129,9 @@ fn presence(tx: &Tx<'_>, record: &ImportRecord) -> Result<Presence, Fatal> {
                 Some(have) => same_or(have.slot() == r.slot(), || taken("registered limit", &r.id)),
             }
         }
+        ImportRecord::ExpiringMember(m) => {
+            present_if(tx.expiring_memberships_of_user(&m.user_id)?.iter().any(|have| have.group_id == m.group_id))
+        }
         ImportRecord::Limit(l) => match tx.get::<Limit>(cf::LIMITS, &limit_keys::limit(&l.id))? {
             None => Presence::Absent,
             Some(have) => same_or(
@@ -172,6 +175,16 @@ fn create(tx: &mut Tx<'_>, record: ImportRecord) -> Result<ApplyResult, Fatal> {
         ImportRecord::Doc { doc, requires } => doc::put(tx, doc, true, &requires),
         ImportRecord::RegisteredLimit(r) => limits::import_registered(tx, r),
         ImportRecord::Limit(l) => limits::import_limit(tx, l),
+        ImportRecord::ExpiringMember(m) => {
+            if tx.group(&m.group_id)?.is_none() {
+                return Ok(Err(not_found("group", &m.group_id)));
+            }
+            if tx.user(&m.user_id)?.is_none() {
+                return Ok(Err(not_found("user", &m.user_id)));
+            }
+            expiring::import(tx, &m)?;
+            Ok(Ok(Applied::Done))
+        }
         ImportRecord::Revocation { audit_id, revocation } => {
             tx.batch.put(cf::REVOCATIONS, keys::revocation_expiry(revocation.expires_at, &audit_id), &[]);
             tx.put(cf::REVOCATIONS, audit_id.into_bytes(), &revocation)?;

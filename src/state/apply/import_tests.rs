@@ -7,7 +7,7 @@ use crate::state::command::{Applied, Command};
 use crate::state::import::{ImportOutcome, ImportRecord};
 use crate::state::keys::ns;
 use crate::state::model::{ActorKind, Assignment, PasswordState, Revocation, Target};
-use crate::state::read::{AssignmentReads, TokenReads};
+use crate::state::read::{AssignmentReads, IdentityReads, TokenReads};
 use crate::state::Reader;
 
 fn outcomes(w: &World, records: Vec<ImportRecord>) -> Vec<ImportOutcome> {
@@ -102,4 +102,28 @@ fn an_import_is_not_part_of_a_compound_command() {
     let all = Command::All(vec![Command::Import { records: source() }]);
     assert!(w.apply(all).is_err());
     assert!(w.engine.read().domain("d").unwrap().is_none());
+}
+
+#[test]
+fn an_expiring_membership_moves_as_it_was_and_needs_its_group_and_user() {
+    use crate::state::model::{ExpiringMembership, Group};
+    let w = World::new();
+    let mut records = source();
+    let group =
+        Group { id: "g".into(), name: "g".into(), domain_id: "d".into(), description: None, extra: "{}".into() };
+    records.push(ImportRecord::Group(group));
+    let m = |group: &str| ExpiringMembership {
+        group_id: group.into(),
+        user_id: "u".into(),
+        idp_id: "idp".into(),
+        last_verified: 10,
+        expires_at: 20,
+    };
+    records.push(ImportRecord::ExpiringMember(m("g")));
+    records.push(ImportRecord::ExpiringMember(m("missing")));
+    let o = outcomes(&w, records.clone());
+    assert_eq!(o[o.len() - 2], ImportOutcome::Imported);
+    assert!(conflict(&o[o.len() - 1]).contains("missing"), "{o:?}");
+    assert_eq!(w.engine.read().expiring_memberships_of_user("u").unwrap(), vec![m("g")]);
+    assert_eq!(outcomes(&w, records)[o.len() - 2], ImportOutcome::Present);
 }
