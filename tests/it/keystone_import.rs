@@ -101,7 +101,7 @@ fn comparable(token: &Value) -> Value {
 }
 
 /// The cut-over, as a load balancer does it: Keystone's address (its catalog's identity
-/// endpoints) now forwards to an idnode member. Runs until the test ends.
+/// endpoints) now forwards to an idnode member. Runs until the test's runtime ends.
 async fn cut_over(keystone_url: &str, member_api: &str) {
     let addr = |u: &str| u.trim_start_matches("http://").split('/').next().unwrap().to_string();
     let (from, to) = (addr(keystone_url), addr(member_api));
@@ -154,7 +154,9 @@ async fn import_without_conflicts(c: &Cluster, args: &[String], report: &Path) -
 }
 
 /// A 3-node cluster waiting for the import, with the source's `[security_compliance]`.
-fn cluster_for(src: &Source) -> Cluster {
+/// Keystone's address forwards to its second member from now on ([`cut_over`]), so no other
+/// program takes the port Keystone just freed.
+async fn cluster_for(src: &Source) -> Cluster {
     let env = [
         ("IDNODE_BOOTSTRAP", "import"),
         ("IDNODE_SECURITY_COMPLIANCE_LOCKOUT_FAILURE_ATTEMPTS", "3"),
@@ -163,6 +165,7 @@ fn cluster_for(src: &Source) -> Cluster {
     ];
     let mut c = Cluster::spawn_with_env(3, &env);
     c.admin_password = src.expected["admin_password"].as_str().unwrap().to_string();
+    cut_over(src.expected["keystone_url"].as_str().unwrap(), &c.api(1)).await;
     c
 }
 
@@ -320,8 +323,8 @@ async fn moves_and_matches(c: &Cluster, src: &Source, database: &str, tmp: &Path
         eprintln!("SKIPPED the botocore part of keystone_import: no Python with botocore");
     }
 
-    // python-openstackclient sees what it saw on Keystone, through Keystone's address.
-    cut_over(e["keystone_url"].as_str().unwrap(), &c.api(1)).await;
+    // python-openstackclient sees what it saw on Keystone, through Keystone's address (the
+    // cut-over `cluster_for` made).
     let names = osc(c, &admin_password, &["role", "assignment", "list", "--names"]);
     assert_eq!(canonical(&names), canonical(&e["role_assignments_names"]));
     let catalog = osc(c, &admin_password, &["catalog", "list"]);
@@ -346,7 +349,7 @@ async fn a_keystone_moves_with_its_ids_passwords_and_tokens() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let src = build_source(&tmp.path().join("keystone"), None);
-    let mut c = cluster_for(&src);
+    let mut c = cluster_for(&src).await;
     let admin_password = c.admin_password.clone();
     let (db, creds) = (src.db(), src.keys("credential-keys"));
     let args = |extra: &[&str]| -> Vec<String> { extra.iter().map(|s| s.to_string()).collect() };
@@ -472,6 +475,6 @@ async fn a_keystone_on_mariadb_moves_the_same() {
         panic!("no mariadbd: apt-get install mariadb-server");
     };
     let src = build_source(&tmp.path().join("keystone"), Some(&format!("mysql+pymysql://{}", db.url)));
-    let c = cluster_for(&src);
+    let c = cluster_for(&src).await;
     moves_and_matches(&c, &src, &format!("mysql://{}", db.url), tmp.path()).await;
 }
