@@ -44,8 +44,8 @@ pub enum KeystoneScope {
 /// A Keystone token as its payload says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeystoneToken {
-    /// The payload kind (0 unscoped, 1 domain, 2 project, 3 trust, 8 system, 9 application
-    /// credential; the federated and OAuth1 kinds are not read yet).
+    /// The payload kind (0 unscoped, 1 domain, 2 project, 3 trust, 4 to 6 federated unscoped,
+    /// project and domain, 7 OAuth1, 8 system, 9 application credential).
     pub version: u64,
     pub user_id: String,
     /// The authentication methods as Keystone's bitmask: bit `i` is the `i`-th entry of its
@@ -70,6 +70,20 @@ pub enum KeystoneDelegation {
     Trust(String),
     /// Kind 9: an application credential (its id).
     AppCred(String),
+    /// Kinds 4 to 6: a federated login, with the groups its mapping put the user in.
+    Federated(KeystoneFederation),
+    /// Kind 7: an OS-OAUTH1 access token (its id).
+    OAuth1(String),
+}
+
+/// What a federated token says of the login it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeystoneFederation {
+    pub identity_provider_id: String,
+    /// The protocol's id, which is also the token's method name (Keystone authenticates a
+    /// federated login with the method named after its protocol).
+    pub protocol_id: String,
+    pub group_ids: Vec<String>,
 }
 
 /// Keystone 30's default `[auth] methods`, in its order.
@@ -181,7 +195,12 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
             (KeystoneScope::System(text(system, "system")?), 3)
         }
         (3 | 9, 6) => (KeystoneScope::Project(id(&fields[2], "project id")?), 3),
-        (0..=3 | 8 | 9, _) => return Err(FernetError::Malformed("field count")),
+        (7, 6) => (KeystoneScope::Project(id(&fields[2], "project id")?), 4),
+        (4, 7) => (KeystoneScope::Unscoped, 5),
+        (5, 8) => (KeystoneScope::Project(id(&fields[2], "project id")?), 6),
+        // Unlike kind 1, a federated domain scope is an id pair like every other id.
+        (6, 8) => (KeystoneScope::Domain(id(&fields[2], "domain id")?), 6),
+        (0..=9, _) => return Err(FernetError::Malformed("field count")),
         (other, _) => return Err(FernetError::Unsupported(other)),
     };
     let user_id = id(&fields[0], "user id")?;
@@ -200,6 +219,8 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
             Some(raw) if raw.len() == 16 => KeystoneDelegation::Trust(hex::encode(raw)),
             _ => return Err(FernetError::Malformed("trust id")),
         },
+        4..=6 => KeystoneDelegation::Federated(federation(&fields[at_expiry - 3..at_expiry])?),
+        7 => KeystoneDelegation::OAuth1(id(&fields[3], "access token id")?),
         9 => KeystoneDelegation::AppCred(id(&fields[5], "application credential id")?),
         _ => KeystoneDelegation::None,
     };
@@ -212,6 +233,24 @@ fn parse(v: &Value, issued_at: i64) -> Result<KeystoneToken, FernetError> {
         issued_at,
         audit_ids,
         delegation,
+    })
+}
+
+/// A federated payload's group ids (each an id pair), identity provider (an id pair) and
+/// protocol (text), in that order.
+fn federation(fields: &[Value]) -> Result<KeystoneFederation, FernetError> {
+    let [groups, idp, protocol] = fields else { return Err(FernetError::Malformed("field count")) };
+    let group_ids = groups
+        .as_array()
+        .ok_or(FernetError::Malformed("group ids"))?
+        .iter()
+        .map(|g| id(g, "group id"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let protocol = bytes_of(protocol).ok_or(FernetError::Malformed("protocol id"))?;
+    Ok(KeystoneFederation {
+        identity_provider_id: id(idp, "identity provider id")?,
+        protocol_id: text(protocol, "protocol id")?,
+        group_ids,
     })
 }
 

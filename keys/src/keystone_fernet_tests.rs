@@ -70,7 +70,7 @@ fn a_repository_is_read_by_its_numbered_files() {
 }
 
 #[test]
-fn payloads_of_kinds_not_read_yet_or_of_the_wrong_shape_are_refused() {
+fn payloads_of_unknown_kinds_or_of_the_wrong_shape_are_refused() {
     let seal = |v: Value| {
         let mut buf = Vec::new();
         rmpv::encode::write_value(&mut buf, &v).unwrap();
@@ -78,9 +78,11 @@ fn payloads_of_kinds_not_read_yet_or_of_the_wrong_shape_are_refused() {
         f.encrypt(&buf).trim_end_matches('=').to_string()
     };
     let user = Value::Array(vec![Value::Boolean(true), Value::Binary(vec![7; 16])]);
-    // OAuth1 (7): not read yet.
+    // A kind Keystone does not write.
+    let unknown = Value::Array(vec![12.into(), user.clone(), 2.into()]);
+    assert_eq!(keys().decode(&seal(unknown)), Err(FernetError::Unsupported(12)));
     let oauth1 = Value::Array(vec![7.into(), user.clone(), 2.into()]);
-    assert_eq!(keys().decode(&seal(oauth1)), Err(FernetError::Unsupported(7)));
+    assert_eq!(keys().decode(&seal(oauth1)), Err(FernetError::Malformed("field count")));
     let trust = Value::Array(vec![3.into(), user.clone(), 2.into()]);
     assert_eq!(keys().decode(&seal(trust)), Err(FernetError::Malformed("field count")));
     let short = Value::Array(vec![2.into(), user.clone(), 2.into()]);
@@ -120,4 +122,42 @@ fn trust_and_application_credential_tokens_carry_their_delegation() {
     assert_eq!(a.delegation, KeystoneDelegation::AppCred("0fe1d2c3b4a5968778695a4b3c2d1e0f".into()));
     assert_eq!(method_names(a.methods, DEFAULT_METHODS), vec!["application_credential"]);
     assert_eq!(k.decode(UNSCOPED).unwrap().delegation, KeystoneDelegation::None);
+}
+
+/// Made with Keystone 30's payload classes (`FederatedUnscopedPayload`,
+/// `FederatedProjectScopedPayload`, `FederatedDomainScopedPayload`, `OauthScopedPayload`), the
+/// repository's primary key, and checked with their own `disassemble`: a login of `acme-idp`'s
+/// `saml2` protocol in a uuid group and a group named by text; an OAuth1 access token.
+const FED_UNSCOPED: &str = "gAAAAABrDK0pZAlcFBlOqQ6teKps395eS4LNFamUuTatHfp98C6T0dxGYCaEmyKBn1b7MnLJMV__kko1UudEU-E4oKNP7tI28eTyAMtVnYs1Dli_g_as_-v15TriF4n9WhefcMN9Vt6coxMhLngpa3KJy7Ha7NGcPReNvFmdX_AghlSu9gH56fjFefkCiNNBgWYJbnUWwlnr9DXxD98Wt67E787_iEy1jQ";
+const FED_PROJECT: &str = "gAAAAABrDK0pQPYXCQwPG5Laq_vv6pfpzrAJQI78JqSzm0JnhWKeq5gfLyq5e4YyCJBvZr9a5sklN_rL_bsKXyLN-xzghAvQzdX5NbZc6NQ93nFei_Calbp5dGUbMLDRqN02n-esW118gh9edp-dlQOrzRuSWlMl2tvZOSw8OCremIWiuSAH3jrlkU5MrfeTlr0Uqd4lpuyzpBaweleQ2fJ7hYtwopzoDtUMiFF6kS8CvOOKSNFO-ag";
+const FED_DOMAIN: &str = "gAAAAABrDK0pjXAhl6i06NtIFo7fDtqV4j5iM11BOLKfA8i5H0tJTKz_UFx0IMzqC9oDsna1xJI8COvaMfMpKIp3GnDitHNvb9sEv7fiRrclmuJnkO2nVEHEFndXIBrrBlKbCKzku2YOSCXNm1guo696S8d2EEZMwfarZU9HuRKAXv8GMZq-X_B_DPQ9k3GgMhmibAnJuUJkxOsVUHA4nwFCWkJdsM1OxBaFhw20uJat-FRJLIV3iE8";
+const OAUTH1: &str = "gAAAAABrDK0pXGgTjr1jjl1XUd_a1GYC5wLsaEobmcKnoUS_ZIVIdwKAMPrwGT1ZhTZRuWjtUMv_h85WVNpf04fAO1kbL_JCNbxh4ggu0ir8wBFJUqZBPSdLFNmkayRArRERaK6YiAYXXv35wYWxat1AskkYloEhCBZOBdH0HSExjjs_wa06-BDmo56YzX7tbu1-zeNw9zC9";
+
+#[test]
+fn federated_and_oauth1_tokens_carry_their_login_or_access_token() {
+    let k = keys();
+    let login = KeystoneDelegation::Federated(KeystoneFederation {
+        identity_provider_id: "acme-idp".into(),
+        protocol_id: "saml2".into(),
+        group_ids: vec!["5c6e2b7d1f0a4e3b9a8c7d6e5f4a3b2c".into(), "devs-by-name".into()],
+    });
+    let project = KeystoneScope::Project("9083400d4fb140568b861d7016c80221".into());
+    let cases = [
+        (FED_UNSCOPED, 4, KeystoneScope::Unscoped, "mapped"),
+        (FED_PROJECT, 5, project.clone(), "mapped"),
+        (FED_DOMAIN, 6, KeystoneScope::Domain("d2c1b0a9f8e7d6c5b4a39281706f5e4d".into()), "mapped"),
+        (OAUTH1, 7, project, "oauth1"),
+    ];
+    for (token, version, scope, method) in cases {
+        let t = k.decode(token).unwrap();
+        assert_eq!((t.version, &t.scope, t.user_id.as_str()), (version, &scope, USER), "kind {version}");
+        assert_eq!(method_names(t.methods, DEFAULT_METHODS), vec![method], "kind {version}");
+        assert_eq!(t.expires_at, EXPIRES[1] * 1_000_000, "kind {version}");
+        assert_eq!(t.audit_ids, vec!["p-BlYIL7TVWvLh7xwcN-vg".to_string()], "kind {version}");
+        let want = match version {
+            7 => KeystoneDelegation::OAuth1("1f2e3d4c5b6a79880a1b2c3d4e5f6071".into()),
+            _ => login.clone(),
+        };
+        assert_eq!(t.delegation, want, "kind {version}");
+    }
 }

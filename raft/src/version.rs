@@ -110,7 +110,7 @@ impl RaftNode {
     /// The leader's refusal of a proposal that needs a higher version than the cluster's. The
     /// version is first raised if every voter already runs a binary that applies it (a new
     /// cluster, or the moments after the last voter was upgraded).
-    pub(crate) async fn version_gate(&self, need: u32) -> Result<(), String> {
+    pub async fn version_gate(&self, need: u32) -> Result<(), String> {
         let mut have = self.cluster_version();
         if need > have {
             have = self.raise_cluster_version().await.unwrap_or(have);

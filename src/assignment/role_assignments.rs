@@ -62,7 +62,7 @@ fn filter(q: &HashMap<String, String>, subtree: bool) -> ApiResult<Filter> {
         (_, _, Some("all")) => Some(Target::System),
         _ => None,
     };
-    Ok(Filter { user, group, target, role: get("role.id"), effective, inherited, subtree })
+    Ok(Filter { user, group, target, role: get("role.id"), effective, inherited, subtree, also_groups: Vec::new() })
 }
 
 const INHERITED_TO: &str = "scope.OS-INHERIT:inherited_to";

@@ -1,6 +1,7 @@
 //! Authentication methods. Each one resolves to a user; failures all look alike (401) so a
 //! caller cannot learn which part was wrong.
 
+use axum::http::{HeaderMap, Uri};
 use serde_json::Value;
 
 use crate::clock::now_micros;
@@ -18,7 +19,15 @@ pub(super) fn fail(node: &Tokens, method: &str) -> ApiError {
     ApiError::unauthenticated()
 }
 
-pub async fn authenticate(node: &Tokens, identity: &Value) -> ApiResult<Proven> {
+/// The HTTP request a method may need besides the body: the `oauth1` method checks the
+/// request's signature.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub headers: &'a HeaderMap,
+    pub uri: &'a Uri,
+}
+
+pub async fn authenticate(node: &Tokens, identity: &Value, request: Option<Request<'_>>) -> ApiResult<Proven> {
     node.ensure_fresh().await?;
     let methods = identity
         .get("methods")
@@ -35,6 +44,14 @@ pub async fn authenticate(node: &Tokens, identity: &Value) -> ApiResult<Proven> 
             "application_credential" => {
                 crate::appcred::auth::authenticate(node, identity.get("application_credential")).await?
             }
+            "oauth1" => match request {
+                Some(r) => crate::oauth1::auth::authenticate(node, r.headers, r.uri).await.inspect_err(|e| {
+                    if e.status == axum::http::StatusCode::UNAUTHORIZED {
+                        fail(node, "oauth1");
+                    }
+                })?,
+                None => return Err(fail(node, "oauth1")),
+            },
             other => {
                 return Err(ApiError::unauthorized(format!(
                     "Attempted to authenticate with an unsupported method: {other}."
@@ -160,13 +177,23 @@ async fn token(node: &Tokens, body: Option<&Value>) -> ApiResult<Proven> {
              token. Create a new trust-scoped token instead.",
         ));
     }
+    if vt.payload.oauth1().is_some() {
+        return Err(ApiError::forbidden(
+            "You are not authorized to perform the requested action: Using OAuth-scoped token to create another \
+             token. Create a new OAuth-scoped token instead.",
+        ));
+    }
     if vt.payload.is_delegated() || vt.payload.app_cred().is_some() {
         // Keystone (LP#2153453): a token from a signed request must not buy a broader one.
         return Err(ApiError::forbidden("Using a delegated token to create another token is not allowed."));
     }
     let mut proven = Proven::of(vt.user.clone(), vt.payload.methods | Method::Token as u8, Some(vt.payload.clone()));
-    // A mapped token re-scopes within what its mapping grants, and stays bound to its ruleset.
-    if vt.payload.mapped().is_some() {
+    // A mapped token re-scopes within what its mapping grants, and stays bound to its ruleset;
+    // a Keystone federated one keeps its login's groups, as in Keystone.
+    if vt.payload.federated().is_some() {
+        crate::token::keystone::delegations_allowed(node).await?;
+    }
+    if vt.payload.mapped().is_some() || vt.payload.federated().is_some() {
         proven.delegation = vt.payload.delegation.clone();
     }
     // A restricted token buys only restricted tokens (`super::restricted` decides which).

@@ -52,11 +52,15 @@ pub struct Auth {
 #[allow(dead_code)] // schema only: documents the JSON the authentication methods read
 pub struct Identity {
     /// `password`, `totp`, `token`, `application_credential`: several prove one user together
-    /// (multi-factor rules).
+    /// (multi-factor rules). `oauth1` (with an empty `oauth1` object): the request is signed
+    /// (OAuth 1.0a, HMAC-SHA1, in the `Authorization` header) with a consumer's secret and an
+    /// access token's, and the token is scoped to the access token's project.
     methods: Vec<String>,
     password: Option<PasswordMethod>,
     totp: Option<TotpMethod>,
     token: Option<TokenMethod>,
+    #[schema(value_type = Option<Object>)]
+    oauth1: Option<serde_json::Value>,
 }
 
 #[derive(ToSchema)]

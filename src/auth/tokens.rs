@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{OriginalUri, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -96,7 +96,7 @@ pub(crate) fn token_response(
 macro_rules! token_operations {
     ($path:literal, $issue:ident = $issue_id:literal, $validate:ident = $validate_id:literal,
      $check:ident = $check_id:literal, $revoke:ident = $revoke_id:literal) => {
-        #[utoipa::path(post, path = $path, tag = "auth", operation_id = $issue_id, description = "Password, TOTP, token (re-scope) or application credential authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target. When the methods proven (with those of an `Openstack-Auth-Receipt`) meet none of the user's `multi_factor_auth_rules`: 401 with a receipt body and a new receipt in `Openstack-Auth-Receipt`.",
+        #[utoipa::path(post, path = $path, tag = "auth", operation_id = $issue_id, description = "Password, TOTP, token (re-scope), application credential or OAuth1 (a signed request with an access token) authentication. 401 for wrong credentials or a disabled user; 404 or 401 for an unknown or unusable scope target. When the methods proven (with those of an `Openstack-Auth-Receipt`) meet none of the user's `multi_factor_auth_rules`: 401 with a receipt body and a new receipt in `Openstack-Auth-Receipt`.",
     security(()),
     params(("nocatalog" = Option<bool>, Query, description = "Present (any value but 0/false/no/off): leave the catalog out."),
            ("Openstack-Auth-Receipt" = Option<String>, Header, description = "A receipt from an earlier 401 of the same user: its methods count as proven. 401 when expired, altered or another user's.")),
@@ -108,10 +108,11 @@ macro_rules! token_operations {
         pub async fn $issue(
             n: State<Arc<Tokens>>,
             q: Query<HashMap<String, String>>,
+            u: OriginalUri,
             h: HeaderMap,
             b: JsonBody<Body<s::AuthRequest>>,
         ) -> ApiResult<Response> {
-            issue_token(n, q, h, b).await
+            issue_token(n, q, u, h, b).await
         }
 
         #[utoipa::path(get, path = $path, tag = "auth", operation_id = $validate_id, description = "400 without X-Subject-Token; 404 for an invalid, revoked or expired subject token.",
@@ -169,13 +170,15 @@ token_operations!(
 async fn issue_token(
     State(node): State<Arc<Tokens>>,
     Query(q): Query<HashMap<String, String>>,
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     JsonBody(body): JsonBody<Body<s::AuthRequest>>,
 ) -> ApiResult<Response> {
     let auth = s::AuthRequest::auth(body)?;
     let identity = auth.identity.value().unwrap_or_default();
     let asked = auth.scope.value();
-    let mut proven = methods::authenticate(&node, &identity).await?;
+    let mut proven =
+        methods::authenticate(&node, &identity, Some(methods::Request { headers: &headers, uri: &uri })).await?;
     // Keystone's multi-factor step: a receipt adds what the user proved before; still short
     // of a rule, the answer is a new receipt rather than a token.
     proven.methods |= receipt::carried_methods(&node, &headers, &proven.user.id)?;

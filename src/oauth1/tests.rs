@@ -10,6 +10,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use sha1::Sha1;
 
+use crate::state::Reader;
 use crate::testkit::{send_with_headers, Reply, TestNode};
 
 const HOST: &str = "127.0.0.1:5000";
@@ -273,4 +274,63 @@ async fn only_admins_manage_access_tokens() {
     let other = format!("/v3/users/{uid}/OS-OAUTH1/access_tokens/{}", at["oauth_token"]);
     assert_eq!(f.t.admin(Method::GET, &other, None).await.status, StatusCode::NOT_FOUND);
     assert_eq!(f.t.admin(Method::DELETE, &other, None).await.status, StatusCode::UNAUTHORIZED);
+}
+
+impl Flow {
+    /// `POST /v3/auth/tokens` by the `oauth1` method, signed for `HOST` with the consumer's
+    /// and the access token's secrets.
+    async fn oauth1_login(&self, consumer: (&str, &str), access: (&str, &str)) -> Reply {
+        let uri = format!("http://{HOST}/v3/auth/tokens");
+        let auth = oauth_header(&uri, consumer, Some(access), None, None);
+        let body = json!({"auth": {"identity": {"methods": ["oauth1"], "oauth1": {}}}});
+        let headers = [("host", HOST), ("authorization", auth.as_str())];
+        send_with_headers(&self.t.router, Method::POST, "/v3/auth/tokens", &headers, Some(body)).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_token_buys_a_delegated_project_token_until_it_is_deleted() {
+    let f = Flow::start().await;
+    // Delegate only `reader` of the admin's roles.
+    let reader = f.t.node.engine.read().id_by_name(crate::state::keys::ns::ROLE_NAME, "", "reader").unwrap().unwrap();
+    let r = f.request_token(f.consumer(), HOST, Some(&f.project_id)).await;
+    let req = form(&r);
+    let v = f.authorize(&req["oauth_token"], std::slice::from_ref(&reader)).await;
+    assert_eq!(v.status, StatusCode::OK, "{}", v.body);
+    let verifier = v.body["token"]["oauth_verifier"].as_str().unwrap().to_string();
+    let at = form(&f.access_token(f.consumer(), (&req["oauth_token"], &req["oauth_token_secret"]), &verifier).await);
+    let access = (at["oauth_token"].as_str(), at["oauth_token_secret"].as_str());
+
+    let r = f.oauth1_login(f.consumer(), access).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let t = &r.body["token"];
+    assert_eq!(t["methods"], json!(["oauth1"]));
+    assert_eq!((&t["user"]["id"], &t["project"]["id"]), (&json!(f.user_id), &json!(f.project_id)));
+    assert_eq!(t["roles"], json!([{"id": reader, "name": "reader"}]), "only the delegated role");
+    assert_eq!(t["OS-OAUTH1"], json!({"access_token_id": access.0, "consumer_id": f.consumer.0}));
+    let token = r.headers["x-subject-token"].to_str().unwrap().to_string();
+
+    // Wrong secrets or another consumer's key: 401. Unsigned: 400.
+    assert_eq!(f.oauth1_login(f.consumer(), (access.0, "wrong")).await.status, StatusCode::UNAUTHORIZED);
+    let other = f.new_consumer().await;
+    assert_eq!(f.oauth1_login((&other.0, &other.1), access).await.status, StatusCode::UNAUTHORIZED);
+    let body = json!({"auth": {"identity": {"methods": ["oauth1"], "oauth1": {}}}});
+    let unsigned = f.t.call(Method::POST, "/v3/auth/tokens", None, Some(body)).await;
+    assert_eq!(unsigned.status, StatusCode::BAD_REQUEST, "{}", unsigned.body);
+
+    // The token is delegated: it buys no other token and manages no trust.
+    let rescope = json!({"auth": {"identity": {"methods": ["token"], "token": {"id": token}}}});
+    assert_eq!(f.t.call(Method::POST, "/v3/auth/tokens", None, Some(rescope)).await.status, StatusCode::FORBIDDEN);
+    let trust = json!({"trust": {"trustor_user_id": f.user_id, "trustee_user_id": f.user_id, "impersonation": false,
+                                 "project_id": f.project_id, "roles": [{"id": reader}]}});
+    assert_eq!(
+        f.t.call(Method::POST, "/v3/OS-TRUST/trusts", Some(&token), Some(trust)).await.status,
+        StatusCode::FORBIDDEN
+    );
+
+    // Deleting the access token ends the token and the method's use of it.
+    let base = format!("/v3/users/{}/OS-OAUTH1/access_tokens/{}", f.user_id, access.0);
+    assert_eq!(f.t.admin(Method::DELETE, &base, None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(f.t.admin(Method::GET, &format!("/v3/auth/tokens#{token}"), None).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(f.oauth1_login(f.consumer(), access).await.status, StatusCode::UNAUTHORIZED);
 }

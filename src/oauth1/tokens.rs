@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::signature::VERIFIER_CHARS;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{json_obj, parse_iso_time};
-use crate::state::keys::doc_unique_ns;
+use crate::http::fields::json_obj;
+use crate::reads::oauth1::id_term;
+pub use crate::reads::oauth1::{expired, find, AccessToken};
 use crate::state::model::{Doc, DocKind};
-use crate::state::Reader;
 
 /// A request token: asked for by a consumer for one project, then authorized by a user with
 /// some of the roles the user holds there.
@@ -25,30 +25,6 @@ pub struct RequestToken {
     pub expires_at: Option<String>,
     pub authorizing_user_id: Option<String>,
     pub role_ids: Vec<String>,
-}
-
-/// An access token: what the consumer got for an authorized request token.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AccessToken {
-    pub id: String,
-    pub consumer_id: String,
-    pub project_id: String,
-    pub authorizing_user_id: String,
-    pub expires_at: Option<String>,
-    pub role_ids: Vec<String>,
-}
-
-/// The index value a token is found by.
-fn id_term(id: &str) -> String {
-    format!("id:{id}")
-}
-
-/// A token record of `kind` by the token's own id.
-pub fn find(r: &impl Reader, kind: DocKind, id: &str) -> ApiResult<Option<Doc>> {
-    match r.id_by_name(&doc_unique_ns(kind), "", &id_term(id))? {
-        Some(doc_id) => Ok(r.doc(kind, &doc_id)?),
-        None => Ok(None),
-    }
 }
 
 /// The record of a token with its secret fields.
@@ -90,10 +66,6 @@ pub fn expiry(now_micros: i64, duration_s: i64) -> Option<String> {
     }
     let at = chrono::DateTime::from_timestamp(now_micros / 1_000_000 + duration_s, 0)?;
     Some(at.format("%Y-%m-%dT%H:%M:%S.000000Z").to_string())
-}
-
-pub fn expired(expires_at: Option<&str>, now_micros: i64) -> bool {
-    expires_at.is_some_and(|t| parse_iso_time(t).is_none_or(|at| now_micros > at))
 }
 
 /// The 201 of the token endpoints: `oauth_token=..&oauth_token_secret=..[&oauth_expires_at=..]`,

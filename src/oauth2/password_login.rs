@@ -45,7 +45,7 @@ async fn check_password(
     }
     let identity = json!({"methods": ["password"],
         "password": {"user": {"name": name, "domain": {"id": domain_id}, "password": pw}}});
-    match crate::auth::methods::authenticate(node, &identity).await {
+    match crate::auth::methods::authenticate(node, &identity, None).await {
         Ok(p) if p.user.domain_id == domain_id => Ok(Some(p.user)),
         Ok(_) => Ok(None),
         Err(e) if e.status.is_client_error() => Ok(None),

@@ -159,9 +159,9 @@ pub fn disable_domain(r: &impl Reader, ctx: &ValidToken, domain_id: &str) -> Api
 }
 
 /// Whether `ctx` is `user_id` acting on its own behalf: its own token, not one minted for a
-/// trust (even an impersonating one), a mapping rule or a signed request. An application
-/// credential's token counts only when the credential is unrestricted, Keystone's mark of one
-/// that may create further credentials.
+/// trust (even an impersonating one), a mapping rule, a Keystone federated login or OAuth1
+/// access token, or a signed request. An application credential's token counts only when the
+/// credential is unrestricted, Keystone's mark of one that may create further credentials.
 fn acting_as_itself(ctx: &ValidToken, user_id: &str) -> bool {
     if ctx.user.id != user_id || ctx.payload.is_delegated() {
         return false;
@@ -169,7 +169,7 @@ fn acting_as_itself(ctx: &ValidToken, user_id: &str) -> bool {
     match &ctx.payload.delegation {
         Delegation::None => true,
         Delegation::AppCred(_) => ctx.app_cred.as_ref().is_some_and(|a| a.unrestricted),
-        Delegation::Trust(_) | Delegation::Mapped(_) => false,
+        Delegation::Trust(_) | Delegation::Mapped(_) | Delegation::Federated(_) | Delegation::OAuth1(_) => false,
     }
 }
 

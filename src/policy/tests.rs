@@ -43,6 +43,7 @@ fn token(scope: TokenScope, roles: &[&str], admin_project: bool) -> ValidToken {
         admin_scope: AdminScope::System,
         app_cred: None,
         trust: None,
+        oauth1: None,
         decisions: Default::default(),
     }
 }

@@ -14,8 +14,25 @@ use crate::state::Reader;
 
 /// The roles a user holds on a target, as tokens carry them.
 pub fn roles_of_user(r: &impl Reader, user_id: &str, target: &Target) -> Result<Vec<Role>> {
-    let f =
-        Filter { user: Some(user_id.to_string()), target: Some(target.clone()), effective: true, ..Filter::default() };
+    roles_of_user_with_groups(r, user_id, &[], target)
+}
+
+/// The roles a user holds on a target counting `groups` as its own too (a Keystone federated
+/// login's groups, which Keystone's token names: their grants count, inherited and implied
+/// ones included, whether or not the user is a member).
+pub fn roles_of_user_with_groups(
+    r: &impl Reader,
+    user_id: &str,
+    groups: &[String],
+    target: &Target,
+) -> Result<Vec<Role>> {
+    let f = Filter {
+        user: Some(user_id.to_string()),
+        target: Some(target.clone()),
+        effective: true,
+        also_groups: groups.to_vec(),
+        ..Filter::default()
+    };
     let ids: BTreeSet<String> = listing::list(r, &f)?.into_iter().map(|e| e.role_id).collect();
     let mut roles = Vec::with_capacity(ids.len());
     for id in ids {
@@ -61,6 +78,26 @@ pub async fn groups_roles(
             }
             Ok(roles)
         }
+    }
+}
+
+/// [`roles_of_user_with_groups`] from the node's assignment driver.
+pub async fn user_and_groups_roles(
+    core: &Core,
+    user_id: &str,
+    group_ids: &[String],
+    target: &Target,
+) -> std::result::Result<Vec<Role>, DriverError> {
+    match &core.fga {
+        Some(fga) => {
+            let view = core.engine.read();
+            let mut roles = fga.roles_of_user(&view, user_id, target).await?;
+            roles.extend(fga.roles_of_groups(&view, group_ids, target).await?);
+            roles.sort_by(|a, b| a.id.cmp(&b.id));
+            roles.dedup_by(|a, b| a.id == b.id);
+            Ok(roles)
+        }
+        None => Ok(roles_of_user_with_groups(&core.engine.snapshot(), user_id, group_ids, target)?),
     }
 }
 

@@ -26,6 +26,9 @@ pub struct Filter {
     pub inherited: Option<bool>,
     /// With a project target, its descendants are targets too (`include_subtree`).
     pub subtree: bool,
+    /// Groups counted as the filtered user's besides its memberships: those a Keystone
+    /// federated login put it in (Keystone's token names them; the user need not be a member).
+    pub also_groups: Vec<String>,
 }
 
 /// One listed assignment. In effective mode the actor is always a user; `via_group` names
@@ -214,7 +217,11 @@ fn effective(r: &impl Reader, f: &Filter) -> Result<Vec<Entry>> {
     // The filtered user's groups now, expiring memberships included (`reads::groups`); the
     // member lists of groups hold permanent members only, as Keystone's do.
     let user_groups = match &f.user {
-        Some(u) => Some(super::groups::ids_of_user(r, u, crate::clock::now_micros())?),
+        Some(u) => {
+            let mut groups = super::groups::ids_of_user(r, u, crate::clock::now_micros())?;
+            groups.extend(f.also_groups.iter().filter(|g| !groups.contains(g)).cloned().collect::<Vec<_>>());
+            Some(groups)
+        }
         None => None,
     };
     for a in effective_sources(r, f, &targets, user_groups.as_deref())? {

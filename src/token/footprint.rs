@@ -56,6 +56,11 @@ pub fn valid_token(token: &String, vt: &Arc<ValidToken>) -> usize {
         .as_ref()
         .map_or(0, |a| a.id.len() + a.name.len() + a.access_rules.iter().map(|r| r.to_string().len()).sum::<usize>());
     let trust = vt.trust.as_ref().map_or(0, |t| t.id.len() + t.trustor_user_id.len() + t.trustee_user_id.len());
+    // A federated login names any number of groups.
+    let federated = vt.payload.federated().map_or(0, |f| {
+        f.identity_provider_id.len() + f.protocol_id.len() + f.group_ids.iter().map(|g| g.len() + 24).sum::<usize>()
+    });
+    let oauth1 = vt.oauth1.as_ref().map_or(0, |o| o.access_token_id.len() + o.consumer_id.len());
     token.len()
         + size_of::<ValidToken>()
         + vt.payload.user_id.len()
@@ -67,6 +72,8 @@ pub fn valid_token(token: &String, vt: &Arc<ValidToken>) -> usize {
         + vt.roles.iter().map(role).sum::<usize>()
         + app_cred
         + trust
+        + federated
+        + oauth1
 }
 
 /// A serialized token body under (token, nocatalog). The validated token beside it is shared
@@ -132,6 +139,7 @@ mod tests {
             admin_scope: crate::policy::admin_scope::AdminScope::default(),
             app_cred: None,
             trust: None,
+            oauth1: None,
             decisions: Default::default(),
         }
     }

@@ -136,3 +136,147 @@ async fn a_password_change_ends_it_and_unread_kinds_methods_or_keys_do_not_valid
     w.t.node.propose(Command::SetKeystoneFernetKeys { keys: vec![] }).await.unwrap();
     assert!(w.t.node.engine.read().keystone_fernet_keys().unwrap().is_none());
 }
+
+/// Keystone's `[auth] methods` of the federated tests: the protocol `saml2` is method 6.
+const FEDERATED_METHODS: [&str; 7] =
+    ["external", "password", "token", "oauth1", "mapped", "application_credential", "saml2"];
+
+impl World {
+    /// A project (`Some`) or unscoped (`None`) federated token of the user from `acme`'s
+    /// `saml2` login, in `groups`.
+    fn federated_token(&self, project: Option<&str>, groups: &[&str], audit: [u8; 16]) -> String {
+        let mut fields = vec![uuid_id(&self.user), Mp::from(1u64 << 6)];
+        fields.extend(project.map(uuid_id));
+        fields.push(Mp::Array(groups.iter().map(|g| uuid_id(g)).collect()));
+        fields.push(Mp::Array(vec![Mp::Boolean(false), Mp::Binary(b"acme".to_vec())]));
+        fields.push(Mp::Binary(b"saml2".to_vec()));
+        fields.push(Mp::F64((now_secs() + 600) as f64));
+        fields.push(Mp::Array(vec![Mp::Binary(audit.to_vec())]));
+        keystone_token(&self.key, if project.is_some() { 5 } else { 4 }, fields)
+    }
+
+    async fn role_id(&self, name: &str) -> String {
+        self.t.node.engine.read().id_by_name(crate::state::keys::ns::ROLE_NAME, "", name).unwrap().unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_federated_token_holds_its_login_groups_roles_and_rescopes_with_them() {
+    let w = World::new().await;
+    let methods = FEDERATED_METHODS.iter().map(|m| m.to_string()).collect();
+    w.t.node.propose(Command::SetKeystoneAuthMethods { methods }).await.unwrap();
+    let r =
+        w.t.admin(
+            Method::PUT,
+            "/v3/OS-FEDERATION/identity_providers/acme",
+            Some(json!({"identity_provider": {"enabled": true}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // A project only the login's group holds a role on: the user is no member of the group.
+    let group = w.t.create("/v3/groups", "group", json!({"name": "fed-devs"})).await;
+    let other = w.t.create("/v3/projects", "project", json!({"name": "fed-p", "domain_id": "default"})).await;
+    let reader = w.role_id("reader").await;
+    let grant = format!("/v3/projects/{other}/groups/{group}/roles/{reader}");
+    assert_eq!(w.t.admin(Method::PUT, &grant, None).await.status, StatusCode::NO_CONTENT);
+
+    let scoped = w.federated_token(Some(&other), &[&group], [5; 16]);
+    let r = w.validate(&scoped).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let t = &r.body["token"];
+    assert_eq!(t["methods"], json!(["saml2"]));
+    assert_eq!(
+        t["user"]["OS-FEDERATION"],
+        json!({"groups": [{"id": group}], "identity_provider": {"id": "acme"}, "protocol": {"id": "saml2"}})
+    );
+    assert!(t["user"].get("password_expires_at").is_none(), "{t}");
+    let roles = t["roles"].as_array().unwrap();
+    assert_eq!(roles.iter().map(|r| r["name"].as_str().unwrap()).collect::<Vec<_>>(), vec!["reader"]);
+    assert_eq!(roles[0]["domain_id"], json!(null), "federated tokens list the roles themselves: {roles:?}");
+    // Without the group, the login holds nothing there.
+    assert_eq!(w.validate(&w.federated_token(Some(&other), &[], [6; 16])).await.status, StatusCode::NOT_FOUND);
+
+    // The unscoped login re-scopes on idnode, keeping its groups and its chain.
+    let unscoped = w.federated_token(None, &[&group], [7; 16]);
+    let r = w.validate(&unscoped).await;
+    assert_eq!((r.status, r.body["token"].get("roles")), (StatusCode::OK, None), "{}", r.body);
+    let body = json!({"auth": {"identity": {"methods": ["token"], "token": {"id": unscoped}},
+                      "scope": {"project": {"id": other}}}});
+    let r = w.t.call(Method::POST, "/v3/auth/tokens", None, Some(body)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let t = &r.body["token"];
+    assert_eq!(t["methods"], json!(["token", "saml2"]));
+    assert_eq!(t["user"]["OS-FEDERATION"]["groups"], json!([{"id": group}]));
+    assert_eq!(t["roles"][0]["name"], json!("reader"));
+    assert_eq!(t["audit_ids"][1], json!(URL_SAFE_NO_PAD.encode([7u8; 16])));
+
+    // Disabling the provider ends its logins.
+    let r =
+        w.t.admin(
+            Method::PATCH,
+            "/v3/OS-FEDERATION/identity_providers/acme",
+            Some(json!({"identity_provider": {"enabled": false}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(w.validate(&scoped).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(w.validate(&unscoped).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth1_token_holds_its_access_token_roles_while_the_access_token_stands() {
+    let w = World::new().await;
+    let (member, reader) = (w.role_id("member").await, w.role_id("reader").await);
+    let r = w.t.admin(Method::POST, "/v3/OS-OAUTH1/consumers", Some(json!({"consumer": {"description": "c"}}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let consumer = r.body["consumer"]["id"].as_str().unwrap().to_string();
+    let access = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+    let record = crate::reads::oauth1::AccessToken {
+        id: access.into(),
+        consumer_id: consumer.clone(),
+        project_id: w.project.clone(),
+        authorizing_user_id: w.user.clone(),
+        expires_at: None,
+        role_ids: vec![reader.clone()],
+    };
+    let doc = crate::oauth1::tokens::record(
+        crate::state::model::DocKind::OAuthAccessToken,
+        &consumer,
+        access,
+        &record,
+        json!({"secret": "s"}),
+    )
+    .unwrap();
+    w.t.node.propose(Command::PutDoc { doc, create: true, requires: Vec::new() }).await.unwrap();
+    // Keystone's kind 7: user, methods (oauth1 is method 3), project, access token, expiry,
+    // audit ids.
+    let token = keystone_token(
+        &w.key,
+        7,
+        vec![
+            uuid_id(&w.user),
+            Mp::from(1u64 << 3),
+            uuid_id(&w.project),
+            uuid_id(access),
+            Mp::F64((now_secs() + 600) as f64),
+            Mp::Array(vec![Mp::Binary(vec![9; 16])]),
+        ],
+    );
+    let r = w.validate(&token).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let t = &r.body["token"];
+    assert_eq!(t["methods"], json!(["oauth1"]));
+    assert_eq!(t["OS-OAUTH1"], json!({"access_token_id": access, "consumer_id": consumer}));
+    // The user holds member (which implies reader); the access token delegates reader only.
+    assert_eq!(t["roles"], json!([{"id": reader, "name": "reader"}]));
+    assert_ne!(member, reader);
+    // It cannot buy another token.
+    let body = json!({"auth": {"identity": {"methods": ["token"], "token": {"id": token}}}});
+    let r = w.t.call(Method::POST, "/v3/auth/tokens", None, Some(body)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    // Once the access token is gone (its user or the consumer revoked it), the token ends.
+    let gone =
+        Command::DeleteDoc { kind: crate::state::model::DocKind::OAuthAccessToken, id: format!("{consumer}/{access}") };
+    w.t.node.propose(gone).await.unwrap();
+    assert_eq!(w.validate(&token).await.status, StatusCode::NOT_FOUND);
+}

@@ -26,10 +26,13 @@ pub enum Method {
     Passkey = 32,
     /// A time-based one-time password (RFC 6238) of one of the user's `totp` credentials.
     Totp = 64,
+    /// An OS-OAUTH1 access token (`oauth1::auth`): the token is the consumer's, acting for
+    /// the user who authorized it, so it is delegated.
+    OAuth1 = 128,
 }
 
 impl Method {
-    pub const ALL: [Method; 7] = [
+    pub const ALL: [Method; 8] = [
         Method::Password,
         Method::Token,
         Method::Ec2Credential,
@@ -37,6 +40,7 @@ impl Method {
         Method::Mapped,
         Method::Passkey,
         Method::Totp,
+        Method::OAuth1,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -47,6 +51,7 @@ impl Method {
             Method::Mapped => "mapped",
             Method::Passkey => "passkey",
             Method::Totp => "totp",
+            Method::OAuth1 => "oauth1",
         }
     }
 }
@@ -91,6 +96,28 @@ pub enum Delegation {
     /// A mapping rule: the token's roles are what the rule grants, and it is valid only while
     /// the ruleset is still the version it was minted from (`token::rulesets`).
     Mapped(MappedGrant),
+    /// A Keystone federated login (a token Keystone issued before the move, or one re-scoped
+    /// from it): the token's roles include what the login's groups hold.
+    Federated(FederatedLogin),
+    /// An OS-OAUTH1 access token (its id): the token holds the access token's roles that its
+    /// authorizing user still holds on its project.
+    OAuth1(String),
+}
+
+/// The cluster version from which every voter opens tokens carrying
+/// [`Delegation::Federated`] or [`Delegation::OAuth1`]: until then a Keystone federated token
+/// is not re-scoped and the `oauth1` method issues nothing.
+pub const KEYSTONE_DELEGATIONS_VERSION: u32 = 12;
+const _: () = assert!(crate::state::apply::COMMAND_VERSION >= KEYSTONE_DELEGATIONS_VERSION);
+
+/// The login a Keystone federated token came from, as its payload names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FederatedLogin {
+    pub identity_provider_id: String,
+    /// Also the token's method name in place of `mapped` (Keystone names a federated
+    /// login's method after its protocol).
+    pub protocol_id: String,
+    pub group_ids: Vec<String>,
 }
 
 /// The mapping rule a token was minted from.
@@ -179,9 +206,10 @@ impl TokenPayload {
         Method::ALL.iter().filter(|m| self.methods & (**m as u8) != 0).map(|m| m.name()).collect()
     }
 
-    /// Minted from a delegated credential (a signed request) rather than by the user directly.
+    /// Minted from a delegated credential (a signed request, an OAuth1 access token) rather
+    /// than by the user directly.
     pub fn is_delegated(&self) -> bool {
-        self.methods & Method::Ec2Credential as u8 != 0
+        self.methods & Method::Ec2Credential as u8 != 0 || self.oauth1().is_some()
     }
 
     /// Minted from an application credential.
@@ -204,6 +232,22 @@ impl TokenPayload {
     pub fn mapped(&self) -> Option<&MappedGrant> {
         match &self.delegation {
             Delegation::Mapped(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// From a Keystone federated login.
+    pub fn federated(&self) -> Option<&FederatedLogin> {
+        match &self.delegation {
+            Delegation::Federated(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// From a Keystone OAuth1 access token.
+    pub fn oauth1(&self) -> Option<&str> {
+        match &self.delegation {
+            Delegation::OAuth1(id) => Some(id),
             _ => None,
         }
     }

@@ -27,9 +27,19 @@ pub fn iso_micros_naive(micros: i64) -> String {
 /// The token object of validation and issue responses.
 pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
     let p = &vt.payload;
+    let federated = p.federated();
+    // A Keystone federated login's method is named after its protocol.
+    let methods: Vec<&str> = p
+        .method_names()
+        .into_iter()
+        .map(|m| match federated {
+            Some(f) if m == "mapped" => f.protocol_id.as_str(),
+            _ => m,
+        })
+        .collect();
     let mut t = json!({
         "audit_ids": p.audit_id_strings(),
-        "methods": p.method_names(),
+        "methods": methods,
         "expires_at": iso_micros(p.expires_at),
         "issued_at": iso_micros(p.issued_at),
         "user": {
@@ -41,6 +51,18 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
     });
     let obj = t.as_object_mut();
     let Some(obj) = obj else { return t };
+    if let Some(f) = federated {
+        // As Keystone: the login's provider, protocol and groups, and no password expiry.
+        let groups: Vec<Value> = f.group_ids.iter().map(|g| json!({"id": g})).collect();
+        if let Some(user) = obj.get_mut("user").and_then(Value::as_object_mut) {
+            user.remove("password_expires_at");
+            user.insert(
+                "OS-FEDERATION".into(),
+                json!({"groups": groups, "identity_provider": {"id": f.identity_provider_id},
+                       "protocol": {"id": f.protocol_id}}),
+            );
+        }
+    }
     match &p.scope {
         TokenScope::Unscoped => return t,
         TokenScope::System => {
@@ -61,12 +83,13 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
             }
         }
     }
-    // As Keystone: a trust's token lists each role as the role itself (its description, domain
-    // and options too), other tokens by id and name.
-    let role = |r: &crate::state::model::Role| match vt.trust {
-        Some(_) => json!({"id": r.id, "name": r.name, "domain_id": r.domain_id, "description": r.description,
+    // As Keystone: a trust's or a federated login's token lists each role as the role itself
+    // (its description, domain and options too), other tokens by id and name.
+    let whole = vt.trust.is_some() || federated.is_some();
+    let role = |r: &crate::state::model::Role| match whole {
+        true => json!({"id": r.id, "name": r.name, "domain_id": r.domain_id, "description": r.description,
                           "options": crate::http::fields::json_obj(&r.options)}),
-        None => json!({"id": r.id, "name": r.name}),
+        false => json!({"id": r.id, "name": r.name}),
     };
     obj.insert("roles".into(), vt.roles.iter().map(role).collect());
     if let Some(a) = &vt.app_cred {
@@ -83,6 +106,9 @@ pub fn render_token(vt: &ValidToken, catalog: Option<&Value>) -> Value {
             json!({"id": t.id, "trustor_user": {"id": t.trustor_user_id}, "trustee_user": {"id": t.trustee_user_id},
                    "impersonation": t.impersonation}),
         );
+    }
+    if let Some(o) = &vt.oauth1 {
+        obj.insert("OS-OAUTH1".into(), json!({"access_token_id": o.access_token_id, "consumer_id": o.consumer_id}));
     }
     if let Some(c) = catalog {
         obj.insert("catalog".into(), c.clone());

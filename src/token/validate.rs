@@ -11,7 +11,7 @@ use crate::context::Core;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::metrics::labels;
 use crate::openfga::DriverError;
-use crate::reads::{appcred, effective, listing, mapped};
+use crate::reads::{appcred, effective, listing, mapped, oauth1};
 use crate::state::model::{Project, Role, Target, User};
 use crate::state::read::{IdentityReads, TokenReads};
 use crate::state::Reader;
@@ -37,6 +37,8 @@ pub struct ValidToken {
     pub app_cred: Option<TokenAppCred>,
     /// The trust the token was issued for.
     pub trust: Option<TokenTrust>,
+    /// The OS-OAUTH1 access token a Keystone OAuth1 token was issued for.
+    pub oauth1: Option<TokenOAuth1>,
     /// Policy decisions made for this caller while it stands (`memo`).
     pub decisions: super::memo::Memo,
 }
@@ -48,6 +50,13 @@ pub struct TokenTrust {
     pub trustor_user_id: String,
     pub trustee_user_id: String,
     pub impersonation: bool,
+}
+
+/// What a token shows of its OAuth1 access token.
+#[derive(Debug, Clone)]
+pub struct TokenOAuth1 {
+    pub access_token_id: String,
+    pub consumer_id: String,
 }
 
 /// What a token shows of its application credential.
@@ -91,6 +100,8 @@ pub enum TokenError {
 pub enum Holder {
     User(String),
     Groups(Vec<String>),
+    /// A Keystone federated login: the user's own roles and its login's groups'.
+    UserAndGroups(String, Vec<String>),
 }
 
 /// Where validation takes a token's roles from.
@@ -242,6 +253,9 @@ impl Tokens {
                 let roles = match &holder {
                     Holder::User(id) => effective::user_roles(self, id, &target).await,
                     Holder::Groups(ids) => effective::groups_roles(self, ids, &target).await,
+                    Holder::UserAndGroups(id, groups) => {
+                        effective::user_and_groups_roles(self, id, groups, &target).await
+                    }
                 };
                 let roles = roles.map_err(DriverError::or_unavailable)?;
                 Ok(self.compute_valid_token(token, &RoleSource::Fetched { holder, target, roles }))
@@ -317,17 +331,31 @@ impl Tokens {
             }
             None => None,
         };
-        // A trust's token holds the trustor's roles (those the trust delegates).
-        let holder = trust.as_ref().map_or(user.id.as_str(), |t| t.trustor_user_id.as_str());
+        if let Some(f) = payload.federated() {
+            // Keystone refuses to show a token whose identity provider is gone; one disabled
+            // since is refused too, so disabling a provider ends its logins.
+            let idp = view.doc(crate::state::model::DocKind::IdentityProvider, &f.identity_provider_id)?;
+            let enabled = idp.map(|d| crate::http::fields::json_obj(&d.body)).and_then(|b| b.get("enabled").cloned());
+            if enabled != Some(serde_json::Value::Bool(true)) {
+                return Err(TokenError::Invalid("identity provider gone or disabled"));
+            }
+        }
+        // A trust's token holds the trustor's roles (those the trust delegates); a federated
+        // login's, the user's and its groups'.
+        let holder = match (&trust, payload.federated()) {
+            (Some(t), _) => Holder::User(t.trustor_user_id.clone()),
+            (None, Some(f)) => Holder::UserAndGroups(user.id.clone(), f.group_ids.clone()),
+            (None, None) => Holder::User(user.id.clone()),
+        };
         let mut roles = match &target {
             Some(t) if !payload.is_virtual() => match source {
-                RoleSource::Replicated => effective::roles_of_user(&view, holder, t)?,
-                RoleSource::Fetched { holder: Holder::User(h), target, roles } if h == holder && target == t => {
-                    roles.clone()
-                }
-                _ => {
-                    return Err(TokenError::NeedsRoles { holder: Holder::User(holder.to_string()), target: t.clone() })
-                }
+                RoleSource::Replicated => match &holder {
+                    Holder::UserAndGroups(u, groups) => effective::roles_of_user_with_groups(&view, u, groups, t)?,
+                    Holder::User(u) => effective::roles_of_user(&view, u, t)?,
+                    Holder::Groups(_) => Vec::new(),
+                },
+                RoleSource::Fetched { holder: h, target, roles } if *h == holder && target == t => roles.clone(),
+                _ => return Err(TokenError::NeedsRoles { holder, target: t.clone() }),
             },
             _ => Vec::new(),
         };
@@ -354,6 +382,25 @@ impl Tokens {
             let delegated = listing::implied_closure(&view, &t.role_ids)?;
             roles.retain(|r| delegated.contains(&r.id));
         }
+        let oauth1 = match payload.oauth1() {
+            Some(id) => {
+                let doc = oauth1::find(&view, crate::state::model::DocKind::OAuthAccessToken, id)?
+                    .ok_or(missing("oauth1 access token gone"))?;
+                let a = oauth1::AccessToken::parse(&doc).map_err(|_| TokenError::Invalid("bad access token record"))?;
+                let on_project = matches!(&payload.scope, TokenScope::Project(p) if *p == a.project_id);
+                if a.authorizing_user_id != user.id
+                    || !on_project
+                    || oauth1::expired(a.expires_at.as_deref(), now_micros())
+                {
+                    return Err(TokenError::Invalid("oauth1 access token expired"));
+                }
+                // The access token's roles (and those they imply) that the user still holds.
+                let delegated = listing::implied_closure(&view, &a.role_ids)?;
+                roles.retain(|r| delegated.contains(&r.id));
+                Some(TokenOAuth1 { access_token_id: a.id, consumer_id: a.consumer_id })
+            }
+            None => None,
+        };
         let trust = trust.map(|t| TokenTrust {
             id: t.id,
             trustor_user_id: t.trustor_user_id,
@@ -401,6 +448,7 @@ impl Tokens {
             admin_scope,
             app_cred,
             trust,
+            oauth1,
             decisions: Default::default(),
         })
     }

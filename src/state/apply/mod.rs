@@ -56,7 +56,10 @@ use fatal::Fatal;
 /// Version 10 adds `RehashPassword` (Keystone's password hashes replaced at login) and
 /// `SetKeystoneFernetKeys` (Keystone's tokens validated).
 /// Version 11 adds `Import` (`idnode import keystone`) and `SetKeystoneAuthMethods`.
-pub const COMMAND_VERSION: u32 = 11;
+/// Version 12 adds no command: idnode's own tokens may carry a Keystone federated login (a
+/// re-scoped Keystone federated token) or an OAuth1 access token (the `oauth1` method), which
+/// earlier binaries cannot open (`token::payload::KEYSTONE_DELEGATIONS_VERSION`).
+pub const COMMAND_VERSION: u32 = 12;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 

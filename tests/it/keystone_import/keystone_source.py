@@ -862,6 +862,7 @@ unique_last_password_count = 3
         # -- account states --------------------------------------------------
         self.lock_bob()
         self.expire_eve()
+        self.domain_config()
         self.exercise_ivan()
         self.osc('domain', 'set', '--disable', oldco, fmt=False)
 
@@ -900,6 +901,38 @@ unique_last_password_count = 3
         body = self.issue(self.password_auth(self.ids['user:eve'], 'eve-pass'),
                           expect=(401,))[3]
         log('eve has an expired password: %s' % str(body)[:120])
+
+    def domain_config(self):
+        # acme's LDAP settings as `keystone-manage domain_config_upload`
+        # stores them (whitelisted_config and sensitive_config rows, values
+        # JSON-encoded). Written directly: Keystone's API serves domain
+        # configurations only with domain-specific drivers on, which would
+        # then connect to the LDAP server named here.
+        import sqlalchemy
+        acme = self.ids['domain:acme']
+        shown = {('identity', 'driver'): 'ldap',
+                 ('ldap', 'url'): 'ldap://ldap.acme.example',
+                 ('ldap', 'user'): 'cn=keystone,dc=acme,dc=example',
+                 ('ldap', 'suffix'): 'dc=acme,dc=example'}
+        secret = {('ldap', 'password'): 'ldap-bind-secret'}
+        engine = sqlalchemy.create_engine(self.db_url)
+        with engine.begin() as c:
+            for table, rows in (('whitelisted_config', shown),
+                                ('sensitive_config', secret)):
+                for (group, option), value in rows.items():
+                    c.execute(sqlalchemy.text(
+                        'INSERT INTO %s (domain_id, "group", option, value) '
+                        'VALUES (:d, :g, :o, :v)' % table if self.is_sqlite
+                        else 'INSERT INTO %s (domain_id, `group`, `option`, '
+                        'value) VALUES (:d, :g, :o, :v)' % table),
+                        {'d': acme, 'g': group, 'o': option,
+                         'v': json.dumps(value)})
+        engine.dispose()
+        config = {}
+        for (group, option), value in shown.items():
+            config.setdefault(group, {})[option] = value
+        self.extra['domain_config'] = {'domain_id': acme, 'config': config,
+                                       'sensitive': secret[('ldap', 'password')]}
 
     def exercise_ivan(self):
         uid = self.ids['user:ivan']
@@ -1267,6 +1300,7 @@ unique_last_password_count = 3
                      'secret': TOTP_SECRET},
             'mfa_receipt': ex['mfa_receipt'],
             'oauth1': ex['oauth1'],
+            'domain_config': ex['domain_config'],
             'expired_password_expires_at': ex['expired_password_expires_at'],
             'tokens': self.tokens,
             'revoked_tokens': self.revoked,
