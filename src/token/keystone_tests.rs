@@ -280,3 +280,20 @@ async fn an_oauth1_token_holds_its_access_token_roles_while_the_access_token_sta
     w.t.node.propose(gone).await.unwrap();
     assert_eq!(w.validate(&token).await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_keys_rotate_out_like_an_old_secondary() {
+    let w = World::new().await;
+    let token = w.project_token([3; 16]);
+    w.t.node.raft.version_gate(crate::state::apply::KEYSTONE_KEYS_ROTATE_VERSION).await.unwrap();
+    let rotate =
+        |max_secondary| Command::RotateTokenKeys { new_staged: [max_secondary as u8; 32], now: 1, max_secondary };
+    // Room for two secondaries: the first rotation leaves one of ours, so Keystone's stay.
+    w.t.node.propose(rotate(2)).await.unwrap();
+    assert!(w.t.node.engine.read().keystone_fernet_keys().unwrap().is_some());
+    assert_eq!(w.validate(&token).await.status, StatusCode::OK);
+    // The second fills both places with ours: Keystone's, the oldest, go, and its tokens too.
+    w.t.node.propose(rotate(2)).await.unwrap();
+    assert!(w.t.node.engine.read().keystone_fernet_keys().unwrap().is_none());
+    assert_eq!(w.validate(&token).await.status, StatusCode::NOT_FOUND);
+}

@@ -30,6 +30,7 @@ mod scim;
 mod scim_ownership;
 mod shadow;
 mod token;
+pub use token::KEYSTONE_KEYS_ROTATE_VERSION;
 
 pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
 pub use import::MAX_RECORDS as IMPORT_RECORDS_PER_COMMAND;
@@ -58,10 +59,12 @@ use fatal::Fatal;
 /// Version 11 adds `Import` (`idnode import keystone`) and `SetKeystoneAuthMethods`.
 /// Version 12 adds no command: idnode's own tokens may carry a Keystone federated login (a
 /// re-scoped Keystone federated token) or an OAuth1 access token (the `oauth1` method), which
-/// earlier binaries cannot open (`token::payload::KEYSTONE_DELEGATIONS_VERSION`).
+/// earlier binaries cannot open (`token::payload::KEYSTONE_DELEGATIONS_VERSION`); and a token
+/// key rotation rotates out imported Keystone keys ([`KEYSTONE_KEYS_ROTATE_VERSION`]).
 pub const COMMAND_VERSION: u32 = 12;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
+const _: () = assert!(COMMAND_VERSION >= KEYSTONE_KEYS_ROTATE_VERSION);
 
 /// The identity state machine as the raft crate sees it.
 pub struct IdentityApp {

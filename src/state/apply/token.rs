@@ -77,5 +77,23 @@ pub fn rotate_keys(tx: &mut Tx<'_>, new_staged: [u8; 32], now: i64, max_secondar
     };
     ring.rotate(new_staged, now, max_secondary as usize);
     tx.put(cf::META, keys::META_TOKEN_KEYS.to_vec(), &ring)?;
+    rotate_out_keystone_keys(tx, &ring, max_secondary as usize)?;
     Ok(Ok(Applied::Done))
+}
+
+/// The cluster version from which a rotation also rotates out imported Keystone keys (an
+/// older binary would keep them: replicas would differ).
+pub const KEYSTONE_KEYS_ROTATE_VERSION: u32 = 12;
+
+/// Imported Keystone fernet keys rotate like ours: the repository counts as one secondary,
+/// older than every key of the ring, so it goes with the rotation that leaves the ring's own
+/// secondaries filling `max_secondary` (with Keystone's default three keys, the first rotation
+/// after the cut-over, as Keystone's own next rotation would have ended those tokens).
+fn rotate_out_keystone_keys(tx: &mut Tx<'_>, ring: &TokenKeyRing, max_secondary: usize) -> Result<(), Fatal> {
+    let version = idnode_raft::applied_cluster_version(tx.engine, tx.batch).map_err(Fatal::Codec)?;
+    let ours = ring.keys.iter().filter(|k| k.state == idnode_keys::KeyState::Secondary).count();
+    if version >= KEYSTONE_KEYS_ROTATE_VERSION && ours >= max_secondary {
+        tx.delete(cf::META, keys::META_KEYSTONE_FERNET.to_vec());
+    }
+    Ok(())
 }
