@@ -84,4 +84,16 @@ async fn keystone_tokens_validate_on_every_node_once_its_keys_are_imported() {
     for i in 0..3 {
         validates(&c, i, &admin, &token, StatusCode::NOT_FOUND).await;
     }
+
+    // Imported again, they rotate out with idnode's own keys: with the default three keys,
+    // the first token key rotation drops them on every member.
+    let out = c.keys_cli(&[0], &["keystone-fernet", "--repository", dir]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    validates(&c, 1, &admin, &token, StatusCode::OK).await;
+    crate::token_cluster::wait_cluster_version(&c, 12.0).await;
+    let out = c.keys_cli(&[1], &["rotate", "--token"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for i in 0..3 {
+        validates(&c, i, &admin, &token, StatusCode::NOT_FOUND).await;
+    }
 }

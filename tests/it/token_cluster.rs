@@ -170,7 +170,7 @@ async fn user_changes_hold_on_every_node_once_acknowledged() {
 
 /// Waits until every member applies cluster version `at_least` (raised by the leader once
 /// every voter runs a binary that applies it).
-async fn wait_cluster_version(cluster: &Cluster, at_least: f64) {
+pub(crate) async fn wait_cluster_version(cluster: &Cluster, at_least: f64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let mut all = true;
