@@ -2,7 +2,18 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+/// Where the load of the validate and create workloads goes on a cluster.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Members {
+    /// The leader, and a follower in cases of their own (`validate_follower`, ...).
+    #[default]
+    Leader,
+    /// Also spread over every member round robin, as a load balancer would (`validate_members`,
+    /// `create_members`), with each member's share of the answers.
+    All,
+}
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "idnode-bench", about = "Benchmark idnode (1 and 3 nodes) against the reference Keystone with wrk")]
@@ -12,6 +23,10 @@ pub struct Args {
     /// Also run the workloads against the reference Python Keystone (memcached variant).
     #[arg(long)]
     pub reference: bool,
+    /// `all`: also run validate and create spread over every member of a cluster (each
+    /// member's share reported).
+    #[arg(long, value_enum, default_value_t = Members::Leader)]
+    pub members: Members,
     /// Measured seconds per workload.
     #[arg(long, default_value_t = 10)]
     pub duration: u64,

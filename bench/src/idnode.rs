@@ -46,7 +46,22 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         let pids = c.pids();
         let follower = (n > 1).then(|| c.nodes[follower].api.as_str());
         let w = wrk.in_dir(&dir);
-        res.cases = workloads::run(&w, &c.nodes[leader].api, follower, &fx, &pids).await?;
+        // `--members all`: every member's `host:port`, for the load a balancer would spread.
+        let members: Vec<String> = match (n > 1, args.members) {
+            (true, crate::args::Members::All) => {
+                c.nodes.iter().map(|m| m.api.trim_start_matches("http://").trim_end_matches('/').to_string()).collect()
+            }
+            _ => Vec::new(),
+        };
+        res.cases = workloads::run(&w, &c.nodes[leader].api, follower, &members, &fx, &pids).await?;
+        for (label, r) in res.cases.iter().filter(|(_, r)| !r.member_answers.is_empty()) {
+            let shares: Vec<String> = r.member_shares().iter().map(|s| format!("{s:.1}%")).collect();
+            res.notes.push(format!(
+                "{label}: members' shares of the answers {} (leader: member {})",
+                shares.join(" / "),
+                leader + 1
+            ));
+        }
         let oauth2 = oauth2::run(&w, &c.http, &c.nodes[leader].api, follower, &fx.admin, &pids, &mut res.notes).await?;
         res.cases.extend(oauth2);
         let mapped = crate::mapped::run(&w, &c.http, &c.nodes[leader].api, &fx.admin, &pids, &mut res.notes).await?;

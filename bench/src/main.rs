@@ -63,6 +63,7 @@ use crate::wrk::{ensure_wrk, Wrk};
 
 /// The form-post wrk script (the shared script plus `MODE=form`), written next to the output.
 const FORM_LUA: &str = include_str!("../lua/form.lua");
+const MEMBERS_LUA: &str = include_str!("../lua/members.lua");
 
 fn find_idnode(arg: Option<&PathBuf>) -> Result<PathBuf> {
     let mut candidates = Vec::new();
@@ -146,9 +147,12 @@ async fn main() -> Result<()> {
     progress(format!("idnode binary {}, output in {}", bin.display(), out.display()));
     let form_lua = out.join("form.lua");
     std::fs::write(&form_lua, FORM_LUA).with_context(|| format!("write {}", form_lua.display()))?;
+    let members_lua = out.join("members.lua");
+    std::fs::write(&members_lua, MEMBERS_LUA).with_context(|| format!("write {}", members_lua.display()))?;
     let wrk = Wrk {
         lua: refdir.join("lua/keystone.lua"),
         form_lua,
+        members_lua,
         only: args.only.clone(),
         out: out.clone(),
         threads: args.threads,

@@ -88,7 +88,7 @@ pub async fn bench_reference(
         drain(&pids).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         res.idle_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
-        res.cases = workloads::run(&wrk.in_dir(&dir), KEYSTONE_BASE, None, &fx, &pids).await?;
+        res.cases = workloads::run(&wrk.in_dir(&dir), KEYSTONE_BASE, None, &[], &fx, &pids).await?;
         res.load_rss_kib = Some(keystone_pids().iter().filter_map(|p| rss_kib(*p)).sum());
         res.settled_rss_kib = Some(crate::probe::settled_rss_kib(&keystone_pids()).await);
         Ok::<(), anyhow::Error>(())

@@ -268,6 +268,8 @@ fn rows() -> Vec<Row> {
         val("token validation p99 ms", case("validate", |w| w.p99_ms), 2),
         rps("token validation on a follower req/s", "validate_follower", 0),
         lat("token validation on a follower p50 / p99 ms", "validate_follower"),
+        solo("token validation spread over every member req/s (--members all)", case("validate_members", |w| w.rps), 0),
+        solo_lat("token validation spread over every member p50 / p99 ms", "validate_members"),
         rps("token validation, admin token, with catalog req/s", "validate_admin", 0),
         lat("token validation, admin token p50 / p99 ms", "validate_admin"),
         rps("token validation, group + implied-role user, with catalog req/s", "validate_rbac", 0),
@@ -288,6 +290,8 @@ fn rows() -> Vec<Row> {
         val("project create p99 ms", case("create", |w| w.p99_ms), 2),
         rps("project create via a follower req/s", "create_follower", 1),
         lat("project create via a follower p50 / p99 ms", "create_follower"),
+        solo("project create spread over every member req/s (--members all)", case("create_members", |w| w.rps), 1),
+        solo_lat("project create spread over every member p50 / p99 ms", "create_members"),
         // idnode only: the reference Keystone has no OAuth2 provider (no ratio)
         solo("OAuth2 client_credentials grants/s (idnode only)", case("oauth2_client_credentials", |w| w.rps), 0),
         solo_lat("OAuth2 client_credentials p50 / p99 ms (idnode only)", "oauth2_client_credentials"),

@@ -9,7 +9,8 @@
 //!   issue                POST /v3/auth/tokens, password, project-scoped
 //!   issue_appcred        POST /v3/auth/tokens, application credential (id + secret)
 //!   create               POST /v3/projects, unique names
-//! With a follower (3-node idnode), validate and create also run against it.
+//! With a follower (3-node idnode), validate and create also run against it; with
+//! `--members all`, also spread over every member (`validate_members`, `create_members`).
 
 use std::collections::BTreeMap;
 
@@ -26,15 +27,22 @@ pub fn role_assignments_path(project: &str) -> String {
     format!("/v3/role_assignments?effective&include_names&scope.project.id={project}")
 }
 
-/// Runs every workload against `base` (and validate/create against `follower`); wrk output
-/// and the issue body go to the Wrk's output directory. `pids` are the server processes.
+/// Runs every workload against `base` (and validate/create against `follower`, and spread
+/// over `members`, `host:port` each, when there are any); wrk output and the issue body go to
+/// the Wrk's output directory. `pids` are the server processes.
 pub async fn run(
     w: &Wrk,
     base: &str,
     follower: Option<&str>,
+    members: &[String],
     fx: &Fixture,
     pids: &[u32],
 ) -> Result<BTreeMap<&'static str, WrkResult>> {
+    fn spread<'a>(vars: &[(&'a str, String)], members: &[String]) -> Vec<(&'a str, String)> {
+        let mut v = vars.to_vec();
+        v.push(("MEMBERS", members.join(",")));
+        v
+    }
     let mut cases = BTreeMap::new();
     let get = |subject: &str| {
         vec![("MODE", "get".to_owned()), ("AUTH_TOKEN", fx.admin.clone()), ("SUBJECT_TOKEN", subject.to_owned())]
@@ -45,6 +53,9 @@ pub async fn run(
     w.add(&mut cases, "validate", &format!("{base}{VALIDATE}"), &validate, pids).await?;
     if let Some(f) = follower {
         w.add(&mut cases, "validate_follower", &format!("{f}{VALIDATE}"), &validate, pids).await?;
+    }
+    if !members.is_empty() {
+        w.add(&mut cases, "validate_members", &format!("{base}{VALIDATE}"), &spread(&validate, members), pids).await?;
     }
     if fx.subject != fx.admin {
         let vars = get(&fx.admin);
@@ -77,6 +88,9 @@ pub async fn run(
     w.add(&mut cases, "create", &format!("{base}/v3/projects"), &create, pids).await?;
     if let Some(f) = follower {
         w.add(&mut cases, "create_follower", &format!("{f}/v3/projects"), &create, pids).await?;
+    }
+    if !members.is_empty() {
+        w.add(&mut cases, "create_members", &format!("{base}/v3/projects"), &spread(&create, members), pids).await?;
     }
     Ok(cases)
 }

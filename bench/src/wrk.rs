@@ -25,6 +25,16 @@ pub struct WrkResult {
     pub cores_used: Option<f64>,
     /// RSS of the server processes right after the measured run, KiB.
     pub rss_after_kib: Option<u64>,
+    /// With the load spread over every member (`MEMBERS`): the answers each one gave.
+    pub member_answers: Vec<u64>,
+}
+
+impl WrkResult {
+    /// Each member's share of the answers, in per cent.
+    pub fn member_shares(&self) -> Vec<f64> {
+        let total: u64 = self.member_answers.iter().sum();
+        self.member_answers.iter().map(|a| if total > 0 { 100.0 * *a as f64 / total as f64 } else { 0.0 }).collect()
+    }
 }
 
 pub fn parse_wrkresult(out: &str) -> Option<WrkResult> {
@@ -41,6 +51,11 @@ pub fn parse_wrkresult(out: &str) -> Option<WrkResult> {
         cpu_ms_per_req: None,
         cores_used: None,
         rss_after_kib: None,
+        member_answers: out
+            .lines()
+            .find_map(|l| l.strip_prefix("WRKMEMBERS "))
+            .map(|l| l.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -50,6 +65,9 @@ pub struct Wrk {
     /// The bench's form-post script (`bench/lua/form.lua`, written to the output directory):
     /// the shared script plus `MODE=form`; used for the cases whose vars say `MODE=form`.
     pub form_lua: PathBuf,
+    /// The bench's spreading script (`bench/lua/members.lua`): the shared script with wrk's
+    /// threads spread over the members named by `MEMBERS`; used for the cases that set it.
+    pub members_lua: PathBuf,
     /// `--only`: the workloads to run (empty: all).
     pub only: Vec<String>,
     pub out: PathBuf,
@@ -65,6 +83,7 @@ impl Wrk {
         Wrk {
             lua: self.lua.clone(),
             form_lua: self.form_lua.clone(),
+            members_lua: self.members_lua.clone(),
             only: self.only.clone(),
             out: out.to_path_buf(),
             ..*self
@@ -99,19 +118,16 @@ impl Wrk {
         vars: &[(&str, String)],
         tag: &str,
     ) -> Result<String> {
-        // the form.lua modes (form posts, bearer posts) run through the wrapper script
-        let form = vars.iter().any(|(k, v)| {
-            *k == "MODE" && matches!(v.as_str(), "form" | "form_pool" | "bearer" | "bearer_get" | "scim_user")
-        });
+        let (threads, conns, script) = self.shape(vars);
         let mut cmd = tokio::process::Command::new("wrk");
-        cmd.arg(format!("-t{}", self.threads))
-            .arg(format!("-c{}", self.conns))
+        cmd.arg(format!("-t{threads}"))
+            .arg(format!("-c{conns}"))
             .arg(format!("-d{secs}s"))
             .arg("--timeout")
             .arg("30s")
             .arg("--latency")
             .arg("-s")
-            .arg(if form { &self.form_lua } else { &self.lua })
+            .arg(script)
             .arg(url)
             .env("RUN_TAG", tag)
             .env("KEYSTONE_LUA", &self.lua)
@@ -132,11 +148,30 @@ impl Wrk {
         Ok(text)
     }
 
+    /// wrk's threads, connections and script for a case: the form.lua modes (form posts,
+    /// bearer posts) run through that wrapper script; spread over members (`MEMBERS`), a whole
+    /// number of threads per member and as many connections to each.
+    fn shape(&self, vars: &[(&str, String)]) -> (u32, u32, &Path) {
+        let form = vars.iter().any(|(k, v)| {
+            *k == "MODE" && matches!(v.as_str(), "form" | "form_pool" | "bearer" | "bearer_get" | "scim_user")
+        });
+        let members = vars.iter().find(|(k, _)| *k == "MEMBERS").map_or(0, |(_, v)| v.split(',').count() as u32);
+        match members {
+            0 => (self.threads, self.conns, if form { &self.form_lua } else { &self.lua }),
+            n => {
+                let threads = self.threads.div_ceil(n) * n;
+                (threads, self.conns.div_ceil(threads).max(1) * threads, &self.members_lua)
+            }
+        }
+    }
+
     /// Warm-up, drain, measured run, drain. `pids` are the server processes (for CPU/request
     /// and draining).
     pub async fn case(&self, label: &str, url: &str, vars: &[(&str, String)], pids: &[u32]) -> Result<WrkResult> {
         let stamp = chrono::Utc::now().format("%H%M%S%3f").to_string();
-        progress(format!("  {label}: wrk -t{} -c{} -d{}s {url}", self.threads, self.conns, self.duration));
+        let (threads, conns, _) = self.shape(vars);
+        let spread = if threads != self.threads || conns != self.conns { " (spread over the members)" } else { "" };
+        progress(format!("  {label}: wrk -t{threads} -c{conns} -d{}s {url}{spread}", self.duration));
         if self.warmup > 0 {
             self.run_once(&self.out.join(format!("{label}.warmup.txt")), self.warmup, url, vars, &format!("w{stamp}"))
                 .await?;
@@ -170,6 +205,10 @@ impl Wrk {
             "    {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms, non-2xx {}, socket errors {}",
             r.rps, r.p50_ms, r.p99_ms, r.non2xx, r.sock_err
         ));
+        if !r.member_answers.is_empty() {
+            let shares: Vec<String> = r.member_shares().iter().map(|s| format!("{s:.1}%")).collect();
+            progress(format!("    members' shares of the answers: {}", shares.join(" / ")));
+        }
         Ok(r)
     }
 }
