@@ -8,7 +8,7 @@ use crate::token::AppliedCache;
 /// Most listings kept, and their bytes together: a listing of a large cloud can be megabytes,
 /// and one larger than the whole budget is not kept.
 const LISTINGS: usize = 1024;
-const LISTING_BYTES: usize = 32 << 20;
+const LISTING_BYTES: usize = 8 << 20;
 
 /// The node's assignment state.
 pub struct Assignments {

@@ -222,6 +222,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let bootstrapper = tokio::spawn(bootstrap_when_leader(node.clone()));
     let reloader = tokio::spawn(reload_policy_on_sighup());
     let housekeeper = tokio::spawn(forget_idle_rate_limits(node.clone()));
+    let sweeper = tokio::spawn(forget_stale_answers(node.clone()));
     let trimmer = super::allocator::spawn_trimmer();
     let mut jobs = crate::jobs::spawn(&node.core);
     // Every node reports its own API key uses (not leader-gated: the uses are its own).
@@ -238,6 +239,7 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     bootstrapper.abort();
     reloader.abort();
     housekeeper.abort();
+    sweeper.abort();
     trimmer.abort();
     jobs.iter().for_each(|j| j.abort());
     if let Some(c) = checker {
@@ -325,6 +327,23 @@ async fn reload_policy_on_sighup() {
 }
 
 /// Drops rate-limit buckets of sources that went quiet, once a minute.
+/// How often caches of answers drop what an older state computed.
+const FORGET_STALE_EVERY: Duration = Duration::from_secs(2);
+
+/// Entries of the applied-state caches die with the next write, but were only dropped by the
+/// next insert: after a burst of logins and then writes that validate no token (SCIM, a fill),
+/// megabytes of dead token bodies stayed resident (docs/benchmarks.md, issue 53).
+async fn forget_stale_answers(node: Arc<Node>) {
+    let mut every = tokio::time::interval(FORGET_STALE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let applied = node.app.state_version();
+        node.tokens.forget_before(applied);
+        node.assignments.listings.forget_before(applied);
+    }
+}
+
 async fn forget_idle_rate_limits(node: Arc<Node>) {
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;

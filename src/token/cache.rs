@@ -87,6 +87,24 @@ impl<K: Eq + Hash, V: Clone> AppliedCache<K, V> {
         self.stats.holds(g.entries.len(), g.bytes);
     }
 
+    /// Drops the entries when they were computed before `applied`: no lookup can use them any
+    /// more, and without this they stayed until the next insert (a burst of logins followed
+    /// by writes that validate no token left megabytes of dead bodies behind).
+    pub fn forget_before(&self, applied: u64) {
+        let stale = self.inner.read().is_ok_and(|g| g.applied < applied && !g.entries.is_empty());
+        if !stale {
+            return;
+        }
+        let Ok(mut g) = self.inner.write() else { return };
+        if g.applied < applied {
+            g.applied = applied;
+            // A new map: `clear` keeps the table a burst grew.
+            g.entries = HashMap::new();
+            g.bytes = 0;
+            self.stats.holds(0, 0);
+        }
+    }
+
     /// Approximate bytes held (as the size function counts them).
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
@@ -134,5 +152,19 @@ mod tests {
         assert_eq!(c.bytes(), 7, "a replaced entry's old size is given back");
         c.insert("e", "1".into(), 2);
         assert_eq!(c.bytes(), 2, "a new index starts from nothing");
+    }
+
+    #[test]
+    fn entries_of_an_older_state_are_forgotten() {
+        let c: AppliedCache<&str, String> = AppliedCache::with_budget(100, 100, |k, v| k.len() + v.len());
+        c.insert("a", "1234".into(), 3);
+        c.forget_before(3);
+        assert_eq!((c.get(&"a", 3).as_deref(), c.bytes()), (Some("1234"), 5), "current entries stay");
+        c.forget_before(4);
+        assert_eq!(c.bytes(), 0, "entries of an older state go");
+        c.insert("b", "1".into(), 3);
+        assert_eq!((c.get(&"b", 3), c.bytes()), (None, 0), "nor can an older computation come back");
+        c.insert("b", "1".into(), 4);
+        assert_eq!(c.get(&"b", 4).as_deref(), Some("1"));
     }
 }

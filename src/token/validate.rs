@@ -125,9 +125,11 @@ const LAG_WINDOW_MICROS: i64 = 60_000_000;
 
 /// Byte budgets of the per-node token caches. A validated token carries its user, projects and
 /// roles (free-form attributes up to 64 KiB each), a body its catalog: counted in entries
-/// alone, 100,000 of them could hold gigabytes.
-const TOKEN_CACHE_BYTES: usize = 64 << 20;
-const TOKEN_BODIES_BYTES: usize = 128 << 20;
+/// alone, 100,000 of them could hold gigabytes. 16 MiB each holds some 4,000 bodies with a
+/// six-service catalog and many more validated tokens; the whole node aims at 64 MiB
+/// (docs/operations.md, "Memory"), and any write empties both anyway.
+const TOKEN_CACHE_BYTES: usize = 16 << 20;
+const TOKEN_BODIES_BYTES: usize = 16 << 20;
 
 /// The token layer's per-node state: the key ring and validation caches, over the core
 /// context (`tokens.engine` and `&tokens` as `&Core` reach it through `Deref`).
@@ -154,6 +156,13 @@ impl std::ops::Deref for Tokens {
 }
 
 impl Tokens {
+    /// Drops what the caches computed before the state at `applied` (see
+    /// [`AppliedCache::forget_before`]).
+    pub fn forget_before(&self, applied: u64) {
+        self.token_cache.forget_before(applied);
+        self.token_bodies.forget_before(applied);
+    }
+
     pub fn new(core: Arc<Core>) -> Self {
         let stats = |name| core.metrics.caches.stats(name);
         Tokens {
