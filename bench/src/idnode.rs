@@ -55,10 +55,9 @@ pub async fn bench_idnode(args: &Args, bin: &Path, wrk: &Wrk, n: u32, out: &Path
         };
         res.cases = workloads::run(&w, &c.nodes[leader].api, follower, &members, &fx, &pids).await?;
         for (label, r) in res.cases.iter().filter(|(_, r)| !r.member_answers.is_empty()) {
-            let shares: Vec<String> = r.member_shares().iter().map(|s| format!("{s:.1}%")).collect();
             res.notes.push(format!(
                 "{label}: members' shares of the answers {} (leader: member {})",
-                shares.join(" / "),
+                r.member_shares_text(),
                 leader + 1
             ));
         }

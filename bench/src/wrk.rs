@@ -35,6 +35,11 @@ impl WrkResult {
         let total: u64 = self.member_answers.iter().sum();
         self.member_answers.iter().map(|a| if total > 0 { 100.0 * *a as f64 / total as f64 } else { 0.0 }).collect()
     }
+
+    /// The shares as the progress line and the report's notes print them: `48.4% / 26.1% / ...`.
+    pub fn member_shares_text(&self) -> String {
+        self.member_shares().iter().map(|s| format!("{s:.1}%")).collect::<Vec<_>>().join(" / ")
+    }
 }
 
 pub fn parse_wrkresult(out: &str) -> Option<WrkResult> {
@@ -206,8 +211,7 @@ impl Wrk {
             r.rps, r.p50_ms, r.p99_ms, r.non2xx, r.sock_err
         ));
         if !r.member_answers.is_empty() {
-            let shares: Vec<String> = r.member_shares().iter().map(|s| format!("{s:.1}%")).collect();
-            progress(format!("    members' shares of the answers: {}", shares.join(" / ")));
+            progress(format!("    members' shares of the answers: {}", r.member_shares_text()));
         }
         Ok(r)
     }
