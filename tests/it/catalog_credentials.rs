@@ -2,12 +2,13 @@
 //! signature credential view and signed-request tokens, against the real binary over HTTP.
 //! Signed requests are made by botocore, a real AWS client library (see `sig_client.py`).
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
+
+use crate::support::free_ports;
 
 const ADMIN_PASSWORD: &str = "admin-secret";
 
@@ -25,10 +26,6 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 struct Reply {
     status: StatusCode,
     body: Value,
@@ -38,7 +35,7 @@ struct Reply {
 impl Server {
     async fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let (api, ops, peer) = (free_port(), free_port(), free_port());
+        let [api, ops, peer] = free_ports(3)[..] else { unreachable!("three ports asked") };
         let child = Command::new(env!("CARGO_BIN_EXE_idnode"))
             .arg("serve")
             .arg("--data-dir")

@@ -70,12 +70,41 @@ pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// Free loopback ports: all listeners are held until every port is chosen, so the `n` ports are
-/// distinct, then released for the node to bind.
+/// Free loopback ports for servers the tests start. They come from below the kernel's ephemeral
+/// range (`ip_local_port_range`), never from `bind(0)`: a port the kernel hands out is one it may
+/// hand out again, to any of the many client connections the tests open, between our release and
+/// the node's bind, and the node then exits on "address in use". A process-wide cursor keeps the
+/// ports of concurrent tests distinct; each is checked by binding it, and all are held until the
+/// `n` are chosen.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> =
-        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
-    listeners.iter().map(|l| l.local_addr().expect("local_addr").port()).collect()
+    static CURSOR: std::sync::Mutex<Option<u16>> = std::sync::Mutex::new(None);
+    const LOWEST: u16 = 10_000;
+    let below = ephemeral_range_start().max(LOWEST + 1_000);
+    let span = below - LOWEST;
+    let mut cursor = CURSOR.lock().unwrap_or_else(|e| e.into_inner());
+    // start where another run of this binary on the machine is unlikely to be
+    let mut next = cursor.unwrap_or(LOWEST + (std::process::id() % u32::from(span)) as u16);
+    let mut held = Vec::with_capacity(n);
+    let mut tried = 0u32;
+    while held.len() < n {
+        assert!(tried < u32::from(span), "no {n} free loopback ports in {LOWEST}..{below}");
+        tried += 1;
+        let port = next;
+        next = if next + 1 >= below { LOWEST } else { next + 1 };
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(listener);
+        }
+    }
+    *cursor = Some(next);
+    held.iter().map(|l| l.local_addr().expect("local_addr").port()).collect()
+}
+
+/// First port of the kernel's ephemeral range, 32768 when it cannot be read.
+fn ephemeral_range_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()))
+        .unwrap_or(32_768)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -698,7 +727,11 @@ impl Cluster {
             // Child::try_wait needs &mut; check liveness via /proc instead
             if let Some(pid) = self.nodes[i].pid() {
                 if !pid_alive(pid) {
-                    panic!("node {} (pid {pid}) exited before it was ready; last /ready: {last}", self.nodes[i].id);
+                    panic!(
+                        "node {} (pid {pid}) exited before it was ready; last /ready: {last}; its log ends:\n{}",
+                        self.nodes[i].id,
+                        tail(&self.nodes[i].log_path, 2048)
+                    );
                 }
             }
             match http.get(&url, None).await {
