@@ -1,16 +1,21 @@
 //! The digests this node took at consistency checkpoints. The apply loop, right after it wrote
-//! a checkpoint entry, takes a RocksDB snapshot (so the digest covers exactly the state as of
-//! that entry) and hands the long hash to a blocking thread; applies go on meanwhile. Each
+//! a checkpoint entry, reads the engine's running digest (or, in a cluster that may still hold
+//! an older release, takes a RocksDB snapshot and hands the long walk to a blocking thread), so
+//! the digest covers exactly the state as of that entry; applies go on meanwhile. Each
 //! checkpoint also keeps every column family's own digest, so a check that finds this node
 //! different can tell which families differ (see `consistency.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use idnode_storage::{digest_view, Engine};
+use idnode_storage::{digest_view, Engine, StateDigest};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
+
+/// The cluster version from which checkpoints compare running digests
+/// (`idnode_storage::sum_digest_view` defines them) instead of whole-state walks.
+pub const RUNNING_DIGEST_VERSION: u32 = 13;
 
 /// Checkpoints remembered per node (older ones are forgotten).
 const KEEP: usize = 32;
@@ -66,29 +71,49 @@ impl Digests {
     }
 
     /// Starts the digest of `cfs` as of now (the apply loop calls it right after writing the
-    /// checkpoint entry `index`, holding the apply lock); returns once the view is taken.
-    pub(crate) async fn capture(self: &Arc<Self>, index: u64, engine: Arc<Engine>, cfs: Vec<&'static str>) {
+    /// checkpoint entry `index`, holding the apply lock); returns once the state it covers is
+    /// fixed. From [`RUNNING_DIGEST_VERSION`] on that is the engine's running digest, which
+    /// costs the same at any size; before, every member of a cluster that may still hold an
+    /// older release walks the whole state (the two digests differ, and every member must
+    /// compute the same kind at the same checkpoint).
+    pub(crate) async fn capture(
+        self: &Arc<Self>,
+        index: u64,
+        engine: Arc<Engine>,
+        cfs: Vec<&'static str>,
+        cluster_version: u32,
+    ) {
         self.set(index, DigestOutcome::Pending, None);
-        let (taken, view_taken) = oneshot::channel::<()>();
         let digests = self.clone();
+        if cluster_version >= RUNNING_DIGEST_VERSION {
+            let pending = engine.running_digest(&cfs);
+            tokio::task::spawn_blocking(move || digests.finish(index, pending.and_then(|p| p.resolve())));
+            return;
+        }
+        let (taken, view_taken) = oneshot::channel::<()>();
         tokio::task::spawn_blocking(move || {
             let view = engine.snapshot();
             let _ = taken.send(());
-            let (outcome, families) = match digest_view(&view, &cfs) {
-                Ok(d) => {
-                    let families = d
-                        .families
-                        .iter()
-                        .map(|f| CfDigest { cf: f.cf.clone(), digest: f.hex(), records: f.records })
-                        .collect();
-                    (DigestOutcome::Done { digest: d.hex(), records: d.records }, Some(families))
-                }
-                Err(e) => (DigestOutcome::Failed(e.to_string()), None),
-            };
+            let digest = digest_view(&view, &cfs);
             drop(view);
-            digests.set(index, outcome, families);
+            digests.finish(index, digest);
         });
         let _ = view_taken.await;
+    }
+
+    fn finish(&self, index: u64, digest: idnode_storage::Result<StateDigest>) {
+        let (outcome, families) = match digest {
+            Ok(d) => {
+                let families = d
+                    .families
+                    .iter()
+                    .map(|f| CfDigest { cf: f.cf.clone(), digest: f.hex(), records: f.records })
+                    .collect();
+                (DigestOutcome::Done { digest: d.hex(), records: d.records }, Some(families))
+            }
+            Err(e) => (DigestOutcome::Failed(e.to_string()), None),
+        };
+        self.set(index, outcome, families);
     }
 
     /// The outcome at `index` once it is no longer pending, or what is known at `deadline`.

@@ -48,7 +48,7 @@ pub use backup::{
 };
 pub use client::ClientTls;
 pub use consistency::{ConsistencyReport, MemberDigest};
-pub use digests::{CfDigest, DigestOutcome, Digests};
+pub use digests::{CfDigest, DigestOutcome, Digests, RUNNING_DIGEST_VERSION};
 pub use error::ProposeError;
 pub use freshness::Freshness;
 pub use idnode_storage as storage;

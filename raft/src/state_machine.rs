@@ -288,6 +288,7 @@ impl StateMachine {
             dedup_floor: dedup::PruneFloor::default(),
         };
         shared.recover_snapshots()?;
+        shared.engine.track_digests(&shared.snapshot_cfs);
         Ok(StateMachine { shared: Arc::new(shared) })
     }
 
@@ -348,7 +349,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             batch.put_t(CF_META, KEY_APPLIED, &Some(log_id)).map_err(|e| StorageIOError::apply(log_id, any(e)))?;
             shared.engine.write(batch, false).map_err(|e| StorageIOError::apply(log_id, any(e)))?;
             if checkpoint {
-                shared.digests.capture(log_id.index, shared.engine.clone(), shared.snapshot_cfs.clone()).await;
+                let version = crate::version::stored(&shared.engine, None).unwrap_or(crate::version::BASE_VERSION);
+                shared.digests.capture(log_id.index, shared.engine.clone(), shared.snapshot_cfs.clone(), version).await;
             }
             replies.push(reply);
             last = Some(log_id.index);

@@ -1,5 +1,5 @@
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use idnode_keys::DataKeys;
 use serde::de::DeserializeOwned;
@@ -19,14 +19,30 @@ pub struct Batch {
     pub(crate) ops: BTreeMap<(&'static str, Vec<u8>), Option<Sealed>>,
     /// While a savepoint is open: each touched key with what the batch held for it before.
     journal: Option<Vec<Undo>>,
+    /// The engine's count of writes to tracked families when the batch was made (`None`: the
+    /// engine keeps no running digests).
+    pub(crate) made_at: Option<u64>,
+    /// What the builder read from the engine, per key (`None`: absent). While no tracked write
+    /// landed since `made_at`, these are the values the batch's writes replace, so the running
+    /// digests need not read them again (`Engine::deltas`).
+    pub(crate) seen: Mutex<BTreeMap<OpKey, Option<Vec<u8>>>>,
 }
 
 type OpKey = (&'static str, Vec<u8>);
 type Undo = (OpKey, Option<Option<Sealed>>);
 
 impl Batch {
-    pub(crate) fn new(keys: Arc<DataKeys>) -> Self {
-        Batch { keys, ops: BTreeMap::new(), journal: None }
+    pub(crate) fn new(keys: Arc<DataKeys>, made_at: Option<u64>) -> Self {
+        Batch { keys, ops: BTreeMap::new(), journal: None, made_at, seen: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The builder read `value` for `key` from the engine (not from this batch): kept, so the
+    /// write need not read it again. The first reading of a key is kept.
+    pub fn note_read(&self, cf: &'static str, key: &[u8], value: Option<&[u8]>) {
+        if self.made_at.is_some() {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.entry((cf, key.to_vec())).or_insert_with(|| value.map(<[u8]>::to_vec));
+        }
     }
 
     pub fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: &[u8]) {

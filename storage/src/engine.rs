@@ -1,9 +1,10 @@
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use idnode_keys::{DataKeys, IndexHasher, IndexKey};
 use rocksdb::{BoundColumnFamily, ColumnFamilyDescriptor, MultiThreaded, Options, WriteBatch, WriteOptions};
 
+use crate::running::Running;
 use crate::{Batch, ReadView, Result, StorageError};
 
 pub(crate) type Db = rocksdb::DBWithThreadMode<MultiThreaded>;
@@ -27,6 +28,9 @@ pub struct Engine {
     /// the family's digest different from the cluster's. Nothing is read from them
     /// again until the node is rebuilt (docs/operations.md, "Quarantine").
     quarantined: RwLock<std::collections::BTreeSet<String>>,
+    /// The running digests of the replicated families, once the node starts them
+    /// (`track_digests`): every write updates them.
+    pub(crate) running: OnceLock<Arc<Running>>,
 }
 
 /// RocksDB's memory by default (`[raft] storage_memory_mb`), all column families together:
@@ -110,6 +114,7 @@ impl Engine {
             index: RwLock::new(None),
             write_lock: Mutex::new(()),
             quarantined: RwLock::new(load_quarantine(&quarantine_file(dir))),
+            running: OnceLock::new(),
         })
     }
 
@@ -181,10 +186,9 @@ impl Engine {
     }
 
     pub fn batch(&self) -> Batch {
-        Batch::new(self.keys.clone())
+        Batch::new(self.keys.clone(), self.running.get().map(|r| r.writes()))
     }
 
-    /// Applies a batch atomically. `sync` waits for the write-ahead log to reach the disk.
     /// Fault injection for the quarantine tests: flips one byte of the stored (sealed) value
     /// at `key`, as a damaged disk would; false when there is no such value.
     pub fn flip_stored_byte(&self, cf: &str, key: &[u8]) -> Result<bool> {
@@ -199,7 +203,15 @@ impl Engine {
         Ok(true)
     }
 
+    /// Applies a batch atomically. `sync` waits for the write-ahead log to reach the disk. A
+    /// batch that touches tracked families also tells the running digests what it changed:
+    /// the values it replaces are read under the digests' own writer lock, held until the
+    /// write landed, so no other write to those families slips in between; writes to other
+    /// families (the raft log's appends) do not wait for those reads.
     pub fn write(&self, batch: Batch, sync: bool) -> Result<()> {
+        let running = self.running.get().filter(|r| batch.ops.keys().any(|(cf, _)| r.tracks(cf)));
+        let _writer = running.map(|r| r.writer());
+        let deltas = self.deltas(&batch)?;
         let mut wb = WriteBatch::default();
         for ((cf, key), op) in batch.ops {
             let handle = self.cf(cf)?;
@@ -208,7 +220,12 @@ impl Engine {
                 None => wb.delete_cf(&handle, key),
             }
         }
-        self.write_raw(wb, sync)
+        let _turn = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.write_unlocked(wb, sync)?;
+        if let Some(running) = running {
+            running.commit(deltas);
+        }
+        Ok(())
     }
 
     pub(crate) fn write_raw(&self, wb: WriteBatch, sync: bool) -> Result<()> {

@@ -8,12 +8,14 @@
 //! between, that a replacement is under way: a crash inside `commit_import` leaves a mix of old
 //! and new families, which only redoing the import from the same stream repairs.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rocksdb::{IngestExternalFileOptions, IteratorMode, Options, SstFileWriter, WriteBatch};
 
 use crate::codec::value_ad;
+use crate::running::Acc;
 use crate::stream::{read_magic, read_record};
 use crate::{Batch, Engine, Result, StorageError};
 
@@ -23,6 +25,8 @@ pub struct Staged {
     cfs: Vec<String>,
     files: Vec<(String, PathBuf)>,
     records: u64,
+    /// Each family's running-digest sum over the pairs staged (what it holds once committed).
+    sums: BTreeMap<String, Acc>,
 }
 
 impl Staged {
@@ -61,6 +65,7 @@ impl Engine {
             cfs: cfs.iter().map(|c| c.to_string()).collect(),
             files: Vec::new(),
             records: 0,
+            sums: BTreeMap::new(),
         };
         let opts = table_options();
         read_magic(input)?;
@@ -82,6 +87,7 @@ impl Engine {
             if let Some((cf, w)) = writer.as_mut() {
                 let sealed = self.keys().seal(&value_ad(cf, &rec.key), &rec.value);
                 w.put(&rec.key, sealed).map_err(stream_err)?;
+                staged.sums.entry(cf.clone()).or_default().insert(&rec.key, &rec.value);
             }
             staged.records += 1;
         }
@@ -112,6 +118,13 @@ impl Engine {
         opts.set_move_files(true);
         for (cf, path) in &staged.files {
             self.db.ingest_external_file_cf_opts(&self.cf(cf)?, &opts, vec![path])?;
+        }
+        if let Some(running) = self.running.get() {
+            let _writer = running.writer();
+            let _turn = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+            for cf in &staged.cfs {
+                running.replace(cf, staged.sums.get(cf).copied().unwrap_or_default());
+            }
         }
         self.write(extra, true)?;
         Ok(staged.records)

@@ -10,6 +10,7 @@ mod engine;
 mod error;
 mod ingest;
 mod reseal;
+mod running;
 mod stream;
 mod view;
 
@@ -21,6 +22,7 @@ pub use error::StorageError;
 pub use idnode_keys as keys;
 pub use ingest::Staged;
 pub use reseal::ResealStep;
+pub use running::{sum_digest_view, PendingDigest};
 pub use view::ReadView;
 
 pub type Result<T> = std::result::Result<T, StorageError>;

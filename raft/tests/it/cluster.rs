@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use idnode_raft::storage::keys::DataKeys;
@@ -15,7 +15,10 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
 use crate::app::{all_cfs, incr, put, KvApp};
-use crate::harness::{members, options, start, three_nodes, wait_applied, wait_leader, Running, SECRET, WAIT};
+use crate::harness::{
+    members, options, start, start_versioned, three_nodes, three_nodes_versioned, wait_applied, wait_leader, Running,
+    SECRET, WAIT,
+};
 
 fn prev(reply: &[u8]) -> Option<Vec<u8>> {
     postcard::from_bytes(reply).unwrap()
@@ -284,9 +287,25 @@ async fn single_node_without_secret_and_metrics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistency_check_names_the_member_that_differs() {
+    names_the_member_that_differs(KvApp::default().command_version).await;
+}
+
+/// The same with running digests (the cluster version that compares them): the check costs
+/// no walk, and judges exactly as the walk did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistency_check_with_running_digests_names_the_member_that_differs() {
+    names_the_member_that_differs(idnode_raft::RUNNING_DIGEST_VERSION).await;
+}
+
+async fn names_the_member_that_differs(version: u32) {
     let root = tempfile::tempdir().unwrap();
-    let mut nodes = three_nodes(root.path(), 40).await;
+    let mut nodes = three_nodes_versioned(root.path(), 40, version).await;
     let leader_id = wait_leader(&nodes).await;
+    let deadline = Instant::now() + WAIT;
+    while nodes.iter().any(|n| n.node.cluster_version() != version) {
+        assert!(Instant::now() < deadline, "the cluster version did not reach {version}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // A follower misses enough to need a snapshot; once back, every digest agrees.
     let pos = nodes.iter().position(|n| n.seat.id != leader_id).unwrap();
@@ -298,7 +317,7 @@ async fn consistency_check_names_the_member_that_differs() {
         nodes[k % 2].node.propose(put(&format!("k{k}"), "v")).await.unwrap();
     }
     wait_purged_past(by_id(&nodes, leader_id), away_applied).await;
-    nodes.push(start(Some(seat), away_id, root.path(), 40).await);
+    nodes.push(start_versioned(Some(seat), away_id, root.path(), 40, version).await);
     // Caught up first: a checkpoint appended while the snapshot was still on its way would be
     // covered by the install, and that member would rightly answer "no digest" for it.
     let caught_up = by_id(&nodes, leader_id).node.applied_index();

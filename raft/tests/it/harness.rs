@@ -120,9 +120,14 @@ pub fn members(nodes: &[&Running]) -> BTreeMap<u64, String> {
 
 /// Three fresh nodes, initialized on every member (as a deployment would do).
 pub async fn three_nodes(root: &std::path::Path, snapshot_every: u64) -> Vec<Running> {
+    three_nodes_versioned(root, snapshot_every, KvApp::default().command_version).await
+}
+
+/// [`three_nodes`] with the app playing a binary of `command_version` on every member.
+pub async fn three_nodes_versioned(root: &std::path::Path, snapshot_every: u64, command_version: u32) -> Vec<Running> {
     let mut nodes = Vec::new();
     for id in 1..=3 {
-        nodes.push(start(None, id, root, snapshot_every).await);
+        nodes.push(start_versioned(None, id, root, snapshot_every, command_version).await);
     }
     let m = members(&nodes.iter().collect::<Vec<_>>());
     let inits = nodes.iter().map(|n| n.node.initialize(m.clone()));

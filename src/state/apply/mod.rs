@@ -61,9 +61,12 @@ use fatal::Fatal;
 /// re-scoped Keystone federated token) or an OAuth1 access token (the `oauth1` method), which
 /// earlier binaries cannot open (`token::payload::KEYSTONE_DELEGATIONS_VERSION`); and a token
 /// key rotation rotates out imported Keystone keys ([`KEYSTONE_KEYS_ROTATE_VERSION`]).
-pub const COMMAND_VERSION: u32 = 12;
+/// Version 13 adds no command: consistency checks compare running digests
+/// (`idnode_raft::RUNNING_DIGEST_VERSION`), which earlier binaries do not compute.
+pub const COMMAND_VERSION: u32 = 13;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
+const _: () = assert!(COMMAND_VERSION >= idnode_raft::RUNNING_DIGEST_VERSION);
 const _: () = assert!(COMMAND_VERSION >= KEYSTONE_KEYS_ROTATE_VERSION);
 
 /// The identity state machine as the raft crate sees it.

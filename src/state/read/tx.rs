@@ -74,7 +74,12 @@ impl Reader for Tx<'_> {
     fn get_raw(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.batch.get(cf, key) {
             Some(v) => Ok(v.map(<[u8]>::to_vec)),
-            None => self.engine.read().get(cf, key),
+            None => {
+                let value = self.engine.read().get(cf, key)?;
+                // the write's running digest takes out what this read found
+                self.batch.note_read(cf, key, value.as_deref());
+                Ok(value)
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+mod running_digest;
+
 use std::sync::Arc;
 
 use idnode_keys::{DataKeys, IndexKey, Kek};
