@@ -10,10 +10,11 @@
 //! (applied entries, an installed snapshot, a restore).
 //!
 //! Nothing is stored: a process starts from zero, counts what its writes change, and walks the
-//! families once in the background to learn what they held when it began (`base`). A check
-//! asked before that walk ends waits for it. So the digest never trusts a figure written by an
-//! earlier process (or by an older release that did not keep it), and a restart costs one
-//! walk, off the path of requests.
+//! families once, when the first check asks, to learn what they held before (`base`). So the
+//! digest never trusts a figure written by an earlier process (or by an older release that did
+//! not keep it), and a process costs one walk, off the path of requests. The walk runs on the
+//! checking thread, never a thread of its own: a detached thread still reading RocksDB when
+//! the process exits aborts it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,6 +131,7 @@ fn walk(view: &ReadView<'_>, cf: &str) -> Result<Acc> {
 /// Where the base walk stands.
 #[derive(Debug, Clone)]
 enum Base {
+    Unknown,
     Walking,
     Known,
     Failed(String),
@@ -208,6 +210,7 @@ impl Running {
 
 /// A digest taken at one point of the write order, resolved once the base is known.
 pub struct PendingDigest {
+    engine: Arc<Engine>,
     running: Arc<Running>,
     cfs: Vec<String>,
     /// The live sums at that point, and the replacement count they go with.
@@ -216,9 +219,18 @@ pub struct PendingDigest {
 }
 
 impl PendingDigest {
-    /// The digest, waiting for the base walk if it is still running.
+    /// The digest. The first one a process resolves walks the families for the base (on the
+    /// caller's thread, which is a blocking one); others wait for that walk.
     pub fn resolve(self) -> Result<StateDigest> {
-        let inner = self.running.lock();
+        let mut inner = self.running.lock();
+        if matches!(inner.base, Base::Unknown) {
+            inner.base = Base::Walking;
+            drop(inner);
+            let known = self.engine.walk_base(&self.running);
+            inner = self.running.lock();
+            inner.base = known;
+            self.running.base_known.notify_all();
+        }
         let inner = self
             .running
             .base_known
@@ -246,10 +258,10 @@ impl PendingDigest {
 }
 
 impl Engine {
-    /// Starts keeping running digests of `cfs`: from here on every write updates them, and a
-    /// background thread walks the families once for what they held before. Called once, at
-    /// startup, before the node writes state; later calls change nothing.
-    pub fn track_digests(self: &Arc<Self>, cfs: &[&'static str]) {
+    /// Starts keeping running digests of `cfs`: from here on every write updates them. What
+    /// the families held before is learnt by one walk, when the first digest is resolved.
+    /// Called once, at startup, before the node writes state; later calls change nothing.
+    pub fn track_digests(&self, cfs: &[&'static str]) {
         let running = Arc::new(Running {
             tracked: cfs.to_vec(),
             inner: Mutex::new(Inner {
@@ -257,56 +269,48 @@ impl Engine {
                 offset: BTreeMap::new(),
                 replaced: BTreeSet::new(),
                 replacements: 0,
-                base: Base::Walking,
+                base: Base::Unknown,
             }),
             base_known: Condvar::new(),
             writer: Mutex::new(()),
             writes: AtomicU64::new(0),
         });
-        if self.running.set(running.clone()).is_err() {
-            return;
-        }
-        let engine = Arc::clone(self);
-        let spawned = std::thread::Builder::new().name("digest-base".into()).spawn(move || {
-            let started = std::time::Instant::now();
-            // The view and the live sums it pairs with, taken with no write in between.
-            let (view, live_then) = {
-                let _turn = engine.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-                (engine.snapshot(), running.lock().live.clone())
-            };
-            let walked: Result<Vec<(&'static str, Acc)>> =
-                running.tracked.iter().map(|cf| walk(&view, cf).map(|acc| (*cf, acc))).collect();
-            drop(view);
-            let mut inner = running.lock();
-            match walked {
-                Ok(walked) => {
-                    for (cf, mut acc) in walked {
-                        if !inner.replaced.contains(cf) {
-                            acc.minus(&live_then.get(cf).copied().unwrap_or_default());
-                            inner.offset.insert(cf, acc);
-                        }
+        let _ = self.running.set(running);
+    }
+
+    /// Walks the tracked families for the base: what they held, less what this process's
+    /// writes had counted by then, so that live sums plus the base are the content.
+    fn walk_base(&self, running: &Running) -> Base {
+        let started = std::time::Instant::now();
+        // The view and the live sums it pairs with, taken with no write in between.
+        let (view, live_then) = {
+            let _turn = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+            (self.snapshot(), running.lock().live.clone())
+        };
+        let walked: Result<Vec<(&'static str, Acc)>> =
+            running.tracked.iter().map(|cf| walk(&view, cf).map(|acc| (*cf, acc))).collect();
+        drop(view);
+        match walked {
+            Ok(walked) => {
+                let mut inner = running.lock();
+                for (cf, mut acc) in walked {
+                    if !inner.replaced.contains(cf) {
+                        acc.minus(&live_then.get(cf).copied().unwrap_or_default());
+                        inner.offset.insert(cf, acc);
                     }
-                    inner.base = Base::Known;
-                    tracing::info!(
-                        families = running.tracked.len(),
-                        seconds = started.elapsed().as_secs_f64(),
-                        "running state digests have their base"
-                    );
                 }
-                Err(e) => {
-                    tracing::error!(
-                        "the running state digests have no base ({e}): consistency checks report this node unavailable"
-                    );
-                    inner.base = Base::Failed(e.to_string());
-                }
+                tracing::info!(
+                    families = running.tracked.len(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "running state digests have their base"
+                );
+                Base::Known
             }
-            drop(inner);
-            running.base_known.notify_all();
-        });
-        if let Err(e) = spawned {
-            if let Some(running) = self.running.get() {
-                running.lock().base = Base::Failed(format!("no thread for the base walk: {e}"));
-                running.base_known.notify_all();
+            Err(e) => {
+                tracing::error!(
+                    "the running state digests have no base ({e}): consistency checks report this node unavailable"
+                );
+                Base::Failed(e.to_string())
             }
         }
     }
@@ -314,7 +318,7 @@ impl Engine {
     /// The running digest of `cfs` (tracked ones, in the order given) as of the last write,
     /// to resolve off the caller's task: the caller makes sure no write lands between the
     /// point it means and this call (the apply loop calls it holding its lock).
-    pub fn running_digest(&self, cfs: &[&str]) -> Result<PendingDigest> {
+    pub fn running_digest(self: &Arc<Self>, cfs: &[&str]) -> Result<PendingDigest> {
         let running =
             self.running.get().ok_or_else(|| StorageError::Stream("no running digests on this engine".into()))?;
         if let Some(cf) = cfs.iter().find(|cf| !running.tracks(cf)) {
@@ -329,6 +333,7 @@ impl Engine {
         let inner = running.lock();
         let live = cfs.iter().map(|cf| (cf.to_string(), inner.live.get(cf).copied().unwrap_or_default())).collect();
         Ok(PendingDigest {
+            engine: Arc::clone(self),
             running: running.clone(),
             cfs: cfs.iter().map(|c| c.to_string()).collect(),
             live,

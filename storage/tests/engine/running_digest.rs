@@ -15,7 +15,7 @@ fn open(dir: &std::path::Path, kek: &Kek) -> Arc<Engine> {
     Arc::new(Engine::open(&dir.join("db"), CFS, Arc::new(keys)).unwrap())
 }
 
-fn running(e: &Engine) -> StateDigest {
+fn running(e: &Arc<Engine>) -> StateDigest {
     e.running_digest(TRACKED).unwrap().resolve().unwrap()
 }
 
