@@ -9,7 +9,8 @@
 //!   issue                POST /v3/auth/tokens, password, project-scoped
 //!   issue_appcred        POST /v3/auth/tokens, application credential (id + secret)
 //!   create               POST /v3/projects, unique names
-//! With a follower (3-node idnode), validate and create also run against it; with
+//! With a follower (3-node idnode), validate, password and application-credential issue, and
+//! create also run against it; with
 //! `--members all`, also spread over every member (`validate_members`, `create_members`).
 
 use std::collections::BTreeMap;
@@ -78,11 +79,17 @@ pub async fn run(
     std::fs::write(&issue_file, serde_json::to_vec(&fx.issue)?).context("write issue.json")?;
     let issue = [("MODE", "post".to_owned()), ("BODY_FILE", issue_file.display().to_string())];
     w.add(&mut cases, "issue", &format!("{base}{VALIDATE}"), &issue, pids).await?;
+    if let Some(f) = follower {
+        w.add(&mut cases, "issue_follower", &format!("{f}{VALIDATE}"), &issue, pids).await?;
+    }
     if let Some(body) = &fx.app_cred_issue {
         let file = w.out.join("issue_appcred.json");
         std::fs::write(&file, serde_json::to_vec(body)?).context("write issue_appcred.json")?;
         let vars = [("MODE", "post".to_owned()), ("BODY_FILE", file.display().to_string())];
         w.add(&mut cases, "issue_appcred", &format!("{base}{VALIDATE}"), &vars, pids).await?;
+        if let Some(f) = follower {
+            w.add(&mut cases, "issue_appcred_follower", &format!("{f}{VALIDATE}"), &vars, pids).await?;
+        }
     }
     let create = [("MODE", "project".to_owned()), ("AUTH_TOKEN", fx.admin.clone())];
     w.add(&mut cases, "create", &format!("{base}/v3/projects"), &create, pids).await?;

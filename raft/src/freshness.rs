@@ -94,6 +94,11 @@ impl Freshness {
         Stamp { epoch: self.epoch, micros: self.micros(Instant::now()) }
     }
 
+    /// This process's clock epoch (what its own stamps carry).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// Follower: an append a leader sent was accepted; it named `commit` as committed and
     /// echoed `echo`.
     pub fn heard(&self, echo: Option<Stamp>, commit: u64) {

@@ -18,10 +18,19 @@ impl RaftNode {
             Ok(need) => self.version_gate(need).await,
             Err(e) => Err(e),
         };
-        match checked {
-            Ok(()) => self.batcher.propose(p).await,
-            Err(e) => Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}"))),
+        if let Err(e) = checked {
+            return Err(LeaderError::Rejected(format!("proposal refused before it entered the log: {e}")));
         }
+        let revokes = self.watermark.enabled() && self.app.revokes(&p.payload);
+        let written = self.batcher.propose(p).await;
+        if let (true, Ok(LeaderReply::Written { index, .. })) = (revokes, &written) {
+            // Acknowledged once every member that may be answering heard of it (`watermark`).
+            let deadline = tokio::time::Instant::now() + self.opts.forward_timeout;
+            self.wait_watermark(*index, deadline).await.map_err(|e| {
+                LeaderError::Unavailable(format!("written at {index}, not yet known to every member: {e}"))
+            })?;
+        }
+        written
     }
 
     /// The commit point a read must reach: from the lease when it holds (`leased_commit`),

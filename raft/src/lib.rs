@@ -37,6 +37,8 @@ mod state_machine;
 mod status;
 mod types;
 mod version;
+mod watermark;
+mod watermark_gate;
 mod wire;
 
 use idnode_storage::{Batch, Engine};
@@ -60,6 +62,7 @@ pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
 pub use types::{Proposal, Reply, Request, TypeConfig, BATCH_VERSION};
 pub use version::{applied_cluster_version, MemberVersion, NodeVersion, BASE_VERSION};
+pub use wire::WATERMARK_VERSION;
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.
@@ -87,6 +90,13 @@ pub trait StateApp: Send + Sync + 'static {
     /// kind of command appears, and make `check` name the new kind's version.
     fn command_version(&self) -> u32 {
         BASE_VERSION
+    }
+    /// Whether applying this proposal may make a credential check refuse what it accepted
+    /// before (a revocation, a password change, a disable, a removed grant): such an entry is
+    /// acknowledged, and shown by any member, only once every member that may be answering
+    /// heard of it (`watermark`). When unsure, say yes: that only costs time.
+    fn revokes(&self, _payload: &[u8]) -> bool {
+        true
     }
     /// Called after entries up to `index` are in the state (for cache invalidation).
     fn applied(&self, _index: u64) {}

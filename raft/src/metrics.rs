@@ -92,6 +92,18 @@ impl Collector for RaftCollector {
             "1 when this node may answer from its own state without a read barrier",
             i64::from(node.fresh()),
         )?;
+        gauge(
+            &mut enc,
+            "idnode_raft_watermark_index",
+            "Commit index every member that may answer credential checks heard of (0: none published)",
+            int(node.watermark_index()),
+        )?;
+        counter(
+            &mut enc,
+            "idnode_raft_local_checks",
+            "Credential checks a follower answered from its own state by the watermark, without a read index",
+            node.local_answers(),
+        )?;
         counter(
             &mut enc,
             "idnode_raft_freshness_barriers",

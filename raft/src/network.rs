@@ -1,5 +1,6 @@
 //! openraft's outgoing RPCs (append, vote, snapshot chunks) over the peer HTTP protocol.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,11 +19,18 @@ use crate::election::Contact;
 use crate::freshness::Freshness;
 use crate::reach::Reach;
 use crate::types::TypeConfig;
-use crate::wire::{StampedAppend, StampedReply, PATH_APPEND_STAMPED, PATH_SNAPSHOT, PATH_VOTE};
+use crate::watermark::Watermark;
+use crate::wire::{
+    StampedAppend, StampedReply, WatermarkedAppend, PATH_APPEND_STAMPED, PATH_APPEND_WATERMARKED, PATH_SNAPSHOT,
+    PATH_VOTE,
+};
 
 pub struct Network {
     pub(crate) client: PeerClient,
     pub(crate) freshness: Arc<Freshness>,
+    pub(crate) watermark: Arc<Watermark>,
+    /// This node's commit index (the log store's cell), for the watermark it publishes.
+    pub(crate) committed: Arc<AtomicU64>,
     pub(crate) contact: Arc<Contact>,
     pub(crate) reach: Arc<Reach>,
     /// How long a member that learned its log is behind stays out of elections.
@@ -38,6 +46,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             freshness: self.freshness.clone(),
+            watermark: self.watermark.clone(),
+            committed: self.committed.clone(),
             contact: self.contact.clone(),
             reach: self.reach.clone(),
             behind_pause: self.behind_pause,
@@ -50,6 +60,8 @@ pub struct PeerConnection {
     target: u64,
     addr: String,
     freshness: Arc<Freshness>,
+    watermark: Arc<Watermark>,
+    committed: Arc<AtomicU64>,
     contact: Arc<Contact>,
     reach: Arc<Reach>,
     behind_pause: Duration,
@@ -80,16 +92,23 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>, Infallible> {
         let sent = tokio::time::Instant::now();
-        let req = StampedAppend { echo: self.freshness.echo_for(self.target), rpc };
-        match self
-            .client
-            .call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_STAMPED, &req, option.hard_ttl())
-            .await
-        {
+        let echo = self.freshness.echo_for(self.target);
+        let (term, commit) = (rpc.vote.leader_id().term, rpc.leader_commit.map_or(0, |l| l.index));
+        let ttl = option.hard_ttl();
+        let reply = if self.watermark.enabled() {
+            let watermark = self.watermark.publish(term, self.committed.load(Ordering::Acquire));
+            let req = WatermarkedAppend { echo, watermark, rpc };
+            self.client.call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_WATERMARKED, &req, ttl).await
+        } else {
+            let req = StampedAppend { echo, rpc };
+            self.client.call::<_, StampedReply>(self.target, &self.addr, PATH_APPEND_STAMPED, &req, ttl).await
+        };
+        match reply {
             Ok(StampedReply { stamp, result }) => {
                 self.reach.answered(self.target);
                 let accepted = matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_)));
                 self.freshness.replied(self.target, sent, stamp, accepted);
+                self.watermark.replied(term, self.target, commit, accepted);
                 result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
             }
             Err(e @ CallError::Unreachable(_)) => Err(RPCError::Unreachable(Unreachable::new(&e))),

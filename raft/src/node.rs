@@ -64,6 +64,8 @@ pub struct RaftNode {
     pub(crate) read_indexes: crate::read_index::ReadIndexQueue,
     /// Which voters answered this member lately (`reach`).
     pub(crate) reach: Arc<crate::reach::Reach>,
+    /// What every member that may be answering heard of (`watermark`).
+    pub(crate) watermark: Arc<crate::watermark::Watermark>,
 }
 
 impl RaftNode {
@@ -84,7 +86,9 @@ impl RaftNode {
         let log = LogStore::new(engine.clone());
         let committed = log.committed_cell();
         let log_volume = log.volume();
-        let links = SmLinks::new(opts.cluster_secret.as_deref());
+        let watermark = Arc::new(crate::watermark::Watermark::new(Duration::from_millis(opts.election_timeout_min_ms)));
+        let mut links = SmLinks::new(opts.cluster_secret.as_deref());
+        links.watermark = watermark.clone();
         let (sm_stats, digests) = (links.stats.clone(), links.digests.clone());
         let sm = StateMachine::new(engine.clone(), app.clone(), links)?;
         let sm_shared = sm.shared();
@@ -94,6 +98,8 @@ impl RaftNode {
         let network = Network {
             client: client.clone(),
             freshness: freshness.clone(),
+            watermark: watermark.clone(),
+            committed: committed.clone(),
             contact: contact.clone(),
             reach: reach.clone(),
             behind_pause: Duration::from_millis(2 * opts.election_timeout_max_ms),
@@ -123,7 +129,9 @@ impl RaftNode {
             forwards,
             read_indexes,
             reach,
+            watermark,
         });
+        node.watermark.set_enabled(node.cluster_version() >= crate::wire::WATERMARK_VERSION);
         node.spawn_membership_watch();
         node.spawn_forward_groups(forward_rx);
         node.spawn_read_index_rounds(read_index_rx);
@@ -402,7 +410,7 @@ impl RaftNode {
     /// once the node has gone [`Self::silence_limit`] without word from a leader: committed
     /// entries it has heard of may never reach it across a cut made meanwhile, and waiting out
     /// the caller's whole limit kept a cut-off member from answering for seconds.
-    async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
+    pub(crate) async fn wait_applied_while_heard(&self, index: u64, deadline: Instant) -> Result<(), ProposeError> {
         if self.applied_index() >= index {
             return Ok(());
         }

@@ -22,8 +22,8 @@ use crate::consistency::{
 use crate::options::CHECK_MAX_WAIT;
 use crate::types::TypeConfig;
 use crate::wire::{
-    LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, PATH_APPEND, PATH_APPEND_STAMPED,
-    PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE,
+    LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, WatermarkedAppend, PATH_APPEND,
+    PATH_APPEND_STAMPED, PATH_APPEND_WATERMARKED, PATH_LEADER, PATH_SNAPSHOT, PATH_VOTE,
 };
 use crate::{ConsistencyReport, ProposeError, RaftNode};
 
@@ -47,6 +47,7 @@ impl RaftNode {
         Router::new()
             .route(PATH_APPEND, post(append))
             .route(PATH_APPEND_STAMPED, post(append_stamped))
+            .route(PATH_APPEND_WATERMARKED, post(append_watermarked))
             .route(PATH_VOTE, post(vote))
             .route(PATH_SNAPSHOT, post(snapshot))
             .route(PATH_LEADER, post(leader))
@@ -103,6 +104,23 @@ async fn append_stamped(State(node): State<Arc<RaftNode>>, body: Bytes) -> Respo
     let result = node.raft.append_entries(rpc).await;
     if matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
         node.freshness.heard(echo, commit);
+        node.contact.appended();
+    }
+    reply(&StampedReply { stamp: node.freshness.stamp(), result })
+}
+
+/// A stamped append with the leader's watermark (`watermark`).
+async fn append_watermarked(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    let WatermarkedAppend { echo, watermark, rpc } = match decode::<WatermarkedAppend>(&body) {
+        Ok(req) => req,
+        Err(resp) => return resp,
+    };
+    let commit = rpc.leader_commit.map_or(0, |l| l.index);
+    let term = rpc.vote.leader_id().term;
+    let result = node.raft.append_entries(rpc).await;
+    if matches!(&result, Ok(r) if !matches!(r, AppendEntriesResponse::HigherVote(_))) {
+        node.freshness.heard(echo, commit);
+        node.watermark.heard(term, echo, node.freshness.epoch(), watermark);
         node.contact.appended();
     }
     reply(&StampedReply { stamp: node.freshness.stamp(), result })

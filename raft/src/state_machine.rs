@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use idnode_storage::Engine;
 use openraft::storage::RaftStateMachine;
@@ -21,6 +21,7 @@ use crate::schema::{
 };
 use crate::snapshot::{snapshot_dir, unix_now, SnapshotBuilder, SnapshotKey, SnapshotRecord};
 use crate::types::{Entry, LogId, Membership, Proposal, Reply, Request, SnapshotMeta, StorageError, TypeConfig};
+use crate::watermark::Watermark;
 use crate::StateApp;
 
 /// Observations the metrics collector reads at scrape time.
@@ -55,6 +56,8 @@ pub struct SmLinks {
     pub digests: Arc<Digests>,
     /// Seals snapshots that leave for a peer.
     pub snapshot_key: Arc<SnapshotKey>,
+    /// Told of every applied entry that may refuse a credential (`watermark`).
+    pub watermark: Arc<Watermark>,
 }
 
 impl SmLinks {
@@ -64,6 +67,7 @@ impl SmLinks {
             stats: Arc::new(SmStats::default()),
             digests: Arc::new(Digests::default()),
             snapshot_key: Arc::new(SnapshotKey::from_secret(cluster_secret)),
+            watermark: Arc::new(Watermark::new(Duration::ZERO)),
         }
     }
 }
@@ -83,6 +87,7 @@ pub struct SmShared {
     pub(crate) stats: Arc<SmStats>,
     digests: Arc<Digests>,
     pub(crate) snapshot_key: Arc<SnapshotKey>,
+    pub(crate) watermark: Arc<Watermark>,
     /// Where the dedup table's pruning starts scanning (see `dedup::PruneFloor`).
     pub(crate) dedup_floor: dedup::PruneFloor,
 }
@@ -229,6 +234,10 @@ impl SmShared {
         if let Some(done) = dedup::lookup(&self.engine, batch, &p.request_id).map_err(|e| fail(e.to_string()))? {
             return Ok(Reply(done.reply));
         }
+        // Before any of its writes land: a reader that sees them sees this too.
+        if self.app.revokes(&p.payload) {
+            self.watermark.revoking(log_id.index);
+        }
         // An Err here is a command this node cannot apply: stopping is the only safe answer,
         // skipping it would let replicas diverge.
         let out = self.app.apply(&self.engine, batch, log_id.index, &p.payload).map_err(fail)?;
@@ -285,10 +294,23 @@ impl StateMachine {
             stats: links.stats,
             digests: links.digests,
             snapshot_key: links.snapshot_key,
+            watermark: links.watermark,
             dedup_floor: dedup::PruneFloor::default(),
         };
         shared.recover_snapshots()?;
         shared.engine.track_digests(&shared.snapshot_cfs);
+        // What this member applied before it started is unknown to the watermark: count all of
+        // it as possibly refusing, so nothing is shown before the leader's watermark covers it.
+        let applied: Option<LogId> = shared
+            .engine
+            .read()
+            .get_t::<Option<LogId>>(CF_META, KEY_APPLIED)
+            .map_err(|e| StorageIOError::read_state_machine(any(e)))?
+            .flatten();
+        if let Some(a) = applied {
+            shared.watermark.revoking(a.index);
+            shared.watermark.applied(a.leader_id.term, a.index);
+        }
         Ok(StateMachine { shared: Arc::new(shared) })
     }
 
@@ -353,10 +375,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 shared.digests.capture(log_id.index, shared.engine.clone(), shared.snapshot_cfs.clone(), version).await;
             }
             replies.push(reply);
-            last = Some(log_id.index);
+            last = Some(log_id);
         }
         drop(_guard);
-        if let Some(index) = last {
+        if let Some(log_id) = last {
+            let index = log_id.index;
+            shared.watermark.applied(log_id.leader_id.term, index);
             shared.app.applied(index);
             shared.stats.apply_seconds.observe(started.elapsed().as_secs_f64());
         }
@@ -404,6 +428,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             key_check: shared.snapshot_key.check(),
         };
         let guard = self.shared.apply_lock.clone().lock_owned().await;
+        // Anything in the snapshot may refuse a credential: shown only once the watermark passes it.
+        if let Some(last) = meta.last_log_id {
+            self.shared.watermark.revoking(last.index);
+            self.shared.watermark.applied(last.leader_id.term, last.index);
+        }
         let installed = tokio::task::spawn_blocking(move || -> Result<SnapshotRecord, StorageError> {
             let _guard = guard;
             let dir = snapshot_dir(&shared.engine);

@@ -156,6 +156,7 @@ impl RaftNode {
             loop {
                 tokio::time::sleep(CHECK_EVERY).await;
                 let Some(node) = weak.upgrade() else { return };
+                node.watermark.set_enabled(node.cluster_version() >= crate::wire::WATERMARK_VERSION);
                 // Below the cluster's version nothing can be raised: no call to the members.
                 if node.is_leader() && node.cluster_version() < node.app.command_version() {
                     if let Err(e) = node.raise_cluster_version().await {

@@ -15,6 +15,19 @@ pub struct StampedAppend {
     pub rpc: AppendEntriesRequest<TypeConfig>,
 }
 
+/// A stamped append that also carries the leader's watermark (`watermark`); sent only once
+/// the cluster version is at least [`WATERMARK_VERSION`] (an older member would not decode
+/// it). Answered with a [`StampedReply`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WatermarkedAppend {
+    pub echo: Option<Stamp>,
+    pub watermark: Option<u64>,
+    pub rpc: AppendEntriesRequest<TypeConfig>,
+}
+
+/// The cluster version from which members answer credential checks by the watermark.
+pub const WATERMARK_VERSION: u32 = 14;
+
 /// An append's answer with the replier's clock.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct StampedReply {
@@ -25,6 +38,8 @@ pub struct StampedReply {
 pub const PATH_APPEND: &str = "/raft/append";
 /// Appends with the freshness stamps (see `freshness`); `PATH_APPEND` stays for older peers.
 pub const PATH_APPEND_STAMPED: &str = "/raft/append-stamped";
+/// Appends with the stamps and the watermark (`watermark`).
+pub const PATH_APPEND_WATERMARKED: &str = "/raft/append-watermarked";
 pub const PATH_VOTE: &str = "/raft/vote";
 pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
 pub const PATH_LEADER: &str = "/raft/leader";

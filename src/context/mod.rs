@@ -95,13 +95,22 @@ impl Core {
     /// missed entries (cut off, paused, just restarted) catches up with the leader first, or
     /// answers 503 rather than from the past (see `RaftNode::ensure_fresh`).
     pub async fn ensure_fresh(&self) -> ApiResult<()> {
-        self.raft.ensure_fresh(FRESHNESS_WAIT).await.map_err(|e| {
-            tracing::warn!(error = %e, "cannot catch up with the leader before checking a credential");
-            ApiError::unavailable(
-                "This node may have missed recent changes and cannot reach the cluster's leader to catch up. Try \
-                 again, or use another node.",
-            )
-        })
+        self.raft.ensure_fresh(FRESHNESS_WAIT).await.map_err(cannot_catch_up)?;
+        self.settle().await
+    }
+
+    /// The gate for a check whose refusals confirm themselves (a token that names state not
+    /// applied here is `Lagging` and takes a read barrier): a follower in contact with the
+    /// leader answers from its own state, with no round trip (`RaftNode::ensure_fresh_local`).
+    /// Call [`Self::settle`] once the answer is known, before sending it.
+    pub async fn ensure_fresh_local(&self) -> ApiResult<()> {
+        self.raft.ensure_fresh_local(FRESHNESS_WAIT).await.map_err(cannot_catch_up)
+    }
+
+    /// Holds an answer until every member that may be answering holds what it may show
+    /// (`RaftNode::settle`): free unless a revocation is on its way.
+    pub async fn settle(&self) -> ApiResult<()> {
+        self.raft.settle(FRESHNESS_WAIT).await.map_err(cannot_catch_up)
     }
 
     /// Hashes a password off the async runtime.
@@ -120,3 +129,11 @@ const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 
 /// How long a revocation waits for the other members to apply it before it answers.
 const REVOKE_ACK_WAIT: Duration = Duration::from_secs(2);
+
+fn cannot_catch_up(e: idnode_raft::ProposeError) -> ApiError {
+    tracing::warn!(error = %e, "cannot catch up with the leader before checking a credential");
+    ApiError::unavailable(
+        "This node may have missed recent changes and cannot reach the cluster's leader to catch up. Try again, or \
+         use another node.",
+    )
+}

@@ -100,7 +100,10 @@ pub async fn introspect(
     }
     provider.limit_client(&client.client_id)?;
     let token = form.require("token")?;
-    node.ensure_fresh().await?;
+    // Every write an answer here depends on is acknowledged only once the watermark passed
+    // it (keys, clients, refresh rotations, revocations all count as revoking), so a follower
+    // in contact answers from its own state.
+    node.ensure_fresh_local().await?;
     let refresh_first = form.get("token_type_hint") == Some("refresh_token");
     let mut found = None;
     for kind in if refresh_first { ["refresh", "access"] } else { ["access", "refresh"] } {
@@ -113,6 +116,7 @@ pub async fn introspect(
         }
     }
     let result = if found.is_some() { "active" } else { "inactive" };
+    node.settle().await?;
     provider.metrics.introspections.get_or_create(&labels(&[("result", result)])).inc();
     Ok(json_no_store(found.unwrap_or_else(|| json!({"active": false}))))
 }

@@ -120,9 +120,6 @@ impl From<idnode_storage::StorageError> for TokenError {
     }
 }
 
-/// How long after issue a token may still be ahead of a node's applied state.
-const LAG_WINDOW_MICROS: i64 = 60_000_000;
-
 /// Byte budgets of the per-node token caches. A validated token carries its user, projects and
 /// roles (free-form attributes up to 64 KiB each), a body its catalog: counted in entries
 /// alone, 100,000 of them could hold gigabytes. 16 MiB each holds some 4,000 bodies with a
@@ -197,7 +194,14 @@ impl Tokens {
 
     /// Validates a token: 404 when it is not (or no longer) valid.
     pub async fn validate_token(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
-        self.ensure_fresh().await?;
+        self.ensure_fresh_local().await?;
+        let answer = self.validated(token, allow_expired).await;
+        self.settle().await?;
+        answer
+    }
+
+    /// [`Self::validate_token`] once the node may answer.
+    async fn validated(&self, token: &str, allow_expired: bool) -> ApiResult<Arc<ValidToken>> {
         let applied = self.app.state_version();
         let vt = match self.token_cache.get(&token.to_string(), applied) {
             Some(vt) => vt,
@@ -282,9 +286,11 @@ impl Tokens {
                 super::keystone::payload(&self.engine.read(), token)?.ok_or(TokenError::Invalid("does not open"))?
             }
         };
-        // Only a recently issued token can name state that is still on its way to this node.
-        let recent = now_micros() - payload.issued_at < LAG_WINDOW_MICROS;
-        let missing = |why| if recent { TokenError::Lagging(why) } else { TokenError::Invalid(why) };
+        // State a token names may still be on its way here: a follower answers from its own
+        // state, and what only adds (a grant, a project) is acknowledged before every member
+        // applied it. Such a refusal is confirmed after a read barrier (`validate_token`),
+        // however old the token: a grant removed and given again makes an old token good again.
+        let missing = TokenError::Lagging;
         let view = self.engine.snapshot();
         for audit in payload.audit_id_strings() {
             if view.audit_id_revoked(&audit)? {

@@ -8,3 +8,4 @@ mod conformance;
 mod harness;
 mod snapshot_stream;
 mod upgrade;
+mod watermark;

@@ -25,6 +25,7 @@ mod password;
 mod providers;
 mod resource;
 mod restrictions;
+mod revokes;
 mod role;
 mod scim;
 mod scim_ownership;
@@ -63,10 +64,14 @@ use fatal::Fatal;
 /// key rotation rotates out imported Keystone keys ([`KEYSTONE_KEYS_ROTATE_VERSION`]).
 /// Version 13 adds no command: consistency checks compare running digests
 /// (`idnode_raft::RUNNING_DIGEST_VERSION`), which earlier binaries do not compute.
-pub const COMMAND_VERSION: u32 = 13;
+/// Version 14 adds no command: appends carry the watermark by which followers answer
+/// credential checks without a read index (`idnode_raft::WATERMARK_VERSION`), on a peer route
+/// earlier binaries do not serve.
+pub const COMMAND_VERSION: u32 = 14;
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::RUNNING_DIGEST_VERSION);
+const _: () = assert!(COMMAND_VERSION >= idnode_raft::WATERMARK_VERSION);
 const _: () = assert!(COMMAND_VERSION >= KEYSTONE_KEYS_ROTATE_VERSION);
 
 /// The identity state machine as the raft crate sees it.
@@ -255,6 +260,11 @@ impl StateApp for IdentityApp {
 
     fn command_version(&self) -> u32 {
         COMMAND_VERSION
+    }
+
+    /// A payload that does not decode counts as revoking (it would stop the node anyway).
+    fn revokes(&self, payload: &[u8]) -> bool {
+        postcard::from_bytes::<Command>(payload).map_or(true, |cmd| revokes::revokes(&cmd))
     }
 
     fn applied(&self, index: u64) {
