@@ -419,7 +419,10 @@ impl RaftNode {
 
     /// Runs `work` unless this node is cut off first (`cut_off`; then `NoLeader`: the caller
     /// answers 503 rather than wait out its whole limit).
-    async fn while_heard<T>(&self, work: impl Future<Output = Result<T, ProposeError>>) -> Result<T, ProposeError> {
+    pub(crate) async fn while_heard<T>(
+        &self,
+        work: impl Future<Output = Result<T, ProposeError>>,
+    ) -> Result<T, ProposeError> {
         if self.cut_off() {
             return Err(ProposeError::NoLeader);
         }

@@ -46,8 +46,8 @@ use crate::freshness::Stamp;
 struct Known {
     term: u64,
     watermark: u64,
-    /// The echoed stamp's micros (this process's clock, `Freshness::stamp`).
-    echo_micros: u64,
+    /// The latest echoed stamp's micros (this process's clock, `Freshness::stamp`), if any.
+    echo_micros: Option<u64>,
 }
 
 /// The leader's view of one member.
@@ -180,16 +180,19 @@ impl Watermark {
 
     // ---- follower side ----
 
-    /// Follower: an accepted append of `term` echoed `echo` and carried `watermark`.
+    /// Follower: an accepted append of `term` echoed `echo` and carried `watermark`. The
+    /// watermark counts whatever the echo: it says what the members heard. Only an echo of
+    /// this process's clock makes the record one to answer by (`follower_watermark`).
     pub fn heard(&self, term: u64, echo: Option<Stamp>, own_epoch: u64, watermark: Option<u64>) {
-        let (Some(echo), Some(w)) = (echo.filter(|e| e.epoch == own_epoch), watermark) else { return };
+        let Some(w) = watermark else { return };
+        let echo = echo.filter(|e| e.epoch == own_epoch).map(|e| e.micros);
         let mut k = lock(&self.known);
         let next = match *k {
             Some(old) if old.term == term => {
-                Known { term, watermark: old.watermark.max(w), echo_micros: old.echo_micros.max(echo.micros) }
+                Known { term, watermark: old.watermark.max(w), echo_micros: old.echo_micros.max(echo) }
             }
             Some(old) if old.term > term => return,
-            _ => Known { term, watermark: w, echo_micros: echo.micros },
+            _ => Known { term, watermark: w, echo_micros: echo },
         };
         let moved = *k != Some(next);
         *k = Some(next);
@@ -203,7 +206,7 @@ impl Watermark {
     /// than the window old (`now_micros` on the same clock); else `None`.
     pub fn follower_watermark(&self, term: u64, now_micros: u64) -> Option<u64> {
         let k = (*lock(&self.known))?;
-        let recent = now_micros.saturating_sub(k.echo_micros) < self.window.as_micros() as u64;
+        let recent = k.echo_micros.is_some_and(|e| now_micros.saturating_sub(e) < self.window.as_micros() as u64);
         (k.term == term && recent).then_some(k.watermark)
     }
 
@@ -297,6 +300,9 @@ mod tests {
         assert_eq!(w.follower_watermark(4, 1_000), None, "no watermark published");
         w.heard(4, stamp(1_000), epoch + 1, Some(9));
         assert_eq!(w.follower_watermark(4, 1_000), None, "an echo from another life of this process");
+        assert_eq!(w.known_in(4), Some(9), "what the members heard counts all the same");
+        w.heard(4, None, epoch, Some(9));
+        assert_eq!(w.follower_watermark(4, 1_000), None, "no echo yet");
         w.heard(4, stamp(1_000), epoch, Some(9));
         assert_eq!(w.follower_watermark(4, 50_000), Some(9));
         assert_eq!(w.follower_watermark(4, 1_000 + 100_000), None, "the echo is a window old");

@@ -70,16 +70,21 @@ impl RaftNode {
             return Ok(());
         }
         let deadline = Instant::now() + limit;
-        loop {
-            let moved = self.watermark.moved();
-            if covered() {
-                return Ok(());
+        // A member cut off from the leader gives up as its checks do (503 within the election
+        // timeout, not at the end of `limit`): the watermark may never reach it there.
+        self.while_heard(async {
+            loop {
+                let moved = self.watermark.moved();
+                if covered() {
+                    return Ok(());
+                }
+                if Instant::now() >= deadline {
+                    return Err(ProposeError::Timeout);
+                }
+                let _ = tokio::time::timeout_at(deadline.min(Instant::now() + RECHECK), moved).await;
             }
-            if Instant::now() >= deadline {
-                return Err(ProposeError::Timeout);
-            }
-            let _ = tokio::time::timeout_at(deadline.min(Instant::now() + RECHECK), moved).await;
-        }
+        })
+        .await
     }
 
     /// Leader: waits until the watermark reached `index` (an entry that refuses credentials
