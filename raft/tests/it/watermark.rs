@@ -78,11 +78,9 @@ async fn a_member_that_stops_is_left_behind_within_the_bound() {
     let gone = nodes.remove(pos);
     let _seat = gone.stop().await;
     // The stopped member may have been answering until its lease ran out: the write waits for
-    // that (twice the freshness window), not for the forward timeout.
-    let started = Instant::now();
+    // that (twice the freshness window). Were it held back for good, the leader would give up
+    // at the forward timeout and the proposal would fail here, whatever the host's speed.
     nodes[0].node.propose(put("after", "stop")).await.unwrap();
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(5), "acknowledged after {took:?}");
     for n in &nodes {
         n.node.ensure_fresh_local(LIMIT).await.unwrap();
         n.node.settle(LIMIT).await.unwrap();
