@@ -380,6 +380,14 @@ pub struct Cluster {
     env: Vec<(String, String)>,
 }
 
+/// The idnode binary the clusters run: `IDNODE_IT_BIN` when set (a copy kept apart, so an hours-long
+/// campaign is not cut by a rebuild of `target/debug/idnode` beside it), else the one cargo built.
+fn node_binary() -> PathBuf {
+    std::env::var_os("IDNODE_IT_BIN")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_idnode")), PathBuf::from)
+}
+
 impl Cluster {
     /// Spawns `n` nodes (ids 1..=n) and waits until every one answers `/ready` with 200.
     pub async fn start(n: usize) -> Cluster {
@@ -571,7 +579,7 @@ impl Cluster {
             admin_password: format!("it-admin-pw-{}", random_hex(12)),
             initial_cluster,
             http: Http::default(),
-            bin: PathBuf::from(env!("CARGO_BIN_EXE_idnode")),
+            bin: node_binary(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         }
     }
