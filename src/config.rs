@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
+pub mod log;
 pub mod settings;
 
 pub use settings::Settings;
@@ -108,6 +109,11 @@ pub struct Config {
     pub federation: FederationSettings,
     /// `[assignment] driver` and `[openfga]`: where role assignments live.
     pub assignment: crate::openfga::settings::AssignmentDriver,
+    /// `[log]`: the log's format and the access log.
+    pub log: log::LogSettings,
+    /// Environment variables read as settings of nothing, to log once the log is up (the log's
+    /// own shape is a setting, so it starts after the configuration is read).
+    pub warnings: Vec<String>,
 }
 
 /// `[federation]`: the requests the node makes to registered identity providers, Kubernetes
@@ -510,13 +516,13 @@ impl Config {
                 s.has_section("openfga"),
                 |f| std::fs::read_to_string(f),
             )?,
+            log: log::LogSettings::from_settings(s)?,
+            warnings: Vec::new(),
         };
         cfg.passkey =
             crate::passkey::settings::PasskeySettings::from_section(|k| s.get("passkey", k), &cfg.public_base())?;
         cfg.validate()?;
-        for warning in s.refuse_unknown()? {
-            tracing::warn!("{warning}");
-        }
+        cfg.warnings = s.refuse_unknown()?;
         Ok(cfg)
     }
 

@@ -65,23 +65,39 @@ fn load_config(cli_path: Option<PathBuf>, args: &NodeArgs) -> anyhow::Result<Con
     Config::from_settings(&settings)
 }
 
+/// The configuration read before the log started (every command that needs one has one).
+fn configured(config: Option<Config>) -> anyhow::Result<Config> {
+    config.ok_or_else(|| anyhow::anyhow!("no configuration was read"))
+}
+
 fn main() -> std::process::ExitCode {
     serve::allocator::tune();
     idnode_keys::install_jwt_backend();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IDNODE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Cmd::Serve(NodeArgs::default()));
+    // A node's settings choose its log's shape, so they are read before the log starts.
+    let config = match &command {
+        Cmd::Serve(args) | Cmd::Bootstrap(args) | Cmd::Restore { node: args, .. } => {
+            match load_config(cli.config.clone(), args) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("idnode: {e:#}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => None,
+    };
+    let log = serve::logging::init(config.as_ref().map(|c| c.log.format).unwrap_or_default());
+    for warning in config.iter().flat_map(|c| &c.warnings) {
+        tracing::warn!("{warning}");
+    }
     let result =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from).and_then(|rt| {
             rt.block_on(async move {
-                match cli.command.unwrap_or(Cmd::Serve(NodeArgs::default())) {
-                    Cmd::Serve(args) => serve::startup::serve(load_config(cli.config, &args)?).await,
-                    Cmd::Bootstrap(args) => serve::startup::bootstrap_only(load_config(cli.config, &args)?).await,
+                match command {
+                    Cmd::Serve(_) => serve::startup::serve(configured(config)?).await,
+                    Cmd::Bootstrap(_) => serve::startup::bootstrap_only(configured(config)?).await,
                     Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
                     Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
                         oauth2::rotate_cli::run(&domain, &url, &tls).await
@@ -89,10 +105,12 @@ fn main() -> std::process::ExitCode {
                     Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
                     Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
                     Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
-                    Cmd::Restore { from, node } => backup_cli::restore(&from, &load_config(cli.config, &node)?),
+                    Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
                 }
             })
         });
+    // Written out before the error line, so that line is the last the process prints.
+    drop(log);
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

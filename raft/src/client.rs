@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::HeaderValue;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -101,9 +102,13 @@ impl PeerClient {
     ) -> Result<Resp, CallError> {
         let body = postcard::to_allocvec(req).map_err(|e| CallError::Failed(e.to_string()))?;
         let signed = self.cred.sign("POST", path, &body, to, crate::auth::now_s());
-        let resp = self
-            .http
-            .post(format!("{}://{addr}{path}", self.scheme))
+        let mut post = self.http.post(format!("{}://{addr}{path}", self.scheme));
+        // The API requests this call works for, for the receiver's log (never authenticated:
+        // a log field, not an input).
+        if let Some(tag) = crate::request_tag::current().and_then(|t| HeaderValue::from_str(&t).ok()) {
+            post = post.header(crate::request_tag::HEADER, tag);
+        }
+        let resp = post
             .header(HEADER, signed)
             .header("content-type", "application/octet-stream")
             .timeout(timeout)

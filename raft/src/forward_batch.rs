@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
 
 use crate::batcher::gather;
+use crate::request_tag;
 use crate::types::{Proposal, BATCH_VERSION};
 use crate::wire::{LeaderReply, LeaderRequest};
 use crate::{ProposeError, RaftNode};
@@ -22,6 +23,8 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(crate) struct Waiting {
     proposal: Proposal,
+    /// The API request it serves (`request_tag`), named to the leader.
+    tag: Option<Arc<str>>,
     deadline: Instant,
     reply: oneshot::Sender<Result<LeaderReply, ProposeError>>,
 }
@@ -45,7 +48,8 @@ impl RaftNode {
             return self.leader_call(LeaderRequest::Propose(p), deadline).await;
         }
         let (reply, rx) = oneshot::channel();
-        if let Err(mpsc::error::SendError(w)) = self.forwards.tx.send(Waiting { proposal: p, deadline, reply }) {
+        let tag = request_tag::current();
+        if let Err(mpsc::error::SendError(w)) = self.forwards.tx.send(Waiting { proposal: p, tag, deadline, reply }) {
             return self.leader_call(LeaderRequest::Propose(w.proposal), deadline).await;
         }
         rx.await.unwrap_or(Err(ProposeError::Timeout))
@@ -72,16 +76,17 @@ impl RaftNode {
     async fn forward_group(&self, group: Vec<Waiting>) {
         if group.len() == 1 || self.cluster_version() < BATCH_VERSION {
             join_all(group.into_iter().map(|w| async move {
-                let r = self.leader_call(LeaderRequest::Propose(w.proposal), w.deadline).await;
-                let _ = w.reply.send(r);
+                let call = self.leader_call(LeaderRequest::Propose(w.proposal), w.deadline);
+                let _ = w.reply.send(request_tag::within(w.tag, call).await);
             }))
             .await;
             return;
         }
         let deadline = group.iter().map(|w| w.deadline).min().unwrap_or_else(Instant::now);
+        let tag = request_tag::joined(group.iter().map(|w| &w.tag));
         let (proposals, replies): (Vec<Proposal>, Vec<_>) = group.into_iter().map(|w| (w.proposal, w.reply)).unzip();
         let count = proposals.len();
-        match self.leader_call(LeaderRequest::ProposeMany(proposals), deadline).await {
+        match request_tag::within(tag, self.leader_call(LeaderRequest::ProposeMany(proposals), deadline)).await {
             Ok(LeaderReply::WrittenMany(outcomes)) if outcomes.len() == count => {
                 for (tx, outcome) in replies.into_iter().zip(outcomes) {
                     let _ = tx.send(match outcome {

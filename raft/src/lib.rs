@@ -30,6 +30,7 @@ mod peer_api;
 mod reach;
 mod read_index;
 mod recent_log;
+pub mod request_tag;
 mod schema;
 mod snapshot;
 mod snapshot_policy;

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::admin::{AdminRequest, AppliedRequest, PATH_ADMIN, PATH_APPLIED, PATH_STATUS};
 use crate::auth;
@@ -20,6 +21,7 @@ use crate::consistency::{
     PATH_DIGEST_FAMILIES, PATH_VERDICT,
 };
 use crate::options::CHECK_MAX_WAIT;
+use crate::request_tag;
 use crate::types::TypeConfig;
 use crate::wire::{
     LeaderError, LeaderRequest, LeaderResult, StampedAppend, StampedReply, WatermarkedAppend, PATH_APPEND,
@@ -153,19 +155,30 @@ async fn snapshot(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
     }
 }
 
-async fn leader(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+async fn leader(State(node): State<Arc<RaftNode>>, headers: HeaderMap, body: Bytes) -> Response {
     let req = match decode::<LeaderRequest>(&body) {
         Ok(req) => req,
         Err(resp) => return resp,
     };
-    let result: LeaderResult = if node.is_leader() {
-        match tokio::time::timeout(node.opts.forward_timeout, node.execute(req)).await {
-            Ok(r) => r,
-            Err(_) => Err(LeaderError::Unavailable("leader timed out".into())),
+    // The API requests the follower took, so this member's lines about them name the same ids.
+    let tag = headers.get(request_tag::HEADER).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let span = tracing::info_span!("forwarded", request_id = tag.as_deref().unwrap_or(""));
+    let run = async {
+        let result: LeaderResult = if node.is_leader() {
+            match tokio::time::timeout(node.opts.forward_timeout, node.execute(req)).await {
+                Ok(r) => r,
+                Err(_) => Err(LeaderError::Unavailable("leader timed out".into())),
+            }
+        } else {
+            Err(LeaderError::NotLeader(node.leader_id()))
+        };
+        match &result {
+            Ok(_) => tracing::debug!("forwarded work done"),
+            Err(e) => tracing::debug!(error = ?e, "forwarded work not done"),
         }
-    } else {
-        Err(LeaderError::NotLeader(node.leader_id()))
+        result
     };
+    let result = request_tag::within(tag, run).instrument(span).await;
     reply(&result)
 }
 

@@ -136,6 +136,10 @@ pub struct Event {
     pub observer: Resource,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// The API request that caused it (`X-OpenStack-Request-Id`), under Keystone's key for it
+    /// in its CADF notifications; background jobs' events have none.
+    #[serde(rename = "request_id", default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl Event {
@@ -151,6 +155,7 @@ impl Event {
             target,
             observer: Resource::new(TYPE_SERVICE, ""),
             attachments: Vec::new(),
+            request_id: crate::http::request_id::current().map(|id| id.to_string()),
         }
     }
 
@@ -314,6 +319,26 @@ mod tests {
         assert_no_secret_fields(&v);
         let back: Event = serde_json::from_value(v).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[tokio::test]
+    async fn an_event_names_the_request_that_caused_it() {
+        let write = || {
+            scim_write(&ScimWrite {
+                action: Action::Create,
+                kind: ScimKind::User,
+                resource_id: "u1",
+                realm_provider_id: "p",
+                external_id: None,
+                initiator: ScimInitiator::ApiKey("k"),
+                outcome: Outcome::Success,
+            })
+        };
+        let id = "req-3fa2b6c4-1d2e-4f50-9a8b-0c1d2e3f4a5b";
+        let e = idnode_raft::request_tag::scope(id.into(), async { write() }).await;
+        assert_eq!(serde_json::to_value(&e).unwrap()["request_id"], id);
+        // A background job's event names no request.
+        assert!(serde_json::to_value(write()).unwrap().get("request_id").is_none());
     }
 
     #[test]

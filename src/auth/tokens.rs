@@ -280,6 +280,7 @@ async fn respond_with(
         }
     })?;
     node.metrics.tokens_issued.get_or_create(&labels(&[("scope", scope_label(&vt.payload.scope))])).inc();
+    crate::http::access::note_subject(&vt.user.id, vt.project.as_ref().map(|p| p.id.as_str()));
     token_response(node, status, &token, &vt, nocatalog)
 }
 

@@ -218,6 +218,7 @@ const SECTIONS: &[&str] = &[
     "unified_limit",
     "totp",
     "receipt",
+    "log",
 ];
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! TLS and the OpenAPI building blocks. It imports no feature; the router that assembles the
 //! features is in `serve`.
 
+pub mod access;
 pub mod body;
 pub mod cache_metrics;
 pub mod client_ip;
@@ -18,6 +19,7 @@ pub mod openapi;
 pub mod pages;
 pub mod peer_gate;
 pub mod ratelimit;
+pub mod request_id;
 pub mod tls;
 pub mod wrappers;
 

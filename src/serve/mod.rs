@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod discovery;
 pub mod engine;
+pub mod logging;
 pub mod node;
 pub mod openapi;
 pub mod ops;

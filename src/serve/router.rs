@@ -15,6 +15,7 @@ use utoipa_axum::routes;
 
 use super::discovery;
 use super::openapi::{self, ApiDoc, SpecJson};
+use crate::http::access::Route;
 use crate::http::client_ip;
 use crate::http::metrics::labels;
 use crate::http::ratelimit::Class;
@@ -186,13 +187,15 @@ async fn method_not_allowed(uri: axum::http::Uri) -> Response {
     fallback(&uri, axum::http::StatusCode::METHOD_NOT_ALLOWED, "The method is not allowed for the requested URL.")
 }
 
-/// Request metrics and an access log line (path only: tokens never travel in URLs here).
+/// Request metrics, and the route template left on the answer for the access line
+/// (`http::access`, the layer outside this router).
 async fn observe(State(node): State<Arc<Node>>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().to_string();
-    let route =
-        req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string()).unwrap_or_else(|| "unmatched".into());
-    let resp = next.run(req).await;
+    let matched = Route::of(&req);
+    let route = matched.0.to_string();
+    let mut resp = next.run(req).await;
+    resp.extensions_mut().insert(matched);
     let status = resp.status().as_u16().to_string();
     let l = labels(&[("method", &method), ("route", &route), ("status", &status)]);
     node.metrics.http_requests.get_or_create(&l).inc();
@@ -200,7 +203,6 @@ async fn observe(State(node): State<Arc<Node>>, req: Request, next: Next) -> Res
         .http_duration
         .get_or_create(&labels(&[("method", &method), ("route", &route)]))
         .observe(start.elapsed().as_secs_f64());
-    tracing::debug!(%method, %route, %status, elapsed_us = start.elapsed().as_micros() as u64, "request");
     resp
 }
 

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::context::Core;
+use crate::http::access::AccessLog;
 use crate::http::guard::{self, ListenerLimits};
 use crate::http::metrics::Metrics;
 use crate::http::peer_gate::{self, GatedListener, PeerConn, Strangers};
@@ -57,6 +58,7 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
         cfg.api_trusted_proxies.clone(),
     );
     let mut registry = Registry::default();
+    super::logging::register(&mut registry);
     let metrics = Metrics::new(&mut registry);
     crate::policy::global().metrics.register(&mut registry);
     raft.register_metrics(&mut registry);
@@ -149,8 +151,20 @@ impl Listening {
 }
 
 /// Serves `router` on `listener` within `limits` (request timeout, requests in flight).
-fn spawn_server(listener: Listening, router: axum::Router, limits: ListenerLimits, what: &'static str) {
+/// `access`: the request-id and access-log layer, outside the bounds so a timeout's 503 is
+/// named and logged too (the public API's; the ops listener answers probes and scrapes).
+fn spawn_server(
+    listener: Listening,
+    router: axum::Router,
+    limits: ListenerLimits,
+    access: Option<AccessLog>,
+    what: &'static str,
+) {
     let router = crate::http::guard::bounded(router, limits);
+    let router = match access {
+        Some(access) => access.wrap(router),
+        None => router,
+    };
     tokio::spawn(async move {
         let svc = router.into_make_service_with_connect_info::<SocketAddr>();
         let served = match listener {
@@ -206,9 +220,11 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     }
     let api = Listening::new(api, tls.api.as_ref(), None, "API");
     let api_limits = ListenerLimits::api(node.cfg.api_request_timeout_s, node.cfg.api_max_concurrent_requests);
-    spawn_server(api, super::router::api(node.clone()), api_limits, "API");
+    let access =
+        AccessLog { enabled: node.cfg.log.access, trusted_proxies: Arc::new(node.cfg.api_trusted_proxies.clone()) };
+    spawn_server(api, super::router::api(node.clone()), api_limits, Some(access), "API");
     let ops = Listening::new(ops, tls.api.as_ref(), None, "ops");
-    spawn_server(ops, super::ops::router(node.clone()), ListenerLimits::ops(), "ops");
+    spawn_server(ops, super::ops::router(node.clone()), ListenerLimits::ops(), None, "ops");
     tracing::info!(
         node_id = node.cfg.node_id,
         api = %node.cfg.listen,

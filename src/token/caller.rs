@@ -38,6 +38,7 @@ where
             // Keystone: tokens minted from signed requests serve other services, not this API.
             return Err(ApiError::forbidden("EC2 credential tokens cannot be used for authorization."));
         }
+        crate::http::access::note_subject(&vt.user.id, vt.project.as_ref().map(|p| p.id.as_str()));
         Ok(Caller(vt))
     }
 }

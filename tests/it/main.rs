@@ -32,6 +32,8 @@
 //! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
 //!   port do not stop token validation or writes anywhere, nor grow the member's memory;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
+//! * `request_logs`: request ids on answers and in every log line of a request, across
+//!   members; JSON logs; no secret in any line;
 //! * `s3tokens`: Swift's s3api and s3token middleware authenticate botocore-signed S3
 //!   requests through `/v3/s3tokens` (see `s3token_judge.py` next to this file);
 //! * `scim_clients`: SCIM v2 judged by scim2-tester and by scim2-client provisioning a directory
@@ -72,6 +74,7 @@ mod openstack_smoke;
 mod oslo_limit;
 mod peer_flood;
 mod plaintext_audit;
+mod request_logs;
 mod s3tokens;
 mod scim_clients;
 mod snapshot_consistency;
