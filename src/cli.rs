@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::Settings;
 
 #[derive(Parser, Debug)]
-#[command(name = "idnode", version, about = "Replicated identity service speaking the Keystone v3 API")]
+#[command(name = "idnode", version = crate::build_info::LONG_VERSION, about = "Replicated identity service speaking the Keystone v3 API")]
 pub struct Cli {
     /// INI configuration file (default: $IDNODE_CONFIG, else /etc/idnode/idnode.conf if present).
     #[arg(long, global = true)]

@@ -6,6 +6,7 @@ mod assignment;
 mod audit;
 mod auth;
 mod backup_cli;
+mod build_info;
 mod catalog;
 mod cli;
 mod clock;

@@ -86,6 +86,11 @@ impl Collector for RaftCollector {
             i64::from(node.app.command_version()),
         )?;
         gauge(&mut enc, "idnode_raft_apply_lag", "Committed minus applied", int(committed.saturating_sub(applied)))?;
+        if let Some(ms) = status.millis_since_quorum_ack.filter(|_| is_leader) {
+            let g = ConstGauge::new(ms as f64 / 1000.0);
+            let help = "On the leader: seconds since a quorum of the voters last acknowledged it";
+            g.encode(enc.encode_descriptor("idnode_raft_quorum_ack_age_seconds", help, None, g.metric_type())?)?;
+        }
         gauge(
             &mut enc,
             "idnode_raft_fresh",

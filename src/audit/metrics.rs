@@ -42,6 +42,8 @@ pub struct AuditMetrics {
     /// Events waiting in memory for the writer.
     pub queue_depth: Gauge,
     pub queue_capacity: Gauge,
+    /// `[audit] spool_max_bytes`, so an alert can compare the spool with it.
+    pub spool_capacity: Gauge,
     /// Bytes of spool segments on disk.
     pub spool_bytes: Gauge,
     /// Failed writes or syncs of the sink file.
@@ -67,6 +69,11 @@ impl AuditMetrics {
             "idnode_audit_spool_bytes",
             "Bytes of audit events spooled on disk",
             self.spool_bytes.clone(),
+        );
+        registry.register(
+            "idnode_audit_spool_capacity_bytes",
+            "Bytes the audit spool may hold on disk before events are dropped",
+            self.spool_capacity.clone(),
         );
         registry.register("idnode_audit_sink_errors", "Failed writes to the audit sink", self.sink_errors.clone());
         registry.register("idnode_audit_sink_up", "1 while the audit sink accepts writes", self.sink_up.clone());

@@ -69,6 +69,7 @@ impl Audit {
         let observer = Resource::node(cfg.node_id);
         let capacity = cfg.settings.queue_capacity;
         metrics.queue_capacity.set(capacity as i64);
+        metrics.spool_capacity.set(i64::try_from(cfg.settings.spool_max_bytes).unwrap_or(i64::MAX));
         let Some(file) = cfg.settings.file.clone() else {
             tracing::warn!("[audit] file is not set: audit events are counted (idnode_audit_dropped) and discarded");
             return Ok(Audit {

@@ -23,6 +23,17 @@ pub struct Version {
     links: Vec<VersionLink>,
     #[schema(rename = "media-types")]
     media_types: Vec<MediaType>,
+    /// The build serving it (an idnode extension; Keystone's clients ignore it).
+    build: BuildInfo,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct BuildInfo {
+    #[schema(example = "0.1.0")]
+    version: String,
+    /// The git commit the binary was built from, or `unknown`.
+    commit: String,
 }
 
 #[derive(ToSchema)]
@@ -65,6 +76,7 @@ fn version(base: &str, id: &str, path: &str, status: &str) -> Value {
         "updated": "2024-10-01T00:00:00Z",
         "links": [{"rel": "self", "href": format!("{base}/{path}/")}],
         "media-types": [{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}],
+        "build": {"version": crate::build_info::VERSION, "commit": crate::build_info::COMMIT},
     })
 }
 

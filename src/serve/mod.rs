@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod discovery;
 pub mod engine;
+pub mod host_metrics;
 pub mod logging;
 pub mod node;
 pub mod openapi;

@@ -59,6 +59,8 @@ pub(crate) async fn open(cfg: Config) -> anyhow::Result<Arc<Node>> {
     );
     let mut registry = Registry::default();
     super::logging::register(&mut registry);
+    crate::build_info::register(&mut registry);
+    super::host_metrics::register(&mut registry, &cfg);
     let metrics = Metrics::new(&mut registry);
     crate::policy::global().metrics.register(&mut registry);
     raft.register_metrics(&mut registry);

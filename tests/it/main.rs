@@ -20,6 +20,8 @@
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
 //! * `kubernetes`: the Kubernetes example's manifests validate strictly (kubernetes-validate),
 //!   and a node in a pod's environment ignores the Service link variables;
+//! * `monitoring`: the example's alert rules under `promtool check rules` and `promtool test
+//!   rules` on series scraped from a real cluster with a killed member; the dashboard's series;
 //! * `oauth2_clients`: the OAuth2/OIDC provider judged by authlib, PyJWT and headless Chromium;
 //! * `oauth2_cluster`: OAuth2 flows across a 3-node cluster (pages, code, refresh, revocation
 //!   and key rotation on different nodes), over HTTP only;
@@ -66,6 +68,7 @@ mod keystone_hashes;
 mod keystone_import;
 mod keystone_tokens;
 mod kubernetes;
+mod monitoring;
 mod oauth2_clients;
 mod oauth2_cluster;
 mod openapi;
