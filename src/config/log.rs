@@ -39,7 +39,7 @@ impl Default for LogSettings {
 }
 
 impl LogSettings {
-    pub fn from_settings(s: &crate::config::Settings) -> anyhow::Result<Self> {
+    pub fn from_settings(s: &crate::config::settings::Settings) -> anyhow::Result<Self> {
         let format = match s.get("log", "format") {
             None => LogFormat::Text,
             Some(v) => v.parse()?,
@@ -51,7 +51,7 @@ impl LogSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Settings;
+    use crate::config::settings::Settings;
 
     fn section(pairs: &[(&str, &str)]) -> anyhow::Result<LogSettings> {
         let mut s = Settings::default();
