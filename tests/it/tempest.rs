@@ -59,6 +59,8 @@ pub(crate) const NODE_ENV: &[(&str, &str)] = &[
     ("IDNODE_SECURITY_COMPLIANCE_LOCKOUT_DURATION", "10"),
     ("IDNODE_SECURITY_COMPLIANCE_UNIQUE_LAST_PASSWORD_COUNT", "2"),
     ("IDNODE_SECURITY_COMPLIANCE_MINIMUM_PASSWORD_AGE", "0"),
+    // The suites run against the log format a collector reads: JSON lines.
+    ("IDNODE_LOG_FORMAT", "json"),
 ];
 
 /// Runs `script` against a fresh node started with [`NODE_ENV`] plus `env`, with the
@@ -72,7 +74,13 @@ async fn run_against_node(
 ) -> (String, Value) {
     let all: Vec<(&str, &str)> = NODE_ENV.iter().chain(env).copied().collect();
     let node = Cluster::start_with_env(1, &all).await;
-    run_against(script, &format!("{}/v3", node.api(0)), &node.admin_password, runner_env, timeout)
+    let outcome = run_against(script, &format!("{}/v3", node.api(0)), &node.admin_password, runner_env, timeout);
+    let log = std::fs::read_to_string(&node.nodes[0].log_path).expect("read the node's log");
+    for line in log.lines().filter(|l| !l.starts_with("===== harness") && !l.trim().is_empty()) {
+        assert!(serde_json::from_str::<Value>(line).is_ok(), "not a JSON line: {line}");
+        assert!(!line.contains(&node.admin_password), "the node logged the admin password: {line}");
+    }
+    outcome
 }
 
 /// Runs `script` against the identity endpoint `auth_url` as `admin` with `admin_password`.
