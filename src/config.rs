@@ -211,6 +211,11 @@ pub struct OtlpSettings {
     pub endpoint: Option<String>,
     /// Seconds between exports (`interval`, default 30).
     pub interval_s: u64,
+    /// Spans sent to the endpoint's `/v1/traces` too (`traces`, default off).
+    pub traces: bool,
+    /// The share of new traces kept (`trace_sample_ratio`, 0 to 1, default 1); a caller's
+    /// `traceparent` decides for the traces it started.
+    pub trace_sample_ratio: f64,
 }
 
 impl OtlpSettings {
@@ -222,9 +227,20 @@ impl OtlpSettings {
                 bail!("[otlp] endpoint {e:?}: only http and https are supported");
             }
         }
-        let out = OtlpSettings { endpoint, interval_s: s.parse("otlp", "interval", 30)? };
+        let out = OtlpSettings {
+            endpoint,
+            interval_s: s.parse("otlp", "interval", 30)?,
+            traces: s.flag("otlp", "traces", false)?,
+            trace_sample_ratio: s.parse("otlp", "trace_sample_ratio", 1.0)?,
+        };
         if out.interval_s == 0 {
             bail!("[otlp] interval must be positive");
+        }
+        if !(0.0..=1.0).contains(&out.trace_sample_ratio) {
+            bail!("[otlp] trace_sample_ratio = {} is not valid: a share from 0 to 1", out.trace_sample_ratio);
+        }
+        if out.traces && out.endpoint.is_none() {
+            bail!("[otlp] traces = on needs [otlp] endpoint (the collector's OTLP/HTTP address)");
         }
         Ok(out)
     }

@@ -89,27 +89,44 @@ fn main() -> std::process::ExitCode {
         }
         _ => None,
     };
-    let log = serve::logging::init(config.as_ref().map(|c| c.log.format).unwrap_or_default());
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("idnode: no async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    // Traces only from a serving node (the other commands are short-lived tools).
+    let traces = match (&command, &config) {
+        (Cmd::Serve(_), Some(c)) => {
+            Some(serve::logging::TraceTarget { otlp: &c.otlp, node_id: c.node_id, runtime: rt.handle().clone() })
+        }
+        _ => None,
+    };
+    let log = match serve::logging::init(config.as_ref().map(|c| c.log.format).unwrap_or_default(), traces) {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("idnode: the log could not start: {e:#}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     for warning in config.iter().flat_map(|c| &c.warnings) {
         tracing::warn!("{warning}");
     }
-    let result =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(anyhow::Error::from).and_then(|rt| {
-            rt.block_on(async move {
-                match command {
-                    Cmd::Serve(_) => serve::startup::serve(configured(config)?).await,
-                    Cmd::Bootstrap(_) => serve::startup::bootstrap_only(configured(config)?).await,
-                    Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
-                    Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
-                        oauth2::rotate_cli::run(&domain, &url, &tls).await
-                    }
-                    Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
-                    Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
-                    Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
-                    Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
-                }
-            })
-        });
+    let result = rt.block_on(async move {
+        match command {
+            Cmd::Serve(_) => serve::startup::serve(configured(config)?).await,
+            Cmd::Bootstrap(_) => serve::startup::bootstrap_only(configured(config)?).await,
+            Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
+            Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
+                oauth2::rotate_cli::run(&domain, &url, &tls).await
+            }
+            Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
+            Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
+            Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
+            Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
+        }
+    });
     // Written out before the error line, so that line is the last the process prints.
     drop(log);
     match result {

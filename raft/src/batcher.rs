@@ -10,6 +10,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use idnode_storage::Engine;
 use tokio::sync::{mpsc, oneshot, Semaphore};
+use tracing::Instrument;
 
 use crate::leader::write_error;
 use crate::types::{Proposal, Raft, Request, BATCH_VERSION};
@@ -51,10 +52,17 @@ impl Batcher {
     /// Writes `p` (with whatever else is waiting) and answers as a lone `client_write` would.
     pub(crate) async fn propose(&self, p: Proposal) -> LeaderResult {
         let (tx, rx) = oneshot::channel();
+        // From the hand-over to the writer to the leader's apply: append, replication, commit.
+        let span = crate::traced_span!("raft.commit", raft.index = tracing::field::Empty);
+        let _filed = crate::trace_context::file_commit(p.request_id, &span);
         if self.tx.send((p, tx)).is_err() {
             return Err(LeaderError::Fatal("the proposal writer stopped".into()));
         }
-        rx.await.unwrap_or_else(|_| Err(LeaderError::Unavailable("the proposal writer dropped the proposal".into())))
+        let answer = rx.instrument(span.clone()).await;
+        if let Ok(Ok(LeaderReply::Written { index, .. })) = &answer {
+            span.record("raft.index", index);
+        }
+        answer.unwrap_or_else(|_| Err(LeaderError::Unavailable("the proposal writer dropped the proposal".into())))
     }
 }
 

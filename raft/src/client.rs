@@ -108,6 +108,9 @@ impl PeerClient {
         if let Some(tag) = crate::request_tag::current().and_then(|t| HeaderValue::from_str(&t).ok()) {
             post = post.header(crate::request_tag::HEADER, tag);
         }
+        let mut traced = reqwest::header::HeaderMap::new();
+        crate::trace_context::inject(&mut traced);
+        post = post.headers(traced);
         let resp = post
             .header(HEADER, signed)
             .header("content-type", "application/octet-stream")

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use futures::future::join_all;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::batcher::gather;
 use crate::request_tag;
@@ -25,6 +26,8 @@ pub(crate) struct Waiting {
     proposal: Proposal,
     /// The API request it serves (`request_tag`), named to the leader.
     tag: Option<Arc<str>>,
+    /// The proposal's span, so the group's `raft.forward` span hangs under a request's trace.
+    span: tracing::Span,
     deadline: Instant,
     reply: oneshot::Sender<Result<LeaderReply, ProposeError>>,
 }
@@ -49,7 +52,10 @@ impl RaftNode {
         }
         let (reply, rx) = oneshot::channel();
         let tag = request_tag::current();
-        if let Err(mpsc::error::SendError(w)) = self.forwards.tx.send(Waiting { proposal: p, tag, deadline, reply }) {
+        let span = tracing::Span::current();
+        if let Err(mpsc::error::SendError(w)) =
+            self.forwards.tx.send(Waiting { proposal: p, tag, span, deadline, reply })
+        {
             return self.leader_call(LeaderRequest::Propose(w.proposal), deadline).await;
         }
         rx.await.unwrap_or(Err(ProposeError::Timeout))
@@ -76,7 +82,8 @@ impl RaftNode {
     async fn forward_group(&self, group: Vec<Waiting>) {
         if group.len() == 1 || self.cluster_version() < BATCH_VERSION {
             join_all(group.into_iter().map(|w| async move {
-                let call = self.leader_call(LeaderRequest::Propose(w.proposal), w.deadline);
+                let span = forward_span(&w.span, &[]);
+                let call = self.leader_call(LeaderRequest::Propose(w.proposal), w.deadline).instrument(span);
                 let _ = w.reply.send(request_tag::within(w.tag, call).await);
             }))
             .await;
@@ -84,9 +91,12 @@ impl RaftNode {
         }
         let deadline = group.iter().map(|w| w.deadline).min().unwrap_or_else(Instant::now);
         let tag = request_tag::joined(group.iter().map(|w| &w.tag));
+        let spans: Vec<tracing::Span> = group.iter().map(|w| w.span.clone()).collect();
+        let span = spans.split_first().map_or_else(tracing::Span::none, |(first, rest)| forward_span(first, rest));
         let (proposals, replies): (Vec<Proposal>, Vec<_>) = group.into_iter().map(|w| (w.proposal, w.reply)).unzip();
         let count = proposals.len();
-        match request_tag::within(tag, self.leader_call(LeaderRequest::ProposeMany(proposals), deadline)).await {
+        let call = self.leader_call(LeaderRequest::ProposeMany(proposals), deadline).instrument(span);
+        match request_tag::within(tag, call).await {
             Ok(LeaderReply::WrittenMany(outcomes)) if outcomes.len() == count => {
                 for (tx, outcome) in replies.into_iter().zip(outcomes) {
                     let _ = tx.send(match outcome {
@@ -108,4 +118,14 @@ impl RaftNode {
             }
         }
     }
+}
+
+/// The span of one call to the leader: a child of the first proposal's span, linked to the
+/// others of its group (one call serves several requests' traces).
+fn forward_span(first: &tracing::Span, others: &[tracing::Span]) -> tracing::Span {
+    let span = crate::traced_span!(parent: first, "raft.forward", raft.proposals = others.len() + 1);
+    for o in others {
+        span.follows_from(o);
+    }
+    span
 }

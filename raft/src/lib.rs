@@ -36,6 +36,7 @@ mod snapshot;
 mod snapshot_policy;
 mod state_machine;
 mod status;
+pub mod trace_context;
 mod types;
 mod version;
 mod watermark;

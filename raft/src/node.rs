@@ -171,14 +171,19 @@ impl RaftNode {
         payload: Vec<u8>,
     ) -> Result<(u64, Vec<u8>), ProposeError> {
         self.proposals.inc();
-        let deadline = Instant::now() + self.opts.forward_timeout;
-        match self.propose_on_leader(Proposal { request_id, payload }, deadline).await? {
-            LeaderReply::Written { index, reply } => {
-                self.wait_applied(index, deadline).await?;
-                Ok((index, reply))
+        let span = crate::traced_span!("raft.propose", raft.index = tracing::field::Empty);
+        let work = async {
+            let deadline = Instant::now() + self.opts.forward_timeout;
+            match self.propose_on_leader(Proposal { request_id, payload }, deadline).await? {
+                LeaderReply::Written { index, reply } => {
+                    tracing::Span::current().record("raft.index", index);
+                    self.wait_applied(index, deadline).await?;
+                    Ok((index, reply))
+                }
+                other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
             }
-            other => Err(ProposeError::Rejected(format!("unexpected leader reply {other:?}"))),
-        }
+        };
+        tracing::Instrument::instrument(work, span).await
     }
 
     /// Linearizable read barrier: the leader names its commit point, from its lease or after

@@ -163,6 +163,7 @@ async fn leader(State(node): State<Arc<RaftNode>>, headers: HeaderMap, body: Byt
     // The API requests the follower took, so this member's lines about them name the same ids.
     let tag = headers.get(request_tag::HEADER).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let span = tracing::info_span!("forwarded", request_id = tag.as_deref().unwrap_or(""));
+    crate::trace_context::adopt(&span, &headers);
     let run = async {
         let result: LeaderResult = if node.is_leader() {
             match tokio::time::timeout(node.opts.forward_timeout, node.execute(req)).await {

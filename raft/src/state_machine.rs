@@ -231,6 +231,8 @@ impl SmShared {
         batch: &mut idnode_storage::Batch,
     ) -> Result<Reply, StorageError> {
         let fail = |e: String| -> StorageError { StorageIOError::apply(*log_id, any(e)).into() };
+        let span = crate::trace_context::apply_span(&p.request_id, log_id.index);
+        let _in = span.enter();
         if let Some(done) = dedup::lookup(&self.engine, batch, &p.request_id).map_err(|e| fail(e.to_string()))? {
             return Ok(Reply(done.reply));
         }

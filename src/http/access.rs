@@ -13,6 +13,8 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
+use idnode_raft::trace_context;
+use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::client_ip::{self, Cidr};
@@ -68,15 +70,31 @@ async fn stamp(State(cfg): State<AccessLog>, mut req: Request, next: Next) -> Re
     let peer =
         req.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip());
     let client = client_ip::source(peer, req.headers(), &cfg.trusted_proxies);
-    let span = tracing::info_span!("request", request_id = %id);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        otel.name = Empty,
+        otel.kind = Empty,
+        otel.status_code = Empty,
+        http.request.method = Empty,
+        http.route = Empty,
+        http.response.status_code = Empty,
+    );
+    let traced = trace_context::enabled();
+    if traced {
+        // The server span of a trace the caller may have started (`traceparent`).
+        span.record("otel.kind", "server");
+        span.record("http.request.method", method.as_str());
+        trace_context::adopt(&span, req.headers());
+    }
     let subject = Arc::new(Subject::default());
     let work = idnode_raft::request_tag::scope(id.shared(), SUBJECT.scope(subject.clone(), next.run(req)));
     let mut resp = work.instrument(span.clone()).await;
     if let Some(v) = id.header_value() {
         resp.headers_mut().insert(request_id::OPENSTACK, v);
     }
+    let route = resp.extensions().get::<Route>().map_or("unmatched", |r| &r.0);
     if cfg.enabled {
-        let route = resp.extensions().get::<Route>().map_or("unmatched", |r| &r.0);
         let who = subject.0.get();
         let bytes = resp.body().size_hint().exact();
         let _in = span.enter();
@@ -92,6 +110,14 @@ async fn stamp(State(cfg): State<AccessLog>, mut req: Request, next: Next) -> Re
             project_id = who.and_then(|(_, p)| p.as_deref()),
             "request"
         );
+    }
+    if traced {
+        span.record("otel.name", format!("{method} {route}").as_str());
+        span.record("http.route", route);
+        span.record("http.response.status_code", resp.status().as_u16());
+        if resp.status().is_server_error() {
+            span.record("otel.status_code", "error");
+        }
     }
     resp
 }

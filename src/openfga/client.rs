@@ -14,6 +14,7 @@ use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use super::settings::OpenFgaSettings;
 use super::tuples::Tuple;
@@ -258,6 +259,11 @@ impl Client {
 
     /// POSTs `body` to the store's `op` endpoint with retries; the answer's text.
     async fn call_raw(&self, op: &'static str, body: &impl Serialize) -> Result<String, FgaError> {
+        let span = idnode_raft::traced_span!("openfga", otel.name = %format_args!("openfga {op}"), otel.kind = "client", fga.operation = op);
+        self.call_traced(op, body).instrument(span).await
+    }
+
+    async fn call_traced(&self, op: &'static str, body: &impl Serialize) -> Result<String, FgaError> {
         let started = Instant::now();
         let mut attempt = 0u32;
         let outcome = loop {
@@ -288,7 +294,9 @@ impl Client {
 
     async fn attempt(&self, op: &str, body: &impl Serialize) -> Result<String, Attempt> {
         let _slot = self.slots.acquire().await.map_err(|_| Attempt::Transient("the driver is shutting down".into()))?;
-        let mut req = self.http.post(format!("{}{op}", self.base)).json(body);
+        let mut traced = reqwest::header::HeaderMap::new();
+        idnode_raft::trace_context::inject(&mut traced);
+        let mut req = self.http.post(format!("{}{op}", self.base)).headers(traced).json(body);
         if let Some(token) = &self.settings.api_token {
             req = req.bearer_auth(&token.0);
         }

@@ -7,6 +7,7 @@
 //! A collector that is down costs a warning per interval, nothing else.
 
 pub mod encode;
+pub mod traces;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

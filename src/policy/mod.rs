@@ -43,6 +43,14 @@ pub fn global() -> &'static PolicyStore {
 /// The caller's token remembers the answer (`token::Memo`) for as long as it stands for this
 /// state.
 pub fn enforce(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiError> {
+    let span = idnode_raft::traced_span!("policy", policy.rule = name, policy.allowed = tracing::field::Empty);
+    let _in = span.enter();
+    let decision = decide(name, ctx, target);
+    span.record("policy.allowed", decision.is_ok());
+    decision
+}
+
+fn decide(name: &str, ctx: &ValidToken, target: &Value) -> Result<(), ApiError> {
     if !scope_types::admits(name, &ctx.payload.scope) {
         return Err(ApiError::denied(name));
     }
@@ -85,6 +93,8 @@ pub fn enforce_found<T>(
 
 /// [`enforce`] for a caller that is not a token's user (an API key).
 pub fn enforce_principal(name: &str, p: &input::Principal<'_>, target: &Value) -> Result<(), ApiError> {
+    let span = idnode_raft::traced_span!("policy", policy.rule = name);
+    let _in = span.enter();
     if scope_types::admits_domain(name) && global().allowed(name, &input::principal_document(name, p, target)) {
         Ok(())
     } else {

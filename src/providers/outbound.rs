@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use governor::{DefaultKeyedRateLimiter, Quota};
+use tracing::Instrument;
 
 /// Time allowed for one request, connect to last byte (and for the connect alone).
 pub const TIMEOUT: Duration = Duration::from_secs(5);
@@ -174,7 +175,20 @@ impl Outbound {
         client: &reqwest::Client,
         req: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, String> {
-        let req = req.build().map_err(|e| format!("no request: {}", e.without_url()))?;
+        let mut req = req.build().map_err(|e| format!("no request: {}", e.without_url()))?;
+        let host_name = req.url().host_str().unwrap_or("").to_string();
+        let span = idnode_raft::traced_span!(
+            "outbound",
+            otel.name = %format_args!("{} {host_name}", req.method()),
+            otel.kind = "client",
+            server.address = %host_name,
+            url.path = req.url().path(),
+        );
+        idnode_raft::trace_context::inject_within(&span, req.headers_mut());
+        self.send_built(client, req).instrument(span).await
+    }
+
+    async fn send_built(&self, client: &reqwest::Client, req: reqwest::Request) -> Result<reqwest::Response, String> {
         let url = req.url();
         let host = url.host().ok_or("the URL has no host")?;
         if !self.allow_private {

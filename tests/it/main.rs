@@ -46,6 +46,8 @@
 //! * `tls`: mutual TLS between members (only members admitted), HTTPS on the public and ops
 //!   listeners, the operator commands with `--cacert`;
 //! * `token_cluster`: tokens validate everywhere, revocation is immediate.
+//! * `traces`: OTLP traces judged by a receiver on opentelemetry-proto: a sampled request's
+//!   tree across members (policy, raft, the OpenFGA store, a JWKS fetch), nothing unsampled;
 //! * `totp_mfa`: TOTP and multi-factor rules with auth receipts, judged by keystoneauth1 and
 //!   python-openstackclient (`totp_client.py`).
 //!
@@ -86,3 +88,4 @@ mod tempest;
 mod tls;
 mod token_cluster;
 mod totp_mfa;
+mod traces;

@@ -378,6 +378,10 @@ pub struct Cluster {
     bin: PathBuf,
     /// Extra environment for every (re)spawn of every node, e.g. `IDNODE_RAFT_*` tuning.
     env: Vec<(String, String)>,
+    /// Tokens the harness was issued: with the admin password and the cluster secret, no
+    /// member's log may hold one ([`Cluster::assert_no_secret_logged`], run at the end of
+    /// every test that passed).
+    issued: std::sync::Mutex<Vec<String>>,
 }
 
 /// The idnode binary the clusters run: `IDNODE_IT_BIN` when set (a copy kept apart, so an hours-long
@@ -581,6 +585,7 @@ impl Cluster {
             http: Http::default(),
             bin: node_binary(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            issued: Default::default(),
         }
     }
 
@@ -979,6 +984,11 @@ impl Cluster {
             match self.http.post(&url, None, &body).await {
                 Ok(r) if r.status.is_success() => {
                     let tok = r.header("X-Subject-Token").unwrap_or_else(|| panic!("no X-Subject-Token in {r:?}"));
+                    if let Ok(mut issued) = self.issued.lock() {
+                        if issued.len() < MAX_WATCHED_TOKENS {
+                            issued.push(tok.clone());
+                        }
+                    }
                     return (tok, r);
                 }
                 Ok(r) => last = format!("{} {}", r.status, r.text),
@@ -1104,12 +1114,49 @@ impl Cluster {
     }
 }
 
+/// Issued tokens the end-of-test log check looks for, at most.
+const MAX_WATCHED_TOKENS: usize = 256;
+
+impl Cluster {
+    /// Fails the test when a member's log holds the admin password, the cluster secret or a
+    /// token the harness was issued: no line may carry one, whatever the test did.
+    pub fn assert_no_secret_logged(&self) {
+        let mut secrets = vec![self.admin_password.clone(), self.secret.clone()];
+        secrets.extend(self.issued.lock().map(|t| t.clone()).unwrap_or_default());
+        secrets.retain(|s| s.len() >= 8);
+        let alternation = secrets.iter().map(|s| regex::escape(s)).collect::<Vec<_>>().join("|");
+        let any = regex::bytes::Regex::new(&alternation).expect("a pattern of literals");
+        for n in &self.nodes {
+            let Ok(text) = std::fs::read(&n.log_path) else { continue };
+            if let Some(m) = any.find(&text) {
+                let start = text[..m.start()].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let what = if m.as_bytes() == self.admin_password.as_bytes() {
+                    "the admin password"
+                } else if m.as_bytes() == self.secret.as_bytes() {
+                    "the cluster secret"
+                } else {
+                    "an issued token"
+                };
+                panic!(
+                    "node {}'s log ({}) holds {what} at byte {}, in a line starting {:?}",
+                    n.id,
+                    n.log_path.display(),
+                    m.start(),
+                    String::from_utf8_lossy(&text[start..m.start().min(start + 160)])
+                );
+            }
+        }
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.kill_all();
         let keep = std::env::var_os("IDNODE_TEST_KEEP").is_some();
         if std::thread::panicking() {
             self.dump_logs();
+        } else {
+            self.assert_no_secret_logged();
         }
         if let Some(dir) = self.dir.take() {
             if keep {
