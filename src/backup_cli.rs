@@ -133,6 +133,7 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
             "backup_id": header.backup_id,
             "applied_index": header.applied.index,
             "taken_on": header.taken_on,
+            "cluster_id": header.cluster_id,
         })
     );
     Ok(())

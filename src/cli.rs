@@ -36,14 +36,17 @@ pub enum Cmd {
     },
     /// Online backup of the cluster's state through any node's ops listener (the cluster
     /// secret in IDNODE_CLUSTER_SECRET proves the call and seals the file). The backup holds
-    /// every write acknowledged before it began.
+    /// every write acknowledged before it began. `backup inspect FILE` reads a backup offline.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Backup {
+        #[command(subcommand)]
+        action: Option<BackupCmd>,
         /// The node's ops listener.
         #[arg(long, default_value = "http://127.0.0.1:8099", env = "IDNODE_ENDPOINT")]
         endpoint: String,
         /// The file to write (never overwritten).
-        #[arg(long)]
-        out: PathBuf,
+        #[arg(long, required = true)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         tls: ClientTlsArgs,
     },
@@ -87,6 +90,29 @@ pub enum Cmd {
         #[command(flatten)]
         tls: ClientTlsArgs,
     },
+    /// Mapping rulesets offline (`mapping test`).
+    Mapping {
+        #[command(subcommand)]
+        action: MappingCmd,
+    },
+}
+
+/// `idnode backup …` offline.
+#[derive(Subcommand, Debug)]
+pub enum BackupCmd {
+    /// What a backup file is, without the cluster secret: format, id, when and on which member
+    /// it was taken, the cluster and log position it holds, its size and whether its checksum
+    /// holds (JSON; exits non-zero for a file that is not a complete backup).
+    Inspect { file: PathBuf },
+}
+
+/// `idnode mapping …`: mapping rulesets, offline.
+#[derive(Subcommand, Debug)]
+pub enum MappingCmd {
+    /// Evaluate a ruleset against claims with no node (as `keystone-manage mapping_engine`):
+    /// prints the user, groups and authorizations it gives (JSON); exits non-zero when the
+    /// ruleset is invalid or no rule matches.
+    Test(crate::mapping::cli::TestArgs),
 }
 
 /// What `idnode import` reads.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context};
 
+pub mod key_schedule;
 pub mod log;
 pub mod settings;
 
@@ -111,6 +112,8 @@ pub struct Config {
     pub assignment: crate::openfga::settings::AssignmentDriver,
     /// `[log]`: the log's format and the access log.
     pub log: log::LogSettings,
+    /// `[token] rotate_every`, `[oauth2] rotate_every`: scheduled key rotation (off unless set).
+    pub key_schedule: key_schedule::KeySchedule,
     /// Environment variables read as settings of nothing, to log once the log is up (the log's
     /// own shape is a setting, so it starts after the configuration is read).
     pub warnings: Vec<String>,
@@ -533,6 +536,7 @@ impl Config {
                 |f| std::fs::read_to_string(f),
             )?,
             log: log::LogSettings::from_settings(s)?,
+            key_schedule: key_schedule::KeySchedule::from_settings(s)?,
             warnings: Vec::new(),
         };
         cfg.passkey =
@@ -555,6 +559,12 @@ impl Config {
         if self.token_max_active_keys < 2 {
             bail!("[token] max_active_keys must be at least 2 (a staged and a primary key)");
         }
+        self.key_schedule.check_token(
+            self.token_expiration_s,
+            self.allow_expired_window_s,
+            self.token_max_active_keys,
+        )?;
+        self.key_schedule.check_oidc(self.oauth2.key_publish_delay_s)?;
         if !(self.raft_snapshot_log_ratio.is_finite() && (0.0..=100.0).contains(&self.raft_snapshot_log_ratio)) {
             bail!("[raft] snapshot_log_ratio must be a number from 0 to 100");
         }

@@ -6,6 +6,7 @@ mod assignment;
 mod audit;
 mod auth;
 mod backup_cli;
+mod backup_inspect;
 mod build_info;
 mod catalog;
 mod cli;
@@ -123,7 +124,10 @@ fn main() -> std::process::ExitCode {
             }
             Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
             Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
-            Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
+            Cmd::Backup { action: Some(cli::BackupCmd::Inspect { file }), .. } => backup_inspect::run(&file),
+            Cmd::Backup { endpoint, out: Some(out), tls, .. } => backup_cli::backup(&endpoint, &out, &tls).await,
+            Cmd::Backup { out: None, .. } => Err(anyhow::anyhow!("idnode backup needs --out FILE")),
+            Cmd::Mapping { action: cli::MappingCmd::Test(args) } => mapping::cli::test(&args),
             Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
         }
     });

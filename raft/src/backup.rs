@@ -69,6 +69,14 @@ pub struct BackupHeader {
     /// The binary that wrote it (`CARGO_PKG_VERSION` of the server).
     pub binary_version: String,
     pub column_families: Vec<String>,
+    /// The cluster it came from: a one-way fingerprint of the cluster secret
+    /// ([`BackupKey::cluster_id`]), the same in every backup of one cluster. Added after
+    /// format 1 shipped, so optional: older backups lack it, and older binaries ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    /// The members (id -> peer address) as of the backup's entry; optional like `cluster_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<BTreeMap<u64, String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +99,14 @@ pub struct BackupKey(Zeroizing<[u8; KEY_LEN]>);
 impl BackupKey {
     pub fn from_secret(secret: &str) -> Self {
         BackupKey(derive_key(secret.as_bytes(), KEY_PURPOSE))
+    }
+
+    /// A name for the cluster that holds this secret, safe to show: 16 hex digits of a hash
+    /// of the derived key, so it tells clusters apart and reveals nothing a backup's sealed
+    /// stream does not already let one test a guessed secret against.
+    pub fn cluster_id(&self) -> String {
+        let digest = Sha256::new().chain_update(b"idnode cluster id\0").chain_update(&self.0[..]).finalize();
+        hex::encode(&digest[..8])
     }
 }
 
@@ -137,6 +153,8 @@ pub(crate) fn write_backup<G>(
         .get_t::<Option<LogId>>(CF_META, KEY_APPLIED)?
         .flatten()
         .ok_or_else(|| invalid("nothing to back up: this member has applied no entry"))?;
+    let membership: Option<StoredMembership<u64, BasicNode>> = view.get_t(CF_META, KEY_MEMBERSHIP)?;
+    let members = membership.map(|m| m.membership().nodes().map(|(id, n)| (*id, n.addr.clone())).collect());
     let header = BackupHeader {
         format: FORMAT,
         backup_id: format!("{}-{}-{:016x}", applied.index, unix_now(), rand::random::<u64>()),
@@ -145,6 +163,8 @@ pub(crate) fn write_backup<G>(
         applied,
         binary_version: env!("CARGO_PKG_VERSION").to_string(),
         column_families: cfs.iter().map(|c| c.to_string()).collect(),
+        cluster_id: Some(key.cluster_id()),
+        members,
     };
     let header_json = serde_json::to_vec(&header).map_err(|e| invalid(e.to_string()))?;
     let mut out = Hashing { inner: out, hash: Sha256::new(), written: 0 };
@@ -170,14 +190,18 @@ pub fn read_header(input: &mut impl Read) -> Result<(BackupHeader, Vec<u8>), Bac
     if &magic != MAGIC {
         return Err(invalid("not an idnode backup"));
     }
+    let cut = |e: io::Error| match e.kind() {
+        io::ErrorKind::UnexpectedEof => invalid("the backup ends inside its header: the file is truncated"),
+        _ => e.into(),
+    };
     let mut len = [0u8; 4];
-    input.read_exact(&mut len)?;
+    input.read_exact(&mut len).map_err(cut)?;
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_HEADER {
         return Err(invalid("backup header too large"));
     }
     let mut raw = vec![0u8; len];
-    input.read_exact(&mut raw)?;
+    input.read_exact(&mut raw).map_err(cut)?;
     let header: BackupHeader = serde_json::from_slice(&raw).map_err(|e| invalid(format!("backup header: {e}")))?;
     if header.format != FORMAT {
         return Err(invalid(format!("backup format {} is not one this binary reads ({FORMAT})", header.format)));
@@ -449,6 +473,41 @@ mod tests {
         assert_eq!(view.get_t::<Vote>(CF_META, KEY_VOTE).unwrap(), Some(Vote::new(7, 2)));
         let m: StoredMembership<u64, BasicNode> = view.get_t(CF_META, KEY_MEMBERSHIP).unwrap().unwrap();
         assert_eq!(m.membership().voter_ids().collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_header_names_the_cluster_in_the_clear_and_first_release_headers_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = source(dir.path());
+        let nodes = BTreeMap::from([(1, BasicNode { addr: "a:1".into() }), (2, BasicNode { addr: "b:2".into() })]);
+        let m = StoredMembership::new(Some(applied(7, 4000)), RaftMembership::new(vec![BTreeSet::from([1, 2])], nodes));
+        let mut b = e.batch();
+        b.put_t(CF_META, KEY_MEMBERSHIP, &m).unwrap();
+        e.write(b, false).unwrap();
+        let key = BackupKey::from_secret("s3cret");
+        let bytes = take(&e, &key);
+        let (header, raw) = read_header(&mut &bytes[..]).unwrap();
+        assert_eq!(header.cluster_id.as_deref(), Some(key.cluster_id().as_str()));
+        assert_eq!(key.cluster_id().len(), 16);
+        assert_eq!(key.cluster_id(), BackupKey::from_secret("s3cret").cluster_id(), "stable for one secret");
+        assert_ne!(key.cluster_id(), BackupKey::from_secret("other").cluster_id());
+        assert!(!String::from_utf8_lossy(&raw).contains("s3cret"));
+        assert_eq!(header.members, Some(BTreeMap::from([(1, "a:1".to_string()), (2, "b:2".to_string())])));
+
+        // A header as the first release wrote it (no cluster identity) still reads.
+        let mut first: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        let fields = first.as_object_mut().unwrap();
+        fields.remove("cluster_id");
+        fields.remove("members");
+        let json = serde_json::to_vec(&first).unwrap();
+        let mut old = MAGIC.to_vec();
+        old.extend_from_slice(&(json.len() as u32).to_be_bytes());
+        old.extend_from_slice(&json);
+        let (header, _) = read_header(&mut &old[..]).unwrap();
+        assert_eq!((header.cluster_id, header.members, header.applied), (None, None, applied(7, 4242)));
+
+        let err = read_header(&mut &bytes[..20]).unwrap_err().to_string();
+        assert!(err.contains("truncated"), "{err}");
     }
 
     #[test]

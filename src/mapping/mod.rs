@@ -4,6 +4,7 @@
 
 pub mod api;
 mod checks;
+pub mod cli;
 pub mod engine;
 pub mod model;
 mod mutate;
@@ -14,6 +15,8 @@ pub mod validate;
 
 #[cfg(test)]
 mod api_tests;
+#[cfg(test)]
+mod cli_tests;
 #[cfg(test)]
 mod tests;
 

@@ -27,6 +27,7 @@ pub mod provider;
 pub mod revocations;
 pub mod revoke;
 pub mod rotate_cli;
+pub mod schedule;
 pub mod schemas;
 pub mod scopes;
 pub mod secrets;

@@ -6,3 +6,6 @@
 pub mod cli;
 pub mod dek;
 pub mod routes;
+pub mod schedule;
+#[cfg(test)]
+mod schedule_tests;

@@ -53,6 +53,8 @@ fn status(node: &Tokens) -> Value {
     let ring = node.token_ring().ok();
     json!({
         "node_id": node.cfg.node_id,
+        // The name `idnode backup inspect` shows for this cluster's backups (never the secret).
+        "cluster_id": node.cfg.cluster_secret.as_deref().map(|s| idnode_raft::BackupKey::from_secret(s).cluster_id()),
         "data_keys": node.node_keys.status(),
         "token_keys": ring.as_deref().map(token_keys),
         "cluster_version": node.raft.cluster_version(),
@@ -65,16 +67,9 @@ async fn show(State(node): State<Arc<Tokens>>) -> Response {
     Json(status(&node)).into_response()
 }
 
-/// Staged → primary → secondary through one replicated command: every node switches at the
-/// same log entry, and the new staged key is known everywhere before any node issues with it.
+/// `idnode keys rotate --token`: the rotation the schedule also makes (`schedule::rotate_ring`).
 async fn rotate_token(State(node): State<Arc<Tokens>>) -> Response {
-    let max_secondary = node.cfg.token_max_active_keys.saturating_sub(2);
-    let cmd = Command::RotateTokenKeys {
-        new_staged: idnode_keys::random_bytes(),
-        now: chrono::Utc::now().timestamp(),
-        max_secondary,
-    };
-    match node.propose(cmd).await {
+    match super::schedule::rotate_ring(&node).await {
         Ok(_) => {
             tracing::info!("token keys rotated");
             Json(status(&node)).into_response()

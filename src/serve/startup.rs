@@ -246,6 +246,9 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     // Every node reports its own API key uses (not leader-gated: the uses are its own).
     jobs.push(tokio::spawn(crate::api_keys::auth::report_every(node.core.clone(), node.api_key_usage.clone())));
     jobs.push(node.node_keys.spawn(node.engine.clone(), node.audit.metrics().spool_bytes.clone()));
+    // `[token] rotate_every`, `[oauth2] rotate_every`: leader-gated, off unless set.
+    jobs.extend(crate::rotation::schedule::spawn(&node.core));
+    jobs.extend(crate::oauth2::schedule::spawn(&node.core, &node.oauth2));
     let metrics_of = node.clone();
     jobs.extend(crate::otlp::spawn(&node.cfg, Box::new(move || metrics_of.metrics_text())));
     let checker = match node.cfg.raft_consistency_check_interval_s {

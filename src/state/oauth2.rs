@@ -17,6 +17,8 @@ pub mod keys {
     pub fn signing_keys(domain_id: &str) -> Vec<u8> {
         format!("k/{domain_id}").into_bytes()
     }
+    /// Every domain's signing keys.
+    pub const SIGNING_KEYS_PREFIX: &[u8] = b"k/";
     pub fn client(domain_id: &str, client_id: &str) -> Vec<u8> {
         format!("c/{domain_id}/{client_id}").into_bytes()
     }

@@ -1,7 +1,8 @@
 //! Backup and restore as an operator meets them: `idnode backup` from a follower of a 3-node
 //! cluster while writes stream through every node, then `idnode restore` of that file into a
 //! new 3-node cluster. Every write acknowledged before the backup began is on every restored
-//! node, the restored members agree byte for byte, and the new cluster takes writes.
+//! node, the restored members agree byte for byte, and the new cluster takes writes. And
+//! `idnode backup inspect` on a live backup says what it is without the secret.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::{Cluster, Http};
+use crate::support::{output_within, Cluster, Http, CLI_TIMEOUT};
 
 /// Creates projects through node `node` until `stop`, recording each acknowledged name with
 /// the instant its 201 arrived.
@@ -108,4 +109,62 @@ async fn a_backup_taken_under_writes_restores_every_acknowledged_write_on_every_
     let out = restored.restore_cli(0, &file);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already holds a database"));
+}
+
+/// `idnode backup inspect FILE`, with no `IDNODE_*` variable (so no secret) in its environment.
+fn inspect(file: &std::path::Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_idnode"));
+    for (k, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("IDNODE_")) {
+        cmd.env_remove(k);
+    }
+    cmd.args(["backup", "inspect"]).arg(file);
+    output_within(&mut cmd, CLI_TIMEOUT)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_inspect_names_a_live_backup_without_the_secret_and_refuses_a_cut_or_foreign_file() {
+    let cluster = Cluster::start(1).await;
+    cluster.wait_leader(Duration::from_secs(30)).await;
+    cluster.admin_token(0).await;
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("one.backup");
+    let out = cluster.backup_cli(0, &file).await;
+    assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let out = inspect(&file);
+    assert!(out.status.success(), "inspect failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!stdout.contains(&cluster.secret), "the report never holds the secret");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("inspect prints JSON");
+    assert_eq!(report["backup_id"], summary["backup_id"], "{report}");
+    assert_eq!(report["applied_index"], summary["applied_index"]);
+    assert_eq!(report["cluster_id"], summary["cluster_id"]);
+    assert!(report["cluster_id"].as_str().is_some_and(|c| c.len() == 16), "{report}");
+    assert_eq!(report["taken_on"], json!(1));
+    assert_eq!(report["members"], json!({"1": cluster.peer_addr(0)}));
+    assert!(report["applied_term"].as_u64().is_some_and(|t| t >= 1), "{report}");
+    assert_eq!(report["size_bytes"], json!(std::fs::metadata(&file).unwrap().len()));
+    assert_eq!(report["complete"], json!(true));
+    assert_eq!(report["format"], json!(1));
+
+    // The running cluster names itself the same way.
+    let status = cluster.keys_cli(&[0], &["status"]).await;
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["answer"]["cluster_id"], report["cluster_id"], "{status}");
+
+    let bytes = std::fs::read(&file).unwrap();
+    let cut = files.path().join("cut.backup");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = inspect(&cut);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not a complete backup"), "{stderr}");
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["complete"], json!(false));
+    let foreign = files.path().join("foreign");
+    std::fs::write(&foreign, b"SQLite format 3\0 and then some pages").unwrap();
+    let out = inspect(&foreign);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not an idnode backup"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

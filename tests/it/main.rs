@@ -18,6 +18,7 @@
 //! * `keystone_import`: a real Keystone 30, populated through python-openstackclient, moves onto
 //!   a 3-node cluster with `idnode import keystone`: ids, passwords, tokens and secrets intact;
 //! * `kek_startup`: members of a multi-node cluster refuse to start without a KEK;
+//! * `mapping_cli`: `idnode mapping test` evaluates a ruleset offline, exit code by outcome;
 //! * `kubernetes`: the Kubernetes example's manifests validate strictly (kubernetes-validate),
 //!   and a node in a pod's environment ignores the Service link variables;
 //! * `monitoring`: the example's alert rules under `promtool check rules` and `promtool test
@@ -70,6 +71,7 @@ mod keystone_hashes;
 mod keystone_import;
 mod keystone_tokens;
 mod kubernetes;
+mod mapping_cli;
 mod monitoring;
 mod oauth2_clients;
 mod oauth2_cluster;

@@ -1046,3 +1046,28 @@ async fn key_rotation_keeps_earlier_tokens_verifiable_and_moves_the_epoch() {
     verify_with(&jwks, &after);
     assert_eq!(key_epoch(&t), "2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_schedule_the_leader_rotates_the_signing_keys_and_earlier_tokens_stay_verifiable() {
+    let t = TestNode::start_with(&[("oauth2", "key_publish_delay", "0"), ("oauth2", "rotate_every", "2s")]).await;
+    let c = client(&t, json!({})).await;
+    let before = s(&client_credentials(&t, &c, None).await.body, "access_token");
+    let old_kid = jsonwebtoken::decode_header(&before).unwrap().kid.unwrap();
+    let task = crate::oauth2::schedule::spawn(&t.node.core, &t.node.oauth2).expect("scheduled");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let keys = t.admin(Method::GET, &format!("/v4/oauth2/{D}/keys"), None).await;
+        if keys.body["oauth2_keys"]["epoch"].as_u64().is_some_and(|e| e >= 2) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no scheduled rotation within 60 s: {}", keys.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    task.abort();
+    let jwks = send(&t, Method::GET, &format!("/v4/oauth2/{D}/jwks"), &[], None).await.body;
+    assert_eq!(verify_with(&jwks, &before)["client_id"], json!(c.id), "the retired key is still published");
+    assert_eq!(introspect(&t, &c, &before).await["active"], json!(true));
+    let after = s(&client_credentials(&t, &c, None).await.body, "access_token");
+    assert_ne!(jsonwebtoken::decode_header(&after).unwrap().kid.unwrap(), old_kid);
+    verify_with(&jwks, &after);
+}

@@ -12,6 +12,11 @@ pub trait OAuth2Reads: Reader {
         self.get(cf::OAUTH2, &keys::signing_keys(domain_id))
     }
 
+    /// Every domain's signing keys (one set per domain that has used its provider).
+    fn oauth2_all_signing_keys(&self) -> Result<Vec<SigningKeys>> {
+        self.scan(cf::OAUTH2, keys::SIGNING_KEYS_PREFIX)
+    }
+
     fn oauth2_client(&self, domain_id: &str, client_id: &str) -> Result<Option<Client>> {
         self.get(cf::OAUTH2, &keys::client(domain_id, client_id))
     }
