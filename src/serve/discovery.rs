@@ -30,7 +30,7 @@ pub struct Version {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct BuildInfo {
-    #[schema(example = "0.1.0")]
+    #[schema(example = "0.2.0")]
     version: String,
     /// The git commit the binary was built from, or `unknown`.
     commit: String,

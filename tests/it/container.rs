@@ -30,12 +30,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// From the kill to the first write the survivors acknowledge (an election included).
 const FAILOVER_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Runs `argv` under coreutils' `timeout` (SIGTERM, then SIGKILL 10 s later); never panics.
-fn run(argv: &[&str], dir: Option<&Path>, limit: Duration) -> Result<Output, String> {
+pub(crate) fn run(argv: &[&str], dir: Option<&Path>, limit: Duration) -> Result<Output, String> {
     let mut cmd = Command::new("timeout");
     cmd.arg("-k").arg("10").arg(limit.as_secs().to_string()).args(argv);
     if let Some(d) = dir {
@@ -44,11 +44,11 @@ fn run(argv: &[&str], dir: Option<&Path>, limit: Duration) -> Result<Output, Str
     cmd.output().map_err(|e| format!("spawn {argv:?}: {e}"))
 }
 
-fn ok(argv: &[&str], limit: Duration) -> bool {
+pub(crate) fn ok(argv: &[&str], limit: Duration) -> bool {
     run(argv, None, limit).is_ok_and(|o| o.status.success())
 }
 
-fn show(o: &Output) -> String {
+pub(crate) fn show(o: &Output) -> String {
     format!(
         "{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
         o.status,
@@ -367,7 +367,7 @@ fn smoke_once(endpoint: &str, password: &str) -> Result<String, String> {
 /// then although the output matches (grep exits at the first matching line, and the line-wise
 /// `echo` then dies of SIGPIPE); a real mismatch fails again. The session cleans up after
 /// itself and names everything afresh, so a second one starts clean.
-fn run_smoke(endpoint: &str, password: &str) -> String {
+pub(crate) fn run_smoke(endpoint: &str, password: &str) -> String {
     match smoke_once(endpoint, password) {
         Ok(last) => last,
         Err(e) if e.contains("output lacks") => {

@@ -9,6 +9,8 @@
 //!   (botocore signs the requests, see `sig_client.py` next to this file);
 //! * `container`: the image built from Debian's packages runs `cluster-examples/three-node`
 //!   under Docker Compose, passes the OpenStack smoke session and survives a killed container;
+//! * `deb_package`: the Debian package installed with `dpkg -i` in a Debian container with
+//!   systemd: the service it starts passes the smoke session, `dpkg --purge` removes it;
 //! * `cluster_membership`: a node joins as a learner, is promoted and removed;
 //! * `escalation`: no delegated administrator climbs to cloud admin, in both policy modes;
 //! * `failover`: a write through a follower during an election reaches the new leader at once;
@@ -61,6 +63,7 @@ mod blackbox_cluster;
 mod catalog_credentials;
 mod cluster_membership;
 mod container;
+mod deb_package;
 mod escalation;
 mod failover;
 mod fault_snapshot;
