@@ -11,11 +11,13 @@ mod catalog;
 mod cli;
 mod clock;
 mod cluster_cli;
+mod cluster_members;
 #[cfg(test)]
 mod cluster_tests;
 mod config;
 mod context;
 mod credential;
+mod exit;
 mod federation;
 mod http;
 mod identity;
@@ -30,7 +32,9 @@ mod mapping;
 mod oauth1;
 mod oauth2;
 mod openfga;
+mod ops_client;
 mod otlp;
+mod output;
 mod passkey;
 mod policy;
 mod providers;
@@ -99,14 +103,21 @@ fn main() -> std::process::ExitCode {
                 match command {
                     Cmd::Serve(_) => serve::startup::serve(configured(config)?).await,
                     Cmd::Bootstrap(_) => serve::startup::bootstrap_only(configured(config)?).await,
-                    Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
+                    Cmd::Cluster { action, endpoints, tls } => {
+                        let list = endpoints.list(Some("IDNODE_PEER_ENDPOINT"));
+                        cluster_cli::run(action, &list, &tls, cli.write_out).await
+                    }
                     Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
                         oauth2::rotate_cli::run(&domain, &url, &tls).await
                     }
-                    Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
+                    Cmd::Keys { action, endpoints, tls, .. } => {
+                        rotation::cli::run(action, &endpoints.list(None), &tls, cli.write_out).await
+                    }
                     Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
-                    Cmd::Backup { endpoint, out, tls } => backup_cli::backup(&endpoint, &out, &tls).await,
-                    Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
+                    Cmd::Backup { endpoints, out, tls } => {
+                        backup_cli::backup(&endpoints.list(None), &out, &tls, cli.write_out).await
+                    }
+                    Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?, cli.write_out),
                 }
             })
         });
@@ -116,7 +127,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("idnode: {e:#}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(exit::code_of(&e))
         }
     }
 }

@@ -44,7 +44,8 @@ pub fn router(node: Arc<Node>) -> Router {
         .raft
         .backup_router()
         .merge(crate::rotation::routes::router(node.tokens.clone()))
-        .merge(crate::import::routes::router(node.tokens.core.clone()));
+        .merge(crate::import::routes::router(node.tokens.core.clone()))
+        .merge(node.raft.cluster_ops_router());
     // Open: operator tools ask it to learn which member they sign for.
     let member_id = node.raft.member_id_router();
     Router::new()
