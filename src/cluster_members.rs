@@ -189,15 +189,15 @@ mod tests {
                 .into_iter()
                 .map(|(i, s)| (ep(i), Ok(s)))
                 .collect();
-        let rows = rows(&answers);
-        let ids: Vec<_> = rows.iter().map(|r| r.id).collect();
+        let got = rows(&answers);
+        let ids: Vec<_> = got.iter().map(|r| r.id).collect();
         assert_eq!(ids, [Some(1), Some(2), Some(3)]);
-        assert_eq!(rows.iter().map(|r| r.lag).collect::<Vec<_>>(), [Some(5), Some(1), Some(15)]);
-        assert_eq!(rows.iter().filter(|r| r.leader).count(), 1);
-        assert!(rows[1].leader && rows.iter().all(|r| r.reachable && r.term == Some(7)));
-        assert_eq!(rows[2].quarantined, ["identity"]);
-        assert_eq!(rows[0].version.as_deref(), Some("1.2.3 (commands v2)"));
-        assert!(table(&rows).to_string().lines().any(|l| l.starts_with("| 2 ") && l.contains("| true ")));
+        assert_eq!(got.iter().map(|r| r.lag).collect::<Vec<_>>(), [Some(5), Some(1), Some(15)]);
+        assert_eq!(got.iter().filter(|r| r.leader).count(), 1);
+        assert!(got[1].leader && got.iter().all(|r| r.reachable && r.term == Some(7)));
+        assert_eq!(got[2].quarantined, ["identity"]);
+        assert_eq!(got[0].version.as_deref(), Some("1.2.3 (commands v2)"));
+        assert!(table(&got).to_string().lines().any(|l| l.starts_with("| 2 ") && l.contains("| true ")));
     }
 
     #[test]
@@ -208,18 +208,18 @@ mod tests {
             (ep(2), Ok(member(2, 1, 4, 10, 10))),
             (ep(3), Err("connection refused".to_string())),
         ];
-        let rows = rows(&answers);
-        assert_eq!(rows.len(), 3);
-        let dead = &rows[2];
+        let paired = rows(&answers);
+        assert_eq!(paired.len(), 3);
+        let dead = &paired[2];
         assert_eq!((dead.id, dead.endpoint.clone(), dead.reachable), (Some(3), Some(ep(3)), false));
-        assert!(table(&rows).to_string().contains("unreachable: connection refused"));
+        assert!(table(&paired).to_string().contains("unreachable: connection refused"));
 
         // Two silent endpoints, one missing member: neither is guessed.
         let mut answers = answers;
         answers.push(("http://10.0.0.9:8099".to_string(), Err("timed out".to_string())));
-        let rows = rows(&answers);
-        assert_eq!(rows.len(), 5);
-        assert!(rows.iter().any(|r| r.id == Some(3) && r.endpoint.is_none() && !r.reachable));
-        assert_eq!(rows.iter().filter(|r| r.id.is_none() && !r.reachable).count(), 2);
+        let unpaired = rows(&answers);
+        assert_eq!(unpaired.len(), 5);
+        assert!(unpaired.iter().any(|r| r.id == Some(3) && r.endpoint.is_none() && !r.reachable));
+        assert_eq!(unpaired.iter().filter(|r| r.id.is_none() && !r.reachable).count(), 2);
     }
 }

@@ -3,7 +3,8 @@
 //! openraft 0.9 has no leadership transfer, so the target campaigns itself. A leader that has
 //! led for a lease no longer holds its own lease and grants a higher term's vote from an
 //! up-to-date member, stepping down: with three voters that vote and the target's own win at
-//! once. Otherwise (the leader is new, or five voters need more votes) the campaign still
+//! once. So the target waits until the term has stood for a lease (a campaign against a newer
+//! leader is refused, yet unseats it, and another member may win the next round). Otherwise (the leader is new, or five voters need more votes) the campaign still
 //! unseats the leader, and the target campaigns again as soon as it has heard no leader for a
 //! lease: the other followers heard the same last heartbeat, so their leases lapse then too,
 //! and the target asks before their own election watchers (`election`) wait out their
@@ -25,6 +26,9 @@ const POLL: Duration = Duration::from_millis(10);
 /// How soon it campaigns again while no leader is heard: well inside the shortest delay the
 /// other members' watchers wait after their leases lapse, yet longer than a vote round trip.
 const LEADERLESS_RETRY: Duration = Duration::from_millis(30);
+/// Beyond a lease, how long a term must have stood before the target campaigns against its
+/// leader.
+const TERM_MARGIN: Duration = Duration::from_millis(100);
 
 /// "Become the leader within `wait_ms`", sent to the target member.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,6 +64,8 @@ impl RaftNode {
         let lease = Duration::from_millis(self.opts.election_timeout_max_ms);
         let mut last_campaign: Option<Instant> = None;
         let mut campaigns = 0u32;
+        // The term in force and since when this member has seen it.
+        let mut term_seen: Option<(u64, Instant)> = None;
         loop {
             if self.is_leader() {
                 tracing::info!(campaigns, "leadership moved here");
@@ -73,15 +79,26 @@ impl RaftNode {
                     self.leader_id()
                 ));
             }
-            let voter = self.with_metrics(|m| m.membership_config.membership().voter_ids().any(|v| v == self.id));
+            let (voter, term) = self.with_metrics(|m| {
+                (m.membership_config.membership().voter_ids().any(|v| v == self.id), m.current_term)
+            });
             if !voter {
                 return Err(format!("member {} is not a voter", self.id));
             }
+            let since = match term_seen {
+                Some((t, at)) if t == term => at,
+                _ => term_seen.insert((term, now)).1,
+            };
             // No leader heard for a lease: the others' leases lapsed, ask again soon. A leader
-            // in office: give the last campaign a lease (the leader's own lease may lapse).
+            // in office grants its vote only once it has led for its lease, and a campaign
+            // before that only unseats it for another member to win: wait until the term has
+            // stood that long here (it reached here after the leader's election).
             let leaderless = self.contact.silence().is_none_or(|s| s >= lease);
-            let wait = if leaderless { LEADERLESS_RETRY } else { lease };
-            let due = last_campaign.is_none_or(|at| now.saturating_duration_since(at) >= wait);
+            let due = if leaderless {
+                last_campaign.is_none_or(|at| now.saturating_duration_since(at) >= LEADERLESS_RETRY)
+            } else {
+                now.saturating_duration_since(since) >= lease + TERM_MARGIN
+            };
             if due && !self.contact.knows_itself_behind() {
                 campaigns += 1;
                 last_campaign = Some(now);

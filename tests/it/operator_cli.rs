@@ -32,7 +32,7 @@ fn shown(out: &Output) -> String {
 }
 
 /// `cluster status --all -w json` rows, with the exit code.
-async fn rows(cluster: &Cluster, endpoints: &str) -> (Option<i32>, Vec<Value>, String) {
+async fn status_all(cluster: &Cluster, endpoints: &str) -> (Option<i32>, Vec<Value>, String) {
     let out = idnode(cluster, &["cluster", "status", "--all", "-w", "json", "--endpoints", endpoints]).await;
     let rows: Vec<Value> =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("rows JSON: {e}: {}", shown(&out)));
@@ -43,7 +43,7 @@ async fn rows(cluster: &Cluster, endpoints: &str) -> (Option<i32>, Vec<Value>, S
 async fn settled(cluster: &Cluster, endpoints: &str, timeout: Duration) -> Vec<Value> {
     let deadline = Instant::now() + timeout;
     loop {
-        let (code, rows, shown) = rows(cluster, endpoints).await;
+        let (code, rows, shown) = status_all(cluster, endpoints).await;
         let leaders = rows.iter().filter(|r| r["leader"] == true).count();
         let terms: Vec<&Value> = rows.iter().map(|r| &r["term"]).collect();
         if code == Some(0) && rows.len() == 3 && leaders == 1 && terms.windows(2).all(|w| w[0] == w[1]) {
@@ -122,7 +122,7 @@ async fn status_all_move_leader_and_exit_codes_on_a_real_cluster() {
     // A killed member: its row says so and the exit code is "unreachable".
     let victim = (0..3).find(|i| *i as u64 + 1 != target).expect("a follower");
     cluster.kill(victim);
-    let (code, rows, shown) = rows(&cluster, &endpoints).await;
+    let (code, rows, shown) = status_all(&cluster, &endpoints).await;
     assert_eq!(code, Some(3), "{shown}");
     assert_eq!(rows.len(), 3, "{shown}");
     for r in &rows {
