@@ -69,24 +69,21 @@ pub fn rows(answers: &[(String, Result<MemberStatus, String>)]) -> Vec<Row> {
     let missing: Vec<u64> = known.into_iter().filter(|id| !rows.iter().any(|r| r.id == Some(*id))).collect();
     let silent: Vec<(&String, &String)> =
         answers.iter().filter_map(|(e, a)| a.as_ref().err().map(|why| (e, why))).collect();
-    rows.sort_by_key(|r| r.id);
     // One member missing and one endpoint silent: that endpoint is that member's.
     if let ([id], [(endpoint, why)]) = (&missing[..], &silent[..]) {
-        rows.push(Row {
-            id: Some(*id),
-            endpoint: Some(endpoint.to_string()),
-            error: Some(why.to_string()),
-            ..Row::default()
-        });
-        return rows;
+        let (endpoint, error) = (Some(endpoint.to_string()), Some(why.to_string()));
+        rows.push(Row { id: Some(*id), endpoint, error, ..Row::default() });
+    } else {
+        for id in missing {
+            let why = "no listed endpoint answered as this member".to_string();
+            rows.push(Row { id: Some(id), error: Some(why), ..Row::default() });
+        }
+        for (endpoint, why) in silent {
+            rows.push(Row { endpoint: Some(endpoint.clone()), error: Some(why.clone()), ..Row::default() });
+        }
     }
-    for id in missing {
-        let why = "no listed endpoint answered as this member".to_string();
-        rows.push(Row { id: Some(id), error: Some(why), ..Row::default() });
-    }
-    for (endpoint, why) in silent {
-        rows.push(Row { endpoint: Some(endpoint.clone()), error: Some(why.clone()), ..Row::default() });
-    }
+    // By member id; endpoints that said no id last.
+    rows.sort_by_key(|r| (r.id.is_none(), r.id));
     rows
 }
 
@@ -141,8 +138,9 @@ pub async fn status_all(ops: &OpsClient, format: Format) -> anyhow::Result<()> {
     });
     let answers = join_all(asks).await;
     let refusals = answers.iter().filter(|(_, a)| a.as_ref().is_err_and(|e| exit::code_of(e) == exit::FAILED)).count();
+    // The endpoint has its own column: the deepest cause says why (e.g. connection refused).
     let answers: Vec<(String, Result<MemberStatus, String>)> =
-        answers.into_iter().map(|(e, a)| (e, a.map_err(|e| format!("{e:#}")))).collect();
+        answers.into_iter().map(|(e, a)| (e, a.map_err(|e| e.root_cause().to_string()))).collect();
     let rows = rows(&answers);
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
@@ -205,13 +203,13 @@ mod tests {
         // One member missing, one endpoint silent: that endpoint is the member's.
         let answers = vec![
             (ep(1), Ok(member(1, 1, 4, 10, 10))),
-            (ep(2), Ok(member(2, 1, 4, 10, 10))),
-            (ep(3), Err("connection refused".to_string())),
+            (ep(2), Err("connection refused".to_string())),
+            (ep(3), Ok(member(3, 1, 4, 10, 10))),
         ];
         let paired = rows(&answers);
-        assert_eq!(paired.len(), 3);
-        let dead = &paired[2];
-        assert_eq!((dead.id, dead.endpoint.clone(), dead.reachable), (Some(3), Some(ep(3)), false));
+        assert_eq!(paired.iter().map(|r| r.id).collect::<Vec<_>>(), [Some(1), Some(2), Some(3)]);
+        let dead = &paired[1];
+        assert_eq!((dead.endpoint.clone(), dead.reachable), (Some(ep(2)), false));
         assert!(table(&paired).to_string().contains("unreachable: connection refused"));
 
         // Two silent endpoints, one missing member: neither is guessed.
@@ -219,7 +217,8 @@ mod tests {
         answers.push(("http://10.0.0.9:8099".to_string(), Err("timed out".to_string())));
         let unpaired = rows(&answers);
         assert_eq!(unpaired.len(), 5);
-        assert!(unpaired.iter().any(|r| r.id == Some(3) && r.endpoint.is_none() && !r.reachable));
+        assert!(unpaired.iter().any(|r| r.id == Some(2) && r.endpoint.is_none() && !r.reachable));
         assert_eq!(unpaired.iter().filter(|r| r.id.is_none() && !r.reachable).count(), 2);
+        assert!(unpaired[3].id.is_none() && unpaired[4].id.is_none(), "endpoints without an id last");
     }
 }

@@ -33,6 +33,11 @@ pub async fn member_id(http: &reqwest::Client, endpoint: &str) -> anyhow::Result
     text.trim().parse().with_context(|| format!("{url} answered {text:?}, not a member id"))
 }
 
+/// `e` (its causes kept: the deepest says why) as the failure to reach `at`.
+fn unreachable(e: anyhow::Error, at: &str) -> anyhow::Error {
+    e.context(exit::Failure::Unreachable(at.to_string()))
+}
+
 /// The cluster secret the calls are signed with (never printed).
 pub fn cluster_secret() -> anyhow::Result<String> {
     std::env::var("IDNODE_CLUSTER_SECRET")
@@ -88,9 +93,9 @@ impl OpsClient {
         if body.is_some() {
             req = req.header("content-type", "application/json").body(bytes);
         }
-        let resp = req.send().await.map_err(|e| exit::unreachable(format!("{url}: {e}")))?;
+        let resp = req.send().await.map_err(|e| unreachable(e.into(), &url))?;
         let status = resp.status();
-        let text = resp.text().await.map_err(|e| exit::unreachable(format!("{url}: {e}")))?;
+        let text = resp.text().await.map_err(|e| unreachable(e.into(), &url))?;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
             let why = body.get("error").map_or_else(|| crate::output::cell(&body), crate::output::cell);
@@ -107,7 +112,7 @@ impl OpsClient {
         path: &str,
         body: Option<&Value>,
     ) -> anyhow::Result<Value> {
-        let to = member_id(&self.http, endpoint).await.map_err(|e| exit::unreachable(format!("{endpoint}: {e:#}")))?;
+        let to = member_id(&self.http, endpoint).await.map_err(|e| unreachable(e, endpoint))?;
         self.send(endpoint, to, method, path, body).await
     }
 

@@ -79,9 +79,8 @@ impl RaftNode {
                     self.leader_id()
                 ));
             }
-            let (voter, term) = self.with_metrics(|m| {
-                (m.membership_config.membership().voter_ids().any(|v| v == self.id), m.current_term)
-            });
+            let (voter, term) = self
+                .with_metrics(|m| (m.membership_config.membership().voter_ids().any(|v| v == self.id), m.current_term));
             if !voter {
                 return Err(format!("member {} is not a voter", self.id));
             }

@@ -43,13 +43,13 @@ async fn status_all(cluster: &Cluster, endpoints: &str) -> (Option<i32>, Vec<Val
 async fn settled(cluster: &Cluster, endpoints: &str, timeout: Duration) -> Vec<Value> {
     let deadline = Instant::now() + timeout;
     loop {
-        let (code, rows, shown) = status_all(cluster, endpoints).await;
+        let (code, rows, report) = status_all(cluster, endpoints).await;
         let leaders = rows.iter().filter(|r| r["leader"] == true).count();
         let terms: Vec<&Value> = rows.iter().map(|r| &r["term"]).collect();
         if code == Some(0) && rows.len() == 3 && leaders == 1 && terms.windows(2).all(|w| w[0] == w[1]) {
             return rows;
         }
-        assert!(Instant::now() < deadline, "no settled cluster within {timeout:?}: {shown}");
+        assert!(Instant::now() < deadline, "no settled cluster within {timeout:?}: {report}");
         tokio::time::sleep(POLL).await;
     }
 }
@@ -122,15 +122,15 @@ async fn status_all_move_leader_and_exit_codes_on_a_real_cluster() {
     // A killed member: its row says so and the exit code is "unreachable".
     let victim = (0..3).find(|i| *i as u64 + 1 != target).expect("a follower");
     cluster.kill(victim);
-    let (code, rows, shown) = status_all(&cluster, &endpoints).await;
-    assert_eq!(code, Some(3), "{shown}");
-    assert_eq!(rows.len(), 3, "{shown}");
+    let (code, rows, report) = status_all(&cluster, &endpoints).await;
+    assert_eq!(code, Some(3), "{report}");
+    assert_eq!(rows.len(), 3, "{report}");
     for r in &rows {
         let dead = r["id"] == victim as u64 + 1;
-        assert_eq!(r["reachable"], !dead, "{shown}");
+        assert_eq!(r["reachable"], !dead, "{report}");
         if dead {
-            assert_eq!(r["endpoint"], cluster.ops(victim), "{shown}");
-            assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{shown}");
+            assert_eq!(r["endpoint"], cluster.ops(victim), "{report}");
+            assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{report}");
         }
     }
 }
