@@ -38,7 +38,7 @@ const DATABASE_FAILED: &str = "the database could not be read; see the node's lo
 const NOT_BOOTSTRAPPED: &str = "the cluster is not bootstrapped yet";
 
 /// The probes and metrics, open to anyone who reaches the listener; operator calls
-/// (backups) behind the cluster credential.
+/// (backups, keys, imports, the `idnode cluster` routes) behind the cluster credential.
 pub fn router(node: Arc<Node>) -> Router {
     let operator = node
         .raft
