@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
+use crate::ops_client::{first_answering, path_of};
+use crate::output::Format;
 use crate::serve::engine::{open_engine, RESTORING};
 use crate::state::cf::STATE_CFS;
 
@@ -23,28 +25,6 @@ fn secret() -> anyhow::Result<String> {
         .ok()
         .filter(|s| !s.is_empty())
         .context("set IDNODE_CLUSTER_SECRET to the cluster's secret: it proves the call and seals the backup")
-}
-
-/// The path (and query) a request to `url` carries: what its signature covers.
-pub fn path_of(url: &str) -> anyhow::Result<String> {
-    let u = reqwest::Url::parse(url).with_context(|| format!("{url} is not a URL"))?;
-    Ok(match u.query() {
-        Some(q) => format!("{}?{q}", u.path()),
-        None => u.path().to_string(),
-    })
-}
-
-/// The member id of the node at `endpoint` (its open member id route): a signed request is
-/// valid for that member alone, so a tool asks before it signs.
-pub async fn member_id(http: &reqwest::Client, endpoint: &str) -> anyhow::Result<u64> {
-    let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_MEMBER_ID);
-    let resp = http.get(&url).send().await.with_context(|| format!("calling {url}"))?;
-    let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
-    if !status.is_success() {
-        bail!("{url} answered {status} (does the node run an older idnode?)");
-    }
-    text.trim().parse().with_context(|| format!("{url} answered {text:?}, not a member id"))
 }
 
 fn bar(total: Option<u64>, what: &str) -> ProgressBar {
@@ -59,12 +39,26 @@ fn bar(total: Option<u64>, what: &str) -> ProgressBar {
     bar
 }
 
+/// The summary a backup or restore prints: one JSON line (what scripts parse), or a table.
+fn print(format: Option<Format>, summary: &serde_json::Value) -> anyhow::Result<()> {
+    match format.unwrap_or(Format::Json) {
+        Format::Json => println!("{summary}"),
+        Format::Table => crate::output::print(Format::Table, summary)?,
+    }
+    Ok(())
+}
+
 fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
     bytes as f64 / (1 << 20) as f64 / elapsed.as_secs_f64().max(1e-6)
 }
 
-/// `idnode backup --endpoint URL --out FILE`.
-pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs) -> anyhow::Result<()> {
+/// `idnode backup --endpoints URL[,…] --out FILE` (from the first node that answers).
+pub async fn backup(
+    endpoints: &[String],
+    out: &Path,
+    tls: &crate::cli::ClientTlsArgs,
+    format: Option<Format>,
+) -> anyhow::Result<()> {
     let secret = secret()?;
     if out.exists() {
         bail!("{} exists: choose a new file name (a backup never overwrites one)", out.display());
@@ -72,13 +66,16 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
     let partial = PathBuf::from(format!("{}.partial", out.display()));
     let started = Instant::now();
     let http = tls.apply(reqwest::Client::builder().connect_timeout(Duration::from_secs(5)))?.build()?;
+    let (endpoint, to) = first_answering(&http, endpoints).await?;
     let url = format!("{}{}", endpoint.trim_end_matches('/'), idnode_raft::PATH_BACKUP);
-    let to = member_id(&http, endpoint).await?;
     let (name, value) = idnode_raft::sign_request(&secret, to, "GET", &path_of(&url)?, b"");
     let mut resp = http.get(&url).header(name, value).send().await.with_context(|| format!("calling {url}"))?;
     if !resp.status().is_success() {
         let status = resp.status();
-        bail!("{url} answered {status}: {}", resp.text().await.unwrap_or_default());
+        return Err(crate::exit::refused(format!(
+            "{url} answered {status}: {}",
+            resp.text().await.unwrap_or_default()
+        )));
     }
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(&partial).with_context(|| format!("creating {}", partial.display()))?,
@@ -123,9 +120,9 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
     let (header, _) = idnode_raft::read_header(&mut std::fs::File::open(&partial)?)?;
     std::fs::rename(&partial, out)?;
     let elapsed = started.elapsed();
-    println!(
-        "{}",
-        serde_json::json!({
+    print(
+        format,
+        &serde_json::json!({
             "file": out.display().to_string(),
             "bytes": total,
             "seconds": elapsed.as_secs_f64(),
@@ -134,13 +131,12 @@ pub async fn backup(endpoint: &str, out: &Path, tls: &crate::cli::ClientTlsArgs)
             "applied_index": header.applied.index,
             "taken_on": header.taken_on,
             "cluster_id": header.cluster_id,
-        })
-    );
-    Ok(())
+        }),
+    )
 }
 
 /// `idnode restore --from FILE --data-dir DIR --node-id N --initial-cluster …`.
-pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
+pub fn restore(from: &Path, cfg: &Config, format: Option<Format>) -> anyhow::Result<()> {
     let secret = cfg.cluster_secret.clone().map(Ok).unwrap_or_else(secret)?;
     let size = std::fs::metadata(from).with_context(|| format!("reading {}", from.display()))?.len();
     let db = cfg.data_dir.join("db");
@@ -176,9 +172,9 @@ pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
     drop(engine);
     std::fs::remove_file(&marker)?;
     let elapsed = started.elapsed();
-    println!(
-        "{}",
-        serde_json::json!({
+    print(
+        format,
+        &serde_json::json!({
             "data_dir": cfg.data_dir.display().to_string(),
             "node_id": cfg.node_id,
             "members": cfg.members(),
@@ -187,7 +183,6 @@ pub fn restore(from: &Path, cfg: &Config) -> anyhow::Result<()> {
             "bytes": size,
             "seconds": elapsed.as_secs_f64(),
             "mb_per_s": mb_per_s(size, elapsed),
-        })
-    );
-    Ok(())
+        }),
+    )
 }

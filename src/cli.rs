@@ -7,11 +7,16 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::Settings;
 
 #[derive(Parser, Debug)]
-#[command(name = "idnode", version = crate::build_info::LONG_VERSION, about = "Replicated identity service speaking the Keystone v3 API")]
+#[command(name = "idnode", version = crate::build_info::LONG_VERSION, about = "Replicated identity service speaking the Keystone v3 API", after_help = crate::exit::HELP)]
 pub struct Cli {
     /// INI configuration file (default: $IDNODE_CONFIG, else /etc/idnode/idnode.conf if present).
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
+    /// How commands that print show what they got (as etcdctl's -w): `json` (the default of
+    /// the commands scripts already parse) or `table` (the default of `cluster status --all`
+    /// and `cluster move-leader`).
+    #[arg(short = 'w', long = "write-out", global = true, value_enum)]
+    pub write_out: Option<crate::output::Format>,
     #[command(subcommand)]
     pub command: Option<Cmd>,
 }
@@ -23,13 +28,13 @@ pub enum Cmd {
     /// Bootstrap the cluster (Default domain, admin project/user/roles, identity endpoint) and
     /// exit. `serve` also does this on first start; running it twice changes nothing.
     Bootstrap(NodeArgs),
-    /// Cluster membership and status, through a node's peer listener.
+    /// Cluster membership and status, through nodes' ops listeners with the cluster secret
+    /// (IDNODE_CLUSTER_SECRET). A bare `HOST:PORT` endpoint is a peer listener (the old form).
     Cluster {
         #[command(subcommand)]
         action: ClusterCmd,
-        /// Peer address of any node of the cluster.
-        #[arg(long, global = true, default_value = "127.0.0.1:5099", env = "IDNODE_PEER_ENDPOINT")]
-        endpoint: String,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
         /// With peer TLS: `--cacert` the cluster's CA, `--cert`/`--key` a member's certificate.
         #[command(flatten)]
         tls: ClientTlsArgs,
@@ -41,9 +46,8 @@ pub enum Cmd {
     Backup {
         #[command(subcommand)]
         action: Option<BackupCmd>,
-        /// The node's ops listener.
-        #[arg(long, default_value = "http://127.0.0.1:8099", env = "IDNODE_ENDPOINT")]
-        endpoint: String,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
         /// The file to write (never overwritten).
         #[arg(long, required = true)]
         out: Option<PathBuf>,
@@ -78,15 +82,10 @@ pub enum Cmd {
         /// The node's public API base URL (`rotate-oidc`).
         #[arg(long, global = true, default_value = "http://127.0.0.1:5000", env = "OS_AUTH_URL")]
         url: String,
-        /// Ops listeners of the nodes to act on, comma separated (`rotate`, `rekey`, `status`).
-        #[arg(
-            long,
-            global = true,
-            default_value = "http://127.0.0.1:8099",
-            env = "IDNODE_ENDPOINT",
-            value_delimiter = ','
-        )]
-        endpoint: Vec<String>,
+        /// The nodes to act on (`rotate --dek`, `rekey`, `status`: each listed node; the
+        /// others: the first that answers).
+        #[command(flatten)]
+        endpoints: EndpointArgs,
         #[command(flatten)]
         tls: ClientTlsArgs,
     },
@@ -154,14 +153,45 @@ pub struct KeystoneImportArgs {
     /// The administrator's project (in the default domain).
     #[arg(long, default_value = "admin")]
     pub admin_project: String,
-    /// Ops listener of a node of the cluster.
-    #[arg(long, default_value = "http://127.0.0.1:8099", env = "IDNODE_ENDPOINT")]
-    pub endpoint: String,
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
     /// Also write the final report as JSON to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
+}
+
+/// Where an operator command finds the cluster (`--endpoints`, as etcdctl's).
+#[derive(Args, Debug, Default, Clone)]
+pub struct EndpointArgs {
+    /// Ops listeners of the nodes, comma separated (`http[s]://HOST:PORT`; default
+    /// http://127.0.0.1:8099, or $IDNODE_ENDPOINT). A command that needs one node tries them
+    /// in order until one answers.
+    #[arg(long = "endpoints", alias = "endpoint", global = true, env = "IDNODE_ENDPOINTS", value_delimiter = ',')]
+    endpoints: Option<Vec<String>>,
+}
+
+impl EndpointArgs {
+    /// The list given, else `$IDNODE_ENDPOINT` (the older variable), else `fallback_env` (the
+    /// cluster commands' old `$IDNODE_PEER_ENDPOINT`), else the local node's ops listener.
+    pub fn list(&self, fallback_env: Option<&str>) -> Vec<String> {
+        let from_env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| v.split(',').map(str::to_string).collect())
+        };
+        let given = self.endpoints.clone().filter(|l| !l.is_empty());
+        given
+            .or_else(|| from_env("IDNODE_ENDPOINT"))
+            .or_else(|| fallback_env.and_then(from_env))
+            .unwrap_or_else(|| vec!["http://127.0.0.1:8099".to_string()])
+            .into_iter()
+            .map(|e| e.trim().to_string())
+            .filter(|e| !e.is_empty())
+            .collect()
+    }
 }
 
 /// TLS of an operator command's calls: the CA that signed an `https://` endpoint's
@@ -236,8 +266,13 @@ pub enum KeysCmd {
 
 #[derive(Subcommand, Debug)]
 pub enum ClusterCmd {
-    /// Leader, term, members and replication progress.
-    Status,
+    /// Leader, term, members and replication progress as one node sees them; with `--all`,
+    /// every member asked at the listed endpoints, one row each (as `etcdctl endpoint status
+    /// --cluster`): exits 3 when one did not answer.
+    Status {
+        #[arg(long)]
+        all: bool,
+    },
     /// Add a node as a non-voting learner (it receives the log, then can be promoted).
     AddLearner { id: u64, peer_addr: String },
     /// Make a learner a voter.
@@ -245,11 +280,19 @@ pub enum ClusterCmd {
     /// Remove a voter or learner.
     Remove { id: u64 },
     /// Compare every member's state digest at one log index (like etcd's hash check). Prints
-    /// the report as JSON; exits non-zero unless every member answered with the same digest.
+    /// the report; exits 4 unless every member answered with the same digest.
     Check {
         /// Seconds each member may take to apply the checkpoint and digest its state.
         #[arg(long, default_value_t = 30)]
         wait_secs: u64,
+    },
+    /// Move leadership to voter ID (it campaigns until it leads). Prints the new leader;
+    /// exits 4 when ID is not a voter or did not win within the timeout.
+    MoveLeader {
+        id: u64,
+        /// Seconds the move may take (at most 30).
+        #[arg(long, default_value_t = 10)]
+        timeout_secs: u64,
     },
 }
 

@@ -12,11 +12,13 @@ mod catalog;
 mod cli;
 mod clock;
 mod cluster_cli;
+mod cluster_members;
 #[cfg(test)]
 mod cluster_tests;
 mod config;
 mod context;
 mod credential;
+mod exit;
 mod federation;
 mod http;
 mod identity;
@@ -31,7 +33,9 @@ mod mapping;
 mod oauth1;
 mod oauth2;
 mod openfga;
+mod ops_client;
 mod otlp;
+mod output;
 mod passkey;
 mod policy;
 mod providers;
@@ -118,17 +122,24 @@ fn main() -> std::process::ExitCode {
         match command {
             Cmd::Serve(_) => serve::startup::serve(configured(config)?).await,
             Cmd::Bootstrap(_) => serve::startup::bootstrap_only(configured(config)?).await,
-            Cmd::Cluster { action, endpoint, tls } => cluster_cli::run(action, &endpoint, &tls).await,
+            Cmd::Cluster { action, endpoints, tls } => {
+                let list = endpoints.list(Some("IDNODE_PEER_ENDPOINT"));
+                cluster_cli::run(action, &list, &tls, cli.write_out).await
+            }
             Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
                 oauth2::rotate_cli::run(&domain, &url, &tls).await
             }
-            Cmd::Keys { action, endpoint, tls, .. } => rotation::cli::run(action, &endpoint, &tls).await,
+            Cmd::Keys { action, endpoints, tls, .. } => {
+                rotation::cli::run(action, &endpoints.list(None), &tls, cli.write_out).await
+            }
             Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
             Cmd::Backup { action: Some(cli::BackupCmd::Inspect { file }), .. } => backup_inspect::run(&file),
-            Cmd::Backup { endpoint, out: Some(out), tls, .. } => backup_cli::backup(&endpoint, &out, &tls).await,
+            Cmd::Backup { endpoints, out: Some(out), tls, .. } => {
+                backup_cli::backup(&endpoints.list(None), &out, &tls, cli.write_out).await
+            }
             Cmd::Backup { out: None, .. } => Err(anyhow::anyhow!("idnode backup needs --out FILE")),
             Cmd::Mapping { action: cli::MappingCmd::Test(args) } => mapping::cli::test(&args),
-            Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?),
+            Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?, cli.write_out),
         }
     });
     // Written out before the error line, so that line is the last the process prints.
@@ -137,7 +148,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("idnode: {e:#}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(exit::code_of(&e))
         }
     }
 }

@@ -87,7 +87,7 @@ impl Contact {
     }
 
     /// How long no leader was heard (`None`: never since this process started).
-    fn silence(&self) -> Option<Duration> {
+    pub(crate) fn silence(&self) -> Option<Duration> {
         match self.last_append.load(Ordering::Acquire) {
             0 => None,
             at => Some(Duration::from_micros(self.now().saturating_sub(at))),
@@ -95,7 +95,7 @@ impl Contact {
     }
 
     /// Behind by a refusal's word, or still taking in a leader's snapshot.
-    fn knows_itself_behind(&self) -> bool {
+    pub(crate) fn knows_itself_behind(&self) -> bool {
         self.now() < self.behind_until.load(Ordering::Acquire) || self.receiving.load(Ordering::Acquire) > 0
     }
 }

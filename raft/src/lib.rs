@@ -20,11 +20,13 @@ mod forward;
 mod forward_batch;
 mod freshness;
 mod leader;
+mod leadership;
 mod log_store;
 mod member_id;
 mod metrics;
 mod network;
 mod node;
+mod operator_routes;
 mod options;
 mod peer_api;
 mod reach;
@@ -45,12 +47,12 @@ mod wire;
 
 use idnode_storage::{Batch, Engine};
 
-pub use admin::AdminClient;
+pub use admin::{AdminClient, AdminRequest};
 pub use auth::{sign_request, OnVerified, WINDOW_S as PEER_AUTH_WINDOW_S};
 pub use backup::{
     read_header, restore_file, verify_file, BackupError, BackupHeader, BackupKey, PATH_BACKUP, TRAILER_LEN,
 };
-pub use client::ClientTls;
+pub use client::{CallError, ClientTls};
 pub use consistency::{ConsistencyReport, MemberDigest};
 pub use digests::{CfDigest, DigestOutcome, Digests, RUNNING_DIGEST_VERSION};
 pub use error::ProposeError;
@@ -59,6 +61,7 @@ pub use idnode_storage as storage;
 pub use log_store::LogStore;
 pub use member_id::PATH_MEMBER_ID;
 pub use node::RaftNode;
+pub use operator_routes::{MemberStatus, MoveLeader, OPS_CHECK, OPS_MEMBERSHIP, OPS_MOVE_LEADER, OPS_STATUS};
 pub use options::RaftOptions;
 pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};

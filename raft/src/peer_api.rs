@@ -62,6 +62,7 @@ impl RaftNode {
             .route(PATH_CHECK_LEADER, post(check_leader))
             .route(PATH_VERDICT, post(verdict))
             .route(crate::version::PATH_VERSION, post(version))
+            .route(crate::leadership::PATH_TAKE_LEADERSHIP, post(take_leadership))
             .layer(DefaultBodyLimit::max(MAX_BODY))
             .with_state(self.clone())
     }
@@ -192,6 +193,14 @@ async fn status(State(node): State<Arc<RaftNode>>) -> Response {
 
 async fn version(State(node): State<Arc<RaftNode>>) -> Response {
     reply(&node.own_version())
+}
+
+/// `idnode cluster move-leader` named this member: campaign until it leads (bounded).
+async fn take_leadership(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {
+    match decode::<crate::leadership::TakeLeadership>(&body) {
+        Ok(req) => reply(&node.take_leadership(std::time::Duration::from_millis(req.wait_ms)).await),
+        Err(resp) => resp,
+    }
 }
 
 async fn admin(State(node): State<Arc<RaftNode>>, body: Bytes) -> Response {

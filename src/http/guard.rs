@@ -15,8 +15,10 @@ use tower::limit::GlobalConcurrencyLimitLayer;
 
 use super::ApiError;
 
-/// The ops listener answers probes and scrapes: small, quick requests.
-const OPS_TIMEOUT: Duration = Duration::from_secs(10);
+/// The ops listener answers probes and scrapes (small, quick requests) and operator calls,
+/// the longest of which is `idnode cluster check` (up to a minute for the members' digests,
+/// plus the forward to the leader).
+const OPS_TIMEOUT: Duration = Duration::from_secs(75);
 const OPS_MAX_CONCURRENT: usize = 64;
 /// Peer traffic comes from at most four other members (a five-node cluster), each forwarding
 /// up to its own API limit of writes, plus raft's own RPCs: the peer limit leaves room for all

@@ -95,8 +95,8 @@ pub async fn keystone(args: &KeystoneImportArgs) -> anyhow::Result<()> {
     );
 
     let http = args.tls.apply(reqwest::Client::builder().timeout(Duration::from_secs(300)))?.build()?;
-    let member = crate::backup_cli::member_id(&http, &args.endpoint).await?;
-    let ops = Ops { http, endpoint: args.endpoint.clone(), secret, member };
+    let (endpoint, member) = crate::ops_client::first_answering(&http, &args.endpoints.list(None)).await?;
+    let ops = Ops { http, endpoint, secret, member };
 
     let mut report = Report { dry_run: args.dry_run, ..Report::default() };
     for s in &source.skipped {

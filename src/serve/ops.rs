@@ -38,13 +38,14 @@ const DATABASE_FAILED: &str = "the database could not be read; see the node's lo
 const NOT_BOOTSTRAPPED: &str = "the cluster is not bootstrapped yet";
 
 /// The probes and metrics, open to anyone who reaches the listener; operator calls
-/// (backups) behind the cluster credential.
+/// (backups, keys, imports, the `idnode cluster` routes) behind the cluster credential.
 pub fn router(node: Arc<Node>) -> Router {
     let operator = node
         .raft
         .backup_router()
         .merge(crate::rotation::routes::router(node.tokens.clone()))
-        .merge(crate::import::routes::router(node.tokens.core.clone()));
+        .merge(crate::import::routes::router(node.tokens.core.clone()))
+        .merge(node.raft.cluster_ops_router());
     // Open: operator tools ask it to learn which member they sign for.
     let member_id = node.raft.member_id_router();
     Router::new()

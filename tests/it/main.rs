@@ -34,6 +34,8 @@
 //! * `oslo_limit`: unified limits judged by oslo.limit's Enforcer (the quota library Nova uses),
 //!   in both enforcement models;
 //! * `openstack_smoke`: python-openstackclient's smoke session against one node and a cluster;
+//! * `operator_cli`: `idnode cluster status --all`, `move-leader`, `check` and the exit codes
+//!   through the ops listeners of a real 3-node cluster;
 //! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
 //!   port do not stop token validation or writes anywhere, nor grow the member's memory;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
@@ -81,6 +83,7 @@ mod oauth2_cluster;
 mod openapi;
 mod openfga_cluster;
 mod openstack_smoke;
+mod operator_cli;
 mod oslo_limit;
 mod peer_flood;
 mod plaintext_audit;
