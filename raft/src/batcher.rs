@@ -60,7 +60,7 @@ impl Batcher {
         }
         let answer = rx.instrument(span.clone()).await;
         if let Ok(Ok(LeaderReply::Written { index, .. })) = &answer {
-            span.record("raft.index", index);
+            span.record("raft.index", crate::trace_context::attr_index(*index));
         }
         answer.unwrap_or_else(|_| Err(LeaderError::Unavailable("the proposal writer dropped the proposal".into())))
     }

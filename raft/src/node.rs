@@ -176,7 +176,7 @@ impl RaftNode {
             let deadline = Instant::now() + self.opts.forward_timeout;
             match self.propose_on_leader(Proposal { request_id, payload }, deadline).await? {
                 LeaderReply::Written { index, reply } => {
-                    tracing::Span::current().record("raft.index", index);
+                    tracing::Span::current().record("raft.index", crate::trace_context::attr_index(index));
                     self.wait_applied(index, deadline).await?;
                     Ok((index, reply))
                 }

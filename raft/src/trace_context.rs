@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use opentelemetry::trace::TraceContextExt;
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use reqwest::header::HeaderMap;
 use tracing::Span;
@@ -53,6 +54,20 @@ pub fn adopt(span: &Span, headers: &HeaderMap) {
     }
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
     let _ = span.set_parent(parent);
+}
+
+/// Names `span` once its name is known (a server span learns its route after routing, when
+/// its children have already started it, so the `otel.name` field no longer applies).
+pub fn rename(span: &Span, name: String) {
+    if enabled() && !span.is_none() {
+        span.context().span().update_name(name);
+    }
+}
+
+/// A log index as a span attribute: OpenTelemetry's integers are signed (tracing's `u64`
+/// values would arrive as strings).
+pub fn attr_index(index: u64) -> i64 {
+    i64::try_from(index).unwrap_or(i64::MAX)
 }
 
 /// A span when traces are on, else `Span::none()` (the fields are not even evaluated).
@@ -96,7 +111,7 @@ pub(crate) fn apply_span(request_id: &[u8; 16], index: u64) -> Span {
         return Span::none();
     }
     match commits().lock().ok().and_then(|m| m.get(request_id).cloned()) {
-        Some(commit) => tracing::info_span!(parent: &commit, "raft.apply", raft.index = index),
+        Some(commit) => tracing::info_span!(parent: &commit, "raft.apply", raft.index = attr_index(index)),
         None => Span::none(),
     }
 }

@@ -73,7 +73,6 @@ async fn stamp(State(cfg): State<AccessLog>, mut req: Request, next: Next) -> Re
     let span = tracing::info_span!(
         "request",
         request_id = %id,
-        otel.name = Empty,
         otel.kind = Empty,
         otel.status_code = Empty,
         http.request.method = Empty,
@@ -112,9 +111,9 @@ async fn stamp(State(cfg): State<AccessLog>, mut req: Request, next: Next) -> Re
         );
     }
     if traced {
-        span.record("otel.name", format!("{method} {route}").as_str());
+        trace_context::rename(&span, format!("{method} {route}"));
         span.record("http.route", route);
-        span.record("http.response.status_code", resp.status().as_u16());
+        span.record("http.response.status_code", i64::from(resp.status().as_u16()));
         if resp.status().is_server_error() {
             span.record("otel.status_code", "error");
         }

@@ -183,9 +183,11 @@ async fn a_sampled_request_s_trace_spans_members_policy_raft_the_store_and_outbo
     let url = format!("{}/v3/projects/{project}/users/{admin_user}/roles/{role}", c.api(f));
     let r = c.http.request(Method::PUT, &url, Some(&token), &[("traceparent", &tp)], None).await.unwrap();
     assert_eq!(r.status, 204, "{}", r.text);
-    let spans = receiver.wait_trace(&trace, "the store's call", |s| s.iter().any(|x| x["name"] == "openfga")).await;
-    let store = spans.iter().find(|s| s["name"] == "openfga").expect("found");
+    let spans =
+        receiver.wait_trace(&trace, "the store's write", |s| s.iter().any(|x| x["name"] == "openfga write")).await;
+    let store = spans.iter().find(|s| s["name"] == "openfga write").expect("found");
     assert_eq!(store["kind"], 3, "a client span: {store:#}");
+    assert_eq!(store["attributes"]["fga.operation"], "write");
     let parents: HashMap<&str, &Value> = spans.iter().map(|s| (s["span_id"].as_str().unwrap_or(""), s)).collect();
     let mut up = store;
     while let Some(p) = parents.get(up["parent_span_id"].as_str().unwrap_or("")) {
@@ -200,6 +202,12 @@ async fn a_sampled_request_s_trace_spans_members_policy_raft_the_store_and_outbo
     let r = c.http.post(&url, Some(&token), &idp).await.unwrap();
     assert_eq!(r.status, 201, "{}", r.text);
     let idp_id = r.json["identity_provider"]["id"].as_str().expect("idp id").to_string();
+    let rule = json!({"name": "r", "match": {"all_of": []}, "authorizations": [], "groups": [],
+        "identity": {"identity_mode": "local", "user_name": "${claims.sub}"}});
+    let ruleset = json!({"mapping": {"domain_id": "default", "provider_id": "traced",
+        "source": {"type": "federation", "idp_id": idp_id}, "rules": [rule]}});
+    let r = c.http.post(&format!("{}/v4/mappings", c.api(leader)), Some(&token), &ruleset).await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.text);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let jwt = format!(
         "{}.{}.{}",
