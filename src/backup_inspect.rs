@@ -74,9 +74,9 @@ pub fn inspect(path: &Path) -> anyhow::Result<BackupReport> {
 }
 
 /// Prints the report; exits non-zero when the file is not a complete backup.
-pub fn run(path: &Path) -> anyhow::Result<()> {
+pub fn run(path: &Path, format: crate::output::Format) -> anyhow::Result<()> {
     let report = inspect(path)?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    crate::output::print(format, &serde_json::to_value(&report)?)?;
     match &report.problem {
         None => Ok(()),
         Some(why) => bail!("{} is not a complete backup: {why}", path.display()),
@@ -115,7 +115,7 @@ mod tests {
         assert!(r.applied_term >= 1);
         assert_eq!(r.size_bytes, std::fs::metadata(&path).unwrap().len());
         assert!(r.created.starts_with("20"), "{}", r.created);
-        assert!(run(&path).is_ok());
+        assert!(run(&path, crate::output::Format::Table).is_ok());
         let json = serde_json::to_string(&r).unwrap();
         assert!(!json.contains("inspect-secret"), "{json}");
 
@@ -124,7 +124,7 @@ mod tests {
         std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
         let r = inspect(&cut).unwrap();
         assert!(!r.complete, "{r:?}");
-        let err = format!("{:#}", run(&cut).unwrap_err());
+        let err = format!("{:#}", run(&cut, crate::output::Format::Json).unwrap_err());
         assert!(err.contains("not a complete backup"), "{err}");
 
         std::fs::write(&cut, &bytes[..30]).unwrap();

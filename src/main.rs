@@ -133,12 +133,16 @@ fn main() -> std::process::ExitCode {
                 rotation::cli::run(action, &endpoints.list(None), &tls, cli.write_out).await
             }
             Cmd::Import { source: cli::ImportCmd::Keystone(args) } => import::cli::keystone(&args).await,
-            Cmd::Backup { action: Some(cli::BackupCmd::Inspect { file }), .. } => backup_inspect::run(&file),
+            Cmd::Backup { action: Some(cli::BackupCmd::Inspect { file }), .. } => {
+                backup_inspect::run(&file, cli.write_out.unwrap_or(output::Format::Json))
+            }
             Cmd::Backup { endpoints, out: Some(out), tls, .. } => {
                 backup_cli::backup(&endpoints.list(None), &out, &tls, cli.write_out).await
             }
             Cmd::Backup { out: None, .. } => Err(anyhow::anyhow!("idnode backup needs --out FILE")),
-            Cmd::Mapping { action: cli::MappingCmd::Test(args) } => mapping::cli::test(&args),
+            Cmd::Mapping { action: cli::MappingCmd::Test(args) } => {
+                mapping::cli::test(&args, cli.write_out.unwrap_or(output::Format::Json))
+            }
             Cmd::Restore { from, .. } => backup_cli::restore(&from, &configured(config)?, cli.write_out),
         }
     });

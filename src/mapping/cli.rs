@@ -171,12 +171,12 @@ fn read(path: &Path, what: &str) -> anyhow::Result<String> {
 }
 
 /// `idnode mapping test`: prints the report; no matching rule exits non-zero.
-pub fn test(args: &TestArgs) -> anyhow::Result<()> {
+pub fn test(args: &TestArgs, format: crate::output::Format) -> anyhow::Result<()> {
     let ruleset = read(&args.ruleset, "ruleset")?;
     let claims = read(&args.claims, "claims")?;
     let report = evaluate(&ruleset, &claims, args.domain.as_deref(), args.rule.as_deref())
         .with_context(|| format!("{}", args.ruleset.display()))?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    crate::output::print(format, &serde_json::to_value(&report)?)?;
     if !report.matched {
         bail!("no rule matched: the claims map to no user (as Keystone's \"Could not map any federated user properties\")");
     }

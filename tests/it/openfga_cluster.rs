@@ -17,7 +17,7 @@ use crate::support::{output_within, password_auth_body, Cluster};
 /// The test kit's launcher, shared with the in-process tests (not all of it is used here).
 #[allow(dead_code)]
 #[path = "../../src/testkit/openfga.rs"]
-mod fga_server;
+pub(crate) mod fga_server;
 
 const OPENSTACK: &str = "/opt/anchors/osc-venv/bin/openstack";
 

@@ -18,10 +18,7 @@ use serde_json::{json, Value};
 
 use crate::support::{random_hex, Cluster};
 
-/// The test kit's launcher, shared with the in-process tests (not all of it is used here).
-#[allow(dead_code)]
-#[path = "../../src/testkit/openfga.rs"]
-mod fga_server;
+use crate::openfga_cluster::fga_server;
 
 const PYTHON: &str = "/opt/anchors/otlp-venv/bin/python";
 const ISSUER: &str = "https://idp.traces.test";
