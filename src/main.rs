@@ -127,7 +127,7 @@ fn main() -> std::process::ExitCode {
                 cluster_cli::run(action, &list, &tls, cli.write_out).await
             }
             Cmd::Keys { action: cli::KeysCmd::RotateOidc { domain }, url, tls, .. } => {
-                oauth2::rotate_cli::run(&domain, &url, &tls).await
+                oauth2::rotate_cli::run(&domain, &url, &tls, cli.write_out.unwrap_or(output::Format::Json)).await
             }
             Cmd::Keys { action, endpoints, tls, .. } => {
                 rotation::cli::run(action, &endpoints.list(None), &tls, cli.write_out).await

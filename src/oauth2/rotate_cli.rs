@@ -35,7 +35,12 @@ async fn token(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
         .context("the login answer had no X-Subject-Token")
 }
 
-pub async fn run(domain: &str, url: &str, tls: &crate::cli::ClientTlsArgs) -> anyhow::Result<()> {
+pub async fn run(
+    domain: &str,
+    url: &str,
+    tls: &crate::cli::ClientTlsArgs,
+    format: crate::output::Format,
+) -> anyhow::Result<()> {
     let url = url.trim_end_matches('/').trim_end_matches("/v3");
     let http = tls.apply(reqwest::Client::builder())?.build()?;
     let token = token(&http, url).await?;
@@ -45,6 +50,5 @@ pub async fn run(domain: &str, url: &str, tls: &crate::cli::ClientTlsArgs) -> an
     if !status.is_success() {
         bail!("rotation refused: HTTP {status}: {}", body["error"]["message"].as_str().unwrap_or(""));
     }
-    println!("{}", serde_json::to_string_pretty(&body)?);
-    Ok(())
+    crate::output::print(format, &body)
 }
