@@ -1,5 +1,6 @@
 //! idnode: one binary, `idnode serve` runs a node.
 
+mod account;
 mod api_keys;
 mod appcred;
 mod assignment;
@@ -50,6 +51,7 @@ mod state;
 mod testkit;
 mod token;
 mod trust;
+mod web;
 
 use std::path::PathBuf;
 

@@ -210,6 +210,13 @@ pub fn scim_write(w: &ScimWrite<'_>) -> Event {
         .attach("scim", json!({"realm_provider_id": w.realm_provider_id, "external_id": w.external_id}))
 }
 
+/// A user's own action on the account page: who did it, what it touched, and whether the
+/// API allowed it (the page acts only through the API, which decides).
+pub fn account_action(user_id: &str, action: Action, target: Resource, operation: &str, outcome: Outcome) -> Event {
+    Event::new(EventType::Activity, action, outcome, Resource::new(TYPE_USER, user_id), target)
+        .attach("account", json!({"operation": operation}))
+}
+
 /// Spec, Events item 2: a mapping regex outlived its deadline during an authentication. The
 /// claim's value is left out (it is the caller's data and may be anything); its name and the
 /// rule say where to look.

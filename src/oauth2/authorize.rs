@@ -16,9 +16,10 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use minijinja::context;
 use utoipa::ToSchema;
 
-use super::html::{self, Html, Page, PageError, PageResult, Val};
+use super::html::{self, Chrome, Page, PageError, PageResult, PAGES, PASSKEY_SCRIPT};
 use super::issuer::base_path;
 use super::page_state::{self, AuthRequest, Flow, Login, PageState};
 use super::secrets::{keyed_hash, new_secret, CODE};
@@ -135,28 +136,26 @@ pub(super) struct LoginView<'a> {
     pub cookie: Option<String>,
     /// The passkey sign-in's endpoints (`…/authorize/passkey`), when the flow offers it.
     pub passkey: Option<String>,
+    pub chrome: Chrome,
 }
 
 pub(super) fn login_page(v: LoginView<'_>) -> Response {
-    let err = html::error_note(v.error);
-    let passkey = match &v.passkey {
-        Some(base) => html::passkey_button(&format!("{base}/start"), base, v.sealed),
-        None => Html::default(),
+    let mut chrome = v.chrome;
+    if v.passkey.is_some() {
+        chrome.scripts.push(PASSKEY_SCRIPT);
+    }
+    let ctx = context! {
+        client_name => v.client_name,
+        error => v.error,
+        action => v.action,
+        page_state => v.sealed,
+        username => v.username,
+        passkey_start => v.passkey.as_ref().map(|base| format!("{base}/start")),
+        passkey_action => v.passkey,
     };
-    let body = html::render(
-        html::LOGIN,
-        &[
-            ("client_name", Val::Text(v.client_name)),
-            ("error", Val::Html(&err)),
-            ("action", Val::Text(&v.action)),
-            ("page_state", Val::Text(v.sealed)),
-            ("username", Val::Text(v.username)),
-            ("passkey", Val::Html(&passkey)),
-        ],
-    );
-    let mut page = Page::new(StatusCode::OK, "Sign in", body);
+    let mut page = Page::render(&PAGES, "login.html", StatusCode::OK, &chrome, ctx);
     page.redirect_origin = v.redirect_origin;
-    page.set_cookie = v.cookie;
+    page.set_cookie = v.cookie.into_iter().collect();
     page.into_response()
 }
 
@@ -166,33 +165,27 @@ pub(super) fn passkey_base(node: &Core, passkeys: &RelyingParty, domain_id: &str
 }
 
 /// The consent page; `user_code`: the device flow's code, shown for the user to compare.
-pub(super) fn consent_page(
-    client_name: &str,
-    user_name: &str,
-    scopes: &[String],
-    action: &str,
-    sealed: &str,
-    user_code: Option<&str>,
-    redirect_origin: Option<String>,
-) -> Response {
-    let list = html::scope_list(scopes);
-    let note = match user_code {
-        Some(c) => html::render(html::DEVICE_NOTE, &[("user_code", Val::Text(c))]),
-        None => Html::default(),
+pub(super) struct ConsentView<'a> {
+    pub client_name: &'a str,
+    pub user_name: &'a str,
+    pub scopes: &'a [String],
+    pub action: &'a str,
+    pub sealed: &'a str,
+    pub user_code: Option<&'a str>,
+    pub redirect_origin: Option<String>,
+}
+
+pub(super) fn consent_page(v: ConsentView<'_>, chrome: &Chrome) -> Response {
+    let ctx = context! {
+        client_name => v.client_name,
+        user_name => v.user_name,
+        scopes => html::scope_items(&chrome.lang, v.scopes),
+        user_code => v.user_code,
+        action => v.action,
+        page_state => v.sealed,
     };
-    let body = html::render(
-        html::CONSENT,
-        &[
-            ("client_name", Val::Text(client_name)),
-            ("user_name", Val::Text(user_name)),
-            ("scopes", Val::Html(&list)),
-            ("device_note", Val::Html(&note)),
-            ("action", Val::Text(action)),
-            ("page_state", Val::Text(sealed)),
-        ],
-    );
-    let mut page = Page::new(StatusCode::OK, "Allow access?", body);
-    page.redirect_origin = redirect_origin;
+    let mut page = Page::render(&PAGES, "consent.html", StatusCode::OK, chrome, ctx);
+    page.redirect_origin = v.redirect_origin;
     page.into_response()
 }
 
@@ -277,10 +270,13 @@ fn validate(node: &Core, domain_id: &str, raw_query: &str) -> PageResult<Result<
     // From here on, errors go back to the client.
     let state = get(&p, "state").filter(|s| s.len() <= MAX_STATE);
     let fail = |error: &str, description: &str| {
-        html::see_other(&redirect_with(
-            &redirect_uri,
-            &[("error", Some(error)), ("error_description", Some(description)), ("state", state)],
-        ))
+        html::see_other(
+            &redirect_with(
+                &redirect_uri,
+                &[("error", Some(error)), ("error_description", Some(description)), ("state", state)],
+            ),
+            &[],
+        )
     };
     if let Some(name) = repeated.first() {
         return Ok(Err(fail("invalid_request", &format!("The parameter {name} is included more than once."))));
@@ -380,6 +376,7 @@ pub async fn authorize(
         redirect_origin: origin,
         cookie: Some(cookie),
         passkey: passkey_base(&node, &passkeys, &domain_id),
+        chrome: html::chrome(&node, &domain_id, &headers),
         ..Default::default()
     }))
 }
@@ -395,6 +392,7 @@ pub(super) fn login_again(
     sealed: Option<&str>,
     username: Option<&str>,
     error: &str,
+    chrome: Chrome,
 ) -> Response {
     login_page(LoginView {
         client_name: &client.name,
@@ -405,6 +403,7 @@ pub(super) fn login_again(
         redirect_origin: html::origin_of(&req.redirect_uri),
         cookie: None,
         passkey: passkey_base(node, passkeys, domain_id),
+        chrome,
     })
 }
 
@@ -417,6 +416,7 @@ pub(super) async fn signed_in_as(
     req: &AuthRequest,
     client: &Client,
     user: &User,
+    chrome: &Chrome,
 ) -> PageResult {
     let at = now_secs();
     let login = Login { user_id: user.id.clone(), auth_time: at, cutoff_us: user.tokens_valid_after };
@@ -429,7 +429,16 @@ pub(super) async fn signed_in_as(
     }
     let action = format!("{}/authorize/consent", base_path(node, domain_id));
     let sealed = page_state::seal(node, &st)?;
-    Ok(consent_page(&client.name, &user.name, &req.scopes, &action, &sealed, None, html::origin_of(&req.redirect_uri)))
+    let view = ConsentView {
+        client_name: &client.name,
+        user_name: &user.name,
+        scopes: &req.scopes,
+        action: &action,
+        sealed: &sealed,
+        user_code: None,
+        redirect_origin: html::origin_of(&req.redirect_uri),
+    };
+    Ok(consent_page(view, chrome))
 }
 
 /// A consent post's decision.
@@ -497,14 +506,17 @@ pub async fn authorize_consent(
     let login = signed_in(&st)?;
     live_client(&node, &domain_id, &req.client_id, scopes::AUTHORIZATION_CODE, Some(&req.redirect_uri))?;
     if !decision(&form)? {
-        return Ok(html::see_other(&redirect_with(
-            &req.redirect_uri,
-            &[
-                ("error", Some("access_denied")),
-                ("error_description", Some("The user denied the request.")),
-                ("state", req.state.as_deref()),
-            ],
-        )));
+        return Ok(html::see_other(
+            &redirect_with(
+                &req.redirect_uri,
+                &[
+                    ("error", Some("access_denied")),
+                    ("error_description", Some("The user denied the request.")),
+                    ("state", req.state.as_deref()),
+                ],
+            ),
+            &[],
+        ));
     }
     let consent = match get(&form, "remember") {
         Some("on") => Some(remembered_consent(&node, &domain_id, &login.user_id, &req.client_id, &req.scopes)?),
@@ -538,10 +550,10 @@ async fn issue(node: &Core, domain_id: &str, req: &AuthRequest, login: &Login, c
         // The client may redeem the code at any node the moment it has it.
         match super::propose::propose_everywhere::<OAuth2Applied>(node, cmd).await {
             Ok(_) => {
-                return Ok(html::see_other(&redirect_with(
-                    &req.redirect_uri,
-                    &[("code", Some(&code)), ("state", req.state.as_deref())],
-                )))
+                return Ok(html::see_other(
+                    &redirect_with(&req.redirect_uri, &[("code", Some(&code)), ("state", req.state.as_deref())]),
+                    &[],
+                ))
             }
             // A hash collision of 256-bit codes: practically never; draw again once.
             Err(e) if e.status == StatusCode::CONFLICT && attempt == 0 => attempt += 1,

@@ -22,7 +22,7 @@ use utoipa::ToSchema;
 use super::authorize::{self as az, get, ConsentForm};
 use super::error::{json_no_cache, OAuthError, OAuthResult};
 use super::form::OAuthForm;
-use super::html::{self, Page, PageError, PageResult, Val};
+use super::html::{self, Chrome, Page, PageError, PageResult, PAGES};
 use super::issuer::{base_path, issuer};
 use super::page_state::{self, Flow};
 use super::secrets::{self, keyed_hash, new_secret};
@@ -33,6 +33,7 @@ use crate::state::oauth2::{DeviceGrant, DeviceStatus, OAuth2Command};
 use crate::state::read::OAuth2Reads;
 use crate::state::{Command, Reader};
 use crate::token::Tokens;
+use minijinja::context;
 
 /// The characters of user codes, the spec's: A-Z and 0-9 minus the look-alikes O, 0, I and 1
 /// (the spec's lowercase l never appears: codes are upper case).
@@ -183,15 +184,12 @@ pub(super) fn pending_grant(node: &Core, domain_id: &str, user_code: &str) -> Pa
 const UNKNOWN_CODE: &str = "That code is not valid, has expired, or has been used. Check the code your device shows.";
 
 /// The code entry page; `error` after a code that did not work.
-fn code_page(node: &Core, domain_id: &str, typed: &str, error: Option<&str>) -> Response {
-    let err = html::error_note(error);
+fn code_page(node: &Core, domain_id: &str, typed: &str, error: bool, chrome: &Chrome) -> Response {
     let action = format!("{}/device", base_path(node, domain_id));
-    let body = html::render(
-        html::DEVICE_CODE,
-        &[("error", Val::Html(&err)), ("action", Val::Text(&action)), ("user_code", Val::Text(typed))],
-    );
+    let error = error.then(|| chrome.lang.text("unknown-code"));
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    Page::new(status, "Connect a device", body).into_response()
+    let ctx = context! { error, action, user_code => typed };
+    Page::render(&PAGES, "device_code.html", status, chrome, ctx).into_response()
 }
 
 #[utoipa::path(get, path = "/v4/oauth2/{domain_id}/device", operation_id = "oauth2_device_page", tag = "oauth2",
@@ -209,18 +207,19 @@ pub async fn device_page(
 ) -> PageResult {
     az::domain_enabled(&node, &domain_id)?;
     let (p, _) = az::params(query.as_deref().unwrap_or("").as_bytes());
+    let chrome = html::chrome(&node, &domain_id, &headers);
     let Some(typed) = get(&p, "user_code") else {
-        return Ok(code_page(&node, &domain_id, "", None));
+        return Ok(code_page(&node, &domain_id, "", false, &chrome));
     };
     let typed_shown: String = typed.chars().take(16).collect();
     let Some(user_code) = normalize_user_code(typed) else {
-        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+        return Ok(code_page(&node, &domain_id, &typed_shown, true, &chrome));
     };
     let Some(grant) = pending_grant(&node, &domain_id, &user_code)? else {
-        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+        return Ok(code_page(&node, &domain_id, &typed_shown, true, &chrome));
     };
     let Ok(client) = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None) else {
-        return Ok(code_page(&node, &domain_id, &typed_shown, Some(UNKNOWN_CODE)));
+        return Ok(code_page(&node, &domain_id, &typed_shown, true, &chrome));
     };
     let csrf = page_state::csrf_for(&node, &headers);
     let cookie = page_state::set_cookie(&node, &domain_id, &csrf);
@@ -230,6 +229,7 @@ pub async fn device_page(
         action: format!("{}/device/login", base_path(&node, &domain_id)),
         sealed: &sealed,
         cookie: Some(cookie),
+        chrome,
         ..Default::default()
     }))
 }
@@ -280,12 +280,10 @@ pub async fn device_consent(
         at: now_secs(),
     };
     node.propose(Command::OAuth2(cmd)).await?;
-    Ok(if approve {
-        html::message(StatusCode::OK, "Device connected", "You may return to your device.")
-    } else {
-        html::message(StatusCode::OK, "Request denied", "The device was not given access. You may close this window.")
-    }
-    .into_response())
+    let lang = html::Lang::of(&headers);
+    let (heading, text) =
+        if approve { ("device-connected", "device-connected-text") } else { ("device-denied", "device-denied-text") };
+    Ok(html::message(StatusCode::OK, &lang, &lang.text(heading), &lang.text(text)).into_response())
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 //! in the state; the cookie is `HttpOnly`, `SameSite=Strict`, limited to the domain's
 //! provider path, and `Secure` (with the `__Secure-` prefix) when the issuer is https.
 
-use axum::http::{header, HeaderMap};
-use idnode_keys::{constant_time_eq, TokenKeyRing};
+use axum::http::HeaderMap;
+use idnode_keys::TokenKeyRing;
 use serde::{Deserialize, Serialize};
 
 use super::html::PageError;
@@ -138,25 +138,7 @@ fn secure(node: &Core) -> bool {
     node.cfg.public_base().starts_with("https://")
 }
 
-/// The value of cookie `name` in the request, if any.
-pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.trim().to_string())
-}
-
-/// Whether the request's CSRF cookie equals `expected` (constant time).
-pub fn csrf_matches(headers: &HeaderMap, name: &str, expected: &str) -> bool {
-    match cookie(headers, name) {
-        Some(v) => !expected.is_empty() && constant_time_eq(v.as_bytes(), expected.as_bytes()),
-        None => false,
-    }
-}
+pub use crate::web::cookie::{get as cookie, matches as csrf_matches};
 
 /// The CSRF value for a new page: the request's own cookie when it has a well-formed one
 /// (a second tab keeps the first one's working), else a fresh one.
@@ -180,7 +162,7 @@ pub fn set_cookie(node: &Core, domain_id: &str, csrf: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
+    use axum::http::{header, HeaderValue};
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine;
 

@@ -43,8 +43,6 @@ pub struct PasskeyForm {
     credential: String,
 }
 
-const PASSKEY_FAILED: &str = "The passkey sign-in failed. Try again, or sign in with your password.";
-
 /// The open authorization request of a sign-in post and its client.
 fn pending_request(
     node: &Tokens,
@@ -113,7 +111,9 @@ pub async fn passkey_login(
     let sealed = get(&form, "page_state");
     let (st, req, client) = pending_request(&node, &domain_id, sealed, &headers)?;
     let username = get(&form, "username");
-    let again = || login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, PASSKEY_FAILED);
+    let chrome = super::html::chrome(&node, &domain_id, &headers);
+    let error = chrome.lang.text("passkey-login-failed");
+    let again = || login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, &error, chrome.clone());
     let credential = get(&form, "credential").and_then(|c| serde_json::from_str::<AssertionBody>(c).ok());
     let Some(Ok(credential)) = credential.map(|c| c.credential()) else {
         return Ok(again());
@@ -125,5 +125,5 @@ pub async fn passkey_login(
         Err(e) if e.status.is_client_error() => return Ok(again()),
         Err(e) => return Err(e.into()),
     };
-    signed_in_as(&node, &domain_id, st, &req, &client, &user).await
+    signed_in_as(&node, &domain_id, st, &req, &client, &user, &chrome).await
 }

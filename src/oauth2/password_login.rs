@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::authorize::{self as az, get};
 use super::device;
-use super::html::{PageError, PageResult};
+use super::html::{self, PageError, PageResult};
 use super::issuer::base_path;
 use super::page_state::{self, Login};
 use super::scopes;
@@ -53,8 +53,6 @@ async fn check_password(
     }
 }
 
-const BAD_LOGIN: &str = "Invalid username or password.";
-
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/authorize/login", operation_id = "oauth2_authorize_login", tag = "oauth2",
     security(()),
     params(("domain_id" = String, Path, description = "The domain.")),
@@ -71,13 +69,15 @@ pub async fn authorize_login(
     body: Bytes,
 ) -> PageResult {
     let (form, st) = az::page_post(&node, &domain_id, &headers, &body)?;
+    let chrome = html::chrome(&node, &domain_id, &headers);
     let (req, client) = az::pending_sign_in(&node, &domain_id, &st)?;
     let sealed = get(&form, "page_state");
     let username = get(&form, "username");
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
-        return Ok(az::login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, BAD_LOGIN));
+        let error = chrome.lang.text("bad-login");
+        return Ok(az::login_again(&node, &passkeys, &domain_id, &client, &req, sealed, username, &error, chrome));
     };
-    az::signed_in_as(&node, &domain_id, st, &req, &client, &user).await
+    az::signed_in_as(&node, &domain_id, st, &req, &client, &user, &chrome).await
 }
 
 #[utoipa::path(post, path = "/v4/oauth2/{domain_id}/device/login", operation_id = "oauth2_device_login", tag = "oauth2",
@@ -102,13 +102,16 @@ pub async fn device_login(
     let grant = device::pending_grant(&node, &domain_id, &user_code)?.ok_or_else(device::code_gone)?;
     let client = az::live_client(&node, &domain_id, &grant.client_id, scopes::DEVICE_CODE, None)?;
     let username = get(&form, "username");
+    let chrome = html::chrome(&node, &domain_id, &headers);
     let Some(user) = check_password(&node, &domain_id, username, get(&form, "password")).await? else {
+        let error = chrome.lang.text("bad-login");
         return Ok(az::login_page(az::LoginView {
             client_name: &client.name,
             action: format!("{}/device/login", base_path(&node, &domain_id)),
             sealed: sealed.unwrap_or_default(),
             username: username.unwrap_or_default(),
-            error: Some(BAD_LOGIN),
+            error: Some(&error),
+            chrome,
             ..Default::default()
         }));
     };
@@ -118,5 +121,14 @@ pub async fn device_login(
     let sealed = page_state::seal(&node, &st)?;
     let action = format!("{}/device/consent", base_path(&node, &domain_id));
     let shown = device::display_user_code(&user_code);
-    Ok(az::consent_page(&client.name, &user.name, &grant.scopes, &action, &sealed, Some(&shown), None))
+    let view = az::ConsentView {
+        client_name: &client.name,
+        user_name: &user.name,
+        scopes: &grant.scopes,
+        action: &action,
+        sealed: &sealed,
+        user_code: Some(&shown),
+        redirect_origin: None,
+    };
+    Ok(az::consent_page(view, &chrome))
 }

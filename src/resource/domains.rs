@@ -113,10 +113,19 @@ pub async fn create(
         parent_id: None,
         tags: Vec::new(),
         extra: extra(&b.fields.extra, &[], "{}"),
-        options: b.fields.options.options()?.unwrap_or_else(|| "{}".into()),
+        options: branded(b.fields.options.options()?)?.unwrap_or_else(|| "{}".into()),
         created_at: now_micros(),
     };
     Ok((StatusCode::CREATED, shown(&node, &node.propose_as(Command::CreateProject(d)).await?)))
+}
+
+/// Domain options, with the branding options of the domain's pages checked
+/// (`branding_name`, `branding_logo_url`, `branding_color`).
+fn branded(options: Option<String>) -> ApiResult<Option<String>> {
+    if let Some(o) = &options {
+        crate::web::brand::check(o).map_err(ApiError::bad_request)?;
+    }
+    Ok(options)
 }
 
 #[utoipa::path(get, path = "/v3/domains/{id}", operation_id = "domains_get", tag = "domains",
@@ -157,7 +166,7 @@ pub async fn update(
         }
         d.enabled = e;
     }
-    if let Some(opts) = b.fields.options.options()? {
+    if let Some(opts) = branded(b.fields.options.options()?)? {
         d.options = opts;
     }
     d.extra = extra(&b.fields.extra, &[], &d.extra);

@@ -61,6 +61,7 @@ pub const UI_PATH: &str = "/swagger-ui";
         (name = "api_keys", description = "v4 API keys: domain-owned bearer credentials bound to a provider (SCIM provisioning)"),
         (name = "unified_limits", description = "Unified limits: registered limits (a service's default per resource), project and domain limits, and the enforcement model"),
         (name = "token_restrictions", description = "v4 token restrictions: the project, roles, renewal and re-scoping a mapping rule's tokens are held to"),
+        (name = "account", description = "The account page of each domain: HTML pages where users manage their own passkeys, password, applications, sessions and application credentials"),
         (name = "meta", description = "This description"),
     )
 )]

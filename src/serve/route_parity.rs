@@ -152,8 +152,9 @@ async fn description_declares_versions_security_and_error_body() {
             assert!(never_fails || unimplemented || some_error, "{method} {path}: no error response");
             for (status, resp) in responses.iter().filter(|(s, _)| s.starts_with('4') || s.starts_with('5')) {
                 let schema = &resp["content"]["application/json"]["schema"]["$ref"];
-                // The OAuth2 protocol endpoints answer RFC 6749 bodies, their pages HTML.
-                let oauth = path.starts_with("/v4/oauth2/")
+                // The OAuth2 protocol endpoints answer RFC 6749 bodies, their pages (and the
+                // account page) HTML.
+                let oauth = (path.starts_with("/v4/oauth2/") || path.starts_with("/v4/account/"))
                     && (schema == "#/components/schemas/OAuthErrorBody" || resp["content"]["text/html"].is_object());
                 // SCIM answers RFC 7644 error envelopes.
                 let scim_error = scim

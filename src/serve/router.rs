@@ -30,14 +30,17 @@ pub fn api(node: Arc<Node>) -> Router {
     let (router, doc) = described().split_for_parts();
     // Startup: the document is built from static annotations and always serializes.
     let json = doc.to_json().expect("the OpenAPI document serializes");
-    router
+    let api = router
         .merge(openapi::swagger_ui())
         .layer(Extension(SpecJson(Arc::new(json))))
         .layer(middleware::from_fn_with_state(node.clone(), limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(node.clone(), observe))
-        .with_state(AppState(node))
+        .with_state(AppState(node));
+    // The account pages act through this very router (`web::api`). The extension wraps the
+    // router from outside, so the router does not hold itself.
+    api.clone().layer(Extension(crate::web::api::InProcess(api)))
 }
 
 /// Every operation the public API serves, each registered from its handler's
@@ -167,6 +170,7 @@ pub fn described() -> OpenApiRouter<AppState> {
         .merge(crate::passkey::routes())
         .merge(crate::restrictions::routes())
         .merge(crate::limits::routes())
+        .merge(crate::account::routes())
 }
 
 /// Unknown paths and methods: SCIM's error envelope under `/SCIM/v2/`, Keystone's body

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRef, FromRequestParts};
+use axum::extract::{FromRef, FromRequestParts, OptionalFromRequestParts};
 use axum::http::request::Parts;
 
 use super::validate::{Tokens, ValidToken};
@@ -43,6 +43,23 @@ where
     }
 }
 
+/// The caller when the request carries a token (an invalid one is still refused), for the
+/// operations Keystone serves without one.
+impl<S> OptionalFromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    Arc<Tokens>: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Option<Self>, ApiError> {
+        if !parts.headers.contains_key("x-auth-token") {
+            return Ok(None);
+        }
+        <Caller as FromRequestParts<S>>::from_request_parts(parts, state).await.map(Some)
+    }
+}
+
 /// The core context and the authenticated caller, for the handlers that need both: the same
 /// as taking `State<Arc<Core>>` and then [`Caller`].
 pub struct Call(pub Arc<Core>, pub Arc<ValidToken>);
@@ -57,7 +74,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let core = Arc::<Core>::from_ref(state);
-        let Caller(ctx) = Caller::from_request_parts(parts, state).await?;
+        let Caller(ctx) = <Caller as FromRequestParts<S>>::from_request_parts(parts, state).await?;
         Ok(Call(core, ctx))
     }
 }

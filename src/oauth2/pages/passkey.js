@@ -19,7 +19,7 @@
   document.getElementById('passkey-button').addEventListener('click', function () {
     var name = document.getElementById('username');
     if (!name.value) {
-      note.textContent = 'Enter your username first.';
+      note.textContent = box.dataset.needUsername;
       name.focus();
       return;
     }
@@ -51,7 +51,7 @@
         form.submit();
       })
       .catch(function () {
-        note.textContent = 'The passkey sign-in did not complete. Try again, or use your password.';
+        note.textContent = box.dataset.failed;
       });
   });
 })();
