@@ -40,14 +40,20 @@ pub struct ConsentList {
     consents: Vec<ConsentRecord>,
 }
 
-fn authorize(action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+/// The policy `action` on `user_id`'s records (`what`, for the message); the user must use an
+/// ordinary token, since a delegation must not reach what its owner granted to applications.
+pub(super) fn authorize_owner(action: &str, what: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
     enforce(action, ctx, &json!({"user": {"id": user_id}}))?;
     if ctx.user.id == user_id && ctx.payload.delegation != Delegation::None {
-        return Err(ApiError::forbidden(
-            "OAuth2 consents cannot be managed with an application credential or trust token.",
-        ));
+        return Err(ApiError::forbidden(format!(
+            "{what} cannot be managed with an application credential or trust token."
+        )));
     }
     Ok(())
+}
+
+fn authorize(action: &str, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    authorize_owner(action, "OAuth2 consents", ctx, user_id)
 }
 
 #[utoipa::path(get, path = "/v4/users/{user_id}/oauth2/consents", operation_id = "oauth2_consents_list", tag = "oauth2",

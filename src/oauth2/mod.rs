@@ -1,7 +1,7 @@
 //! The OAuth2 authorization server and OpenID Connect provider of every domain
 //! (`/v4/oauth2/{domain_id}`): signing keys, the client registry, discovery and the key set.
 //! Every state change (keys, clients, codes, device grants, refresh families, consents,
-//! revocations) is a replicated command (`state::oauth2`), so any node finishes a flow
+//! sessions, revocations) is a replicated command (`state::oauth2`), so any node finishes a flow
 //! another node started and a revocation holds on every node once it returns.
 
 pub mod authorize;
@@ -31,6 +31,7 @@ pub mod schedule;
 pub mod schemas;
 pub mod scopes;
 pub mod secrets;
+pub mod sessions;
 pub mod token;
 pub mod tokens;
 pub mod userinfo;
@@ -74,5 +75,7 @@ crate::http::openapi::feature_routes! {
             .routes(routes!(device::device_consent))
             .routes(routes!(consents::list))
             .routes(routes!(consents::delete))
+            .routes(routes!(sessions::list, sessions::delete_all))
+            .routes(routes!(sessions::delete))
     }
 }

@@ -1,6 +1,6 @@
 //! `/v4/auth/passkey/{start,finish}` (spec "Passkey (v4)", api-shapes §9: no token needed)
-//! and a user's passkeys under `/v4/users/{user_id}/passkeys` (policy `identity/passkey/*`:
-//! the user with an ordinary token, or an admin).
+//! and a user's passkeys under `/v4/users/{user_id}/passkeys`: registered, listed, renamed
+//! and removed (policy `identity/passkey/*`: the user with an ordinary token, or an admin).
 
 use std::sync::Arc;
 
@@ -14,24 +14,22 @@ use super::ceremony;
 use super::ceremony::RelyingParty;
 use super::wire::{
     AssertionBody, AttestationBody, LoginChallenge, PasskeyList, PasskeyOne, PasskeyView, RegisterChallenge,
-    RegisterStartRequest, StartRequest,
+    RegisterStartRequest, StartRequest, UpdateRequest,
 };
 use crate::context::Core;
-use crate::http::body::Sent;
+use crate::http::body::{Body, Sent};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::OptionalJson;
 use crate::http::openapi::errors as E;
 use crate::http::JsonBody;
 use crate::policy::{enforce, guard};
 use crate::state::model::User;
-use crate::state::passkeys::{PasskeyCommand, StoredPasskey};
+use crate::state::passkeys::{PasskeyCommand, StoredPasskey, MAX_DESCRIPTION};
 use crate::state::{Command, Reader};
 use crate::token::render::iso_seconds;
 use crate::token::Call;
 use crate::token::Caller;
 use crate::token::{Delegation, Tokens, ValidToken};
-
-const MAX_DESCRIPTION: usize = 255;
 
 #[utoipa::path(post, path = "/v4/auth/passkey/start", operation_id = "v4_passkey_start", tag = "auth",
     security(()),
@@ -155,14 +153,36 @@ pub async fn list(Call(node, ctx): Call, Path(user_id): Path<String>) -> ApiResu
     Ok(Json(PasskeyList { passkeys }))
 }
 
+#[utoipa::path(patch, path = "/v4/users/{user_id}/passkeys/{passkey_id}", operation_id = "v4_passkeys_update", tag = "passkeys",
+    params(("user_id" = String, Path, description = "The user."), ("passkey_id" = String, Path, description = "The passkey.")),
+    request_body(content = UpdateRequest, content_type = "application/json"),
+    responses((status = 200, description = "The renamed passkey, as listed.", body = PasskeyOne),
+              (status = 404, description = "The user, or this passkey of the user, does not exist.", body = crate::http::openapi::ErrorBody),
+              E::Edit))]
+pub async fn update(
+    Call(node, ctx): Call,
+    Path((user_id, passkey_id)): Path<(String, String)>,
+    JsonBody(b): JsonBody<Body<UpdateRequest>>,
+) -> ApiResult<Json<PasskeyOne>> {
+    let user = owner(&node, "update", &ctx, &user_id)?;
+    guard::manage_sign_in(&node.engine.read(), node.fga.as_deref(), &ctx, &user.id)?;
+    let description = b.object()?.description()?;
+    let cmd = PasskeyCommand::Rename { user_id: user.id, passkey_id, description };
+    let stored = node.propose_as::<StoredPasskey>(Command::Passkeys(cmd)).await?;
+    Ok(Json(PasskeyOne { passkey: view(&stored) }))
+}
+
 #[utoipa::path(delete, path = "/v4/users/{user_id}/passkeys/{passkey_id}", operation_id = "v4_passkeys_delete", tag = "passkeys",
     params(("user_id" = String, Path, description = "The user."), ("passkey_id" = String, Path, description = "The passkey.")),
-    responses((status = 204, description = "Removed: it signs nobody in from now on, on any node."), E::Remove))]
+    responses((status = 204, description = "Removed: it signs nobody in from now on, on any node."),
+              (status = 409, description = "It is the last passkey of a user without a password, who could no longer sign in.", body = crate::http::openapi::ErrorBody),
+              E::Remove))]
 pub async fn delete(
     Call(node, ctx): Call,
     Path((user_id, passkey_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     owner(&node, "delete", &ctx, &user_id)?;
+    guard::manage_sign_in(&node.engine.read(), node.fga.as_deref(), &ctx, &user_id)?;
     let (index, _) = node.propose_at(Command::Passkeys(PasskeyCommand::Delete { user_id, passkey_id })).await?;
     node.wait_cluster_applied(index).await;
     Ok(StatusCode::NO_CONTENT)

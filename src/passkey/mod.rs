@@ -29,6 +29,6 @@ crate::http::openapi::feature_routes! {
             .routes(routes!(api::register_start))
             .routes(routes!(api::register_finish))
             .routes(routes!(api::list))
-            .routes(routes!(api::delete))
+            .routes(routes!(api::update, api::delete))
     }
 }

@@ -333,3 +333,121 @@ async fn a_ceremony_started_on_one_node_finishes_on_another() {
     let states: Vec<_> = (0..3).map(|i| stored(c.node(i))).collect();
     assert!(states.windows(2).all(|w| w[0] == w[1]), "the replicas hold the same passkeys and ceremonies");
 }
+
+async fn rename(t: &TestNode, token: &str, user_id: &str, passkey_id: &str, body: Value) -> Reply {
+    t.call(Method::PATCH, &format!("/v4/users/{user_id}/passkeys/{passkey_id}"), Some(token), Some(body)).await
+}
+
+#[tokio::test]
+async fn a_rename_shows_in_the_list_and_bad_names_are_400() {
+    let f = fixture().await;
+    let mut d = device();
+    let r = register(&f.t, &f.token, &f.user_id, &mut d).await;
+    let id = r.body["passkey"]["id"].as_str().unwrap().to_string();
+
+    let r = rename(&f.t, &f.token, &f.user_id, &id, json!({"passkey": {"description": "  Work laptop "}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["passkey"]["description"], "Work laptop", "trimmed");
+    let listed = f.t.call(Method::GET, &format!("/v4/users/{}/passkeys", f.user_id), Some(&f.token), None).await;
+    assert_eq!(listed.body["passkeys"], json!([r.body["passkey"]]), "the list's view");
+
+    let before = stored(&f.t.node);
+    for bad in [
+        json!({"passkey": {"description": "   "}}),
+        json!({"passkey": {"description": "x".repeat(256)}}),
+        json!({"passkey": {"description": null}}),
+        json!({"passkey": {"description": 7}}),
+        json!({"passkey": {}}),
+        json!({"passkey": "laptop"}),
+        json!({}),
+        json!(["laptop"]),
+    ] {
+        let r = rename(&f.t, &f.token, &f.user_id, &id, bad.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {}", r.body);
+        assert_eq!(r.body["error"]["code"], 400, "{}", r.body);
+        assert!(r.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", r.body);
+    }
+    assert_eq!(stored(&f.t.node), before, "a refusal writes nothing");
+    let r = rename(&f.t, &f.token, &f.user_id, &id, json!({"passkey": {"description": "é".repeat(255)}})).await;
+    assert_eq!(r.status, StatusCode::OK, "255 characters: {}", r.body);
+
+    // Another user's passkey is not found under this user; another user may not rename.
+    let oli =
+        f.t.create("/v3/users", "user", json!({"name": "oli", "password": "pw-oli-1", "domain_id": "default"})).await;
+    let oli_token = f.t.token_for_id(&oli, "pw-oli-1", Value::Null).await;
+    let theirs = register(&f.t, &oli_token, &oli, &mut device()).await;
+    let theirs = theirs.body["passkey"]["id"].as_str().unwrap().to_string();
+    let body = json!({"passkey": {"description": "mine now"}});
+    assert_eq!(rename(&f.t, &f.token, &f.user_id, &theirs, body.clone()).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(rename(&f.t, &f.token, &f.user_id, "nope", body.clone()).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(rename(&f.t, &oli_token, &f.user_id, &id, body.clone()).await.status, StatusCode::FORBIDDEN);
+    let r = f.t.admin(Method::PATCH, &format!("/v4/users/{oli}/passkeys/{theirs}"), Some(body)).await;
+    assert_eq!((r.status, r.body["passkey"]["description"].clone()), (StatusCode::OK, json!("mine now")));
+}
+
+#[tokio::test]
+async fn the_last_passkey_of_an_account_without_a_password_stays() {
+    let f = fixture().await;
+    // With a password, the last passkey goes.
+    let r = register(&f.t, &f.token, &f.user_id, &mut device()).await;
+    let path = format!("/v4/users/{}/passkeys/{}", f.user_id, r.body["passkey"]["id"].as_str().unwrap());
+    let r = f.t.call(Method::DELETE, &path, Some(&f.token), None).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+
+    // A passkey-only account (no password), with two passkeys an admin registered.
+    let pk = f.t.create("/v3/users", "user", json!({"name": "pk-only", "domain_id": "default"})).await;
+    let admin = f.t.token("admin", "secret", json!({"project": {"name": "admin", "domain": {"id": "default"}}})).await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let r = register(&f.t, &admin, &pk, &mut device()).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        ids.push(r.body["passkey"]["id"].as_str().unwrap().to_string());
+    }
+    let path = |id: &str| format!("/v4/users/{pk}/passkeys/{id}");
+    assert_eq!(f.t.admin(Method::DELETE, &path(&ids[0]), None).await.status, StatusCode::NO_CONTENT);
+    let before = stored(&f.t.node);
+    let r = f.t.admin(Method::DELETE, &path(&ids[1]), None).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], 409);
+    assert_eq!(r.body["error"]["message"], crate::state::passkeys::LAST_PASSKEY);
+    assert_eq!(stored(&f.t.node), before, "a refusal writes nothing");
+    // Once the user has a password, it goes.
+    let r = f.t.admin(Method::PATCH, &format!("/v3/users/{pk}"), Some(json!({"user": {"password": "pw-pk-1"}}))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(f.t.admin(Method::DELETE, &path(&ids[1]), None).await.status, StatusCode::NO_CONTENT);
+}
+
+/// Two removals of a passkey-only account's two passkeys, sent at once to two members: apply
+/// takes them in log order, so exactly one passes and the replicas agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_removals_on_two_members_leave_the_last_passkey() {
+    let c = TestCluster::start(3, SETTINGS).await;
+    let admin = c.admin_token(0).await;
+    let r = c.create(0, &admin, "/v3/users", "user", json!({"name": "pk-only", "domain_id": "default"})).await;
+    let user_id = r["user"]["id"].as_str().unwrap().to_string();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let path = format!("/v4/users/{user_id}/passkeys/register_start");
+        let r = c.call(0, Method::POST, &path, Some(&admin), None).await;
+        let ccr: CreationChallengeResponse = serde_json::from_value(json!({"publicKey": r.body["publicKey"]})).unwrap();
+        let reg = serde_json::to_value(device().do_registration(origin(), ccr).unwrap()).unwrap();
+        let path = format!("/v4/users/{user_id}/passkeys/register_finish");
+        let r = c.call(0, Method::POST, &path, Some(&admin), Some(reg)).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        ids.push(r.body["passkey"]["id"].as_str().unwrap().to_string());
+    }
+    let (a, b) =
+        (format!("/v4/users/{user_id}/passkeys/{}", ids[0]), format!("/v4/users/{user_id}/passkeys/{}", ids[1]));
+    let (ra, rb) = tokio::join!(
+        c.call(1, Method::DELETE, &a, Some(&admin), None),
+        c.call(2, Method::DELETE, &b, Some(&admin), None)
+    );
+    let mut statuses = [ra.status, rb.status];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::NO_CONTENT, StatusCode::CONFLICT], "{} / {}", ra.body, rb.body);
+    c.wait_converged().await;
+    let states: Vec<_> = (0..3).map(|i| stored(c.node(i))).collect();
+    assert!(states.windows(2).all(|w| w[0] == w[1]), "the replicas agree");
+    let listed = c.call(0, Method::GET, &format!("/v4/users/{user_id}/passkeys"), Some(&admin), None).await;
+    assert_eq!(listed.body["passkeys"].as_array().map(Vec::len), Some(1), "{}", listed.body);
+}

@@ -19,7 +19,9 @@ use webauthn_rs_proto::{
     UserVerificationPolicy,
 };
 
+use crate::http::body::Sent;
 use crate::http::error::{ApiError, ApiResult};
+use crate::state::passkeys::MAX_DESCRIPTION;
 
 /// `POST /v4/auth/passkey/start`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -44,6 +46,43 @@ pub struct RegisterStartRequest {
 pub struct RegisterStartPasskey {
     /// A note for the owner ("laptop", "phone"); at most 255 characters.
     pub description: Option<String>,
+}
+
+/// `PATCH /v4/users/{user_id}/passkeys/{passkey_id}`: `{"passkey": {"description": "…"}}`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdateRequest {
+    #[serde(default)]
+    #[schema(value_type = UpdatePasskey, required = true)]
+    pub passkey: Sent<UpdatePasskey>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdatePasskey {
+    /// The new name: 1 to 255 characters once leading and trailing white space is trimmed.
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub description: Sent<String>,
+}
+
+impl UpdateRequest {
+    /// The trimmed new description, or a Keystone-style 400 naming the field.
+    pub fn description(self) -> ApiResult<String> {
+        let invalid = |why: &str| ApiError::bad_request(format!("Invalid input for field 'description': {why}."));
+        let sent = self.passkey.envelope("passkey")?.description;
+        let text = match sent {
+            Sent::Is(d) => d,
+            Sent::Absent => return Err(ApiError::bad_request("'description' is a required property.")),
+            Sent::Null | Sent::Wrong(_) => return Err(invalid("must be a string")),
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(invalid("must not be empty"));
+        }
+        if text.chars().count() > MAX_DESCRIPTION {
+            return Err(invalid(&format!("is too long (at most {MAX_DESCRIPTION} characters)")));
+        }
+        Ok(text.to_string())
+    }
 }
 
 /// A login challenge: upstream's shape (`public_key`), and the same options as WebAuthn JSON

@@ -200,6 +200,8 @@ pub const ACTIONS: &[&str] = &[
     "identity/oauth2_key/rotate",
     "identity/oauth2_consent/list",
     "identity/oauth2_consent/delete",
+    "identity/oauth2_session/list",
+    "identity/oauth2_session/delete",
     // providers.rego, identity_provider.rego, k8s_instance.rego, trust_domain.rego
     "identity/identity_provider/create",
     "identity/identity_provider/list",
@@ -249,6 +251,7 @@ pub const ACTIONS: &[&str] = &[
     // passkey.rego
     "identity/passkey/register",
     "identity/passkey/list",
+    "identity/passkey/update",
     "identity/passkey/delete",
     // limit.rego
     "identity:get_registered_limit",

@@ -188,6 +188,18 @@ pub fn add_authenticator(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidTo
     ))
 }
 
+/// Rename or remove a way `user_id` signs in (a passkey), or end its OAuth2 sessions. It
+/// gives nobody a way in, but it reaches the user: for a user who holds the admin or service
+/// role or a system role, only a cloud administrator or the user itself may.
+pub fn manage_sign_in(r: &impl Reader, store: Option<&OpenFga>, ctx: &ValidToken, user_id: &str) -> ApiResult<()> {
+    if cloud_admin(ctx) || acting_as_itself(ctx, user_id) || !privileged_user(r, store, user_id)? {
+        return Ok(());
+    }
+    Err(refuse(
+        "change the passkeys or end the sessions of a user who holds the admin or service role or a system role",
+    ))
+}
+
 /// [`change_user`] for a caller that is never a cloud administrator (an API key, e.g. a SCIM
 /// realm's): it may not update, disable or delete a privileged user.
 pub fn change_user_by_key(r: &impl Reader, store: Option<&OpenFga>, user_id: &str) -> ApiResult<()> {

@@ -227,6 +227,18 @@ const CASES: &[Case] = &[
     (Method::DELETE, "/v4/users/{self}/oauth2/consents/no-such-client", None, [401, 404, 404, 404, 404, 404, 404, 404]),
     (Method::DELETE, "/v4/users/{uM}/oauth2/consents/no-such-client", None, [401, 403, 404, 403, 403, 404, 403, 404]),
     (Method::DELETE, "/v4/users/{uB}/oauth2/consents/no-such-client", None, [401, 403, 403, 403, 403, 404, 403, 404]),
+    // OAuth2 sessions (live refresh families): as consents. Ending all of a user's sessions
+    // succeeds with none to end.
+    (Method::GET, "/v4/users/{self}/oauth2/sessions", None,             [401, 200, 200, 200, 200, 200, 200, 200]),
+    (Method::GET, "/v4/users/{uM}/oauth2/sessions", None,               [401, 403, 200, 403, 403, 200, 403, 200]),
+    (Method::GET, "/v4/users/{uB}/oauth2/sessions", None,               [401, 403, 403, 403, 403, 200, 403, 200]),
+    (Method::DELETE, "/v4/users/{self}/oauth2/sessions/no-such-session", None, [401, 404, 404, 404, 404, 404, 404, 404]),
+    (Method::DELETE, "/v4/users/{uM}/oauth2/sessions/no-such-session", None, [401, 403, 404, 403, 403, 404, 403, 404]),
+    (Method::DELETE, "/v4/users/{uB}/oauth2/sessions/no-such-session", None, [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::DELETE, "/v4/users/{self}/oauth2/sessions", None,          [401, 204, 204, 204, 204, 204, 204, 204]),
+    (Method::DELETE, "/v4/users/{uM}/oauth2/sessions", None,            [401, 403, 204, 403, 403, 204, 403, 204]),
+    (Method::DELETE, "/v4/users/{uB}/oauth2/sessions", None,            [401, 403, 403, 403, 403, 204, 403, 204]),
+    (Method::GET, "/v4/users/fakeuser/oauth2/sessions", None,           [401, 403, 403, 403, 403, 404, 403, 404]),
     // Passkeys: the user's own (with an ordinary token), or an admin; login needs no token.
     // The registration ceremony's second half with a credential answering no challenge is 400
     // once the policy let the caller through. (A privileged owner: GUARD_CASES.)
@@ -240,6 +252,11 @@ const CASES: &[Case] = &[
     (Method::GET, "/v4/users/{uB}/passkeys", None,                      [401, 403, 403, 403, 403, 200, 403, 200]),
     (Method::DELETE, "/v4/users/{self}/passkeys/no-such-passkey", None, [401, 404, 404, 404, 404, 404, 404, 404]),
     (Method::DELETE, "/v4/users/{uM}/passkeys/no-such-passkey", None,   [401, 403, 404, 403, 403, 404, 403, 404]),
+    (Method::DELETE, "/v4/users/{uB}/passkeys/no-such-passkey", None,   [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::PATCH, "/v4/users/{self}/passkeys/no-such-passkey", Some(r#"{"passkey": {"description": "x"}}"#), [401, 404, 404, 404, 404, 404, 404, 404]),
+    (Method::PATCH, "/v4/users/{uM}/passkeys/no-such-passkey", Some(r#"{"passkey": {"description": "x"}}"#), [401, 403, 404, 403, 403, 404, 403, 404]),
+    (Method::PATCH, "/v4/users/{uB}/passkeys/no-such-passkey", Some(r#"{"passkey": {"description": "x"}}"#), [401, 403, 403, 403, 403, 404, 403, 404]),
+    (Method::PATCH, "/v4/users/{self}/passkeys/no-such-passkey", Some(r#"{"passkey": {"description": " "}}"#), [401, 400, 400, 400, 400, 400, 400, 400]),
     (Method::POST, "/v4/auth/passkey/start", Some(r#"{"passkey": {"user_id": "{uM}"}}"#), [201, 201, 201, 201, 201, 201, 201, 201]),
     (Method::POST, "/v4/auth/passkey/finish", Some(r#"{"id": "AA", "rawId": "AA", "type": "public-key", "response": {"authenticatorData": "AA", "clientDataJSON": "e30", "signature": "AA"}}"#), [401, 401, 401, 401, 401, 401, 401, 401]),
     // OAuth2 client registry: an admin, or a manager of the client's domain; a client is
@@ -479,6 +496,12 @@ const CASES: &[Case] = &[
 const GUARD_CASES: &[Case] = &[
     //                                                                  anon rdr mbr mgrA mgrB admin admB:sys admB:any
     (Method::POST, "/v4/users/{admin_user}/passkeys/register_start", None, [401, 403, 403, 403, 403, 201, 403, 403]),
+    // Renaming or removing the bootstrap admin's passkeys, ending its sessions: a cloud
+    // administrator (here: the admin itself) only.
+    (Method::PATCH, "/v4/users/{admin_user}/passkeys/no-such-passkey", Some(r#"{"passkey": {"description": "x"}}"#), [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::DELETE, "/v4/users/{admin_user}/passkeys/no-such-passkey", None, [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::DELETE, "/v4/users/{admin_user}/oauth2/sessions/no-such-session", None, [401, 403, 403, 403, 403, 404, 403, 403]),
+    (Method::DELETE, "/v4/users/{admin_user}/oauth2/sessions", None,    [401, 403, 403, 403, 403, 204, 403, 403]),
     (Method::POST, "/v3/credentials", Some(r#"{"credential": {"type": "totp", "blob": "{uniq}", "user_id": "{admin_user}"}}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     (Method::POST, "/v3/users/{admin_user}/credentials/OS-EC2", Some(r#"{"tenant_id": "{admin_project}"}"#), [401, 403, 403, 403, 403, 201, 403, 403]),
     // Token restrictions naming `admin`: the cloud administrators' own, in any domain.

@@ -37,6 +37,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("oauth2_client.rego", include_str!("default/oauth2_client.rego")),
     ("oauth2_key.rego", include_str!("default/oauth2_key.rego")),
     ("oauth2_consent.rego", include_str!("default/oauth2_consent.rego")),
+    ("oauth2_session.rego", include_str!("default/oauth2_session.rego")),
     ("providers.rego", include_str!("default/providers.rego")),
     ("identity_provider.rego", include_str!("default/identity_provider.rego")),
     ("k8s_instance.rego", include_str!("default/k8s_instance.rego")),

@@ -40,12 +40,22 @@ pub mod keys {
         format!("f/{id}").into_bytes()
     }
     pub const FAMILY_PREFIX: &[u8] = b"f/";
+    /// The time (unix seconds) of a family's last successful refresh, from cluster version
+    /// 15. Apart from the family's record, which is postcard and cannot grow a field that
+    /// records already stored would read; removed when the family is pruned.
+    pub fn family_last_used(id: &str) -> Vec<u8> {
+        format!("fl/{id}").into_bytes()
+    }
     /// A user's refresh families of one client (consent withdrawal revokes them).
     pub fn user_family(user_id: &str, client_id: &str, family_id: &str) -> Vec<u8> {
         format!("fu/{user_id}/{client_id}/{family_id}").into_bytes()
     }
     pub fn user_client_families_prefix(user_id: &str, client_id: &str) -> Vec<u8> {
         format!("fu/{user_id}/{client_id}/").into_bytes()
+    }
+    /// Every refresh family of a user, of any client (`fu/{user}/{client}/{family}`).
+    pub fn user_families_prefix(user_id: &str) -> Vec<u8> {
+        format!("fu/{user_id}/").into_bytes()
     }
     pub fn consent(user_id: &str, client_id: &str) -> Vec<u8> {
         format!("n/{user_id}/{client_id}").into_bytes()
@@ -347,6 +357,15 @@ pub enum OAuth2Command {
     ReplaceClient {
         expected: Box<Client>,
         client: Box<Client>,
+    },
+    /// Ends sessions of a user (live refresh families, `/v4/users/{id}/oauth2/sessions`): the
+    /// family `family_id`, which must be a live family of this user of a client that still
+    /// exists (else not found), or with `None` every live family of the user. Command
+    /// version 15.
+    RevokeSessions {
+        user_id: String,
+        family_id: Option<String>,
+        at: i64,
     },
 }
 

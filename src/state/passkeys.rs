@@ -87,32 +87,21 @@ pub struct LoginProof {
 pub enum PasskeyCommand {
     /// Stores a pending ceremony under its challenge (which must be new) and drops expired
     /// ones.
-    Start {
-        challenge: String,
-        ceremony: Ceremony,
-        at: i64,
-    },
+    Start { challenge: String, ceremony: Ceremony, at: i64 },
     /// Finishes a registration: the ceremony must be pending, unexpired, a registration of
     /// this user, who must exist; the credential id must be new. Spends the ceremony.
-    Register {
-        challenge: String,
-        passkey: Box<StoredPasskey>,
-        at: i64,
-    },
+    Register { challenge: String, passkey: Box<StoredPasskey>, at: i64 },
     /// Finishes a login: the ceremony must be pending, unexpired, a login of this user, who
     /// must exist and be enabled; the passkey must still be the user's; the counter must move
     /// forward (unless it stays 0) and backup eligibility must not change. Spends the ceremony
     /// and records the counter, the flags and the time.
-    Login {
-        challenge: String,
-        user_id: String,
-        proof: LoginProof,
-        at: i64,
-    },
-    Delete {
-        user_id: String,
-        passkey_id: String,
-    },
+    Login { challenge: String, user_id: String, proof: LoginProof, at: i64 },
+    /// Removes a passkey. From cluster version 15 (`apply::SELF_SERVICE_VERSION`) refused when
+    /// it is the last passkey of a user without a password: the user could no longer sign in.
+    Delete { user_id: String, passkey_id: String },
+    /// Renames a passkey of this user (1 to 255 characters, trimmed by the service).
+    /// Command version 15.
+    Rename { user_id: String, passkey_id: String, description: String },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +109,13 @@ pub enum PasskeyApplied {
     Done,
     Passkey(Box<StoredPasskey>),
 }
+
+/// The longest description a passkey keeps (characters).
+pub const MAX_DESCRIPTION: usize = 255;
+
+/// Why apply refused the removal of a passkey-only account's last passkey (409).
+pub const LAST_PASSKEY: &str =
+    "The last passkey of an account without a password cannot be removed; set a password first.";
 
 /// Why apply refused a login (the service answers 401 to all of them alike, and logs this).
 pub const CLONED: &str = "the signature counter did not move forward: the authenticator may have been cloned";

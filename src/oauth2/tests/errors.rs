@@ -234,11 +234,11 @@ async fn tokens_in(t: &TestNode, domain: &str, c: &Creds, user_id: &str, scope: 
     r.body
 }
 
-async fn user_tokens(t: &TestNode, c: &Creds, user_id: &str, scope: &str) -> Value {
+pub(super) async fn user_tokens(t: &TestNode, c: &Creds, user_id: &str, scope: &str) -> Value {
     tokens_in(t, D, c, user_id, scope).await
 }
 
-fn s(v: &Value, key: &str) -> String {
+pub(super) fn s(v: &Value, key: &str) -> String {
     v[key].as_str().unwrap_or_else(|| panic!("no {key} in {v}")).to_string()
 }
 
@@ -246,7 +246,7 @@ async fn refresh_in(t: &TestNode, domain: &str, c: &Creds, token: &str) -> Reply
     post_in(t, domain, "token", c, &[("grant_type", "refresh_token"), ("refresh_token", token)]).await
 }
 
-async fn refresh(t: &TestNode, c: &Creds, token: &str) -> Reply {
+pub(super) async fn refresh(t: &TestNode, c: &Creds, token: &str) -> Reply {
     refresh_in(t, D, c, token).await
 }
 
@@ -303,7 +303,7 @@ fn stored_family(t: &TestNode, id: &str) -> RefreshFamily {
 }
 
 /// The family id of a refresh token.
-fn family_of(refresh_token: &str) -> String {
+pub(super) fn family_of(refresh_token: &str) -> String {
     tokens::split_refresh(refresh_token).unwrap().0.to_string()
 }
 

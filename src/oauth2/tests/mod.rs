@@ -7,4 +7,5 @@ mod errors;
 mod exchange;
 mod hardening;
 mod pages;
+mod sessions;
 mod sign_in_cutoff;

@@ -1,8 +1,8 @@
 # The OAuth2 / OpenID Connect provider's administration: clients of a domain's
-# authorization server, its signing keys, and users' remembered consents.
+# authorization server, its signing keys, and users' remembered consents and sessions.
 #
 #   input.target.oauth2_client.domain_id   the domain whose authorization server it is
-#   input.target.user.id                   the user whose consents are managed
+#   input.target.user.id                   the user whose consents or sessions are managed
 package identity.oauth2
 
 # (rule:admin_required) or (role:manager and domain_id:%(target.oauth2_client.domain_id)s)

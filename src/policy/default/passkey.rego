@@ -13,4 +13,6 @@ register if owner
 
 list if owner
 
+update if owner
+
 delete if owner

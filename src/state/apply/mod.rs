@@ -20,6 +20,7 @@ mod import;
 mod limits;
 mod mappings;
 mod oauth2;
+mod oauth2_sessions;
 mod passkeys;
 mod password;
 mod providers;
@@ -67,7 +68,16 @@ use fatal::Fatal;
 /// Version 14 adds no command: appends carry the watermark by which followers answer
 /// credential checks without a read index (`idnode_raft::WATERMARK_VERSION`), on a peer route
 /// earlier binaries do not serve.
-pub const COMMAND_VERSION: u32 = 14;
+/// Version 15 ([`SELF_SERVICE_VERSION`]) adds `PasskeyCommand::Rename` and
+/// `OAuth2Command::RevokeSessions`; from it a refresh records its time (`fl/` in the oauth2
+/// family) and the last passkey of a user without a password is not removed.
+pub const COMMAND_VERSION: u32 = 15;
+/// The cluster version of the account page's operations (issue 55): passkey renames and
+/// session revocations, a refresh's recorded time, and the refusal to remove a passkey-only
+/// account's last passkey. The last two change what existing commands write, so apply reads
+/// the replicated version before doing them: every replica switches at the same index.
+pub const SELF_SERVICE_VERSION: u32 = 15;
+const _: () = assert!(COMMAND_VERSION >= SELF_SERVICE_VERSION);
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::RUNNING_DIGEST_VERSION);
@@ -219,6 +229,9 @@ fn all(tx: &mut Tx<'_>, cmds: Vec<Command>) -> Result<ApplyResult, Fatal> {
 /// in `COMMAND_VERSION`.
 fn required_version(cmd: &Command) -> u32 {
     match cmd {
+        // Before `Passkeys(_)`: the first arm that matches decides.
+        Command::Passkeys(super::passkeys::PasskeyCommand::Rename { .. })
+        | Command::OAuth2(OAuth2Command::RevokeSessions { .. }) => SELF_SERVICE_VERSION,
         Command::RotateTokenKeys { .. } => 2,
         Command::Passkeys(_) => 3,
         Command::OAuth2(OAuth2Command::StartDeviceAt { .. } | OAuth2Command::ReplaceClient { .. }) => 4,

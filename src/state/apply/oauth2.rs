@@ -31,7 +31,8 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
         | OAuth2Command::DecideDevice { at, .. }
         | OAuth2Command::PollDevice { at, .. }
         | OAuth2Command::DeleteConsent { at, .. }
-        | OAuth2Command::StartDeviceAt { at, .. } => Some(*at),
+        | OAuth2Command::StartDeviceAt { at, .. }
+        | OAuth2Command::RevokeSessions { at, .. } => Some(*at),
         _ => None,
     };
     let outcome = match cmd {
@@ -82,6 +83,9 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
         OAuth2Command::DeleteConsent { user_id, client_id, at } => delete_consent(tx, &user_id, &client_id, at),
         OAuth2Command::StartDeviceAt { hash, grant, at: _ } => start_device(tx, &hash, grant),
         OAuth2Command::ReplaceClient { expected, client } => replace_client(tx, *expected, *client),
+        OAuth2Command::RevokeSessions { user_id, family_id, at } => {
+            super::oauth2_sessions::revoke_sessions(tx, &user_id, family_id.as_deref(), at)
+        }
     }?;
     if let (Some(at), Ok(_)) = (at, &outcome) {
         prune(tx, at)?;
@@ -218,7 +222,7 @@ fn store_family(tx: &mut Tx<'_>, f: &RefreshFamily) -> Result<(), Fatal> {
     Ok(())
 }
 
-fn revoke_family(tx: &mut Tx<'_>, mut f: RefreshFamily, at: i64) -> Result<(), Fatal> {
+pub(super) fn revoke_family(tx: &mut Tx<'_>, mut f: RefreshFamily, at: i64) -> Result<(), Fatal> {
     if f.revoked_at.is_none() {
         f.revoked_at = Some(at);
         tx.put(cf::OAUTH2, keys::family(&f.id), &f)?;
@@ -321,6 +325,7 @@ fn refresh(
         f.spent.remove(0);
     }
     tx.put(cf::OAUTH2, keys::family(family_id), &f)?;
+    super::oauth2_sessions::record_use(tx, family_id, at)?;
     done(OAuth2Applied::Family(f))
 }
 
@@ -468,6 +473,8 @@ fn prune(tx: &mut Tx<'_>, at: i64) -> Result<(), Fatal> {
             if record.starts_with(keys::FAMILY_PREFIX) {
                 if let Some(f) = tx.get::<RefreshFamily>(cf::OAUTH2, &record)? {
                     tx.delete(cf::OAUTH2, keys::user_family(&f.user_id, &f.client_id, &f.id));
+                    // Absent before cluster version 15: deleting nothing changes no state.
+                    tx.delete(cf::OAUTH2, keys::family_last_used(&f.id));
                 }
             } else if record.starts_with(keys::REVOKED_JTI_PREFIX) {
                 note_pruned_jti(tx, &record)?;

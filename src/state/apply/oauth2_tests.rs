@@ -399,3 +399,99 @@ fn a_revoked_jti_stays_refused_after_a_prune_on_a_clock_ahead() {
     w.apply(o(OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: "c".into(), at: 100_001 })).unwrap();
     assert!(refused("d", "j", 500));
 }
+
+fn last_used(w: &World, id: &str) -> Option<i64> {
+    Reader::get(&w.engine.read(), cf::OAUTH2, &keys::family_last_used(id)).unwrap()
+}
+
+#[test]
+fn a_refresh_records_its_own_time_from_cluster_version_15() {
+    let w = world();
+    w.apply(issue("h", None)).unwrap();
+    w.apply(redeem("h", "c", 20, "j1", Some(family("f", "r1")))).unwrap();
+    w.apply(refresh("r1", "r2", 30)).unwrap();
+    assert_eq!(last_used(&w, "f"), None, "an older member records nothing: neither does this one");
+    w.at_cluster_version(crate::state::apply::SELF_SERVICE_VERSION);
+    assert_eq!(last_used(&w, "f"), None, "never refreshed since");
+    w.apply(refresh("r2", "r3", 40)).unwrap();
+    assert_eq!(last_used(&w, "f"), Some(40), "the command's time");
+    w.apply(refresh("r3", "r4", 55)).unwrap();
+    assert_eq!(last_used(&w, "f"), Some(55));
+    // A refused refresh moves nothing.
+    assert!(w.apply(refresh("guess", "r5", 60)).is_err());
+    assert_eq!(last_used(&w, "f"), Some(55));
+    // Pruned with its family once the family's time is over.
+    w.apply(o(OAuth2Command::RevokeFamily { family_id: "none".into(), client_id: "c".into(), at: 10_001 })).unwrap();
+    assert!(!has(&w, &keys::family("f")));
+    assert_eq!(last_used(&w, "f"), None);
+}
+
+/// [`world`] at cluster version 15 with user `v`, client `c2`, and redeemed families: `f`
+/// (u, c), `g` (u, c2), `h` (v, c).
+fn sessions_world() -> World {
+    let w = world();
+    w.at_cluster_version(crate::state::apply::SELF_SERVICE_VERSION);
+    w.apply(Command::CreateUser(user("v", "bob", "d"))).unwrap();
+    w.apply(o(OAuth2Command::PutClient { client: client("c2"), create: true })).unwrap();
+    let families = [
+        family("f", "rf"),
+        RefreshFamily { client_id: "c2".into(), ..family("g", "rg") },
+        RefreshFamily { user_id: "v".into(), ..family("h", "rh") },
+    ];
+    for (i, f) in families.into_iter().enumerate() {
+        let hash = format!("code{i}");
+        let mut code = code(100);
+        (code.client_id, code.user_id) = (f.client_id.clone(), f.user_id.clone());
+        w.apply(o(OAuth2Command::IssueCode { hash: hash.clone(), code, consent: None })).unwrap();
+        let client = f.client_id.clone();
+        w.apply(redeem(&hash, &client, 20, &format!("j{i}"), Some(f))).unwrap();
+    }
+    w
+}
+
+fn end_session(w: &World, user_id: &str, family_id: Option<&str>, at: i64) -> Result<Applied, ApplyError> {
+    let family_id = family_id.map(str::to_string);
+    w.apply(o(OAuth2Command::RevokeSessions { user_id: user_id.into(), family_id, at }))
+}
+
+#[test]
+fn ending_a_session_revokes_only_a_live_family_of_that_user() {
+    let w = sessions_world();
+    let all = || w.engine.read().scan_prefix(cf::OAUTH2, b"", usize::MAX).unwrap();
+    let before = all();
+    for (user, id) in [("v", "f"), ("u", "h"), ("u", "nope")] {
+        assert!(matches!(end_session(&w, user, Some(id), 30), Err(ApplyError::NotFound { .. })), "{user}/{id}");
+    }
+    assert_eq!(all(), before, "refusals write nothing");
+    end_session(&w, "u", Some("f"), 30).unwrap();
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(30));
+    assert!(w.apply(refresh("rf", "rf2", 31)).is_err(), "its refresh token is dead");
+    assert!(matches!(end_session(&w, "u", Some("f"), 32), Err(ApplyError::NotFound { .. })), "ended already");
+    assert_eq!(stored_family(&w, "g").revoked_at, None);
+    // Past its absolute end a family is no session either.
+    assert!(matches!(end_session(&w, "u", Some("g"), 10_000), Err(ApplyError::NotFound { .. })));
+    // A family of a deleted client is not listed, nor found.
+    w.apply(o(OAuth2Command::DeleteClient { domain_id: "d".into(), client_id: "c2".into() })).unwrap();
+    assert!(matches!(end_session(&w, "u", Some("g"), 33), Err(ApplyError::NotFound { .. })));
+}
+
+#[test]
+fn ending_every_session_leaves_other_users_alone() {
+    let w = sessions_world();
+    end_session(&w, "u", None, 30).unwrap();
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(30));
+    assert_eq!(stored_family(&w, "g").revoked_at, Some(30));
+    assert_eq!(stored_family(&w, "h").revoked_at, None, "bob's");
+    // Nothing left to end is fine, and keeps the first revocation's time.
+    end_session(&w, "u", None, 40).unwrap();
+    assert_eq!(stored_family(&w, "f").revoked_at, Some(30));
+    end_session(&w, "nobody", None, 40).unwrap();
+    assert_eq!(
+        crate::state::apply::required_version(&o(OAuth2Command::RevokeSessions {
+            user_id: "u".into(),
+            family_id: None,
+            at: 0
+        })),
+        crate::state::apply::SELF_SERVICE_VERSION
+    );
+}

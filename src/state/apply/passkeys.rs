@@ -2,16 +2,19 @@
 //! for and for the user it was begun for; a credential id belongs to one passkey of one user;
 //! a login needs the user enabled and the passkey still registered, and its signature
 //! counter moves forward (a counter that goes back or stands still is a cloned
-//! authenticator); backup eligibility never changes after registration.
+//! authenticator); backup eligibility never changes after registration; a user without a
+//! password keeps at least one passkey.
 
 use super::super::cf;
 use super::super::command::{not_found, Applied, ApplyError, ApplyResult};
 use super::super::passkeys::{
-    keys, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey, CLONED,
+    keys, Ceremony, LoginProof, PasskeyApplied, PasskeyCommand, Purpose, StoredPasskey, CLONED, LAST_PASSKEY,
+    MAX_DESCRIPTION,
 };
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::fatal::Fatal;
+use super::SELF_SERVICE_VERSION;
 
 /// Expired ceremonies dropped per start at most (bounded work).
 const PRUNE_PER_COMMAND: usize = 16;
@@ -51,16 +54,49 @@ pub fn apply(tx: &mut Tx<'_>, cmd: PasskeyCommand) -> Result<ApplyResult, Fatal>
             done(PasskeyApplied::Passkey(passkey))
         }
         PasskeyCommand::Login { challenge, user_id, proof, at } => login(tx, &challenge, &user_id, proof, at),
-        PasskeyCommand::Delete { user_id, passkey_id } => {
-            let key = keys::passkey(&user_id, &passkey_id);
-            let Some(p) = tx.get::<StoredPasskey>(cf::PASSKEYS, &key)? else {
-                return Ok(Err(not_found("passkey", &passkey_id)));
-            };
-            tx.delete(cf::PASSKEYS, keys::credential(&p.credential_id));
-            tx.delete(cf::PASSKEYS, key);
-            done(PasskeyApplied::Done)
-        }
+        PasskeyCommand::Delete { user_id, passkey_id } => delete(tx, &user_id, &passkey_id),
+        PasskeyCommand::Rename { user_id, passkey_id, description } => rename(tx, &user_id, &passkey_id, description),
     }
+}
+
+fn delete(tx: &mut Tx<'_>, user_id: &str, passkey_id: &str) -> Result<ApplyResult, Fatal> {
+    let key = keys::passkey(user_id, passkey_id);
+    let Some(p) = tx.get::<StoredPasskey>(cf::PASSKEYS, &key)? else {
+        return Ok(Err(not_found("passkey", passkey_id)));
+    };
+    // Decided here, in log order, so two removals racing on two members cannot both pass.
+    // Gated: a member of an older release removes it, and replicas must agree.
+    let version = idnode_raft::applied_cluster_version(tx.engine, tx.batch).map_err(Fatal::Codec)?;
+    if version >= SELF_SERVICE_VERSION && is_last_way_in(tx, user_id)? {
+        return Ok(Err(ApplyError::Conflict(LAST_PASSKEY.into())));
+    }
+    tx.delete(cf::PASSKEYS, keys::credential(&p.credential_id));
+    tx.delete(cf::PASSKEYS, key);
+    done(PasskeyApplied::Done)
+}
+
+/// Whether removing one of the user's passkeys would leave no way to sign in: it is the only
+/// one, and the user has no password (`password_hash` is `None`).
+fn is_last_way_in(tx: &Tx<'_>, user_id: &str) -> Result<bool, Fatal> {
+    let has_password = tx.user(user_id)?.is_some_and(|u| u.password_hash.is_some());
+    if has_password {
+        return Ok(false);
+    }
+    Ok(tx.scan::<StoredPasskey>(cf::PASSKEYS, &keys::of_user(user_id))?.len() <= 1)
+}
+
+fn rename(tx: &mut Tx<'_>, user_id: &str, passkey_id: &str, description: String) -> Result<ApplyResult, Fatal> {
+    let length = description.chars().count();
+    if description.trim() != description || length == 0 || length > MAX_DESCRIPTION {
+        return refused("A passkey's description is 1 to 255 characters, trimmed.");
+    }
+    let key = keys::passkey(user_id, passkey_id);
+    let Some(mut p) = tx.get::<StoredPasskey>(cf::PASSKEYS, &key)? else {
+        return Ok(Err(not_found("passkey", passkey_id)));
+    };
+    p.description = Some(description);
+    tx.put(cf::PASSKEYS, key, &p)?;
+    done(PasskeyApplied::Passkey(Box::new(p)))
 }
 
 /// Spends the ceremony of `challenge` if it is pending, unexpired, of `user_id` and for

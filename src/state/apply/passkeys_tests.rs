@@ -3,6 +3,7 @@
 use crate::state::apply::tests::{project, user, World};
 use crate::state::command::{Applied, ApplyError, Command};
 use crate::state::passkeys::*;
+use crate::state::read::PasskeyReads;
 use crate::state::{cf, Reader};
 
 fn p(c: PasskeyCommand) -> Command {
@@ -167,4 +168,84 @@ fn expired_ceremonies_are_pruned_and_a_deleted_user_takes_its_passkeys() {
     w.apply(Command::DeleteUser { id: "u".into(), now: 70 }).unwrap();
     let left: Vec<_> = all_keys(&w).into_iter().filter(|k| !k.starts_with(b"w/") && !k.starts_with(b"x/")).collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+fn delete(w: &World, user_id: &str, passkey_id: &str) -> Result<Applied, ApplyError> {
+    w.apply(p(PasskeyCommand::Delete { user_id: user_id.into(), passkey_id: passkey_id.into() }))
+}
+
+/// `u` (no password) with passkeys `k1` and `k2`, at cluster version 15.
+fn two_passkeys() -> World {
+    let w = world();
+    w.at_cluster_version(crate::state::apply::SELF_SERVICE_VERSION);
+    register(&w);
+    start(&w, "r2", "u", Purpose::Register, 100);
+    w.apply(p(PasskeyCommand::Register { challenge: "r2".into(), passkey: passkey("k2", "u", "cred2"), at: 6 }))
+        .unwrap();
+    w
+}
+
+#[test]
+fn the_last_passkey_of_a_user_without_a_password_stays() {
+    let w = two_passkeys();
+    // Two removals, as two members would propose them at once: apply takes them in log
+    // order, and only the first passes.
+    assert!(delete(&w, "u", "k1").is_ok());
+    let before = all_keys(&w);
+    match delete(&w, "u", "k2") {
+        Err(ApplyError::Conflict(m)) => assert_eq!(m, LAST_PASSKEY),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(all_keys(&w), before, "a refusal writes nothing");
+    // With a password the last one goes.
+    let mut u = w.engine.read().user("u").unwrap().unwrap();
+    u.password_hash = Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into());
+    w.apply(Command::UpdateUser(u)).unwrap();
+    assert!(delete(&w, "u", "k2").is_ok());
+    assert!(w.engine.read().passkeys_of_user("u").unwrap().is_empty());
+}
+
+#[test]
+fn before_cluster_version_15_the_last_passkey_goes_as_it_did() {
+    let w = world();
+    register(&w);
+    assert!(delete(&w, "u", "k1").is_ok(), "older members remove it: every replica must too");
+}
+
+#[test]
+fn a_rename_changes_only_the_description_of_the_users_own_passkey() {
+    let w = two_passkeys();
+    let rename = |user_id: &str, passkey_id: &str, d: &str| {
+        w.apply(p(PasskeyCommand::Rename {
+            user_id: user_id.into(),
+            passkey_id: passkey_id.into(),
+            description: d.into(),
+        }))
+    };
+    let before: StoredPasskey = w.engine.read().passkey("u", "k1").unwrap().unwrap();
+    let Ok(Applied::Passkeys(PasskeyApplied::Passkey(after))) = rename("u", "k1", "Work laptop") else { panic!() };
+    assert_eq!(after.description.as_deref(), Some("Work laptop"));
+    assert_eq!(
+        StoredPasskey { description: before.description.clone(), ..*after.clone() },
+        before,
+        "nothing else moves"
+    );
+    assert_eq!(w.engine.read().passkey("u", "k1").unwrap().unwrap(), *after);
+    let pairs = || w.engine.read().scan_prefix(cf::PASSKEYS, b"", usize::MAX).unwrap();
+    let stored = pairs();
+    assert!(matches!(rename("v", "k1", "x"), Err(ApplyError::NotFound { .. })), "another user's");
+    assert!(matches!(rename("u", "nope", "x"), Err(ApplyError::NotFound { .. })));
+    for bad in ["", " padded ", &"x".repeat(256)] {
+        assert!(matches!(rename("u", "k1", bad), Err(ApplyError::Invalid(_))), "{bad:?}");
+    }
+    assert_eq!(pairs(), stored, "refusals write nothing");
+    assert!(rename("u", "k1", &"é".repeat(255)).is_ok(), "255 characters, not bytes");
+}
+
+#[test]
+fn renames_need_cluster_version_15() {
+    let cmd = p(PasskeyCommand::Rename { user_id: "u".into(), passkey_id: "k".into(), description: "d".into() });
+    assert_eq!(crate::state::apply::required_version(&cmd), crate::state::apply::SELF_SERVICE_VERSION);
+    let delete = p(PasskeyCommand::Delete { user_id: "u".into(), passkey_id: "k".into() });
+    assert_eq!(crate::state::apply::required_version(&delete), 3);
 }

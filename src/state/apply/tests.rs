@@ -39,6 +39,16 @@ impl World {
         self.apply(Command::DeleteProject { id: id.into() })
     }
 
+    /// Sets the replicated cluster version the next entries apply under, as a
+    /// `Request::ClusterVersion` entry would (the raft crate's key in its dedup family).
+    pub(crate) fn at_cluster_version(&self, version: u32) {
+        let mut batch = self.engine.batch();
+        batch.put_t(idnode_raft::DEDUP_FAMILY, b"cluster_version", &version).unwrap();
+        self.engine.write(batch, false).unwrap();
+        let read_back = idnode_raft::applied_cluster_version(&self.engine, &self.engine.batch()).unwrap();
+        assert_eq!(read_back, version, "the raft crate keeps the cluster version under another key now");
+    }
+
     pub(crate) fn apply(&self, cmd: Command) -> ApplyResult {
         let mut batch = self.engine.batch();
         let out = apply_to(&self.engine, &mut batch, cmd).unwrap();

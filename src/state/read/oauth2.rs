@@ -51,6 +51,24 @@ pub trait OAuth2Reads: Reader {
         self.scan(cf::OAUTH2, keys::FAMILY_PREFIX)
     }
 
+    /// Every refresh family of a user still stored (live or not, any client), through the
+    /// `fu/{user}/{client}/{family}` index.
+    fn oauth2_user_families(&self, user_id: &str) -> Result<Vec<RefreshFamily>> {
+        let mut out = Vec::new();
+        for (k, _) in self.scan_raw(cf::OAUTH2, &keys::user_families_prefix(user_id))? {
+            let Some(id) = k.rsplit(|b| *b == b'/').next() else { continue };
+            if let Some(f) = self.oauth2_family(&String::from_utf8_lossy(id))? {
+                out.push(f);
+            }
+        }
+        Ok(out)
+    }
+
+    /// When the family was last refreshed (recorded from cluster version 15 on).
+    fn oauth2_family_last_used(&self, family_id: &str) -> Result<Option<i64>> {
+        self.get(cf::OAUTH2, &keys::family_last_used(family_id))
+    }
+
     fn oauth2_consent(&self, user_id: &str, client_id: &str) -> Result<Option<Consent>> {
         self.get(cf::OAUTH2, &keys::consent(user_id, client_id))
     }
