@@ -123,10 +123,16 @@ class Session:
         return path
 
     def alerts(self):
-        """(successes, errors): the texts of Horizon's message boxes on the page."""
-        ok = [e.text.strip() for e in self.find(".alert-success") if e.text.strip()]
-        bad = [e.text.strip() for e in self.find(".alert-danger, .alert-error") if e.text.strip()]
-        return ok, bad
+        """(successes, errors): the texts of Horizon's message boxes on the page. Their text
+        content, not their visible text: Horizon fades success messages out after 3 s."""
+        def texts(css):
+            out = []
+            for e in self.find(css):
+                t = " ".join((e.get_attribute("textContent") or "").split())
+                if t:
+                    out.append(t)
+            return out
+        return texts(".alert-success"), texts(".alert-danger, .alert-error")
 
     def expect_success(self, what):
         """The page shows a success message and no error message."""
@@ -238,11 +244,7 @@ def run(s, a):
 
     # 2. The project list in the header names both projects.
     s.step = "projects"
-    s.one("ul.navbar-nav .dropdown-toggle .fa-caret-down, .context-selection", visible=False)
-    toggle = s.find("li.dropdown > a.dropdown-toggle")
-    context = [t for t in toggle if t.find_elements("css selector", ".context-project")
-               or "context" in (t.get_attribute("class") or "")]
-    (context or toggle)[0].click()
+    open_project_menu(s)
     links = s.find("ul.context-selection a[href*='/auth/switch/']")
     listed = [{"name": e.text.strip(), "href": e.get_attribute("href"),
                "selected": "dropdown-selected" in (e.get_attribute("class") or "")} for e in links]
@@ -255,7 +257,7 @@ def run(s, a):
         raise Fail(f"{a.switch_to!r} is not in the project list {listed}")
     link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == a.switch_to]
     if not link or not link[0].is_displayed():
-        s.find("li.dropdown > a.dropdown-toggle")[0].click()
+        open_project_menu(s)
         link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == a.switch_to]
     s.navigates(link[0].click)
     ok = s.expect_success("switching project")
@@ -333,6 +335,15 @@ def run(s, a):
     replay_lands_on = s.driver.current_url
     s.emit("logout", url=s.driver.current_url, session_left=session_left, replay_lands_on=replay_lands_on,
            held=before)
+
+
+def open_project_menu(s):
+    """Opens the header's project menu (the dropdown holding the context selection)."""
+    s.one("ul.context-selection", visible=False)
+    toggle = s.driver.find_element(
+        "xpath", "//ul[contains(@class, 'context-selection')]/preceding-sibling::a[contains(@class, 'dropdown-toggle')]")
+    toggle.click()
+    s.one("ul.context-selection a[href*='/auth/switch/']")
 
 
 def manage_members(s, a, add):
