@@ -16,6 +16,7 @@
 //! scripts/install-test-deps` installs them. Run it alone with `cargo test --test it horizon::`.
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -87,6 +88,24 @@ struct Driver {
     lines: Lines<BufReader<ChildStdout>>,
     stdin: ChildStdin,
     stderr_path: PathBuf,
+}
+
+impl Drop for Driver {
+    /// A driver still running (the test failed) is asked to stop with SIGTERM, on which it closes
+    /// the browser; whatever of its process group is left after a grace period is killed.
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else { return };
+        // SAFETY: kill(2) on the driver we spawned (not yet reaped: it has an id).
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(POLL);
+        }
+        // SAFETY: the driver leads its own process group (`process_group(0)`): this ends the
+        // browser and chromedriver too, should they have outlived it.
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+        let _ = self.child.start_kill();
+    }
 }
 
 impl Driver {
@@ -312,6 +331,8 @@ async fn horizon_signs_in_switches_project_and_manages_identity() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(File::create(&stderr_path).expect("create the driver's stderr file")));
+    // Its own process group, so that the browser it starts can be ended with it (Driver's Drop).
+    drive.process_group(0);
     let mut child = tokio::process::Command::from(drive).kill_on_drop(true).spawn().expect("start the browser driver");
     let stdout = child.stdout.take().expect("driver stdout");
     let stdin = child.stdin.take().expect("driver stdin");

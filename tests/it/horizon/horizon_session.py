@@ -17,6 +17,7 @@ between). Anything else on stdin, or its end, stops it. A failure prints {"error
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -389,6 +390,9 @@ def main():
     p.add_argument("--new-group", required=True)
     p.add_argument("--artefacts", required=True)
     a = p.parse_args()
+    # The test stops a driver it gave up on with SIGTERM: leave through `finally`, which closes
+    # the browser.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(a.artefacts, exist_ok=True)
     import django
     django.setup()
