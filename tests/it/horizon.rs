@@ -160,7 +160,8 @@ impl Api<'_> {
         self.cluster.http.get(&url, Some(self.admin.as_str())).await.unwrap_or_else(|e| panic!("GET {path}: {e}"))
     }
 
-    /// Polls `GET path` on every member until `ok` holds for its answer; returns member 0's.
+    /// Polls `GET path` on every member until `ok` holds for its answer; returns the first
+    /// member's answer.
     async fn on_every_member(
         &self,
         path: &str,
@@ -210,8 +211,8 @@ impl Api<'_> {
         .await;
     }
 
-    /// The names of the roles `user` holds directly on `project`, as member 0 lists them once
-    /// every member lists the same.
+    /// Waits until every member lists exactly the roles `want` (by name) as held by `user`
+    /// directly on `project`.
     async fn roles_on(&self, user: &str, project: &str, want: &[&str]) {
         let path = format!("/v3/role_assignments?user.id={user}&scope.project.id={project}&include_names");
         let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();

@@ -28,7 +28,7 @@ os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never reach for the n
 
 CHROMEDRIVER = os.environ.get("IDNODE_CHROMEDRIVER", "/usr/bin/chromedriver")
 CHROMIUM = os.environ.get("IDNODE_CHROMIUM", "/usr/bin/chromium")
-WAIT = 30  # seconds any one page or element may take (a debug build of idnode behind Horizon)
+WAIT = 60  # seconds any one page or element may take (a debug build behind Horizon, a busy CI)
 
 
 class Fail(Exception):
