@@ -251,15 +251,15 @@ def run(s, a):
                "selected": "dropdown-selected" in (e.get_attribute("class") or "")} for e in links]
     s.emit("projects", listed=listed, current=held["project_id"])
 
-    # 3. Switch to the other project (Horizon rescopes its unscoped token).
+    # 3. Switch to the other of the two projects (Horizon rescopes its unscoped token).
     s.step = "switch"
-    target = [p for p in listed if p["name"] == a.switch_to]
-    if not target:
-        raise Fail(f"{a.switch_to!r} is not in the project list {listed}")
-    link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == a.switch_to]
+    others = [p["name"] for p in listed if p["name"] in a.projects.split(",") and not p["selected"]]
+    if len(others) != 1:
+        raise Fail(f"not exactly one other project of {a.projects} to switch to in {listed}")
+    link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == others[0]]
     if not link or not link[0].is_displayed():
         open_project_menu(s)
-        link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == a.switch_to]
+        link = [e for e in s.find("ul.context-selection a[href*='/auth/switch/']") if e.text.strip() == others[0]]
     s.navigates(link[0].click)
     ok = s.expect_success("switching project")
     switched = s.session_tokens()
@@ -383,7 +383,7 @@ def main():
     p.add_argument("--horizon", required=True)
     p.add_argument("--username", required=True)
     p.add_argument("--password", required=True)
-    p.add_argument("--switch-to", required=True)
+    p.add_argument("--projects", required=True, help="the user's two projects: NAME,NAME")
     p.add_argument("--new-project", required=True)
     p.add_argument("--new-user", required=True)
     p.add_argument("--new-user-password", required=True)
