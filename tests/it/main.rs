@@ -16,6 +16,8 @@
 //! * `failover`: a write through a follower during an election reaches the new leader at once;
 //! * `fault_snapshot`: the bug report's fault run (SIGKILL/SIGSTOP under a create stream,
 //!   snapshot installs) ends with identical replicas;
+//! * `horizon`: the OpenStack dashboard (Horizon 27) in headless Chromium against a 3-node
+//!   cluster: sign-in, project switch, the Identity panels, sign-out, each checked on every member;
 //! * `key_rotation`: token, data and wrapping keys rotate online (SIGKILL mid-way included);
 //! * `keystone_import`: a real Keystone 30, populated through python-openstackclient, moves onto
 //!   a 3-node cluster with `idnode import keystone`: ids, passwords, tokens and secrets intact;
@@ -69,6 +71,7 @@ mod deb_package;
 mod escalation;
 mod failover;
 mod fault_snapshot;
+mod horizon;
 mod jepsen;
 mod kek_startup;
 mod key_rotation;
