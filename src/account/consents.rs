@@ -58,7 +58,7 @@ pub async fn revoke(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
     let client_id = ids.1;
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let path = format!("/v4/users/{}/oauth2/consents/{client_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;

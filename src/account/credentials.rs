@@ -79,7 +79,7 @@ pub async fn show(
 pub async fn create(v: Visit, body: Bytes) -> Response {
     let (s, f) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let field = |k: &str| f.get(k).map(|x| x.trim()).unwrap_or_default();
     let rescope = json!({"auth": {"identity": {"methods": ["token"], "token": {"id": s.token}},
@@ -124,7 +124,7 @@ pub async fn delete(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
     let credential_id = ids.1;
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let path = format!("/v3/users/{}/application_credentials/{credential_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;

@@ -53,7 +53,7 @@ pub async fn show(v: &Visit, s: &Session, status: StatusCode, error: Option<Stri
 pub async fn register_start(v: Visit, body: Bytes) -> Response {
     let (s, f) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let description = f.get("description").map(|d| d.trim()).filter(|d| !d.is_empty());
     let start = json!({"passkey": {"description": description}});
@@ -74,7 +74,7 @@ pub async fn register_start(v: Visit, body: Bytes) -> Response {
 pub async fn register_finish(v: Visit, body: Bytes) -> Response {
     let (s, f) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let credential = f.get("credential").and_then(|c| serde_json::from_str::<Value>(c).ok()).unwrap_or(Value::Null);
     let reply =
@@ -95,7 +95,7 @@ pub async fn rename(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
     let passkey_id = ids.1;
     let (s, f) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let rename = json!({"passkey": {"description": f.get("description").map(|d| d.trim()).unwrap_or("")}});
     let path = format!("/v4/users/{}/passkeys/{passkey_id}", s.user_id);
@@ -122,7 +122,7 @@ pub async fn remove(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
     let passkey_id = ids.1;
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let path = format!("/v4/users/{}/passkeys/{passkey_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;

@@ -38,7 +38,7 @@ pub async fn show(v: &Visit, s: &Session, status: StatusCode, error: Option<Stri
 pub async fn change(v: Visit, body: Bytes) -> Response {
     let (s, f) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let field = |k: &str| f.get(k).map(String::as_str).unwrap_or_default();
     let new = field("password");

@@ -30,7 +30,7 @@ pub async fn render(
 pub async fn get(v: Visit, tab: &str, query: RawQuery) -> Response {
     let s = match v.signed_in() {
         Ok(s) => s,
-        Err(to_sign_in) => return to_sign_in,
+        Err(to_sign_in) => return *to_sign_in,
     };
     let done = done_of(query.0.as_deref());
     render(&v, &s, tab, StatusCode::OK, None, done.as_deref()).await

@@ -53,7 +53,7 @@ pub async fn end(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) -> Re
     let session_id = ids.1;
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let path = format!("/v4/users/{}/oauth2/sessions/{session_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;
@@ -71,7 +71,7 @@ pub async fn end(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) -> Re
 pub async fn end_all(v: Visit, body: Bytes) -> Response {
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let reply = v.call(&s, Method::DELETE, &format!("/v4/users/{}/oauth2/sessions", s.user_id), None).await;
     v.after(&s, Note::new(Action::Delete, SESSION, "*", "session.end_all"), &reply, "sessions", "sessions-ended").await

@@ -264,7 +264,7 @@ pub async fn passkey_sign_in(v: Visit, body: Bytes) -> Answer {
 pub async fn sign_out(v: Visit, body: Bytes) -> Response {
     let (s, _) = match v.posted(&body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     revoke(&v, &s.token).await;
     audit::Note::new(crate::audit::event::Action::Delete, audit::SESSION, &s.user_id, "sign_out")

@@ -103,8 +103,8 @@ impl Visit {
     }
 
     /// The session, or the sign-in page's address to go to.
-    pub fn signed_in(&self) -> Result<Session, Response> {
-        session::open(&self.node, &self.domain_id, &self.headers).ok_or_else(|| self.to_sign_in())
+    pub fn signed_in(&self) -> Result<Session, Box<Response>> {
+        session::open(&self.node, &self.domain_id, &self.headers).ok_or_else(|| Box::new(self.to_sign_in()))
     }
 
     /// Back to the sign-in page, the session's cookie removed.
@@ -113,11 +113,11 @@ impl Visit {
     }
 
     /// An action's post: the session, its form (checked for origin and CSRF).
-    pub fn posted(&self, body: &[u8]) -> Result<(Session, HashMap<String, String>), Response> {
+    pub fn posted(&self, body: &[u8]) -> Result<(Session, HashMap<String, String>), Box<Response>> {
         let s = self.signed_in()?;
-        let form = crate::web::form::parse(body).map_err(IntoResponse::into_response)?;
+        let form = crate::web::form::parse(body).map_err(|e| Box::new(e.into_response()))?;
         session::posted(&self.node, &s, &self.headers, form.get("csrf").map(String::as_str))
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|e| Box::new(e.into_response()))?;
         Ok((s, form))
     }
 

@@ -218,6 +218,9 @@ const CASES: &[Case] = &[
     (Method::HEAD, "/v4/auth/tokens#{member_token}", None,              [401, 403, 200, 403, 403, 200, 403, 200]),
     (Method::DELETE, "/v4/auth/tokens#{scratch_token}", None,           [401, 403, 204, 403, 403, 204, 403, 204]),
     (Method::POST, "/v4/auth/tokens", Some(r#"{"auth": {"identity": {"methods": ["password"], "password": {"user": {"id": "{uM}", "password": "correct horse battery"}}}}}"#), [200, 200, 200, 200, 200, 200, 200, 200]),
+    // A password change needs no token (Keystone's is unenforced: the original password is the
+    // proof); a token, when sent, is judged by policy. A wrong original password here.
+    (Method::POST, "/v3/users/{uM}/password", Some(r#"{"user": {"original_password": "wrong", "password": "a new password"}}"#), [401, 403, 401, 403, 403, 401, 403, 401]),
     (Method::POST, "/v4/auth/tokens", Some(r#"{"auth": {"identity": {"methods": ["password"], "password": {"user": {"id": "{uM}", "password": "wrong"}}}}}"#), [401, 401, 401, 401, 401, 401, 401, 401]),
     // OAuth2 consents: the user's own (with an ordinary token), or an admin. Managing a
     // domain gives no hold on its users' consents.

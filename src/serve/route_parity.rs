@@ -137,11 +137,13 @@ async fn description_declares_versions_security_and_error_body() {
             let id = op["operationId"].as_str().expect("operationId");
             assert!(ids.insert(id.to_string()), "duplicate operationId {id}");
             let responses = op["responses"].as_object().expect("responses");
-            // A form post of the OAuth2 pages succeeds with a redirect (303) to the next step;
+            // A form post of the OAuth2 pages and the account page succeeds with a redirect
+            // (303) to the next step;
             // SCIM's /Bulk, /Me and /.search exist only to say they are not implemented (501).
             let scim = path.starts_with("/SCIM/v2/");
             let unimplemented = scim && responses.keys().eq(["501"].iter());
-            let success = |s: &String| s.starts_with('2') || (path.starts_with("/v4/oauth2/") && s == "303");
+            let pages = path.starts_with("/v4/oauth2/") || path.starts_with("/v4/account/");
+            let success = |s: &String| s.starts_with('2') || (pages && s == "303");
             assert!(unimplemented || responses.keys().any(success), "{method} {path}: no success response");
             // SCIM's discovery documents are static.
             let static_doc =
