@@ -39,6 +39,7 @@ pub static PAGES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         ("account.html", include_str!("pages/account.html")),
         ("passkeys.html", include_str!("pages/passkeys.html")),
         ("password.html", include_str!("pages/password.html")),
+        ("password_fields.html", include_str!("pages/password_fields.html")),
         ("consents.html", include_str!("pages/consents.html")),
         ("sessions.html", include_str!("pages/sessions.html")),
         ("credentials.html", include_str!("pages/credentials.html")),
