@@ -103,6 +103,8 @@ impl Visit {
     }
 
     /// The session, or the sign-in page's address to go to.
+    // The error is the handler's own answer, returned as is (`?`): boxing it would only move it.
+    #[allow(clippy::result_large_err)]
     pub fn signed_in(&self) -> Result<Session, Response> {
         session::open(&self.node, &self.domain_id, &self.headers).ok_or_else(|| self.to_sign_in())
     }
@@ -113,6 +115,7 @@ impl Visit {
     }
 
     /// An action's post: the session, its form (checked for origin and CSRF).
+    #[allow(clippy::result_large_err)]
     pub fn posted(&self, body: &[u8]) -> Result<(Session, HashMap<String, String>), Response> {
         let s = self.signed_in()?;
         let form = crate::web::form::parse(body).map_err(IntoResponse::into_response)?;

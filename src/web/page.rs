@@ -138,7 +138,7 @@ impl IntoResponse for Page {
 
 /// A page with a heading and one message (errors, "you may return to your device").
 pub fn message(status: StatusCode, lang: &Lang, heading: &str, text: &str) -> Page {
-    let chrome = Chrome { lang: lang.clone(), ..Chrome::default() };
+    let chrome = Chrome { lang: *lang, ..Chrome::default() };
     Page::render(&SHARED, "message.html", status, &chrome, context! { heading, message => text })
 }
 
