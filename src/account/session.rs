@@ -112,9 +112,15 @@ pub fn posted(node: &Core, s: &Session, headers: &HeaderMap, field: Option<&str>
 /// A post must come from a page of this service: the browser's `Sec-Fetch-Site` says it is
 /// not cross-site, and its `Origin`, when sent, is the service's public origin or the origin
 /// of the host the request went to.
+///
+/// The pages are served with `Referrer-Policy: no-referrer`, under which Chromium sends
+/// `Origin: null` with a form's post even to its own origin: an opaque origin is accepted
+/// exactly when the browser's `Sec-Fetch-Site` says `same-origin` (a sandboxed frame or a
+/// page of another site sends `null` too, but never with `same-origin`).
 pub fn same_origin(node: &Core, headers: &HeaderMap) -> Result<(), PageError> {
     let refuse = || Err(PageError::forbidden("The form was posted from another site."));
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+    let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if let Some(site) = site {
         if site != "same-origin" && site != "none" {
             return refuse();
         }
@@ -122,6 +128,9 @@ pub fn same_origin(node: &Core, headers: &HeaderMap) -> Result<(), PageError> {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return Ok(());
     };
+    if origin == "null" {
+        return if site == Some("same-origin") { Ok(()) } else { refuse() };
+    }
     let public = crate::web::page::origin_of(&node.cfg.public_base());
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let host_of = |o: &str| o.split_once("://").map(|(_, h)| h.to_string());

@@ -185,6 +185,11 @@ async fn refused_posts_change_nothing() {
     assert!(r.text.contains("posted from another site"), "{}", r.text);
     let r = one.post(&t, &delete, &[("csrf", &csrf_one)], &[("sec-fetch-site", "cross-site")]).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // An opaque origin (`Origin: null`) is no proof of this site without `same-origin`.
+    for extra in [&[("origin", "null")][..], &[("origin", "null"), ("sec-fetch-site", "cross-site")][..]] {
+        let r = one.post(&t, &delete, &[("csrf", &csrf_one)], extra).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{extra:?}");
+    }
     // A session of another domain's page is no session here.
     let other = t.create("/v3/domains", "domain", json!({"name": "other"})).await;
     user(&t, "carol", &other).await;
@@ -197,6 +202,13 @@ async fn refused_posts_change_nothing() {
     let mut four = Browser::default();
     assert_eq!(sign_in(&t, &mut four, "default", "carol", PW).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(credentials_of(&t, &id).await.len(), 1, "nothing was deleted");
+    // Chromium's own post under `Referrer-Policy: no-referrer`: `Origin: null`, same-origin.
+    let mine = credential(&t, &id, "mine", &project).await;
+    let chromium = [("origin", "null"), ("sec-fetch-site", "same-origin")];
+    let path = format!("/v4/account/default/credentials/{mine}/delete");
+    let r = one.post(&t, &path, &[("csrf", &csrf_one)], &chromium).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.text);
+    assert_eq!(credentials_of(&t, &id).await.len(), 1, "only the browser's own post deleted one");
 
     // A disabled user: the session ends, and signing in again is refused.
     let r = t.admin(Method::PATCH, &format!("/v3/users/{id}"), Some(json!({"user": {"enabled": false}}))).await;

@@ -90,12 +90,13 @@ impl Compliance {
         u.password_expires_at.is_some_and(|t| now >= t) && !user_option(u, "ignore_password_expiry")
     }
 
-    /// `password_regex`, with Keystone's message.
+    /// `password_regex`, with Keystone's message (one final period, also when the
+    /// description ends with one).
     pub fn check_pattern(&self, password: &str) -> ApiResult<()> {
         match &self.password_regex {
             Some(re) if !re.is_match(password) => Err(ApiError::bad_request(format!(
                 "The password does not match the requirements: {}.",
-                self.password_regex_description.as_deref().unwrap_or("None")
+                self.password_regex_description.as_deref().map_or("None", |d| d.trim_end().trim_end_matches('.'))
             ))),
             _ => Ok(()),
         }
@@ -205,5 +206,8 @@ mod tests {
         let e = c.check_pattern("short").unwrap_err();
         assert_eq!(e.message, "The password does not match the requirements: at least 8 characters.");
         assert!(c.check_pattern("long enough").is_ok());
+        c.password_regex_description = Some("Passwords need at least 8 characters.".into());
+        let e = c.check_pattern("short").unwrap_err();
+        assert_eq!(e.message, "The password does not match the requirements: Passwords need at least 8 characters.");
     }
 }

@@ -2,6 +2,8 @@
 //! processes (the binary built from this package) on loopback, each with its own data dir,
 //! driven only over HTTP and the `idnode cluster …` CLI through the harness in [`support`].
 //!
+//! * `account_page`: the account page (issue 55) in headless Chromium on a 3-node cluster: password
+//!   and passkey sign-in, passkeys, password rules, consents, sessions, application credentials;
 //! * `backup_restore`: a backup taken under writes restores every acknowledged write into a new
 //!   cluster;
 //! * `blackbox_cluster`: acknowledged creates survive a SIGKILL of the leader;
@@ -61,6 +63,8 @@
 //! Run one module with e.g. `cargo test --test it token_cluster::`.
 
 mod support;
+
+mod account_page;
 
 mod backup_restore;
 mod blackbox_cluster;
