@@ -14,11 +14,9 @@ use super::session::Session;
 use super::visit::{when, Visit};
 use crate::audit::event::Action;
 
-super::sections::section_get!(
-    page,
+super::visit::section_get!(
     "/v4/account/{domain_id}/consents",
     "account_consents",
-    "consents",
     "The applications the user allowed (HTML)."
 );
 
@@ -62,6 +60,13 @@ pub async fn revoke(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
     };
     let path = format!("/v4/users/{}/oauth2/consents/{client_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;
-    v.after(&s, Note::new(Action::Delete, CONSENT, &client_id, "consent.revoke"), &reply, "consents", "consent-revoked")
-        .await
+    v.after(
+        &s,
+        Note::new(Action::Delete, CONSENT, &client_id, "consent.revoke"),
+        &reply,
+        "consents",
+        "consent-revoked",
+        |status, message| show(&v, &s, status, Some(message), None),
+    )
+    .await
 }

@@ -18,11 +18,9 @@ use super::session::Session;
 use super::visit::{when, Visit};
 use crate::audit::event::Action;
 
-super::sections::section_get!(
-    page,
+super::visit::section_get!(
     "/v4/account/{domain_id}/credentials",
     "account_credentials",
-    "credentials",
     "The user's application credentials, and the form for a new one (HTML)."
 );
 
@@ -32,7 +30,12 @@ pub struct Created {
     pub secret: String,
 }
 
-pub async fn show(
+pub async fn show(v: &Visit, s: &Session, status: StatusCode, error: Option<String>, done: Option<&str>) -> Response {
+    show_with(v, s, status, error, done, None).await
+}
+
+/// The section, with the secret of the credential just created when there is one.
+pub async fn show_with(
     v: &Visit,
     s: &Session,
     status: StatusCode,
@@ -90,7 +93,7 @@ pub async fn create(v: Visit, body: Bytes) -> Response {
     };
     let Some(token) = scoped.subject_token().filter(|_| scoped.ok()) else {
         note("", false);
-        return show(&v, &s, scoped.status, Some(scoped.message()), None, None).await;
+        return show(&v, &s, scoped.status, Some(scoped.message()), None).await;
     };
     let description = Some(field("description")).filter(|d| !d.is_empty());
     let new = json!({"application_credential": {"name": field("name"), "description": description}});
@@ -106,10 +109,10 @@ pub async fn create(v: Visit, body: Bytes) -> Response {
     let id = reply.body.pointer("/application_credential/id").and_then(Value::as_str).unwrap_or("").to_string();
     note(&id, reply.ok());
     if !reply.ok() {
-        return show(&v, &s, reply.status, Some(reply.message()), None, None).await;
+        return show(&v, &s, reply.status, Some(reply.message()), None).await;
     }
     let secret = reply.body.pointer("/application_credential/secret").and_then(Value::as_str).unwrap_or("").to_string();
-    show(&v, &s, StatusCode::CREATED, None, None, Some(Created { id, secret })).await
+    show_with(&v, &s, StatusCode::CREATED, None, None, Some(Created { id, secret })).await
 }
 
 #[utoipa::path(post, path = "/v4/account/{domain_id}/credentials/{credential_id}/delete", operation_id = "account_credential_delete", tag = "account",
@@ -134,6 +137,7 @@ pub async fn delete(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
         &reply,
         "credentials",
         "credential-deleted",
+        |status, message| show(&v, &s, status, Some(message), None),
     )
     .await
 }

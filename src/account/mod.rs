@@ -13,38 +13,19 @@ pub mod consents;
 pub mod credentials;
 pub mod passkeys;
 pub mod password;
-pub mod sections;
 pub mod session;
 pub mod sessions;
 pub mod signin;
+pub mod templates;
 pub mod visit;
 
 #[cfg(test)]
 mod tests;
 
-use std::sync::LazyLock;
-
-use minijinja::Environment;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::token::Tokens;
-use crate::web::templates;
-
-/// The account page's templates.
-pub static PAGES: LazyLock<Environment<'static>> = LazyLock::new(|| {
-    templates::environment(&[
-        ("signin.html", include_str!("pages/signin.html")),
-        ("expired.html", include_str!("pages/expired.html")),
-        ("account.html", include_str!("pages/account.html")),
-        ("passkeys.html", include_str!("pages/passkeys.html")),
-        ("password.html", include_str!("pages/password.html")),
-        ("password_fields.html", include_str!("pages/password_fields.html")),
-        ("consents.html", include_str!("pages/consents.html")),
-        ("sessions.html", include_str!("pages/sessions.html")),
-        ("credentials.html", include_str!("pages/credentials.html")),
-    ])
-});
 
 crate::http::openapi::feature_routes! {
     /// Every page and action of the account page.

@@ -14,13 +14,7 @@ use super::session::Session;
 use super::visit::{when, Visit};
 use crate::audit::event::Action;
 
-super::sections::section_get!(
-    page,
-    "/v4/account/{domain_id}/passkeys",
-    "account_passkeys",
-    "passkeys",
-    "The user's passkeys (HTML)."
-);
+super::visit::section_get!("/v4/account/{domain_id}/passkeys", "account_passkeys", "The user's passkeys (HTML).");
 
 pub async fn show(v: &Visit, s: &Session, status: StatusCode, error: Option<String>, done: Option<&str>) -> Response {
     let reply = v.call(s, Method::GET, &format!("/v4/users/{}/passkeys", s.user_id), None).await;
@@ -80,7 +74,15 @@ pub async fn register_finish(v: Visit, body: Bytes) -> Response {
     let reply =
         v.call(&s, Method::POST, &format!("/v4/users/{}/passkeys/register_finish", s.user_id), Some(&credential)).await;
     let id = reply.body.pointer("/passkey/id").and_then(Value::as_str).unwrap_or("").to_string();
-    v.after(&s, Note::new(Action::Create, PASSKEY, &id, "passkey.register"), &reply, "passkeys", "passkey-added").await
+    v.after(
+        &s,
+        Note::new(Action::Create, PASSKEY, &id, "passkey.register"),
+        &reply,
+        "passkeys",
+        "passkey-added",
+        |status, message| show(&v, &s, status, Some(message), None),
+    )
+    .await
 }
 
 #[utoipa::path(post, path = "/v4/account/{domain_id}/passkeys/{passkey_id}/rename", operation_id = "account_passkey_rename", tag = "account",
@@ -106,6 +108,7 @@ pub async fn rename(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
         &reply,
         "passkeys",
         "passkey-renamed",
+        |status, message| show(&v, &s, status, Some(message), None),
     )
     .await
 }
@@ -132,6 +135,7 @@ pub async fn remove(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) ->
         &reply,
         "passkeys",
         "passkey-removed",
+        |status, message| show(&v, &s, status, Some(message), None),
     )
     .await
 }

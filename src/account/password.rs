@@ -14,13 +14,7 @@ use super::session::Session;
 use super::visit::Visit;
 use crate::audit::event::Action;
 
-super::sections::section_get!(
-    page,
-    "/v4/account/{domain_id}/password",
-    "account_password",
-    "password",
-    "The change-password form (HTML)."
-);
+super::visit::section_get!("/v4/account/{domain_id}/password", "account_password", "The change-password form (HTML).");
 
 pub async fn show(v: &Visit, s: &Session, status: StatusCode, error: Option<String>, done: Option<&str>) -> Response {
     v.section(s, "password", status, error, done, context! {})

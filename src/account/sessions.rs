@@ -13,11 +13,9 @@ use super::session::Session;
 use super::visit::{when, Visit};
 use crate::audit::event::Action;
 
-super::sections::section_get!(
-    page,
+super::visit::section_get!(
     "/v4/account/{domain_id}/sessions",
     "account_sessions",
-    "sessions",
     "The user's live application sessions (HTML)."
 );
 
@@ -57,8 +55,15 @@ pub async fn end(v: Visit, Path(ids): Path<(String, String)>, body: Bytes) -> Re
     };
     let path = format!("/v4/users/{}/oauth2/sessions/{session_id}", s.user_id);
     let reply = v.call(&s, Method::DELETE, &path, None).await;
-    v.after(&s, Note::new(Action::Delete, SESSION, &session_id, "session.end"), &reply, "sessions", "session-ended")
-        .await
+    v.after(
+        &s,
+        Note::new(Action::Delete, SESSION, &session_id, "session.end"),
+        &reply,
+        "sessions",
+        "session-ended",
+        |status, message| show(&v, &s, status, Some(message), None),
+    )
+    .await
 }
 
 #[utoipa::path(post, path = "/v4/account/{domain_id}/sessions/end_all", operation_id = "account_sessions_end_all", tag = "account",
@@ -74,5 +79,13 @@ pub async fn end_all(v: Visit, body: Bytes) -> Response {
         Err(r) => return *r,
     };
     let reply = v.call(&s, Method::DELETE, &format!("/v4/users/{}/oauth2/sessions", s.user_id), None).await;
-    v.after(&s, Note::new(Action::Delete, SESSION, "*", "session.end_all"), &reply, "sessions", "sessions-ended").await
+    v.after(
+        &s,
+        Note::new(Action::Delete, SESSION, "*", "session.end_all"),
+        &reply,
+        "sessions",
+        "sessions-ended",
+        |status, message| show(&v, &s, status, Some(message), None),
+    )
+    .await
 }

@@ -16,14 +16,11 @@ use serde_json::Value as Json;
 
 use super::audit::Note;
 use super::session::{self, Session};
-use super::PAGES;
+use super::templates::{PAGES, SCRIPT};
 use crate::state::Reader;
 use crate::token::Tokens;
 use crate::web::api::{Caller, InProcess, Reply};
 use crate::web::{Brand, Chrome, Lang, Page, PageError, PageResult};
-
-/// The account page's only script: passkey sign-in and registration, and the copy button.
-pub const SCRIPT: &str = include_str!("pages/account.js");
 
 pub struct Visit {
     pub node: Arc<Tokens>,
@@ -162,9 +159,21 @@ impl Visit {
         page.into_response()
     }
 
-    /// After an action: its audit event, then the section again with the outcome, or with the
-    /// API's refusal (its status and message) when it was refused.
-    pub async fn after(&self, s: &Session, note: Note<'_>, reply: &Reply, tab: &str, done: &str) -> Response {
+    /// After an action: its audit event, then the section again with the outcome, or (through
+    /// `again`, the section's own rendering) with the API's refusal, its status and message.
+    pub async fn after<F, Fut>(
+        &self,
+        s: &Session,
+        note: Note<'_>,
+        reply: &Reply,
+        tab: &str,
+        done: &str,
+        again: F,
+    ) -> Response
+    where
+        F: FnOnce(StatusCode, String) -> Fut,
+        Fut: std::future::Future<Output = Response>,
+    {
         note.emit(&self.node, s, reply.ok());
         if reply.status == StatusCode::UNAUTHORIZED {
             return self.to_sign_in();
@@ -172,7 +181,7 @@ impl Visit {
         if reply.ok() {
             return crate::web::see_other(&format!("{}/{tab}?done={done}", self.base()), &[]);
         }
-        super::sections::render(self, s, tab, reply.status, Some(reply.message()), None).await
+        again(reply.status, reply.message()).await
     }
 }
 
@@ -192,3 +201,26 @@ pub fn when(v: &Json) -> Option<String> {
 }
 
 pub type Answer = PageResult<Response>;
+
+/// A section's `GET` (documented for the OpenAPI description): the section, with the outcome
+/// of the action just taken, or the sign-in page without a session.
+macro_rules! section_get {
+    ($path:literal, $id:literal, $what:literal) => {
+        #[utoipa::path(get, path = $path, operation_id = $id, tag = "account",
+            security(()),
+            params(("domain_id" = String, Path, description = "The domain."),
+                   ("done" = Option<String>, Query, description = "The outcome of the action just taken, to show.")),
+            responses((status = 200, description = $what, content_type = "text/html", body = String),
+                      (status = 303, description = "Not signed in: to the sign-in page."),
+                      crate::web::page::PageUnavailable))]
+        pub async fn page(v: super::visit::Visit, query: axum::extract::RawQuery) -> axum::response::Response {
+            let s = match v.signed_in() {
+                Ok(s) => s,
+                Err(to_sign_in) => return *to_sign_in,
+            };
+            let done = super::visit::done_of(query.0.as_deref());
+            show(&v, &s, axum::http::StatusCode::OK, None, done.as_deref()).await
+        }
+    };
+}
+pub(crate) use section_get;

@@ -32,6 +32,7 @@ mod scim;
 mod scim_ownership;
 mod shadow;
 mod token;
+pub use passkeys::SELF_SERVICE_VERSION;
 pub use token::KEYSTONE_KEYS_ROTATE_VERSION;
 
 pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
@@ -72,11 +73,6 @@ use fatal::Fatal;
 /// `OAuth2Command::RevokeSessions`; from it a refresh records its time (`fl/` in the oauth2
 /// family) and the last passkey of a user without a password is not removed.
 pub const COMMAND_VERSION: u32 = 15;
-/// The cluster version of the account page's operations (issue 55): passkey renames and
-/// session revocations, a refresh's recorded time, and the refusal to remove a passkey-only
-/// account's last passkey. The last two change what existing commands write, so apply reads
-/// the replicated version before doing them: every replica switches at the same index.
-pub const SELF_SERVICE_VERSION: u32 = 15;
 const _: () = assert!(COMMAND_VERSION >= SELF_SERVICE_VERSION);
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);

@@ -9,6 +9,7 @@ use super::super::oauth2::{keys, *};
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::fatal::Fatal;
+use super::oauth2_sessions::{self, revoke_family};
 
 /// Expired records dropped per command at most (bounded work).
 const PRUNE_PER_COMMAND: usize = 32;
@@ -84,7 +85,7 @@ pub fn apply(tx: &mut Tx<'_>, cmd: OAuth2Command) -> Result<ApplyResult, Fatal> 
         OAuth2Command::StartDeviceAt { hash, grant, at: _ } => start_device(tx, &hash, grant),
         OAuth2Command::ReplaceClient { expected, client } => replace_client(tx, *expected, *client),
         OAuth2Command::RevokeSessions { user_id, family_id, at } => {
-            super::oauth2_sessions::revoke_sessions(tx, &user_id, family_id.as_deref(), at)
+            oauth2_sessions::revoke_sessions(tx, &user_id, family_id.as_deref(), at)
         }
     }?;
     if let (Some(at), Ok(_)) = (at, &outcome) {
@@ -222,14 +223,6 @@ fn store_family(tx: &mut Tx<'_>, f: &RefreshFamily) -> Result<(), Fatal> {
     Ok(())
 }
 
-pub(super) fn revoke_family(tx: &mut Tx<'_>, mut f: RefreshFamily, at: i64) -> Result<(), Fatal> {
-    if f.revoked_at.is_none() {
-        f.revoked_at = Some(at);
-        tx.put(cf::OAUTH2, keys::family(&f.id), &f)?;
-    }
-    Ok(())
-}
-
 fn revoke_jti(tx: &mut Tx<'_>, domain_id: &str, jti: &str, exp: i64) -> Result<(), Fatal> {
     let key = keys::revoked_jti(domain_id, jti);
     if tx.get_raw(cf::OAUTH2, &key)?.is_none() {
@@ -325,7 +318,7 @@ fn refresh(
         f.spent.remove(0);
     }
     tx.put(cf::OAUTH2, keys::family(family_id), &f)?;
-    super::oauth2_sessions::record_use(tx, family_id, at)?;
+    oauth2_sessions::record_use(tx, family_id, at)?;
     done(OAuth2Applied::Family(f))
 }
 

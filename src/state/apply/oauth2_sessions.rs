@@ -9,8 +9,7 @@ use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::super::read::OAuth2Reads;
 use super::fatal::Fatal;
-use super::oauth2::revoke_family;
-use super::SELF_SERVICE_VERSION;
+use super::passkeys::SELF_SERVICE_VERSION;
 
 /// Records `at` (the refresh command's time, never this member's clock) as the family's last
 /// use. Only from cluster version 15: a member of an older release writes nothing here, and
@@ -51,4 +50,12 @@ pub(super) fn revoke_sessions(
         }
     }
     Ok(Ok(Applied::OAuth2(OAuth2Applied::Done)))
+}
+
+pub(super) fn revoke_family(tx: &mut Tx<'_>, mut f: RefreshFamily, at: i64) -> Result<(), Fatal> {
+    if f.revoked_at.is_none() {
+        f.revoked_at = Some(at);
+        tx.put(cf::OAUTH2, keys::family(&f.id), &f)?;
+    }
+    Ok(())
 }

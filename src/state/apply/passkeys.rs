@@ -14,7 +14,12 @@ use super::super::passkeys::{
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::fatal::Fatal;
-use super::SELF_SERVICE_VERSION;
+
+/// The cluster version of the account page's operations (issue 55): passkey renames and
+/// session revocations, a refresh's recorded time, and the refusal to remove a passkey-only
+/// account's last passkey. The last two change what existing commands write, so apply reads
+/// the replicated version before doing them: every replica switches at the same index.
+pub const SELF_SERVICE_VERSION: u32 = 15;
 
 /// Expired ceremonies dropped per start at most (bounded work).
 const PRUNE_PER_COMMAND: usize = 16;
