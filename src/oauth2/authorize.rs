@@ -38,8 +38,6 @@ pub const CODE_LIFETIME_S: i64 = 60;
 /// Longest `state` and `nonce` accepted (they travel back in URLs and tokens).
 const MAX_STATE: usize = 2048;
 const MAX_NONCE: usize = 512;
-/// Bodies of page posts larger than this are refused.
-const MAX_FORM: usize = 32 * 1024;
 
 /// The consent form (`/authorize/consent`, `/device/consent`).
 #[derive(ToSchema)]
@@ -64,17 +62,8 @@ pub(super) fn params(raw: &[u8]) -> (HashMap<String, String>, Vec<String>) {
     (out, repeated)
 }
 
-/// A page post's form: bounded, each field once.
-pub(super) fn page_form(body: &[u8]) -> PageResult<HashMap<String, String>> {
-    if body.len() > MAX_FORM {
-        return Err(PageError::bad_request("The form is too large."));
-    }
-    let (form, repeated) = params(body);
-    if let Some(name) = repeated.first() {
-        return Err(PageError::bad_request(format!("The field {name} is included more than once.")));
-    }
-    Ok(form)
-}
+/// A page post's form: bounded, each field once (the pages' toolkit's parser).
+pub(super) use crate::web::form::parse as page_form;
 
 /// A parameter, empty counting as absent.
 pub(super) fn get<'a>(p: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
