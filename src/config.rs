@@ -354,11 +354,16 @@ impl ShadowRegistrySettings {
 /// slow or failing (`docs/audit.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditSettings {
-    /// The append-only JSON-lines sink (`file`). None: the pipeline is off and every event is
-    /// counted as dropped (`reason="disabled"`), because writing identities to some default
-    /// place the operator did not choose (the data directory stays unreadable by design) would
-    /// be worse than saying loudly that nothing is kept.
+    /// The append-only JSON-lines sink (`file`, default `DATA_DIR/audit/audit.jsonl`, so a fresh
+    /// deployment keeps the trail the spec asks for). None (`file = off`): the pipeline is off
+    /// and every event is counted as dropped (`reason="disabled"`).
     pub file: Option<PathBuf>,
+    /// Bytes the file may reach before a new one is started (`max_file_bytes`, default 64 MiB;
+    /// 0: never, for an operator who rotates with copy-and-truncate).
+    pub max_file_bytes: u64,
+    /// Rotated files kept beside it (`retain_files`, default 10): with the default size, the
+    /// trail on a node stays under 704 MiB.
+    pub retain_files: u32,
     /// Events held in memory between `emit` and the writer (`queue_capacity`, default 10,000).
     pub queue_capacity: usize,
     /// Where events overflow when the sink is slow or failing (`spool_dir`, default
@@ -376,7 +381,13 @@ impl AuditSettings {
     fn from_settings(s: &Settings, data_dir: &Path) -> anyhow::Result<Self> {
         let a = "audit";
         let out = AuditSettings {
-            file: s.get(a, "file").map(str::trim).filter(|f| !f.is_empty()).map(PathBuf::from),
+            file: match s.get(a, "file").map(str::trim).filter(|f| !f.is_empty()) {
+                None => Some(data_dir.join("audit").join("audit.jsonl")),
+                Some(off) if off.eq_ignore_ascii_case("off") => None,
+                Some(f) => Some(PathBuf::from(f)),
+            },
+            max_file_bytes: s.parse(a, "max_file_bytes", 64 << 20)?,
+            retain_files: s.parse(a, "retain_files", 10)?,
             queue_capacity: s.parse(a, "queue_capacity", 10_000)?,
             spool_dir: s
                 .get(a, "spool_dir")
@@ -388,8 +399,11 @@ impl AuditSettings {
             flush_interval_ms: s.parse(a, "flush_interval_ms", 1000)?,
         };
         // Two slots at least: the writer spools once the queue is more than half full.
-        if out.queue_capacity < 2 || out.spool_max_bytes == 0 || out.flush_interval_ms == 0 {
-            bail!("[audit] queue_capacity must be at least 2, spool_max_bytes and flush_interval_ms positive");
+        if out.queue_capacity < 2 || out.spool_max_bytes == 0 || out.flush_interval_ms == 0 || out.retain_files == 0 {
+            bail!(
+                "[audit] queue_capacity must be at least 2, spool_max_bytes, flush_interval_ms and retain_files \
+                 positive"
+            );
         }
         Ok(out)
     }
@@ -755,7 +769,8 @@ mod tests {
         let mut s = Settings::default();
         s.set("idnode", "data_dir", "/var/lib/idnode");
         let c = Config::from_settings(&s).unwrap();
-        assert_eq!(c.audit.file, None, "no sink unless the operator names one");
+        assert_eq!(c.audit.file, Some(PathBuf::from("/var/lib/idnode/audit/audit.jsonl")), "a trail by default");
+        assert_eq!((c.audit.max_file_bytes, c.audit.retain_files), (64 << 20, 10));
         assert_eq!(c.audit.spool_dir, PathBuf::from("/var/lib/idnode/audit-spool"));
         assert_eq!(
             (c.audit.queue_capacity, c.audit.spool_max_bytes, c.audit.flush_interval_ms),
@@ -774,6 +789,14 @@ mod tests {
         assert_eq!((c.audit.queue_capacity, c.audit.spool_dir.as_path()), (64, Path::new("/spool")));
         s.set("audit", "queue_capacity", "1");
         assert!(Config::from_settings(&s).is_err());
+        s.set("audit", "queue_capacity", "64");
+        s.set("audit", "retain_files", "0");
+        assert!(Config::from_settings(&s).unwrap_err().to_string().contains("retain_files"));
+        s.set("audit", "retain_files", "3");
+        s.set("audit", "max_file_bytes", "0");
+        s.set("audit", "file", "OFF");
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!((c.audit.file, c.audit.max_file_bytes, c.audit.retain_files), (None, 0, 3), "off only when said");
     }
 
     #[test]

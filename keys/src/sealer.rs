@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
@@ -35,6 +35,11 @@ pub struct SealStats {
     pub sealed: AtomicU64,
     pub opened: AtomicU64,
     pub failures: AtomicU64,
+    /// Values sealed under the current epoch since the process started: every seal uses the
+    /// current epoch, so one counter suffices until a rotation moves it to `earlier`.
+    current_sealed: AtomicU64,
+    /// Values sealed under the epochs rotated away from while the process ran.
+    earlier: Mutex<BTreeMap<u32, u64>>,
 }
 
 /// The current epoch and every epoch's key.
@@ -111,6 +116,11 @@ impl DataKeys {
             let mut guard = self.deks.write().map_err(|_| KeyError::Malformed)?;
             let next = guard.1.keys().next_back().copied().unwrap_or(0) + 1;
             guard.1.insert(next, Zeroizing::new(random_bytes()));
+            // Under the write lock, so no seal counts against the wrong epoch.
+            let done = self.stats.current_sealed.swap(0, Ordering::Relaxed);
+            if let Ok(mut earlier) = self.stats.earlier.lock() {
+                *earlier.entry(guard.0).or_default() += done;
+            }
             guard.0 = next;
             next
         };
@@ -128,6 +138,9 @@ impl DataKeys {
             let old: Vec<u32> = guard.1.keys().copied().filter(|e| *e != current).collect();
             for e in &old {
                 guard.1.remove(e);
+            }
+            if let Ok(mut earlier) = self.stats.earlier.lock() {
+                earlier.retain(|e, _| *e == current);
             }
             old
         };
@@ -158,7 +171,27 @@ impl DataKeys {
             out.extend_from_slice(&aead::seal(key, ad, plaintext));
         }
         self.stats.sealed.fetch_add(1, Ordering::Relaxed);
+        self.stats.current_sealed.fetch_add(1, Ordering::Relaxed);
         out
+    }
+
+    /// Values sealed under each epoch still held, since the process started (the nonce budget
+    /// an operator may want to watch per key; `docs/decisions.md`, "Key and version ceilings").
+    pub fn sealed_by_epoch(&self) -> Vec<(u32, u64)> {
+        let guard = match self.deks.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let earlier = self.stats.earlier.lock().map(|m| m.clone()).unwrap_or_default();
+        let current = self.stats.current_sealed.load(Ordering::Relaxed);
+        guard
+            .1
+            .keys()
+            .map(|e| {
+                let before = earlier.get(e).copied().unwrap_or(0);
+                (*e, if *e == guard.0 { before + current } else { before })
+            })
+            .collect()
     }
 
     pub fn open(&self, ad: &[u8], sealed: &[u8]) -> Result<Vec<u8>, KeyError> {
@@ -208,6 +241,7 @@ mod tests {
         assert_eq!(DataKeys::epoch_of(&old), Some(1));
         assert_eq!(DataKeys::epoch_of(&new), Some(2));
 
+        assert_eq!(keys.sealed_by_epoch(), [(1, 1), (2, 1)], "one value under each epoch");
         let reopened = DataKeys::open_or_create(&kek, &path).unwrap();
         assert_eq!(reopened.current_epoch(), 2);
         assert_eq!(reopened.open(b"ad", &old).unwrap(), b"secret value");
@@ -222,6 +256,7 @@ mod tests {
         reopened.save(&new_kek, &path).unwrap();
         assert!(DataKeys::open_or_create(&kek, &path).is_err());
         assert_eq!(reopened.retire_old(&new_kek, &path).unwrap(), vec![1]);
+        assert_eq!(reopened.sealed_by_epoch(), [(2, 0)], "only epochs still held are counted");
         let last = DataKeys::open_or_create(&new_kek, &path).unwrap();
         assert_eq!((last.epochs(), last.open(b"ad", &new).unwrap()), (vec![2], b"other".to_vec()));
         assert!(matches!(last.open(b"ad", &old), Err(KeyError::UnknownEpoch(1))));

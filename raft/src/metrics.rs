@@ -212,6 +212,19 @@ impl Collector for RaftCollector {
         )?;
         gauge(&mut enc, "idnode_keys_epochs", "Data key epochs held", keys.epochs().len() as i64)?;
         counter(&mut enc, "idnode_keys_sealed", "Values sealed", keys.stats.sealed.load(Ordering::Relaxed))?;
+        {
+            let c = ConstCounter::new(0u64);
+            let mut family = enc.encode_descriptor(
+                "idnode_keys_epoch_sealed",
+                "Values sealed under each data-key epoch still held, since the process started (each draws one random nonce)",
+                None,
+                c.metric_type(),
+            )?;
+            for (epoch, n) in keys.sealed_by_epoch() {
+                let labels = [("epoch".to_string(), epoch.to_string())];
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
         counter(&mut enc, "idnode_keys_opened", "Values opened", keys.stats.opened.load(Ordering::Relaxed))?;
         counter(
             &mut enc,

@@ -51,7 +51,7 @@ pub struct Audit {
 }
 
 struct Inner {
-    /// None when no sink is configured: the pipeline is off.
+    /// None when the operator turned the sink off: the pipeline is off.
     tx: Option<SyncSender<Msg>>,
     metrics: AuditMetrics,
     counters: metrics::EmitCounters,
@@ -61,7 +61,7 @@ struct Inner {
 }
 
 impl Audit {
-    /// Starts the writer thread (when `[audit] file` is set). Fails only when the spool
+    /// Starts the writer thread (unless `[audit] file = off`). Fails only when the spool
     /// directory cannot be opened: an unusable sink is not fatal (events spool until it works),
     /// but without a spool there would be nowhere to keep them.
     pub fn start(cfg: AuditConfig) -> anyhow::Result<Audit> {
@@ -71,7 +71,7 @@ impl Audit {
         metrics.queue_capacity.set(capacity as i64);
         metrics.spool_capacity.set(i64::try_from(cfg.settings.spool_max_bytes).unwrap_or(i64::MAX));
         let Some(file) = cfg.settings.file.clone() else {
-            tracing::warn!("[audit] file is not set: audit events are counted (idnode_audit_dropped) and discarded");
+            tracing::warn!("[audit] file = off: audit events are counted (idnode_audit_dropped) and discarded");
             return Ok(Audit {
                 inner: Arc::new(Inner {
                     tx: None,
@@ -89,7 +89,8 @@ impl Audit {
         if !spool.is_empty() {
             tracing::info!("audit spool holds {} bytes from before; delivering them first", spool.bytes());
         }
-        let mut sink = sink::FileSink::new(&file);
+        let rotation = sink::Rotation { max_bytes: cfg.settings.max_file_bytes, retain: cfg.settings.retain_files };
+        let mut sink = sink::FileSink::new(&file, rotation);
         let sink_ok = match sink.probe() {
             Ok(()) => true,
             Err(e) => {

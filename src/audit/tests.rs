@@ -15,6 +15,8 @@ use crate::http::metrics::labels;
 fn settings(dir: &Path, file: Option<PathBuf>, queue: usize, spool_max: u64) -> AuditSettings {
     AuditSettings {
         file,
+        max_file_bytes: 0,
+        retain_files: 1,
         queue_capacity: queue,
         spool_dir: dir.join("spool"),
         spool_max_bytes: spool_max,
@@ -87,6 +89,39 @@ async fn events_land_in_order_one_object_per_line() {
     assert_eq!((m.queue_depth.get(), m.queue_capacity.get(), m.sink_up.get()), (0, 10_000, 1));
     assert_eq!((m.spool_bytes.get(), m.sink_errors.get(), m.key_version.get()), (0, 0, 1));
     assert_eq!(dropped(&audit, "queue_full") + dropped(&audit, "spool_full"), 0);
+}
+
+/// Rotation keeps every event, in order, across the files (oldest `FILE.N` … newest `FILE`),
+/// and the directory it makes for the file is the owner's only.
+#[tokio::test]
+async fn rotated_files_hold_every_event_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trail").join("audit.jsonl");
+    let audit = start(AuditSettings {
+        max_file_bytes: 64 << 10,
+        retain_files: 1000,
+        ..settings(dir.path(), Some(file.clone()), 10_000, 1 << 20)
+    });
+    for i in 0..2000 {
+        audit.emit(scim(i));
+    }
+    assert!(audit.flush(Duration::from_secs(10)).await);
+    let rotated = (1..).take_while(|n| file.with_extension(format!("jsonl.{n}")).exists()).count();
+    assert!(rotated >= 2, "2000 events of some 500 bytes make several 64 KiB files, found {rotated} rotated");
+    let mut all = Vec::new();
+    for n in (1..=rotated).rev() {
+        let f = file.with_extension(format!("jsonl.{n}"));
+        assert!(std::fs::metadata(&f).unwrap().len() > 0);
+        all.extend(sink_ids(&f));
+    }
+    all.extend(sink_ids(&file));
+    assert_eq!(all, ids(0..2000), "every event once, in emit order, across the rotated files");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file.parent().unwrap()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "the directory made for the trail is the owner's only");
+    }
 }
 
 #[tokio::test]

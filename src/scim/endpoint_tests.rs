@@ -5,6 +5,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use crate::scim::discovery::FILTER_GRAMMAR_URN;
 use crate::scim::wire::{ERROR_URN, GROUP_URN, PATCH_URN, USER_URN};
 use crate::state::keys::ns;
 use crate::state::scim::{derived_user_id, keys, DerivedBy, Kind, ScimResourceIndex};
@@ -256,22 +257,27 @@ async fn lists_page_filter_and_answer_from_the_indexes() {
 #[tokio::test]
 async fn every_filter_rule_is_a_400_invalid_filter() {
     let w = World::new().await;
-    for f in [
-        "emails eq \"a@b\"",   // attribute outside the table
-        "externalId co \"x\"", // operator the attribute does not allow
-        "id ne \"x\"",
-        "active co \"t\"",
-        "userName gt \"a\"", // operator outside the grammar
-        "userName eq \"a\" and userName eq \"b\" or userName eq \"c\"", // mixed chain
-        "(userName eq \"a\")", // nested expression
-        "not (userName eq \"a\")",
-        "emails[type eq \"work\"]",                      // complex attribute filter
-        &format!("userName eq \"{}\"", "a".repeat(512)), // over 512 bytes
-        &["userName eq \"a\""; 9].join(" or "),          // over 8 terms
+    for (f, rule) in [
+        ("emails eq \"a@b\"", "attributes"),  // attribute outside the table
+        ("externalId co \"x\"", "operators"), // operator the attribute does not allow
+        ("id ne \"x\"", "operators"),
+        ("active co \"t\"", "operators"),
+        ("userName gt \"a\"", "operators"), // operator outside the grammar
+        ("userName eq \"a\" and userName eq \"b\" or userName eq \"c\"", "noMixedLogic"),
+        ("(userName eq \"a\")", "noGrouping"),     // nested expression
+        ("not (userName eq \"a\")", "noGrouping"), // the first rule broken is named
+        ("not userName eq \"a\"", "noNot"),
+        ("emails[type eq \"work\"]", "noGrouping"), // complex attribute filter
+        (&format!("userName eq \"{}\"", "a".repeat(512)), "maxLength"),
+        (&["userName eq \"a\""; 9].join(" or "), "maxTerms"),
+        ("active eq \"yes\"", "values"),
+        ("userName eq", "syntax"),
     ] {
         let q: String = url::form_urlencoded::byte_serialize(f.as_bytes()).collect();
         let r = w.scim(Method::GET, &format!("/Users?filter={q}"), None).await;
         assert_scim_error(&r, StatusCode::BAD_REQUEST, Some("invalidFilter"));
+        let detail = r.body["detail"].as_str().unwrap();
+        assert!(detail.starts_with(&format!("Filter rule {rule} broken: ")), "{f}: {detail}");
     }
     let q: String = url::form_urlencoded::byte_serialize(b"userName eq \"x\"").collect();
     let r = w.scim(Method::GET, &format!("/Groups?filter={q}"), None).await;
@@ -656,6 +662,24 @@ async fn writes_are_rate_limited_per_provider() {
     assert_eq!(w.scim(Method::GET, "/Users", None).await.status, StatusCode::OK, "reads are not limited");
 }
 
+/// Nobody configured `[audit]`: the trail still exists, in the data directory, and nothing is
+/// dropped as "disabled".
+#[tokio::test]
+async fn a_node_keeps_an_audit_trail_without_being_told_where() {
+    let w = World::new().await;
+    let u = w.create_user("ext-1", "babs").await;
+    assert!(w.t.node.audit.flush(std::time::Duration::from_secs(5)).await);
+    let file = w.t.node.cfg.data_dir.join("audit").join("audit.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        events.iter().any(|e| e["action"] == "create" && e["target"]["id"] == u.as_str()),
+        "the SCIM create is in {}: {text}",
+        file.display()
+    );
+    assert_eq!(w.t.node.audit.metrics().dropped_count("disabled"), 0);
+}
+
 #[tokio::test]
 async fn discovery_is_unauthenticated_and_advertises_what_is_supported() {
     let w = World::new().await;
@@ -672,10 +696,29 @@ async fn discovery_is_unauthenticated_and_advertises_what_is_supported() {
     assert_eq!(spc.body["patch"]["supported"], json!(true));
     assert_eq!(spc.body["etag"]["supported"], json!(true));
     assert_eq!(spc.body["filter"], json!({"supported": true, "maxResults": 200}));
+    // The restricted grammar, in our extension, on request (a strict client refuses unknown
+    // schemas in the default document): its bounds and the spec's operator table.
+    assert_eq!(spc.body["schemas"], json!([crate::scim::discovery::SPC_URN]));
+    let asked = get(&format!("/ServiceProviderConfig?attributes={}", FILTER_GRAMMAR_URN.to_uppercase())).await;
+    assert_eq!(asked.status, StatusCode::OK);
+    assert_eq!(asked.body["schemas"], json!([crate::scim::discovery::SPC_URN, FILTER_GRAMMAR_URN]));
+    let grammar = &asked.body[FILTER_GRAMMAR_URN];
+    assert_eq!((grammar["maxLength"].as_u64(), grammar["maxTerms"].as_u64()), (Some(512), Some(8)));
+    assert_eq!(grammar["mixedLogicalOperators"], json!(false));
+    assert!(grammar["attributes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"resourceType": "User", "attribute": "externalId", "operators": ["eq", "ne", "pr"]})));
     let schemas = get("/Schemas").await;
     let ids: Vec<&str> =
         schemas.body["Resources"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, vec![USER_URN, GROUP_URN]);
+    assert_eq!(ids, vec![USER_URN, GROUP_URN, FILTER_GRAMMAR_URN]);
+    let described = get(&format!("/Schemas/{FILTER_GRAMMAR_URN}")).await;
+    let names: Vec<&str> =
+        described.body["attributes"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    for key in grammar.as_object().unwrap().keys() {
+        assert!(names.contains(&key.as_str()), "{key} is described by the extension's schema");
+    }
     let types = get("/ResourceTypes").await;
     assert_eq!(types.body["Resources"][0]["endpoint"], "/Users");
     assert_eq!(types.body["Resources"][1]["schema"], GROUP_URN);

@@ -306,7 +306,7 @@ pub fn list<R: Resource>(node: &Core, caller: &ScimCaller, q: &HashMap<String, S
     caller.authorize(R::KIND, "list")?;
     let p = page(q)?;
     let filter = match q.get("filter").filter(|f| !f.trim().is_empty()) {
-        Some(f) => Some(filter::parse(R::FILTER, f).map_err(|e| ScimError::bad("invalidFilter", e.0))?),
+        Some(f) => Some(filter::parse(R::FILTER, f).map_err(|e| ScimError::bad("invalidFilter", e.to_string()))?),
         None => None,
     };
     let projection = Projection::of::<R>(q);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{b64, random_bytes, Cluster};
+use crate::support::{b64, metric_value, random_bytes, Cluster};
 
 fn answers(out: &std::process::Output) -> Vec<Value> {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -79,6 +79,13 @@ async fn token_data_and_wrapping_keys_rotate_online() {
     for i in 0..3 {
         wait_metric(&c, i, "idnode_keys_epochs", 1.0, Duration::from_secs(120)).await;
         wait_metric(&c, i, "idnode_keys_epoch_current", 2.0, Duration::from_secs(5)).await;
+    }
+    for i in 1..3 {
+        // Re-sealing drew nonces under the new epoch; the retired one is no longer counted.
+        let text = c.metrics_text(i).await.unwrap_or_default();
+        let sealed = metric_value(&text, "idnode_keys_epoch_sealed_total{epoch=\"2\"}").unwrap_or(0.0);
+        assert!(sealed >= 150.0, "node {i}: {sealed} values sealed under epoch 2");
+        assert_eq!(metric_value(&text, "idnode_keys_epoch_sealed_total{epoch=\"1\"}"), None);
     }
     let names = c.list_names(0, &token, "/v3/projects", "projects").await;
     assert!((0..150).all(|n| names.contains(&format!("rot-{n}"))), "the data reads back under the new key");
