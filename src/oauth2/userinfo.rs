@@ -13,7 +13,7 @@ use super::keys;
 use super::provider::{DomainEndpoint, Provider};
 use super::tokens::{render_template, user_email};
 use crate::context::Core;
-use crate::state::read::OAuth2Reads;
+use crate::state::read::{IdentityReads, OAuth2Reads};
 use crate::state::Reader;
 
 fn no_token() -> OAuthError {
@@ -52,7 +52,8 @@ async fn userinfo(node: &Core, provider: &Provider, domain_id: &str, headers: &H
     if scopes.contains(&"profile") {
         out["name"] = json!(user.name);
         out["preferred_username"] = json!(user.name);
-        out["updated_at"] = json!(user.created_at / 1_000_000);
+        // When the user's information last changed (unix seconds, OIDC Core §5.1).
+        out["updated_at"] = json!(read.user_updated_at(&user)?.div_euclid(1_000_000));
     }
     if scopes.contains(&"email") {
         if let Some(email) = user_email(&user) {

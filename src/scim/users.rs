@@ -14,7 +14,8 @@ use super::wire::{ScimError, ScimResult, USER_URN};
 use super::{filter, schemas as S};
 use crate::state::keys::ns;
 use crate::state::model::User;
-use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, UserFields};
+use crate::state::read::IdentityReads;
+use crate::state::scim::{derived_user_id, DerivedBy, Expect, RealmRef, ScimCommand, ScimResourceIndex, UserFields};
 use crate::state::Reader;
 
 pub struct UserResource;
@@ -124,8 +125,11 @@ impl Resource for UserResource {
         Some(item.enabled)
     }
 
-    fn render(_view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<User>) -> ScimResult<Value> {
+    fn render(view: &impl Reader, realm: &RealmRef, base: &str, rec: &Record<User>) -> ScimResult<Value> {
         let u = &rec.item;
+        // A change made outside SCIM (a Keystone update) is a modification too.
+        let changed = view.user_updated_at(u)?.div_euclid(1_000_000);
+        let idx = ScimResourceIndex { updated_at: rec.idx.updated_at.max(changed), ..rec.idx.clone() };
         let extra: Map<String, Value> = serde_json::from_str(&u.extra).unwrap_or_default();
         let name = S::Name {
             given_name: extra.get("scim_given_name").cloned(),
@@ -144,7 +148,7 @@ impl Resource for UserResource {
             display_name: extra.get("scim_display_name").cloned(),
             emails,
             active: Some(u.enabled),
-            meta: Some(meta::<Self>(base, realm, &rec.idx, "User")),
+            meta: Some(meta::<Self>(base, realm, &idx, "User")),
         }))
     }
 

@@ -23,7 +23,8 @@ pub const GROUPS: &str = "groups";
 pub const CREDENTIALS: &str = "credentials";
 /// Document records of the v3 extension APIs (`model::Doc`), keyed `{kind tag}/{id}`.
 pub const DOCS: &str = "docs";
-/// Password history and failed attempts of local users (`model::PasswordState`), by user id.
+/// Password history and failed attempts of local users (`model::PasswordState`), by user id;
+/// and per user, the last TOTP step (`t/`) and when the user's information last changed (`u/`).
 pub const PASSWORDS: &str = "passwords";
 /// The OAuth2 provider's records (`state::oauth2`): keys, clients, codes, device
 /// grants, refresh families, consents, revoked access-token ids.

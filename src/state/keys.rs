@@ -28,6 +28,13 @@ pub fn totp_step(user_id: &str) -> Vec<u8> {
     format!("t/{user_id}").into_bytes()
 }
 
+/// Passwords cf: when the user's information last changed (`u/{user id}`, unix micros; see
+/// `apply::user_updated`). Kept apart from the user record, which cannot grow a field without
+/// breaking the decoding of stored records and snapshots.
+pub fn user_updated(user_id: &str) -> Vec<u8> {
+    format!("u/{user_id}").into_bytes()
+}
+
 pub fn role(id: &str) -> Vec<u8> {
     format!("r/{id}").into_bytes()
 }

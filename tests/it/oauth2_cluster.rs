@@ -8,6 +8,8 @@
 //! * a replayed refresh token revokes its family on every node at once;
 //! * an access token revoked on one node is listed in `/jwks/revocation` and introspects
 //!   `{"active": false}` on every node the moment `/revoke` returns;
+//! * a user renamed through Keystone's API on one node shows the new name and a later
+//!   `updated_at` in userinfo on every node, the same on each;
 //! * the first `/jwks` requests, sent to all nodes together, create one key set; rotations (the
 //!   API and `idnode keys rotate-oidc`) keep earlier tokens verifiable on every node;
 //! * afterwards `idnode cluster check` finds the replicas identical.
@@ -16,7 +18,7 @@
 //! `/jwks`) polls with a deadline, and every test is bounded by [`TEST_TIMEOUT`].
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -194,6 +196,15 @@ impl Provider {
         r.json
     }
 
+    /// `GET /userinfo` on node `i` with a bearer access token; asserts 200.
+    async fn userinfo(&self, i: usize, access: &str) -> Value {
+        let (url, bearer) = (self.oauth(i, "userinfo"), format!("Bearer {access}"));
+        let headers = [("Authorization", bearer.as_str())];
+        let r = self.c.http.request(reqwest::Method::GET, &url, None, &headers, None).await.expect("GET userinfo");
+        assert_eq!(r.status, StatusCode::OK, "userinfo on node {}: {}", i + 1, r.text);
+        r.json
+    }
+
     /// `GET /jwks` on node `i`.
     async fn jwks(&self, i: usize) -> Value {
         let r = self.get_page(&self.oauth(i, "jwks"), None).await;
@@ -326,6 +337,50 @@ async fn a_revoked_jti_is_listed_and_inactive_everywhere_at_once() {
         p.inactive_everywhere(&cl, &token, "a revoked access token").await;
 
         assert_check_consistent(&p.c, 2).await;
+    })
+    .await;
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_moves_userinfo_updated_at_on_every_node() {
+    bounded("a_rename_moves_userinfo_updated_at_on_every_node", async {
+        let p = Provider::start(&[]).await;
+        // A fresh cluster raises its version by itself; updates record their time from 16 on.
+        crate::token_cluster::wait_cluster_version(&p.c, 16.0).await;
+        let (cl, user) = (p.web_client().await, p.user().await);
+        let t = p.code_tokens(0, 0, 0, &cl, &user).await;
+        let access = s(&t["access_token"]).to_string();
+        let created = p.userinfo(0, &access).await;
+        assert_eq!(created["name"], json!(user.name), "{created}");
+        let created_at = created["updated_at"].as_i64().unwrap_or_else(|| panic!("no updated_at: {created}"));
+        assert!(created_at <= now_secs(), "{created}");
+        // Seconds are what userinfo shows: rename once the clock is past the creation's second.
+        while now_secs() <= created_at {
+            tokio::time::sleep(POLL).await;
+        }
+
+        let renamed = format!("{}-renamed", user.name);
+        let url = format!("{}/v3/users/{}", p.c.api(1), user.id);
+        let body = json!({"user": {"name": renamed}});
+        let r = p.c.http.request(reqwest::Method::PATCH, &url, Some(&p.admin), &[], Some(&body)).await.expect("PATCH");
+        assert_eq!(r.status, StatusCode::OK, "rename on node 2: {}", r.text);
+        assert!(r.json["user"].get("updated_at").is_none(), "Keystone's user has no updated_at: {}", r.text);
+        let after = now_secs();
+
+        let mut seen = Vec::new();
+        for i in 0..3 {
+            let info = p.userinfo(i, &access).await;
+            assert_eq!(info["name"], json!(renamed), "node {}: {info}", i + 1);
+            let updated = info["updated_at"].as_i64().unwrap_or_else(|| panic!("no updated_at: {info}"));
+            assert!(created_at < updated && updated <= after, "node {}: {created_at} < {updated} <= {after}", i + 1);
+            seen.push(updated);
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "the same time on every node: {seen:?}");
+        assert_check_consistent(&p.c, 1).await;
     })
     .await;
 }

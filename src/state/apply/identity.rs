@@ -8,7 +8,7 @@ use super::super::model::{ActorKind, DocKind, User, MAX_EXTRA_BYTES};
 use super::super::read::reader::Reader;
 use super::super::read::tx::Tx;
 use super::fatal::Fatal;
-use super::{assignment, credential, group, scim_ownership};
+use super::{assignment, credential, group, scim_ownership, user_updated};
 
 fn conflict(name: &str) -> ApplyError {
     ApplyError::Conflict(format!(
@@ -41,11 +41,13 @@ pub fn create(tx: &mut Tx<'_>, u: User) -> Result<ApplyResult, Fatal> {
     Ok(Ok(Applied::User(u)))
 }
 
-/// Applies the named fields over the user as stored now.
+/// Applies the named fields over the user as stored now; a change that shows moves the
+/// user's update time to the patch's.
 pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
     let Some(mut u) = tx.user(&p.id)? else {
         return Ok(Err(not_found("user", &p.id)));
     };
+    let before = u.clone();
     if let Some(name) = p.name {
         u.name = name;
     }
@@ -79,7 +81,11 @@ pub fn patch(tx: &mut Tx<'_>, p: UserPatch) -> Result<ApplyResult, Fatal> {
             ))));
         }
     }
-    update(tx, u)
+    let outcome = update(tx, u)?;
+    if let Ok(Applied::User(after)) = &outcome {
+        user_updated::record(tx, &before, after, p.now)?;
+    }
+    Ok(outcome)
 }
 
 /// `base` with `set`'s keys written over it (both JSON objects; anything else counts as empty).
@@ -91,7 +97,8 @@ fn merge_objects(base: &str, set: &str) -> String {
     serde_json::Value::Object(m).to_string()
 }
 
-/// `domain_id` and `created_at` are immutable; the rest is replaced.
+/// `domain_id` and `created_at` are immutable; the rest is replaced. The update time is the
+/// callers' to record: this command carries no time (and no current proposer sends it alone).
 pub fn update(tx: &mut Tx<'_>, mut u: User) -> Result<ApplyResult, Fatal> {
     let Some(old) = tx.user(&u.id)? else {
         return Ok(Err(not_found("user", &u.id)));
@@ -172,6 +179,7 @@ pub fn remove_user(tx: &mut Tx<'_>, u: &User) -> Result<(), Fatal> {
     tx.delete(cf::USERS, u.id.clone().into_bytes());
     tx.delete(cf::PASSWORDS, u.id.clone().into_bytes());
     tx.delete(cf::PASSWORDS, keys::totp_step(&u.id));
+    tx.delete(cf::PASSWORDS, keys::user_updated(&u.id));
     // What a `local` mapping rule last synced it into (it has no memberships left).
     tx.delete(cf::SHADOW, super::super::shadow::keys::synced_groups(&u.id));
     // The user's application credentials and their access rules go with it.

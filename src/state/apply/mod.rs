@@ -32,8 +32,10 @@ mod scim;
 mod scim_ownership;
 mod shadow;
 mod token;
+mod user_updated;
 pub use passkeys::SELF_SERVICE_VERSION;
 pub use token::KEYSTONE_KEYS_ROTATE_VERSION;
+pub use user_updated::USER_UPDATED_VERSION;
 
 pub use api_keys::MAX_USES as API_KEY_USES_PER_COMMAND;
 pub use import::MAX_RECORDS as IMPORT_RECORDS_PER_COMMAND;
@@ -72,8 +74,11 @@ use fatal::Fatal;
 /// Version 15 ([`SELF_SERVICE_VERSION`]) adds `PasskeyCommand::Rename` and
 /// `OAuth2Command::RevokeSessions`; from it a refresh records its time (`fl/` in the oauth2
 /// family) and the last passkey of a user without a password is not removed.
-pub const COMMAND_VERSION: u32 = 15;
+/// Version 16 ([`USER_UPDATED_VERSION`]) adds no command: from it a change of a user's
+/// information records its time (`u/` in the passwords family), which earlier binaries do not.
+pub const COMMAND_VERSION: u32 = 16;
 const _: () = assert!(COMMAND_VERSION >= SELF_SERVICE_VERSION);
+const _: () = assert!(COMMAND_VERSION >= USER_UPDATED_VERSION);
 const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::RUNNING_DIGEST_VERSION);

@@ -22,7 +22,7 @@ use super::super::scim::{
     UserFields, MAX_MEMBERS_PER_WRITE,
 };
 use super::fatal::Fatal;
-use super::{group, identity, scim_ownership};
+use super::{group, identity, scim_ownership, user_updated};
 
 pub fn apply(tx: &mut Tx<'_>, cmd: ScimCommand) -> Result<ApplyResult, Fatal> {
     match cmd {
@@ -259,6 +259,7 @@ fn put_user(
         Expect::Change { if_match } => {
             let mut idx = take!(owned(tx, realm, Kind::User, id, if_match));
             let Some(mut u) = tx.user(id)? else { return Ok(Err(gone(Kind::User, id))) };
+            let before = u.clone();
             if let Some(n) = &f.user_name {
                 if n.to_lowercase() != u.name.to_lowercase() && tx.id_by_name(names::USER_NAME, d, n)?.is_some() {
                     return Ok(Err(uniqueness("userName", n)));
@@ -269,7 +270,10 @@ fn put_user(
                 idx.external_id = Some(ext.clone());
             }
             merge_user(&mut u, &f, Cutoff::at(tx, at)?);
-            refuse_on!(identity::update(tx, u));
+            let after = take!(identity::update(tx, u));
+            if let Applied::User(after) = &after {
+                user_updated::record(tx, &before, after, at)?;
+            }
             idx.version += 1;
             idx.updated_at = seconds(at);
             stored(tx, idx)
@@ -374,9 +378,11 @@ fn deprovision(tx: &mut Tx<'_>, realm: &RealmRef, kind: Kind, id: &str, at: i64)
     match kind {
         Kind::User => {
             let Some(mut u) = tx.user(id)? else { return Ok(Err(gone(kind, id))) };
+            let before = u.clone();
             u.enabled = false;
             Cutoff::at(tx, at)?.apply(&mut u);
             tx.put(cf::USERS, u.id.clone().into_bytes(), &u)?;
+            user_updated::record(tx, &before, &u, at)?;
         }
         Kind::Group => super::assignment::remove_for_actor(tx, super::super::model::ActorKind::Group, id)?,
     }

@@ -13,6 +13,13 @@ pub trait IdentityReads: Reader {
         self.scan(cf::USERS, b"")
     }
 
+    /// When the user's information last changed (unix micros): the time apply recorded, or
+    /// the creation time for a user no change was recorded for (unchanged since, or changed
+    /// before the cluster ran version `apply::USER_UPDATED_VERSION`).
+    fn user_updated_at(&self, user: &User) -> Result<i64> {
+        Ok(self.get::<i64>(cf::PASSWORDS, &keys::user_updated(&user.id))?.unwrap_or(user.created_at))
+    }
+
     /// Every group, in id order.
     fn groups(&self) -> Result<Vec<Group>> {
         self.scan(cf::GROUPS, keys::GROUP_PREFIX)
