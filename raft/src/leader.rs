@@ -1,4 +1,5 @@
-//! Leader-side execution of forwarded work (proposals, read index, membership changes).
+//! Leader-side execution of forwarded work (proposals, read index, membership changes,
+//! leases).
 
 use std::collections::BTreeSet;
 
@@ -80,6 +81,7 @@ impl RaftNode {
             }
             LeaderRequest::Checkpoint => self.write(Request::Checkpoint).await,
             LeaderRequest::ReadIndex => self.read_index_here().await,
+            LeaderRequest::Lease { key, per_minute, want } => self.lease_reply(&key, per_minute, want),
             LeaderRequest::AddLearner { id, addr } => {
                 let res = self.raft.add_learner(id, BasicNode { addr }, false).await;
                 res.map(|_| LeaderReply::Done).map_err(write_error)

@@ -21,6 +21,8 @@ mod forward_batch;
 mod freshness;
 mod leader;
 mod leadership;
+mod lease;
+mod lease_call;
 mod log_store;
 mod member_id;
 mod metrics;
@@ -58,6 +60,7 @@ pub use digests::{CfDigest, DigestOutcome, Digests, RUNNING_DIGEST_VERSION};
 pub use error::ProposeError;
 pub use freshness::Freshness;
 pub use idnode_storage as storage;
+pub use lease::LeaseGrant;
 pub use log_store::LogStore;
 pub use member_id::PATH_MEMBER_ID;
 pub use node::RaftNode;
@@ -67,7 +70,7 @@ pub use state_machine::{SmLinks, SmStats, StateMachine};
 pub use status::{ClusterStatus, Member, PeerProgress, Readiness};
 pub use types::{Proposal, Reply, Request, TypeConfig, BATCH_VERSION};
 pub use version::{applied_cluster_version, MemberVersion, NodeVersion, BASE_VERSION};
-pub use wire::WATERMARK_VERSION;
+pub use wire::{LEASE_VERSION, WATERMARK_VERSION};
 
 /// The column families this crate needs; the root crate opens the engine with these plus the
 /// application's own.

@@ -28,6 +28,17 @@ impl RaftNode {
             "Leader-bound requests this node forwarded to the leader",
             self.forwarded.clone(),
         );
+        let leases = [
+            ("idnode_raft_leases", "Leases of cluster-wide rate limit figures this node asked for", &self.leases),
+            (
+                "idnode_raft_lease_failures",
+                "Leases that failed (no leader, timeout, older cluster): the member counted its own share",
+                &self.lease_failures,
+            ),
+        ];
+        for (name, help, counter) in leases {
+            registry.register(name, help, counter.clone());
+        }
         registry.register_collector(Box::new(RaftCollector { node: self.clone() }));
     }
 }

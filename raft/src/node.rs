@@ -66,6 +66,11 @@ pub struct RaftNode {
     pub(crate) reach: Arc<crate::reach::Reach>,
     /// What every member that may be answering heard of (`watermark`).
     pub(crate) watermark: Arc<crate::watermark::Watermark>,
+    /// The cluster-wide figures this node counts while it leads (`lease`).
+    pub(crate) lease_buckets: crate::lease::LeaseBuckets,
+    /// Leases asked for on this node, and those that failed (the caller counted its share).
+    pub(crate) leases: Counter,
+    pub(crate) lease_failures: Counter,
 }
 
 impl RaftNode {
@@ -130,6 +135,9 @@ impl RaftNode {
             read_indexes,
             reach,
             watermark,
+            lease_buckets: crate::lease::LeaseBuckets::default(),
+            leases: Counter::default(),
+            lease_failures: Counter::default(),
         });
         node.watermark.set_enabled(node.cluster_version() >= crate::wire::WATERMARK_VERSION);
         node.spawn_membership_watch();

@@ -28,6 +28,10 @@ pub struct WatermarkedAppend {
 /// The cluster version from which members answer credential checks by the watermark.
 pub const WATERMARK_VERSION: u32 = 14;
 
+/// The cluster version from which members ask the leader for leases of cluster-wide figures
+/// (`LeaderRequest::Lease`).
+pub const LEASE_VERSION: u32 = 16;
+
 /// An append's answer with the replier's clock.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct StampedReply {
@@ -65,6 +69,14 @@ pub enum LeaderRequest {
     /// answered with `WrittenMany`. Sent only once the cluster version is at least
     /// `BATCH_VERSION` (an older leader would not decode it).
     ProposeMany(Vec<Proposal>),
+    /// Up to `want` tokens of the leader's bucket for `key`, which holds `per_minute` (a
+    /// cluster-wide figure); answered with `Leased`. Sent only once the cluster version is at
+    /// least [`LEASE_VERSION`].
+    Lease {
+        key: String,
+        per_minute: u32,
+        want: u32,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +90,11 @@ pub enum LeaderReply {
     /// Each proposal's outcome, in order: written at an index with its reply, or refused
     /// before it entered the log (why).
     WrittenMany(Vec<Result<(u64, Vec<u8>), String>>),
+    /// Tokens granted (possibly 0), and with none, the milliseconds until the bucket holds one.
+    Leased {
+        granted: u32,
+        retry_after_ms: u64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

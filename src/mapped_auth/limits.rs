@@ -1,98 +1,135 @@
 //! The per-provider rate limits (spec, "Limits"): authentications through a provider
 //! (`shadow_registry_auth_rate_limit`, 500 per minute), principals it creates
 //! (`shadow_registry_creation_rate_limit`, 50 per minute) and its SCIM writes
-//! (`scim_realm_write_rate_limit`, 500 per minute). Each figure is the cluster's: every member
-//! enforces its share, the figure divided by the members the cluster has (rounded up), so a
-//! provider whose requests spread over all members stops at the figure, and no request waits
-//! on another node to be counted (`docs/decisions.md`, "Cluster-wide rate limits").
+//! (`scim_realm_write_rate_limit`, 500 per minute). Each figure is the cluster's, whichever
+//! members the traffic reaches: the leader counts it, and members take leases of a few tokens
+//! from it (`idnode_raft::RaftNode::lease`). Without an answer from the leader within
+//! [`LEASE_TIMEOUT`] a member counts its own share of the figure instead (`share`), so no
+//! login depends on the leader (`docs/decisions.md`, "Cluster-wide rate limits").
 
-use std::num::NonZeroU32;
-use std::sync::RwLock;
+mod held;
+mod share;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
+use idnode_raft::LeaseGrant;
 
 use crate::http::error::ApiError;
+use held::{Held, Take};
 
-/// One quota per provider id: this member's share of the cluster's figure.
+/// How long an event waits for a lease before the member counts its own share.
+pub const LEASE_TIMEOUT: Duration = Duration::from_millis(300);
+/// A lease asks for `figure / (members × LEASE_PARTS)` tokens (at least 1): the tokens members
+/// hold unspent are at most about an eighth of the figure, while a member makes one call to
+/// the leader per that many events (20 at 500 a minute on three members).
+const LEASE_PARTS: u32 = 8;
+
+/// Where leases come from: the raft node (the leader), or a test's stand-in.
+pub trait LeaseSource: Sync {
+    /// The members serving the cluster (what the own share divides by).
+    fn members(&self) -> usize;
+    /// Up to `want` tokens of `key`'s figure `per_minute`; `None`: no answer (count the share).
+    fn lease(&self, key: &str, per_minute: u32, want: u32) -> impl Future<Output = Option<LeaseGrant>> + Send;
+}
+
+impl LeaseSource for idnode_raft::RaftNode {
+    fn members(&self) -> usize {
+        self.member_count()
+    }
+
+    async fn lease(&self, key: &str, per_minute: u32, want: u32) -> Option<LeaseGrant> {
+        match idnode_raft::RaftNode::lease(self, key, per_minute, want, LEASE_TIMEOUT).await {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::debug!(key, error = %e, "no lease from the leader: counting this member's share");
+                None
+            }
+        }
+    }
+}
+
+/// The tokens of a lease, for `per_minute` shared by `members`.
+pub fn lease_size(per_minute: u32, members: usize) -> u32 {
+    let members = u32::try_from(members.max(1)).unwrap_or(u32::MAX);
+    (per_minute / members.saturating_mul(LEASE_PARTS)).max(1)
+}
+
+/// One cluster-wide figure, per provider id.
 pub struct PerProvider {
     per_minute: u32,
+    /// The setting's name: with the provider id, the key the leader counts under.
+    name: &'static str,
     what: &'static str,
-    share: RwLock<Share>,
-}
-
-/// The limiter for the member count it was sized for.
-struct Share {
-    members: usize,
-    limiter: Option<DefaultKeyedRateLimiter<String>>,
-}
-
-/// A member's share of `per_minute` among `members` (at least 1 a minute).
-pub fn share_of(per_minute: u32, members: usize) -> u32 {
-    let members = u32::try_from(members.max(1)).unwrap_or(u32::MAX);
-    per_minute.div_ceil(members).max(1)
+    /// Leased tokens by provider; the async lock makes one lease call at a time per provider
+    /// on this member (others wait for it, then spend from it).
+    held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Held>>>>,
+    share: share::Shares,
 }
 
 impl PerProvider {
-    /// `per_minute` 0: no limit. The burst is the whole minute's share, as a fixed window
-    /// would allow.
-    pub fn new(per_minute: u32, what: &'static str) -> Self {
-        PerProvider { per_minute, what, share: RwLock::new(Share { members: 0, limiter: None }) }
+    /// `per_minute` 0: no limit.
+    pub fn new(per_minute: u32, name: &'static str, what: &'static str) -> Self {
+        PerProvider { per_minute, name, what, held: Mutex::new(HashMap::new()), share: share::Shares::new(per_minute) }
     }
 
-    /// Counts one event of `provider` on a cluster of `members`: 429 with `Retry-After` over
-    /// this member's share. A change of membership resizes the share (and starts it afresh).
-    pub fn check(&self, provider: &str, members: usize) -> Result<(), ApiError> {
+    /// Counts one event of `provider`: 429 with `Retry-After` once the cluster's figure is
+    /// spent (the leader's bucket is empty), or, when the leader cannot be asked, this
+    /// member's share.
+    pub async fn check(&self, leader: &impl LeaseSource, provider: &str) -> Result<(), ApiError> {
         if self.per_minute == 0 {
             return Ok(());
         }
-        let sized = self.share.read().map(|s| s.members == members).unwrap_or(false);
-        if !sized {
-            let mut s = self.share.write().unwrap_or_else(|p| p.into_inner());
-            if s.members != members {
-                let quota = NonZeroU32::new(share_of(self.per_minute, members)).map(Quota::per_minute);
-                *s = Share { members, limiter: quota.map(DefaultKeyedRateLimiter::keyed) };
+        let members = leader.members();
+        let cell = {
+            let mut map = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(provider.to_string()).or_default().clone()
+        };
+        let take = {
+            let mut held = cell.lock().await;
+            let asked = Instant::now();
+            match held.take(asked) {
+                Take::Ask => {
+                    let key = format!("{}:{provider}", self.name);
+                    match leader.lease(&key, self.per_minute, lease_size(self.per_minute, members)).await {
+                        Some(g) if g.granted > 0 => held.granted(g.granted, asked),
+                        Some(g) => held.refused(g.retry_after, Instant::now()),
+                        None => held.failed(Instant::now()),
+                    }
+                }
+                other => other,
             }
+        };
+        match take {
+            Take::Admit => Ok(()),
+            Take::Refuse(wait) => Err(self.too_many(wait)),
+            Take::Share | Take::Ask => self.share.check(provider, members).map_err(|wait| self.too_many(wait)),
         }
-        let s = self.share.read().unwrap_or_else(|p| p.into_inner());
-        let Some(l) = &s.limiter else { return Ok(()) };
-        l.check_key(&provider.to_string()).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
-            ApiError {
-                retry_after: Some(secs),
-                ..ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!("Too many {} through this provider; retry later.", self.what),
-                )
-            }
-        })
     }
 
-    /// Forgets providers whose quota is full again.
-    pub fn housekeep(&self) {
-        let s = self.share.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(l) = &s.limiter {
-            l.retain_recent();
-            l.shrink_to_fit();
+    fn too_many(&self, wait: Duration) -> ApiError {
+        let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+        ApiError {
+            retry_after: Some(secs),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Too many {} through this provider; retry later.", self.what),
+            )
         }
+    }
+
+    /// Forgets providers that hold nothing and whose share is full again.
+    pub fn housekeep(&self) {
+        let now = Instant::now();
+        let mut map = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, cell| Arc::strong_count(cell) > 1 || !cell.try_lock().is_ok_and(|h| h.idle(now)));
+        drop(map);
+        self.share.housekeep();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_member_admits_its_share_and_a_new_membership_resizes_it() {
-        assert_eq!([share_of(500, 1), share_of(500, 3), share_of(500, 5), share_of(2, 5)], [500, 167, 100, 1]);
-        let l = PerProvider::new(6, "events");
-        let admitted = |members| (0..10).filter(|_| l.check("p", members).is_ok()).count();
-        assert_eq!(admitted(3), 2, "a third of 6 on a three-member cluster");
-        assert_eq!(admitted(1), 6, "alone, the whole figure");
-        let r = l.check("p", 1).unwrap_err();
-        assert_eq!((r.status, r.retry_after.is_some()), (StatusCode::TOO_MANY_REQUESTS, true));
-        assert!(PerProvider::new(0, "events").check("p", 3).is_ok(), "0: no limit");
-    }
-}
+mod tests;

@@ -90,7 +90,7 @@ pub async fn login(
     scope: Option<&Value>,
     nocatalog: bool,
 ) -> ApiResult<Response> {
-    mapped.auth_limit.check(&ext.provider.id, node.raft.member_count())?;
+    mapped.auth_limit.check(&*node.raft, &ext.provider.id).await?;
     let (live, m) = evaluate(node, mapped, &ext)?;
     super::confine::rule(&node.engine.read(), node.fga.as_deref(), &live.rs, &m)?;
     let domain_ok = node.engine.read().domain(&m.identity.user_domain_id)?.is_some_and(|d| d.enabled);

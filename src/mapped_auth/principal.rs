@@ -152,7 +152,7 @@ pub async fn local(node: &Core, mapped: &MappedAuth, live: &Live, m: &Matched, e
         }
     };
     if existing.is_none() {
-        mapped.creation_limit.check(&ext.provider.id, node.raft.member_count())?;
+        mapped.creation_limit.check(&*node.raft, &ext.provider.id).await?;
     }
     let user = User {
         id,
@@ -271,7 +271,7 @@ pub async fn ephemeral(node: &Core, mapped: &MappedAuth, live: &Live, m: &Matche
                 return Ok(crate::reads::mapped::as_user(old));
             }
             Some(_) => {}
-            None => mapped.creation_limit.check(&ext.provider.id, node.raft.member_count())?,
+            None => mapped.creation_limit.check(&*node.raft, &ext.provider.id).await?,
         }
         let upsert = Command::Shadow(ShadowCommand::Upsert { record: Box::new(record), at: now });
         let cmd = if creates.is_empty() { upsert } else { Command::All(creates.into_iter().chain([upsert]).collect()) };

@@ -42,8 +42,16 @@ impl MappedAuth {
             outbound,
             regexes: RegexCache::new().observed(caches.stats("regex")),
             regex_deadline: Duration::from_secs_f64(s.regex_timeout_ms / 1000.0),
-            auth_limit: limits::PerProvider::new(s.auth_rate_limit, "authentications"),
-            creation_limit: limits::PerProvider::new(s.creation_rate_limit, "new principals"),
+            auth_limit: limits::PerProvider::new(
+                s.auth_rate_limit,
+                "shadow_registry_auth_rate_limit",
+                "authentications",
+            ),
+            creation_limit: limits::PerProvider::new(
+                s.creation_rate_limit,
+                "shadow_registry_creation_rate_limit",
+                "new principals",
+            ),
             discovery: DiscoveryCache::new(MAX_DISCOVERY_DOCS).observed(caches.stats("oidc_discovery")),
             verified: verified::VerifiedCache::default().observed(caches.stats("verified_jwt")),
             default_authorization_ttl: f.default_authorization_ttl,

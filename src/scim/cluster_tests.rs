@@ -218,24 +218,84 @@ async fn every_scim_write_leaves_one_audit_event_in_the_sink_across_a_restart() 
     assert!(!text.contains("kscim_"), "no API key in the audit sink");
 }
 
-/// `scim_realm_write_rate_limit` is the cluster's figure: a provider whose writes spread over
-/// all three members stops at it (each member admits its third), not at three times it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_providers_writes_spread_over_every_member_stop_at_the_cluster_budget() {
-    let c = TestCluster::start(3, &[("keystone", "scim_realm_write_rate_limit", "6")]).await;
+/// Waits until every member runs the cluster version from which the leader grants leases
+/// (below it each member counts its own share).
+async fn wait_lease_version(c: &TestCluster) {
+    let deadline = tokio::time::Instant::now() + crate::testkit::cluster::WAIT;
+    while (0..c.len()).any(|i| c.node(i).raft.cluster_version() < idnode_raft::LEASE_VERSION) {
+        assert!(tokio::time::Instant::now() < deadline, "the cluster version did not reach the lease version");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A 3-member cluster with `scim_realm_write_rate_limit` `figure`, at the lease version, and a
+/// realm: (cluster, leader, domain, key, the leader's term).
+async fn limited_realm(figure: &str) -> (TestCluster, usize, String, String, u64) {
+    let c = TestCluster::start(3, &[("keystone", "scim_realm_write_rate_limit", figure)]).await;
     let leader = c.wait_leader().await;
     let admin = c.admin_token(leader).await;
     let (d, key) = realm(&c, &admin).await;
-    let mut statuses = Vec::new();
-    for i in 0..12 {
+    wait_lease_version(&c).await;
+    let term = c.node(leader).raft.status().term;
+    (c, leader, d, key, term)
+}
+
+/// What `members` (indexes) answer to `n` user creations sent round-robin, with how long they
+/// took; every 429 carries a `Retry-After` of at most a minute.
+async fn creations(c: &TestCluster, key: &str, d: &str, members: &[usize], n: usize) -> (usize, usize, f64) {
+    let started = std::time::Instant::now();
+    let (mut created, mut refused) = (0, 0);
+    for i in 0..n {
         let body = Some(user(&format!("e{i}"), &format!("u{i}")));
-        let r = scim(&c, i % 3, &key, &d, Method::POST, "/Users", body).await;
-        if r.status == StatusCode::TOO_MANY_REQUESTS {
-            assert!(r.headers.get("retry-after").is_some(), "{:?}", r.headers);
+        let r = scim(c, members[i % members.len()], key, d, Method::POST, "/Users", body).await;
+        match r.status {
+            StatusCode::CREATED => created += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                refused += 1;
+                let retry: u64 = r.headers.get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok()).unwrap();
+                assert!((1..=60).contains(&retry), "Retry-After {retry}");
+            }
+            other => panic!("{other}: {}", r.body),
         }
-        statuses.push(r.status);
     }
-    let created = statuses.iter().filter(|s| **s == StatusCode::CREATED).count();
-    let refused = statuses.iter().filter(|s| **s == StatusCode::TOO_MANY_REQUESTS).count();
-    assert_eq!((created, refused), (6, 6), "{statuses:?}");
+    (created, refused, started.elapsed().as_secs_f64())
+}
+
+/// Asserts `created` is the cluster's `figure`: at least it when every lease reached the
+/// leader (a lease that timed out on a slow host falls back to the member's third), at most it
+/// plus what the leader's bucket refilled over the test's real `elapsed` time (figure / 60 a
+/// second), plus another figure if leadership moved (a new leader starts a full bucket).
+fn assert_the_figure(c: &TestCluster, created: usize, figure: usize, elapsed: f64, term_before: u64) {
+    let failed: u64 = (0..c.len()).map(|i| c.node(i).raft.lease_counts().1).sum();
+    let moved = (0..c.len()).any(|i| c.node(i).raft.status().term != term_before);
+    let refilled = (figure as f64 * elapsed / 60.0).floor() as usize;
+    let most = figure + refilled + if moved { figure } else { 0 };
+    let least = if failed == 0 { figure } else { figure / c.len() };
+    assert!(
+        (least..=most).contains(&created),
+        "{created} created, expected {least}..={most} ({failed} failed leases, {elapsed:.1} s)"
+    );
+}
+
+/// `scim_realm_write_rate_limit` is the cluster's figure: a provider whose writes spread over
+/// all three members stops at it, not at three times it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_providers_writes_spread_over_every_member_stop_at_the_cluster_budget() {
+    let (c, _, d, key, term) = limited_realm("6").await;
+    let (created, refused, elapsed) = creations(&c, &key, &d, &[0, 1, 2], 12).await;
+    assert_the_figure(&c, created, 6, elapsed, term);
+    assert_eq!(created + refused, 12);
+}
+
+/// Writes that all reach one follower (a sticky load balancer) get the cluster's whole figure,
+/// leased from the leader, not the follower's third of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_providers_writes_to_one_follower_get_the_whole_cluster_budget() {
+    let (c, leader, d, key, term) = limited_realm("12").await;
+    let follower = (leader + 1) % 3;
+    let (created, refused, elapsed) = creations(&c, &key, &d, &[follower], 20).await;
+    assert_the_figure(&c, created, 12, elapsed, term);
+    assert!(refused > 0, "{created} created, none refused");
+    let (asked, _) = c.node(follower).raft.lease_counts();
+    assert!(asked > 0, "the follower leased its tokens from the leader");
 }

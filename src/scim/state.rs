@@ -22,7 +22,7 @@ pub struct Scim {
 impl Scim {
     pub fn new(s: &ScimSettings, caches: &CacheMetrics) -> Scim {
         Scim {
-            write_limit: PerProvider::new(s.write_rate_limit, "SCIM writes"),
+            write_limit: PerProvider::new(s.write_rate_limit, "scim_realm_write_rate_limit", "SCIM writes"),
             grants: AppliedCache::new(1024).observed(caches.stats("scim_realm_grants")),
             callers: AppliedCache::new(1024).observed(caches.stats("scim_api_key_resolution")),
         }

@@ -20,7 +20,7 @@ pub async fn submit(
     action: Action,
     cmd: ScimCommand,
 ) -> ScimResult<ScimResourceIndex> {
-    scim.write_limit.check(&caller.realm.provider_id, node.raft.member_count())?;
+    scim.write_limit.check(&*node.raft, &caller.realm.provider_id).await?;
     let id = match &cmd {
         ScimCommand::PutUser { id, .. }
         | ScimCommand::PutGroup { id, .. }

@@ -371,6 +371,7 @@ async fn forget_idle_rate_limits(node: Arc<Node>) {
         node.rate_limits.housekeep();
         node.oauth2.housekeep();
         node.mapped.housekeep();
+        node.scim.write_limit.housekeep();
     }
 }
 

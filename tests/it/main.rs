@@ -43,6 +43,8 @@
 //! * `peer_flood`: 2,000 strangers with forged headers and slow bodies on one member's peer
 //!   port do not stop token validation or writes anywhere, nor grow the member's memory;
 //! * `plaintext_audit`: no secret or identity string is stored in plaintext;
+//! * `provider_limits`: a per-provider rate limit is the cluster's figure even when every
+//!   request reaches one follower (leases from the leader), and no more over all members;
 //! * `request_logs`: request ids on answers and in every log line of a request, across
 //!   members; JSON logs; no secret in any line;
 //! * `s3tokens`: Swift's s3api and s3token middleware authenticate botocore-signed S3
@@ -94,6 +96,7 @@ mod operator_cli;
 mod oslo_limit;
 mod peer_flood;
 mod plaintext_audit;
+mod provider_limits;
 mod request_logs;
 mod s3tokens;
 mod scim_clients;

@@ -43,7 +43,7 @@ async fn post(c: &Cluster, i: usize, token: &str, path: &str, kind: &str, body: 
 
 /// A fresh domain with a SCIM realm whose ruleset grants its keys `manager` on the domain, and
 /// one key; everything made through node `i`. Answers (domain id, key token).
-async fn realm(c: &Cluster, i: usize, admin: &str) -> (String, String) {
+pub(crate) async fn realm(c: &Cluster, i: usize, admin: &str) -> (String, String) {
     let d = post(c, i, admin, "/v3/domains", "domain", json!({"name": format!("scim-{}", random_hex(4))})).await;
     let d = d["domain"]["id"].as_str().expect("domain id").to_string();
     let idp =
@@ -152,7 +152,8 @@ async fn listed(c: &Cluster, i: usize, d: &str, key: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scim2_client_provisions_and_resyncs_a_directory_through_a_follower_and_every_node_agrees() {
-    // The write quota is per provider and node (500 a minute); a directory load exceeds it.
+    // The write quota is per provider (500 a minute across the cluster); a directory load
+    // exceeds it.
     let c = Cluster::start_with_env(3, &[("IDNODE_KEYSTONE_SCIM_REALM_WRITE_RATE_LIMIT", "0")]).await;
     let leader = c.wait_leader(Duration::from_secs(30)).await;
     let follower = (leader + 1) % 3;

@@ -6,6 +6,7 @@ mod batch;
 mod cluster;
 mod conformance;
 mod harness;
+mod lease;
 mod snapshot_stream;
 mod upgrade;
 mod watermark;

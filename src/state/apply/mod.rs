@@ -75,7 +75,9 @@ use fatal::Fatal;
 /// `OAuth2Command::RevokeSessions`; from it a refresh records its time (`fl/` in the oauth2
 /// family) and the last passkey of a user without a password is not removed.
 /// Version 16 ([`USER_UPDATED_VERSION`]) adds no command: from it a change of a user's
-/// information records its time (`u/` in the passwords family), which earlier binaries do not.
+/// information records its time (`u/` in the passwords family), which earlier binaries do not,
+/// and followers ask the leader for leases of the cluster-wide rate limits
+/// (`idnode_raft::LEASE_VERSION`), a peer request earlier leaders do not decode.
 pub const COMMAND_VERSION: u32 = 16;
 const _: () = assert!(COMMAND_VERSION >= SELF_SERVICE_VERSION);
 const _: () = assert!(COMMAND_VERSION >= USER_UPDATED_VERSION);
@@ -83,6 +85,7 @@ const _: () = assert!(COMMAND_VERSION >= super::cutoff::STRICT_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::BATCH_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::RUNNING_DIGEST_VERSION);
 const _: () = assert!(COMMAND_VERSION >= idnode_raft::WATERMARK_VERSION);
+const _: () = assert!(COMMAND_VERSION >= idnode_raft::LEASE_VERSION);
 const _: () = assert!(COMMAND_VERSION >= KEYSTONE_KEYS_ROTATE_VERSION);
 
 /// The identity state machine as the raft crate sees it.
