@@ -63,6 +63,22 @@ fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> s
     c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
 }
 
+/// One family of `M` with a series per `label` value; described even with no series, so a
+/// scrape always names it.
+fn labelled<M: EncodeMetric + Default>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    label: &str,
+    series: impl Iterator<Item = (String, M)>,
+) -> std::fmt::Result {
+    let mut family = enc.encode_descriptor(name, help, None, M::default().metric_type())?;
+    for (value, metric) in series {
+        metric.encode(family.encode_family(&[(label.to_string(), value)])?)?;
+    }
+    Ok(())
+}
+
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -126,19 +142,13 @@ impl Collector for RaftCollector {
             "Read barriers run because this node may have missed entries before validating a credential",
             node.freshness.barriers_run(),
         )?;
-        {
-            let g = ConstGauge::new(0i64);
-            let mut family = enc.encode_descriptor(
-                "idnode_raft_replication_lag",
-                "Leader's last log index minus the peer's matched index",
-                None,
-                g.metric_type(),
-            )?;
-            for p in &repl {
-                let labels = [("peer".to_string(), p.id.to_string())];
-                ConstGauge::new(int(p.lag)).encode(family.encode_family(&labels)?)?;
-            }
-        }
+        labelled(
+            &mut enc,
+            "idnode_raft_replication_lag",
+            "Leader's last log index minus the peer's matched index",
+            "peer",
+            repl.iter().map(|p| (p.id.to_string(), ConstGauge::new(int(p.lag)))),
+        )?;
         gauge(
             &mut enc,
             "idnode_raft_snapshot_index",
@@ -223,19 +233,13 @@ impl Collector for RaftCollector {
         )?;
         gauge(&mut enc, "idnode_keys_epochs", "Data key epochs held", keys.epochs().len() as i64)?;
         counter(&mut enc, "idnode_keys_sealed", "Values sealed", keys.stats.sealed.load(Ordering::Relaxed))?;
-        {
-            let c = ConstCounter::new(0u64);
-            let mut family = enc.encode_descriptor(
-                "idnode_keys_epoch_sealed",
-                "Values sealed under each data-key epoch still held, since the process started (each draws one random nonce)",
-                None,
-                c.metric_type(),
-            )?;
-            for (epoch, n) in keys.sealed_by_epoch() {
-                let labels = [("epoch".to_string(), epoch.to_string())];
-                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
-            }
-        }
+        labelled(
+            &mut enc,
+            "idnode_keys_epoch_sealed",
+            "Values sealed under each data-key epoch still held, since the process started (each draws one random nonce)",
+            "epoch",
+            keys.sealed_by_epoch().into_iter().map(|(epoch, n)| (epoch.to_string(), ConstCounter::new(n))),
+        )?;
         counter(&mut enc, "idnode_keys_opened", "Values opened", keys.stats.opened.load(Ordering::Relaxed))?;
         counter(
             &mut enc,
