@@ -264,12 +264,14 @@ async fn creations(c: &TestCluster, key: &str, d: &str, members: &[usize], n: us
 /// Asserts `created` is the cluster's `figure`: at least it when every lease reached the
 /// leader (a lease that timed out on a slow host falls back to the member's third), at most it
 /// plus what the leader's bucket refilled over the test's real `elapsed` time (figure / 60 a
-/// second), plus another figure if leadership moved (a new leader starts a full bucket).
+/// second), plus another figure if leadership moved (a new leader starts a full bucket), plus
+/// the members' own shares and their refill if a lease failed (each then counts its share).
 fn assert_the_figure(c: &TestCluster, created: usize, figure: usize, elapsed: f64, term_before: u64) {
     let failed: u64 = (0..c.len()).map(|i| c.node(i).raft.lease_counts().1).sum();
     let moved = (0..c.len()).any(|i| c.node(i).raft.status().term != term_before);
     let refilled = (figure as f64 * elapsed / 60.0).floor() as usize;
-    let most = figure + refilled + if moved { figure } else { 0 };
+    let shares = if failed > 0 { c.len() * figure.div_ceil(c.len()) + refilled } else { 0 };
+    let most = figure + refilled + if moved { figure } else { 0 } + shares;
     let least = if failed == 0 { figure } else { figure / c.len() };
     assert!(
         (least..=most).contains(&created),
